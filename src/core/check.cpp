@@ -1,0 +1,29 @@
+// Check-failure formatting shared by all check macros.
+#include "core/check.hpp"
+
+#include <mpi.h>
+#include <unistd.h>
+
+namespace sb {
+
+std::string where_am_i() {
+  char host[256] = "unknown-host";
+  gethostname(host, sizeof host - 1);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return fmt::format("rank {} on {}", rank, host);
+  }
+  return host;
+}
+
+void throw_check_failure(const char* condition, const char* file, int line,
+                         const std::string& message) {
+  throw Error(fmt::format("{} (check `{}` failed at {}:{}, {})", message, condition, file, line,
+                          where_am_i()));
+}
+
+}  // namespace sb

@@ -1,0 +1,38 @@
+// Runtime selection of a kernel backend.
+#include "core/check.hpp"
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels {
+
+std::string_view to_string(Backend backend) {
+  switch (backend) {
+    case Backend::reference: return "reference";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+Backend parse_backend(std::string_view name) {
+  if (name == "reference") return Backend::reference;
+  if (name == "cpu") return Backend::cpu;
+  if (name == "cuda") return Backend::cuda;
+  throw UserError(fmt::format("unknown kernel backend '{}' (known: reference, cpu, cuda)", name));
+}
+
+const KernelTable& kernels_for(Backend backend) {
+#define SB_REFERENCE_ENTRY(name, DECLARE) &reference::name<float>,
+#define SB_CPU_ENTRY(name, DECLARE) &cpu::name,
+  static const KernelTable reference_table{SB_FOR_EACH_KERNEL(SB_REFERENCE_ENTRY)};
+  static const KernelTable cpu_table{SB_FOR_EACH_KERNEL(SB_CPU_ENTRY)};
+#undef SB_REFERENCE_ENTRY
+#undef SB_CPU_ENTRY
+  switch (backend) {
+    case Backend::reference: return reference_table;
+    case Backend::cpu: return cpu_table;
+    case Backend::cuda: break;
+  }
+  throw UserError("not compiled: cuda (this build has no CUDA kernels; use device: cpu)");
+}
+
+}  // namespace sb::kernels

@@ -1,0 +1,125 @@
+// Every compute kernel of scalebench, declared once. Each backend implements the same
+// signatures in its own tree: reference/ (naive loops, templated on float and double, the
+// ground truth), cpu/ (Kokkos OpenMP + OpenBLAS, float), cuda/ (later). Leaves out
+// autograd: backward kernels ACCUMULATE (+=) into gradient buffers, llm.c style, so the
+// caller zeroes gradients once per step.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sb::kernels {
+
+using i64 = std::int64_t;
+
+// ---- signatures (shapes beside every argument) ------------------------------------------
+// inp (BT,C), weight (OC,C), bias (OC) or nullptr -> out (BT,OC)
+#define SB_DECLARE_MATMUL_FORWARD(T) \
+  void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, i64 BT, i64 C, i64 OC)
+// dout (BT,OC) -> dinp (BT,C) +=, dweight (OC,C) +=, dbias (OC) += (nullptr: skipped)
+#define SB_DECLARE_MATMUL_BACKWARD(T)                                                     \
+  void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,       \
+                       const T* weight, i64 BT, i64 C, i64 OC)
+// tokens (B,T) in [0,V), wte (V,C), wpe (maxT>=T,C) -> out (B,T,C) = wte[token] + wpe[t]
+#define SB_DECLARE_EMBEDDING_FORWARD(T)                                                   \
+  void embedding_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, \
+                         i64 B, i64 T_, i64 C)
+// dout (B,T,C) -> dwte (V,C) +=, dwpe (maxT,C) +=
+#define SB_DECLARE_EMBEDDING_BACKWARD(T)                                                  \
+  void embedding_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,   \
+                          i64 B, i64 T_, i64 C)
+// inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N); eps = 1e-5
+#define SB_DECLARE_LAYERNORM_FORWARD(T)                                                   \
+  void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight,        \
+                         const T* bias, i64 N, i64 C)
+// dout (N,C) -> dinp (N,C) +=, dweight (C) +=, dbias (C) +=
+#define SB_DECLARE_LAYERNORM_BACKWARD(T)                                                  \
+  void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,    \
+                          const T* weight, const T* mean, const T* rstd, i64 N, i64 C)
+// qkv (B,T,3C) laid out [q | k | v], each C = NH heads of C/NH -> out (B,T,C),
+// att (B,NH,T,T) causal softmax probabilities (upper triangle zero), kept for backward
+#define SB_DECLARE_ATTENTION_FORWARD(T) \
+  void attention_forward(T* out, T* att, const T* qkv, i64 B, i64 T_, i64 C, i64 NH)
+// dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) -> dqkv (B,T,3C) +=
+#define SB_DECLARE_ATTENTION_BACKWARD(T)                                                  \
+  void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, i64 B,     \
+                          i64 T_, i64 C, i64 NH)
+// inp (N) -> out (N) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+#define SB_DECLARE_GELU_FORWARD(T) void gelu_forward(T* out, const T* inp, i64 N)
+// inp (N), dout (N) -> dinp (N) +=
+#define SB_DECLARE_GELU_BACKWARD(T) void gelu_backward(T* dinp, const T* inp, const T* dout, i64 N)
+// a (N), b (N) -> out (N) = a + b
+#define SB_DECLARE_RESIDUAL_FORWARD(T) void residual_forward(T* out, const T* a, const T* b, i64 N)
+// dout (N) -> da (N) +=, db (N) +=
+#define SB_DECLARE_RESIDUAL_BACKWARD(T) \
+  void residual_backward(T* da, T* db, const T* dout, i64 N)
+// logits (BT,V), targets (BT) in [0,V) -> probs (BT,V) softmax, losses (BT) = -log probs[target]
+#define SB_DECLARE_CROSSENTROPY_FORWARD(T)                                                \
+  void crossentropy_forward(T* losses, T* probs, const T* logits,                        \
+                            const std::int32_t* targets, i64 BT, i64 V)
+// probs (BT,V), dlosses (BT) -> dlogits (BT,V) += (probs - onehot(target)) * dlosses
+#define SB_DECLARE_CROSSENTROPY_BACKWARD(T)                                               \
+  void crossentropy_backward(T* dlogits, const T* probs, const std::int32_t* targets,    \
+                             const T* dlosses, i64 BT, i64 V)
+// PyTorch AdamW, one tensor: params (N), grads (N), m (N), v (N) updated in place; step >= 1.
+// p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// p -= lr * (m / (1-b1^step)) / (sqrt(v / (1-b2^step)) + eps)
+#define SB_DECLARE_ADAMW_UPDATE(T)                                                        \
+  void adamw_update(T* params, const T* grads, T* m, T* v, i64 N, double lr, double beta1, \
+                    double beta2, double eps, double weight_decay, i64 step)
+// x (N) -> sum of x^2, accumulated in double
+#define SB_DECLARE_SQUARED_NORM(T) double squared_norm(const T* x, i64 N)
+// x (N) *= factor
+#define SB_DECLARE_SCALE_INPLACE(T) void scale_inplace(T* x, i64 N, double factor)
+
+// X-macro over all kernels: X(name, DECLARE_MACRO)
+#define SB_FOR_EACH_KERNEL(X)                          \
+  X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)         \
+  X(matmul_backward, SB_DECLARE_MATMUL_BACKWARD)       \
+  X(embedding_forward, SB_DECLARE_EMBEDDING_FORWARD)   \
+  X(embedding_backward, SB_DECLARE_EMBEDDING_BACKWARD) \
+  X(layernorm_forward, SB_DECLARE_LAYERNORM_FORWARD)   \
+  X(layernorm_backward, SB_DECLARE_LAYERNORM_BACKWARD) \
+  X(attention_forward, SB_DECLARE_ATTENTION_FORWARD)   \
+  X(attention_backward, SB_DECLARE_ATTENTION_BACKWARD) \
+  X(gelu_forward, SB_DECLARE_GELU_FORWARD)             \
+  X(gelu_backward, SB_DECLARE_GELU_BACKWARD)           \
+  X(residual_forward, SB_DECLARE_RESIDUAL_FORWARD)     \
+  X(residual_backward, SB_DECLARE_RESIDUAL_BACKWARD)   \
+  X(crossentropy_forward, SB_DECLARE_CROSSENTROPY_FORWARD)   \
+  X(crossentropy_backward, SB_DECLARE_CROSSENTROPY_BACKWARD) \
+  X(adamw_update, SB_DECLARE_ADAMW_UPDATE)             \
+  X(squared_norm, SB_DECLARE_SQUARED_NORM)             \
+  X(scale_inplace, SB_DECLARE_SCALE_INPLACE)
+
+// ---- backends ---------------------------------------------------------------------------
+namespace reference {  // templates, instantiated for float and double in reference/*.cpp
+#define SB_DECLARE_REFERENCE(name, DECLARE) template <class T> DECLARE(T);
+SB_FOR_EACH_KERNEL(SB_DECLARE_REFERENCE)
+#undef SB_DECLARE_REFERENCE
+}  // namespace reference
+
+namespace cpu {
+#define SB_DECLARE_CPU(name, DECLARE) DECLARE(float);
+SB_FOR_EACH_KERNEL(SB_DECLARE_CPU)
+#undef SB_DECLARE_CPU
+}  // namespace cpu
+
+// ---- runtime dispatch (precision and backend are runtime choices) -----------------------
+enum class Backend : int { reference, cpu, cuda };
+std::string_view to_string(Backend backend);
+// "reference" | "cpu" | "cuda"; throws UserError on anything else.
+Backend parse_backend(std::string_view name);
+
+// One function pointer per kernel, float precision.
+struct KernelTable {
+#define SB_TABLE_MEMBER(name, DECLARE) decltype(&cpu::name) name;
+  SB_FOR_EACH_KERNEL(SB_TABLE_MEMBER)
+#undef SB_TABLE_MEMBER
+};
+
+// The float kernels of a backend. Backend::cuda throws "not compiled: cuda" in a build
+// without CUDA.
+const KernelTable& kernels_for(Backend backend);
+
+}  // namespace sb::kernels
