@@ -1,1 +1,35 @@
-int main() { return 0; }
+// `scalebench`: one executable, subcommands. User mistakes print one sentence and exit 2;
+// internal faults exit 3; neither prints an abort trace.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "core/check.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"scalebench: measure and predict how neural-network training scales"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("scalebench 0.1.0 (") + SB_GIT_SHA + ")");
+  const auto train = sb::cli::add_train_command(app, argc, argv);
+  const auto run = sb::cli::add_run_command(app);
+  const auto inspect = sb::cli::add_inspect_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (app.got_subcommand("train")) return train();
+    if (app.got_subcommand("run")) return run();
+    if (app.got_subcommand("inspect")) return inspect();
+  } catch (const sb::UserError& e) {
+    std::fprintf(stderr, "scalebench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scalebench: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 1;
+}

@@ -1,0 +1,128 @@
+// `scalebench run [SUITE] [--out DIR]`: every case of a suite on this machine, each in its
+// own `mpirun -np <world>` (a fresh process: Kokkos and MPI start once per process), gathered
+// into DIR/<suite>.h5, then a comparison table.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "core/check.hpp"
+#include "io/copy_run.hpp"
+#include "io/results_reader.hpp"
+#include "train/suite.hpp"
+
+extern char** environ;
+
+namespace sb::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string suite = std::string(SB_SOURCE_DIR) + "/suites/quickstart.yaml";
+  std::string out = "results";
+  std::vector<std::string> overrides;
+};
+
+// Open MPI refuses root and more ranks than cores unless told; set only what is unset.
+void prepare_mpirun_environment(std::int64_t world_size) {
+  if (geteuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  if (world_size > static_cast<std::int64_t>(std::thread::hardware_concurrency()))
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+}
+
+int spawn_and_wait(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  SB_USER_CHECK(err == 0, "cannot start '{}': {}", args[0], std::strerror(err));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string cell(double value, const char* format) {
+  return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : "-";
+}
+
+}  // namespace
+
+std::function<int()> add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "run every case of a suite on this machine and compare them");
+  cmd->add_option("suite", options->suite, "suite file (YAML)", true);
+  cmd->add_option("--out", options->out, "folder for results", true);
+  cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
+  return [options]() {
+    const train::Suite suite = train::load_suite(options->suite, options->overrides);
+    const fs::path out_dir(options->out);
+    fs::create_directories(out_dir);
+    const fs::path cases_dir = out_dir / (suite.name + ".cases");
+    fs::create_directories(cases_dir);
+    const fs::path suite_file = out_dir / (suite.name + ".h5");
+    fs::remove(suite_file);
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    std::printf("suite %s: %zu case(s) from %s -> %s\n", suite.name.c_str(), suite.cases.size(),
+                suite.source.c_str(), suite_file.c_str());
+    std::fflush(stdout);
+
+    int failures = 0;
+    for (std::size_t i = 0; i < suite.cases.size(); ++i) {
+      const auto& c = suite.cases[i];
+      std::string file_id;
+      for (char ch : c.id) file_id += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+      const fs::path config_path = cases_dir / (file_id + ".yaml");
+      const fs::path result_path = cases_dir / (file_id + ".h5");
+      {
+        YAML::Emitter emitter;
+        emitter << c.config;
+        std::ofstream(config_path) << emitter.c_str() << "\n";
+      }
+      std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
+                  static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
+      std::fflush(stdout);
+      prepare_mpirun_environment(c.world_size);
+      fs::remove(result_path);
+      const int code = spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
+                                       "--config", config_path.string(), "--out", result_path.string(),
+                                       "--run-id", c.id});
+      if (code != 0) {
+        ++failures;
+        std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
+      }
+      if (fs::exists(result_path)) io::copy_run(result_path, suite_file, c.id);
+    }
+
+    std::printf("\n%-28s %-10s %-7s %10s %10s %8s %11s %9s %9s %10s\n", "case", "model", "status",
+                "train", "held-out", "acc %", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
+    if (fs::exists(suite_file)) {
+      for (const auto& id : io::list_runs(suite_file)) {
+        const auto r = io::read_run_overview(suite_file, id);
+        std::printf("%-28s %-10s %-7s %10s %10s %8s %11s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
+                    r.status.c_str(), cell(r.final_loss, "{:.4f}").c_str(),
+                    cell(r.final_eval_loss, "{:.4f}").c_str(), cell(100 * r.final_accuracy, "{:.1f}").c_str(),
+                    cell(r.tokens_per_s, "{:.0f}").c_str(), cell(1e3 * r.step_time_median_s, "{:.1f}").c_str(),
+                    cell(1e3 * r.achieved_tflops, "{:.2f}").c_str(),
+                    cell(r.peak_bytes / 1048576.0, "{:.1f}").c_str());
+      }
+    }
+    std::printf("\nresults: %s (scalebench inspect %s)\n", suite_file.c_str(), suite_file.c_str());
+    return failures == 0 ? 0 : 1;
+  };
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,284 @@
+// YAML → TrainConfig with strict keys and one-sentence errors.
+#include "train/config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/check.hpp"
+
+namespace sb::train {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Reads one mapping, rejecting keys it does not know.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string path, std::string source,
+            std::vector<std::string> known)
+      : node_(node), path_(std::move(path)), source_(std::move(source)), known_(std::move(known)) {
+    SB_USER_CHECK(node_.IsMap(), "{}: '{}' must be a mapping of keys to values", source_, label());
+    for (const auto& item : node_) {
+      const auto key = item.first.as<std::string>();
+      SB_USER_CHECK(std::find(known_.begin(), known_.end(), key) != known_.end(),
+                    "{}: unknown key '{}' (known: {})", source_, qualified(key), join(known_));
+    }
+  }
+
+  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  YAML::Node node(const std::string& key) const { return node_[key]; }
+
+  template <class T>
+  void read(const std::string& key, T& value) const {
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    try {
+      SB_USER_CHECK(n.IsScalar(), "{}: '{}' must be a single value", source_, qualified(key));
+      value = n.as<T>();
+    } catch (const YAML::Exception&) {
+      throw UserError(fmt::format("{}: '{}' has value '{}', which is not {}", source_,
+                                  qualified(key), n.Scalar(), kind<T>()));
+    }
+  }
+
+  std::string qualified(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+ private:
+  std::string label() const { return path_.empty() ? "the config" : path_; }
+  template <class T>
+  static const char* kind() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T>) return "an integer";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else return "a string";
+  }
+  YAML::Node node_;
+  std::string path_, source_;
+  std::vector<std::string> known_;
+};
+
+void require_positive(std::int64_t value, const std::string& key, const std::string& source) {
+  SB_USER_CHECK(value > 0, "{}: '{}' must be a positive integer, got {}", source, key, value);
+}
+void require_non_negative(std::int64_t value, const std::string& key, const std::string& source) {
+  SB_USER_CHECK(value >= 0, "{}: '{}' must be zero or positive, got {}", source, key, value);
+}
+void require_one_of(const std::string& value, const std::vector<std::string>& allowed,
+                    const std::string& key, const std::string& source) {
+  SB_USER_CHECK(std::find(allowed.begin(), allowed.end(), value) != allowed.end(),
+                "{}: '{}' is '{}' but must be one of: {}", source, key, value, join(allowed));
+}
+
+std::filesystem::path default_data_path(const std::string& dataset) {
+  if (const char* dir = std::getenv("SB_DATA_DIR"); dir && *dir)
+    return std::filesystem::path(dir) / dataset;
+  return std::filesystem::path(SB_SOURCE_DIR) / "data" / dataset;
+}
+
+}  // namespace
+
+const std::vector<std::string>& train_config_keys() {
+  static const std::vector<std::string> keys = {
+      "name",   "model",        "data",       "strategy",     "precision", "batch",
+      "seq_len", "steps",       "warmup_steps", "eval_every", "eval_batches", "log_every",
+      "optimizer", "device",    "seed",       "threads"};
+  return keys;
+}
+
+YAML::Node parse_yaml_text(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UserError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1,
+                                e.mark.column + 1, e.msg));
+  }
+}
+
+YAML::Node load_yaml_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  SB_USER_CHECK(in.good(), "cannot read config file '{}' (missing or unreadable)", path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_yaml_text(text.str(), path.string());
+}
+
+void apply_override(YAML::Node& root, const std::string& assignment, const std::string& source) {
+  const auto eq = assignment.find('=');
+  SB_USER_CHECK(eq != std::string::npos && eq > 0,
+                "--set '{}' must have the form key=value (e.g. optimizer.lr=1e-3)", assignment);
+  const std::string key = assignment.substr(0, eq);
+  const YAML::Node value = parse_yaml_text(assignment.substr(eq + 1), "--set " + key);
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  SB_USER_CHECK(root.IsMap(), "{}: the config must be a mapping of keys to values", source);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  // Walk with fresh handles (yaml-cpp's operator= on a node handle would rebind, not assign).
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node child = chain.back()[parts[i]];
+    if (!child || !child.IsMap()) {
+      SB_USER_CHECK(!child || child.IsNull(),
+                    "--set {}: '{}' is a single value, not a mapping", key, parts[i]);
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      child = chain.back()[parts[i]];
+    }
+    chain.push_back(child);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+TrainConfig parse_train_config(const YAML::Node& root, const std::string& source) {
+  SB_USER_CHECK(root && root.IsMap(), "{}: the config must be a mapping of keys to values (it is empty or a list)",
+                source);
+  TrainConfig c;
+  c.source = source;
+  MapReader top(root, "", source, train_config_keys());
+  top.read("name", c.name);
+
+  SB_USER_CHECK(top.has("model"), "{}: 'model' is missing (a name such as gpt-tiny, or a mapping "
+                "with layers, hidden, heads, seq_len, vocab)", source);
+  if (top.node("model").IsScalar()) {
+    c.model.name = top.node("model").as<std::string>();
+  } else {
+    MapReader m(top.node("model"), "model", source, {"name", "layers", "hidden", "heads", "seq_len", "vocab"});
+    m.read("name", c.model.name);
+    m.read("layers", c.model.layers);
+    m.read("hidden", c.model.hidden);
+    m.read("heads", c.model.heads);
+    m.read("seq_len", c.model.seq_len);
+    m.read("vocab", c.model.vocab);
+    for (const char* key : {"layers", "hidden", "heads", "seq_len", "vocab"}) {
+      SB_USER_CHECK(m.has(key), "{}: inline model needs '{}'", source, m.qualified(key));
+    }
+    require_positive(c.model.layers, "model.layers", source);
+    require_positive(c.model.hidden, "model.hidden", source);
+    require_positive(c.model.heads, "model.heads", source);
+    require_positive(c.model.seq_len, "model.seq_len", source);
+    require_positive(c.model.vocab, "model.vocab", source);
+    SB_USER_CHECK(c.model.hidden % c.model.heads == 0,
+                  "{}: model.hidden ({}) must be divisible by model.heads ({})", source,
+                  c.model.hidden, c.model.heads);
+    if (c.model.name.empty())
+      c.model.name = fmt::format("gpt-L{}-C{}-H{}", c.model.layers, c.model.hidden, c.model.heads);
+  }
+
+  SB_USER_CHECK(top.has("data"), "{}: 'data' is missing (e.g. data: {{dataset: sotu}})", source);
+  {
+    const YAML::Node d = top.node("data");
+    if (d.IsScalar()) {
+      c.data.dataset = d.as<std::string>();
+    } else {
+      MapReader m(d, "data", source, {"dataset", "path"});
+      m.read("dataset", c.data.dataset);
+      std::string path;
+      m.read("path", path);
+      c.data.path = path;
+    }
+    require_one_of(c.data.dataset, {"sotu"}, "data.dataset", source);
+    if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
+  }
+
+  if (top.has("strategy")) {
+    MapReader m(top.node("strategy"), "strategy", source,
+                {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
+                 "sequence_parallel"});
+    auto& s = c.strategy;
+    m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
+    m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
+    m.read("interleave", s.interleave); m.read("zero", s.zero);
+    m.read("recompute", s.recompute); m.read("sequence_parallel", s.sequence_parallel);
+    for (auto [value, key] : {std::pair{s.dp, "strategy.dp"}, {s.tp, "strategy.tp"}, {s.pp, "strategy.pp"},
+                              {s.micro_batches, "strategy.micro_batches"}, {s.interleave, "strategy.interleave"}})
+      require_positive(value, key, source);
+    SB_USER_CHECK(s.zero >= 0 && s.zero <= 3, "{}: 'strategy.zero' must be 0, 1, 2 or 3, got {}", source, s.zero);
+    require_one_of(s.schedule, {"gpipe", "1f1b"}, "strategy.schedule", source);
+    require_one_of(s.recompute, {"none", "selective", "full"}, "strategy.recompute", source);
+  }
+
+  if (top.has("precision")) {
+    const YAML::Node p = top.node("precision");
+    if (p.IsScalar()) {
+      c.precision.dtype = p.as<std::string>();
+    } else {
+      MapReader m(p, "precision", source, {"dtype", "loss_scale"});
+      m.read("dtype", c.precision.dtype);
+      m.read("loss_scale", c.precision.loss_scale);
+    }
+    require_one_of(c.precision.dtype, {"fp32", "fp16", "bf16"}, "precision", source);
+  }
+
+  if (top.has("batch")) {
+    const YAML::Node b = top.node("batch");
+    if (b.IsScalar()) {
+      top.read("batch", c.global_batch);
+    } else {
+      MapReader m(b, "batch", source, {"global", "micro"});
+      m.read("global", c.global_batch);
+      m.read("micro", c.micro_batch);
+    }
+  }
+  require_positive(c.global_batch, "batch.global", source);
+  require_non_negative(c.micro_batch, "batch.micro", source);
+
+  top.read("seq_len", c.seq_len);
+  top.read("steps", c.steps);
+  top.read("warmup_steps", c.warmup_steps);
+  top.read("eval_every", c.eval_every);
+  top.read("eval_batches", c.eval_batches);
+  top.read("log_every", c.log_every);
+  top.read("device", c.device);
+  top.read("seed", c.seed);
+  top.read("threads", c.threads);
+  require_non_negative(c.seq_len, "seq_len", source);
+  require_positive(c.steps, "steps", source);
+  require_non_negative(c.warmup_steps, "warmup_steps", source);
+  require_non_negative(c.eval_every, "eval_every", source);
+  require_positive(c.eval_batches, "eval_batches", source);
+  require_positive(c.log_every, "log_every", source);
+  require_non_negative(c.threads, "threads", source);
+  require_one_of(c.device, {"cpu", "cuda"}, "device", source);
+
+  if (top.has("optimizer")) {
+    MapReader m(top.node("optimizer"), "optimizer", source,
+                {"type", "lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip", "momentum",
+                 "schedule", "min_lr"});
+    auto& o = c.optimizer;
+    m.read("type", o.type); m.read("lr", o.lr); m.read("beta1", o.beta1); m.read("beta2", o.beta2);
+    m.read("eps", o.eps); m.read("weight_decay", o.weight_decay); m.read("grad_clip", o.grad_clip);
+    m.read("momentum", o.momentum); m.read("schedule", o.schedule); m.read("min_lr", o.min_lr);
+    require_one_of(o.type, {"adamw", "sgd"}, "optimizer.type", source);
+    require_one_of(o.schedule, {"constant", "cosine"}, "optimizer.schedule", source);
+    SB_USER_CHECK(o.lr > 0, "{}: 'optimizer.lr' must be positive, got {}", source, o.lr);
+    SB_USER_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+                  "{}: 'optimizer.beta1' and 'optimizer.beta2' must lie in [0, 1)", source);
+    SB_USER_CHECK(o.eps > 0, "{}: 'optimizer.eps' must be positive", source);
+    SB_USER_CHECK(o.weight_decay >= 0 && o.grad_clip >= 0 && o.min_lr >= 0,
+                  "{}: 'optimizer.weight_decay', 'grad_clip' and 'min_lr' must not be negative", source);
+  }
+
+  YAML::Emitter out;
+  out << root;
+  c.yaml = out.c_str();
+  return c;
+}
+
+TrainConfig load_train_config(const std::filesystem::path& path,
+                              const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(path);
+  for (const auto& assignment : overrides) apply_override(root, assignment, path.string());
+  return parse_train_config(root, path.string());
+}
+
+}  // namespace sb::train

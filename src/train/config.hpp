@@ -1,0 +1,76 @@
+// The training case configuration (YAML): parsing with strict keys, defaults, validation and
+// `--set key=value` overrides. Every mistake is one sb::UserError sentence naming the file and
+// key. Leaves out what the keys mean at run time (the trainer) and suites (suite.hpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sb::train {
+
+struct ModelSpec {
+  std::string name;  // a named config ("gpt-tiny"), or "" for an inline description
+  std::int64_t layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;  // inline only
+};
+
+struct DataSpec {
+  std::string dataset;          // "sotu"
+  std::filesystem::path path;   // resolved: data.path, else $SB_DATA_DIR/<dataset>, else <repo>/data/<dataset>
+};
+
+struct StrategySpec {
+  std::int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1, interleave = 1, zero = 0;
+  std::string schedule = "1f1b", recompute = "none";
+  bool sequence_parallel = false;
+  std::int64_t world_size() const { return dp * tp * pp; }
+};
+
+struct PrecisionSpec {
+  std::string dtype = "fp32";        // fp32 | fp16 | bf16
+  std::string loss_scale = "dynamic";  // dynamic | none | a number (fp16 only)
+};
+
+struct OptimizerSpec {
+  std::string type = "adamw";  // adamw | sgd
+  double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1, grad_clip = 1.0;
+  double momentum = 0.9;             // sgd only
+  std::string schedule = "constant";  // constant | cosine (after warmup, down to min_lr)
+  double min_lr = 0.0;
+};
+
+struct TrainConfig {
+  std::string source;  // the file the config came from, for messages
+  std::string name;    // run id; default "<model>" with the suite adding its case name
+  ModelSpec model;
+  DataSpec data;
+  StrategySpec strategy;
+  PrecisionSpec precision;
+  OptimizerSpec optimizer;
+  std::int64_t global_batch = 16, micro_batch = 0;  // micro 0 = global / dp
+  std::int64_t seq_len = 0;                         // 0 = the model's maximum
+  std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;
+  std::string device = "cpu";
+  std::uint64_t seed = 1;
+  std::int64_t threads = 0;  // 0 = every core of this machine
+  std::string yaml;          // the effective config (after overrides), stored with the run
+};
+
+// Applies "a.b.c=value" to a YAML tree (value parsed as YAML, so numbers stay numbers).
+void apply_override(YAML::Node& root, const std::string& assignment, const std::string& source);
+
+// Parses YAML text; malformed YAML becomes "<source>:<line>:<col>: malformed YAML: ...".
+YAML::Node parse_yaml_text(const std::string& text, const std::string& source);
+YAML::Node load_yaml_file(const std::filesystem::path& path);
+
+TrainConfig parse_train_config(const YAML::Node& root, const std::string& source);
+TrainConfig load_train_config(const std::filesystem::path& path,
+                              const std::vector<std::string>& overrides);
+
+// Every top-level key a case accepts (suites use it to reject unknown keys early).
+const std::vector<std::string>& train_config_keys();
+
+}  // namespace sb::train

@@ -1,0 +1,30 @@
+// Benchmark suites (YAML, no code): a `base` case, an optional `matrix` of keys to sweep
+// and an optional `cases` list, expanded into fully validated case configs before anything
+// runs. Leaves out launching the cases (cli/command_run.cpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sb::train {
+
+struct SuiteCase {
+  std::string id;       // unique within the suite: case name and matrix values
+  YAML::Node config;    // base + case + matrix values; parses as a TrainConfig
+  std::int64_t world_size = 1;
+};
+
+struct Suite {
+  std::string name, description, source;
+  std::vector<SuiteCase> cases;
+};
+
+// Expands and validates every case (unknown keys, bad values) and applies `overrides`
+// (key=value) to each. Throws UserError naming the suite file and the case.
+Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides);
+
+}  // namespace sb::train

@@ -1,0 +1,55 @@
+// Runs the scalebench executable in a scratch folder and captures exit code and stderr.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace sb::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string stdout_text, stderr_text;
+};
+
+class Scratch {
+ public:
+  Scratch() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           (std::string("sb_cli_") + info->test_suite_name() + "_" + info->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  ~Scratch() { std::filesystem::remove_all(dir_); }
+  std::filesystem::path path(const std::string& name) const { return dir_ / name; }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  CommandResult run(const std::string& args) const {
+    const auto out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string command = std::string(SB_EXE) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(command.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.stdout_text = slurp(out);
+    r.stderr_text = slurp(err);
+    return r;
+  }
+
+ private:
+  static std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::filesystem::path dir_;
+};
+
+}  // namespace sb::testing

@@ -1,0 +1,86 @@
+// Bad input gives one clear sentence on stderr, exit code 2, and no result file.
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+
+namespace sb::testing {
+namespace {
+
+const char* kGoodCase = "model: gpt-nano\ndata: {dataset: sotu}\nsteps: 2\nbatch: {global: 2}\n";
+
+struct BadInput {
+  const char* name;
+  std::string config;           // YAML text written to case.yaml ("" = do not write)
+  std::string extra_args;       // appended to the train command
+  std::string expected_message; // must appear in stderr
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputTest, OneSentenceExitTwoNoFile) {
+  const BadInput& bad = GetParam();
+  Scratch scratch;
+  const auto config = scratch.path("case.yaml");
+  if (!bad.config.empty()) scratch.write("case.yaml", bad.config);
+  const auto out = scratch.path("out.h5");
+  const auto r = scratch.run("train --config " + config.string() + " --out " + out.string() + " " + bad.extra_args);
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(bad.expected_message), std::string::npos)
+      << "stderr was: " << r.stderr_text;
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("terminate"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a result file was left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadInputTest,
+    ::testing::Values(
+        BadInput{"missing_data", "model: gpt-nano\ndata: {dataset: sotu, path: /nonexistent/sotu}\nsteps: 2\n", "",
+                 "State of the Union data folder '/nonexistent/sotu' does not exist"},
+        BadInput{"unknown_key", std::string(kGoodCase) + "stpes: 3\n", "", "unknown key 'stpes'"},
+        BadInput{"unknown_nested_key", std::string(kGoodCase) + "optimizer: {lr: 1e-3, betas: 0.9}\n", "",
+                 "unknown key 'optimizer.betas'"},
+        BadInput{"malformed_yaml", "model: gpt-nano\ndata: {dataset: sotu\nsteps: 2\n", "", "malformed YAML"},
+        BadInput{"unknown_model", "model: gpt-huge\ndata: {dataset: sotu}\nsteps: 2\n", "", "unknown model 'gpt-huge'"},
+        BadInput{"negative_steps", "model: gpt-nano\ndata: {dataset: sotu}\nsteps: -5\n", "",
+                 "'steps' must be a positive integer, got -5"},
+        BadInput{"non_numeric_lr", std::string(kGoodCase) + "optimizer: {lr: fast}\n", "",
+                 "'optimizer.lr' has value 'fast', which is not a number"},
+        BadInput{"missing_config", "", "", "cannot read config file"},
+        BadInput{"unknown_dataset", "model: gpt-nano\ndata: {dataset: wikipedia}\nsteps: 2\n", "",
+                 "'data.dataset' is 'wikipedia' but must be one of: sotu"},
+        BadInput{"heads_not_dividing", "model: {layers: 1, hidden: 10, heads: 3, seq_len: 8, vocab: 256}\ndata: sotu\n", "",
+                 "model.hidden (10) must be divisible by model.heads (3)"},
+        BadInput{"seq_len_too_long", std::string(kGoodCase) + "seq_len: 65\n", "",
+                 "seq_len 65 exceeds the model's maximum sequence length 64"},
+        BadInput{"bad_set", kGoodCase, "--set steps", "--set 'steps' must have the form key=value"},
+        BadInput{"set_negative", kGoodCase, "--set steps=-1", "'steps' must be a positive integer, got -1"},
+        BadInput{"multi_rank_on_one", std::string(kGoodCase) + "strategy: {dp: 2}\n", "",
+                 "this trainer runs one rank"},
+        BadInput{"cuda_not_compiled", std::string(kGoodCase) + "device: cuda\n", "", "not compiled: cuda"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+
+TEST(BadData, TruncatedCorpusIsNamed) {
+  Scratch scratch;
+  const auto data = scratch.path("sotu");
+  std::filesystem::copy(std::string(std::getenv("SB_DATA_DIR")) + "/sotu", data);
+  std::filesystem::resize_file(data / "1790_george_washington_n.txt", 100);
+  const auto config = scratch.write("case.yaml", "model: gpt-nano\ndata: {dataset: sotu, path: " + data.string() +
+                                                     "}\nsteps: 2\n");
+  const auto out = scratch.path("out.h5");
+  const auto r = scratch.run("train --config " + config.string() + " --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("truncated or modified"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(BadInspect, NotAResultFile) {
+  Scratch scratch;
+  const auto bogus = scratch.write("bogus.h5", "not hdf5");
+  const auto r = scratch.run("inspect " + bogus.string());
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("bogus.h5"), std::string::npos) << r.stderr_text;
+}
+
+}  // namespace
+}  // namespace sb::testing

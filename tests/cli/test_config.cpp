@@ -1,0 +1,123 @@
+// Config parsing, overrides, suite expansion, learning-rate schedule and the SOTU sampler.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "cli_harness.hpp"
+#include "core/check.hpp"
+#include "data/text_corpus.hpp"
+#include "train/config.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/suite.hpp"
+
+namespace sb::train {
+namespace {
+
+TEST(Config, DefaultsAndNestedValues) {
+  const auto root = parse_yaml_text(
+      "model: gpt-tiny\ndata: {dataset: sotu, path: /x}\nbatch: {global: 32, micro: 8}\n"
+      "optimizer: {lr: 1e-3, schedule: cosine, min_lr: 1e-4}\nsteps: 7\n", "t.yaml");
+  const TrainConfig c = parse_train_config(root, "t.yaml");
+  EXPECT_EQ(c.model.name, "gpt-tiny");
+  EXPECT_EQ(c.data.path, "/x");
+  EXPECT_EQ(c.global_batch, 32);
+  EXPECT_EQ(c.micro_batch, 8);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.optimizer.beta2, 0.95);
+  EXPECT_EQ(c.optimizer.schedule, "cosine");
+  EXPECT_EQ(c.steps, 7);
+  EXPECT_EQ(c.strategy.world_size(), 1);
+  EXPECT_EQ(c.precision.dtype, "fp32");
+}
+
+TEST(Config, InlineModelAndOverrides) {
+  YAML::Node root = parse_yaml_text(
+      "model: {layers: 3, hidden: 48, heads: 4, seq_len: 32, vocab: 256}\ndata: sotu\n", "t.yaml");
+  apply_override(root, "optimizer.lr=0.01", "t.yaml");
+  apply_override(root, "strategy.dp=1", "t.yaml");
+  apply_override(root, "steps=12", "t.yaml");
+  const TrainConfig c = parse_train_config(root, "t.yaml");
+  EXPECT_EQ(c.model.layers, 3);
+  EXPECT_EQ(c.model.hidden, 48);
+  EXPECT_EQ(c.model.name, "gpt-L3-C48-H4");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.01);
+  EXPECT_EQ(c.steps, 12);
+  EXPECT_NE(c.yaml.find("lr: 0.01"), std::string::npos) << c.yaml;
+}
+
+TEST(Config, MessagesNameTheFileAndKey) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_train_config(parse_yaml_text(text, "case.yaml"), "case.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nstrategy: {zero: 5}\n"),
+            "case.yaml: 'strategy.zero' must be 0, 1, 2 or 3, got 5");
+  EXPECT_EQ(message("data: sotu\n"),
+            "case.yaml: 'model' is missing (a name such as gpt-tiny, or a mapping with layers, hidden, heads, "
+            "seq_len, vocab)");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: fp8\n"),
+            "case.yaml: 'precision' is 'fp8' but must be one of: fp32, fp16, bf16");
+  EXPECT_EQ(message("- a\n- b\n"),
+            "case.yaml: the config must be a mapping of keys to values (it is empty or a list)");
+}
+
+TEST(LearningRate, WarmupThenCosineToMinimum) {
+  OptimizerSpec o;
+  o.lr = 1.0;
+  o.min_lr = 0.1;
+  o.schedule = "cosine";
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0, 4, 14), 0.25);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3, 4, 14), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4, 4, 14), 1.0);
+  EXPECT_NEAR(learning_rate_at(o, 13, 4, 14), 0.1, 1e-12);
+  EXPECT_NEAR(learning_rate_at(o, 8, 4, 14), 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * 4 / 9)), 1e-12);
+  o.schedule = "constant";
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 13, 4, 14), 1.0);
+}
+
+TEST(Suite, MatrixTimesCasesWithIdsAndValidation) {
+  sb::testing::Scratch scratch;
+  const auto path = scratch.write("s.yaml",
+                                  "suite: demo\nbase: {model: gpt-nano, data: sotu, steps: 3}\n"
+                                  "matrix: {threads: [1, 2], optimizer.lr: [0.001, 0.01]}\n"
+                                  "cases: [{name: a}, {name: b, steps: 5}]\n");
+  const Suite suite = load_suite(path, {"eval_batches=2"});
+  ASSERT_EQ(suite.cases.size(), 8u);
+  EXPECT_EQ(suite.name, "demo");
+  EXPECT_EQ(suite.cases[0].id, "a,threads=1,lr=0.001");
+  EXPECT_EQ(suite.cases[7].id, "b,threads=2,lr=0.01");
+  const TrainConfig last = parse_train_config(suite.cases[7].config, "x");
+  EXPECT_EQ(last.steps, 5);
+  EXPECT_EQ(last.threads, 2);
+  EXPECT_DOUBLE_EQ(last.optimizer.lr, 0.01);
+  EXPECT_EQ(last.eval_batches, 2);
+  const auto bad = scratch.write("bad.yaml", "base: {model: gpt-nano, data: sotu}\nmatrix: {stepz: [1]}\n");
+  EXPECT_THROW(load_suite(bad, {}), UserError);
+}
+
+TEST(SotuCorpus, SplitAndDeterministicWindows) {
+  const auto corpus = data::load_sotu(std::string(std::getenv("SB_DATA_DIR")) + "/sotu");
+  EXPECT_EQ(corpus.all().size(), 10'761'413u + 232u);
+  EXPECT_EQ(corpus.train().size() + corpus.heldout().size(), corpus.all().size());
+  EXPECT_NEAR(static_cast<double>(corpus.heldout().size()) / static_cast<double>(corpus.all().size()), 0.1, 1e-6);
+  const std::string start(corpus.all().begin(), corpus.all().begin() + 16);
+  EXPECT_EQ(start, "Fellow-Citizens ");
+  const data::WindowSampler a(corpus.train(), 4, 32, 7), b(corpus.train(), 4, 32, 7), c(corpus.train(), 4, 32, 8);
+  std::vector<std::int32_t> ta(128), ya(128), tb(128), yb(128), tc(128), yc(128);
+  a.training_batch(5, ta.data(), ya.data());
+  b.training_batch(5, tb.data(), yb.data());
+  c.training_batch(5, tc.data(), yc.data());
+  EXPECT_EQ(ta, tb);
+  EXPECT_NE(ta, tc);
+  for (int i = 0; i + 1 < 32; ++i) EXPECT_EQ(ya[i], ta[i + 1]);  // targets are the next byte
+  a.evaluation_batch(0, 3, ta.data(), ya.data());
+  c.evaluation_batch(0, 3, tc.data(), yc.data());
+  EXPECT_EQ(ta, tc);  // evaluation windows do not depend on the seed
+}
+
+}  // namespace
+}  // namespace sb::train
