@@ -55,6 +55,34 @@ int spawn_and_wait(const std::vector<std::string>& args) {
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+struct RunOverview {
+  std::string model, status;
+  double final_loss = NAN, final_eval_loss = NAN, final_accuracy = NAN, tokens_per_s = NAN;
+  double step_time_median_s = NAN, achieved_tflops = NAN, peak_bytes = NAN;
+};
+
+RunOverview read_run_overview(const fs::path& file, const std::string& id) {
+  const std::string run = "/runs/" + id;
+  RunOverview r;
+  r.model = io::read_string_attribute(file, run, "model");
+  r.status = io::read_string_attribute(file, run, "status");
+  const std::string summary = run + "/summary";
+  if (!io::has_object(file, summary)) return r;
+  for (const auto& [name, value] : io::read_attributes(file, summary)) {
+    if (std::holds_alternative<std::string>(value)) continue;
+    const double number = std::holds_alternative<double>(value) ? std::get<double>(value)
+                                                                 : static_cast<double>(std::get<std::int64_t>(value));
+    if (name == "final_loss") r.final_loss = number;
+    else if (name == "final_eval_loss") r.final_eval_loss = number;
+    else if (name == "final_accuracy") r.final_accuracy = number;
+    else if (name == "tokens_per_s") r.tokens_per_s = number;
+    else if (name == "step_time_median_s") r.step_time_median_s = number;
+    else if (name == "achieved_tflops") r.achieved_tflops = number;
+    else if (name == "peak_bytes") r.peak_bytes = number;
+  }
+  return r;
+}
+
 std::string cell(double value, const char* format) {
   return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : "-";
 }
@@ -111,7 +139,7 @@ std::function<int()> add_run_command(CLI::App& app) {
                 "train", "held-out", "acc %", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
     if (fs::exists(suite_file)) {
       for (const auto& id : io::list_runs(suite_file)) {
-        const auto r = io::read_run_overview(suite_file, id);
+        const RunOverview r = read_run_overview(suite_file, id);
         std::printf("%-28s %-10s %-7s %10s %10s %8s %11s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
                     r.status.c_str(), cell(r.final_loss, "{:.4f}").c_str(),
                     cell(r.final_eval_loss, "{:.4f}").c_str(), cell(100 * r.final_accuracy, "{:.1f}").c_str(),

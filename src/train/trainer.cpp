@@ -145,7 +145,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
 
   // ---- the result file: status reads "interrupted" until finish() ----
   io::ResultsFile file = append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out);
-  io::RunAttributes attrs = {
+  io::Attributes attrs = {
       {"config_yaml", c.yaml}, {"model", model_config.name}, {"dataset", corpus.name()},
       {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
       {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", accumulation},
@@ -202,7 +202,6 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                        .step_time_s = step_s, .compute_s = compute_s, .comm_s = 0.0, .bubble_s = 0.0,
                        .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                        .flops = flops_per_step});
-      run.flush();
       outcome.final_train_loss = loss;
       progress.update(step, loss, static_cast<double>(tokens_per_step) / step_s, step_s);
       if ((step + 1) % eval_every == 0 || step + 1 == c.steps) record_eval(step + 1);

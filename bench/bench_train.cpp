@@ -1,0 +1,72 @@
+// One GPT training step (forward, backward, clip, AdamW) on real SOTU windows, per model,
+// at the thread count of SB_THREADS: the figure compared with PyTorch eager by
+// compare_pytorch.sh. Leaves out evaluation and result writing (the trainer's own cost).
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "data/text_corpus.hpp"
+#include "models/gpt/gpt.hpp"
+#include "models/gpt/gpt_flops.hpp"
+#include "optim/adamw.hpp"
+#include "runtime/parallel_runtime.hpp"
+
+namespace {
+
+std::string data_dir() {
+  const char* dir = std::getenv("SB_DATA_DIR");
+  return dir && *dir ? dir : std::string(SB_SOURCE_DIR) + "/data";
+}
+
+void BM_gpt_training_step(benchmark::State& state, const std::string& model_name) {
+  const auto B = state.range(0);
+  const auto config = sb::gpt::gpt_config_by_name(model_name);
+  const auto T = config.max_seq_len;
+  static const auto corpus = sb::data::load_sotu(data_dir() + "/sotu");
+  sb::MemoryTracker tracker;
+  sb::gpt::GptModel model(config, B, T, sb::kernels::Backend::cpu, tracker);
+  model.init_weights(1);
+  sb::optim::AdamW optimizer(model.parameter_slices(), {}, sb::kernels::Backend::cpu, tracker);
+  const sb::data::WindowSampler sampler(corpus.train(), B, T, 1);
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(B * T)), targets(tokens.size());
+  std::int64_t step = 0;
+  for (auto _ : state) {
+    sampler.training_batch(step++, tokens.data(), targets.data());
+    model.zero_grad();
+    benchmark::DoNotOptimize(model.forward(tokens.data(), targets.data(), B, T));
+    model.backward();
+    optimizer.clip_and_step(3e-4);
+    Kokkos::fence();
+  }
+  const double flops = sb::gpt::gpt_training_flops(config, B, T);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(B * T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["batch"] = static_cast<double>(B);
+  state.counters["seq_len"] = static_cast<double>(T);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_nano, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_tiny, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_small, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+int main(int argc, char** argv) {
+  const char* env = std::getenv("SB_THREADS");
+  const int threads = env ? std::atoi(env) : 1;
+  sb::ParallelRuntime runtime(threads > 0 ? threads : 1);
+  benchmark::AddCustomContext("threads", std::to_string(runtime.threads()));
+  benchmark::AddCustomContext("kokkos", sb::ParallelRuntime::kokkos_version());
+  benchmark::AddCustomContext("blas", sb::ParallelRuntime::blas_description());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
