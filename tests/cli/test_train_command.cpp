@@ -1,0 +1,88 @@
+// `scalebench train`, `inspect` and `run` end to end on real SOTU text, checked through the
+// HDF5 file (never stdout): the schema's tables, exact memory accounting, status.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cli_harness.hpp"
+#include "io/results_reader.hpp"
+#include "models/gpt/gpt.hpp"
+
+namespace sb::testing {
+namespace {
+
+TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
+  Scratch scratch;
+  const auto config = scratch.write("nano.yaml",
+                                    "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8, micro: 4}\n"
+                                    "steps: 12\neval_every: 6\neval_batches: 2\nthreads: 2\n"
+                                    "optimizer: {lr: 1.0e-3, schedule: cosine, min_lr: 1.0e-4}\nwarmup_steps: 2\n");
+  const auto out = scratch.path("nano.h5");
+  const auto r = scratch.run("train --config " + config.string() + " --out " + out.string() + " --set seed=3");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  ASSERT_EQ(io::list_runs(out), std::vector<std::string>{"gpt-nano"});
+  const std::string run = "/runs/gpt-nano";
+  EXPECT_EQ(io::read_number_attribute(out, "/", "schema_version"), 1);
+  EXPECT_EQ(io::read_string_attribute(out, run, "status"), "ok");
+  EXPECT_EQ(io::read_string_attribute(out, run, "model"), "gpt-nano");
+  EXPECT_EQ(io::read_number_attribute(out, run, "global_batch"), 8);
+  EXPECT_EQ(io::read_number_attribute(out, run, "micro_batches"), 2);
+  EXPECT_NE(io::read_string_attribute(out, run, "config_yaml").find("seed: 3"), std::string::npos);
+
+  const auto steps = io::read_column(out, run + "/steps", "step");
+  ASSERT_EQ(steps.size(), 12u);
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], static_cast<double>(i));
+  const auto loss = io::read_column(out, run + "/steps", "loss");
+  EXPECT_NEAR(loss.front(), std::log(256.0), 0.1);  // uniform prediction at initialisation
+  EXPECT_LT(loss.back(), loss.front() - 0.5);
+  const auto lr = io::read_column(out, run + "/steps", "lr");
+  EXPECT_DOUBLE_EQ(lr[0], 5e-4);
+  EXPECT_NEAR(lr[11], 1e-4, 1e-12);
+  for (double t : io::read_column(out, run + "/steps", "step_time_s")) EXPECT_GT(t, 0);
+  for (double tokens : io::read_column(out, run + "/steps", "tokens")) EXPECT_EQ(tokens, 8 * 64);
+
+  const auto split = io::read_string_column(out, run + "/eval", "split");
+  const auto eval_step = io::read_column(out, run + "/eval", "step");
+  ASSERT_EQ(split.size(), 4u);
+  EXPECT_EQ(split[0], "heldout");
+  EXPECT_EQ(split[1], "train");
+  EXPECT_EQ(eval_step[0], 6);
+  EXPECT_EQ(eval_step[3], 12);
+  const auto accuracy = io::read_column(out, run + "/eval", "accuracy");
+  for (double a : accuracy) EXPECT_TRUE(a > 0 && a < 1) << a;
+
+  // Memory: tracked parameter, gradient and optimizer bytes equal the analytic counts.
+  const auto n = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-nano")));
+  EXPECT_EQ(io::read_column(out, run + "/memory", "params")[0], 4 * n);
+  EXPECT_EQ(io::read_column(out, run + "/memory", "grads")[0], 4 * n);
+  EXPECT_EQ(io::read_column(out, run + "/memory", "optimizer")[0], 8 * n);
+  EXPECT_GT(io::read_column(out, run + "/memory", "activations")[0], 0);
+  EXPECT_GT(io::read_column(out, run + "/memory", "peak_rss")[0], 16 * n);
+  EXPECT_GT(io::read_number_attribute(out, run + "/summary", "tokens_per_s"), 0);
+  EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "weight_bytes"), 4 * n);
+  EXPECT_EQ(io::read_string_attribute(out, run + "/context", "threads"), "2");
+
+  const auto inspect = scratch.run("inspect " + out.string());
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.stderr_text;
+}
+
+TEST(RunCommand, SuiteCasesAreGatheredIntoOneFile) {
+  Scratch scratch;
+  const auto suite = scratch.write("mini.yaml",
+                                   "suite: mini\nbase: {model: gpt-nano, data: sotu, steps: 3, eval_batches: 1,"
+                                   " batch: 4, threads: 1}\nmatrix: {seed: [1, 2]}\n");
+  const auto r = scratch.run("run " + suite.string() + " --out " + scratch.path("res").string());
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  const auto file = scratch.path("res") / "mini.h5";
+  const auto runs = io::list_runs(file);
+  ASSERT_EQ(runs, (std::vector<std::string>{"seed=1", "seed=2"}));
+  for (const auto& id : runs) {
+    EXPECT_EQ(io::read_string_attribute(file, "/runs/" + id, "status"), "ok");
+    EXPECT_EQ(io::count_rows(file, "/runs/" + id + "/steps"), 3);
+  }
+  // Different seeds sample different windows, so the first losses differ.
+  EXPECT_NE(io::read_column(file, "/runs/seed=1/steps", "loss")[0], io::read_column(file, "/runs/seed=2/steps", "loss")[0]);
+}
+
+}  // namespace
+}  // namespace sb::testing
