@@ -92,8 +92,8 @@ std::string cell(double value, const char* format) {
 std::function<int()> add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "run every case of a suite on this machine and compare them");
-  cmd->add_option("suite", options->suite, "suite file (YAML)", true);
-  cmd->add_option("--out", options->out, "folder for results", true);
+  cmd->add_option("suite", options->suite, "suite file (YAML)")->capture_default_str();
+  cmd->add_option("--out", options->out, "folder for results")->capture_default_str();
   cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
   return [options]() {
     const train::Suite suite = train::load_suite(options->suite, options->overrides);

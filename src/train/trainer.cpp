@@ -198,7 +198,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step);
       step_times.push_back(step_s);
-      run.append_step({.step = step, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
+      run.append_step({.step = step + 1, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
                        .step_time_s = step_s, .compute_s = compute_s, .comm_s = 0.0, .bubble_s = 0.0,
                        .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                        .flops = flops_per_step});

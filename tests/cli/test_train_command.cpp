@@ -31,7 +31,7 @@ TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
 
   const auto steps = io::read_column(out, run + "/steps", "step");
   ASSERT_EQ(steps.size(), 12u);
-  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], static_cast<double>(i));
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], static_cast<double>(i + 1));  // step k: after k optimizer steps
   const auto loss = io::read_column(out, run + "/steps", "loss");
   EXPECT_NEAR(loss.front(), std::log(256.0), 0.1);  // uniform prediction at initialisation
   EXPECT_LT(loss.back(), loss.front() - 0.5);

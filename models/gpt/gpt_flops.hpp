@@ -1,0 +1,33 @@
+// FLOPs of one GPT training step, the single definition shared by the trainer's MFU and the
+// cost model. Leaves out recomputation (activation checkpointing adds one more forward).
+#pragma once
+
+#include <cstdint>
+
+#include "models/gpt/gpt_config.hpp"
+
+namespace sb::gpt {
+
+// Forward FLOPs of B sequences of T tokens, counting a multiply-add as 2 FLOPs and only
+// the matrix products (Narayanan et al. 2021, "Efficient Large-Scale Language Model
+// Training on GPU Clusters Using Megatron-LM", appendix):
+//   per block  24·B·T·C²   QKV (6), attention projection (2), MLP (16) GEMMs
+//            +  4·B·T²·C   scores Q·Kᵀ and probabilities·V, the causal mask not discounted
+//   head        2·B·T·C·V  logits against the tied token embedding
+// Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
+// is bandwidth-bound and under 1% of the total at these shapes.
+inline double gpt_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
+  const double b = static_cast<double>(B), t = static_cast<double>(T);
+  const double L = static_cast<double>(config.layers), C = static_cast<double>(config.channels);
+  const double V = static_cast<double>(config.vocab);
+  return L * (24.0 * b * t * C * C + 4.0 * b * t * t * C) + 2.0 * b * t * C * V;
+}
+
+// Forward + backward = 3 × forward (the backward computes two GEMMs per forward GEMM:
+// gradients of the input and of the weight), which equals Megatron-LM's
+//   72·B·T·L·C²·(1 + T/(6C) + V/(12·L·C)).
+inline double gpt_training_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
+  return 3.0 * gpt_forward_flops(config, B, T);
+}
+
+}  // namespace sb::gpt

@@ -1,0 +1,393 @@
+// Reader of schema-1 result files: attribute and column access plus the inspect summary.
+// Leaves out caching: every call opens the file, reads what it needs and closes it.
+#include "io/results_reader.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "io/h5_objects.hpp"
+#include "io/results_file.hpp"
+
+namespace sb::io {
+
+namespace {
+
+using std::filesystem::path;
+
+// An open file with error printing off; every public function starts with one.
+struct OpenResults {
+  explicit OpenResults(const path& file_path)
+      : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)) {}
+  H5QuietErrors quiet;
+  path file_path;
+  H5Handle file;
+};
+
+H5Handle open_object(const OpenResults& results, const std::string& object) {
+  if (object != "/" && !h5_path_exists(results.file.get(), object)) {
+    throw UserError(fmt::format("{} has no {}", results.file_path.string(), object));
+  }
+  return H5Handle{SB_H5_CHECK(H5Oopen(results.file.get(), object.c_str(), H5P_DEFAULT)),
+                  H5Oclose};
+}
+
+// A one-dimensional compound dataset, as every scalebench table is.
+struct Table {
+  H5Handle dataset;
+  H5Handle type;
+  std::int64_t rows = 0;
+};
+
+Table open_table(const OpenResults& results, const std::string& table) {
+  Table opened{open_object(results, table), {}, 0};
+  const bool is_dataset = H5Iget_type(opened.dataset.get()) == H5I_DATASET;
+  if (is_dataset) {
+    opened.type = H5Handle{SB_H5_CHECK(H5Dget_type(opened.dataset.get())), H5Tclose};
+    H5Handle space{SB_H5_CHECK(H5Dget_space(opened.dataset.get())), H5Sclose};
+    hsize_t rows = 0;
+    if (H5Tget_class(opened.type.get()) == H5T_COMPOUND &&
+        SB_H5_CHECK(H5Sget_simple_extent_ndims(space.get())) == 1) {
+      SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), &rows, nullptr));
+      opened.rows = static_cast<std::int64_t>(rows);
+      return opened;
+    }
+  }
+  throw UserError(fmt::format("{} in {} is not a table (a one-dimensional compound dataset)",
+                              table, results.file_path.string()));
+}
+
+std::vector<std::string> field_names(const Table& table) {
+  const int count = SB_H5_CHECK(H5Tget_nmembers(table.type.get()));
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    char* name = H5Tget_member_name(table.type.get(), static_cast<unsigned>(i));
+    SB_CHECK(name != nullptr, "H5Tget_member_name failed for member {}", i);
+    names.emplace_back(name);
+    H5free_memory(name);
+  }
+  return names;
+}
+
+// The member index of field, or UserError listing the fields there are.
+unsigned field_index(const OpenResults& results, const Table& table, const std::string& table_path,
+                     const std::string& field) {
+  const int index = H5Tget_member_index(table.type.get(), field.c_str());
+  if (index < 0) {
+    const std::vector<std::string> names = field_names(table);
+    throw UserError(fmt::format("{} in {} has no field '{}' (fields: {})", table_path,
+                                results.file_path.string(), field, fmt::join(names, ", ")));
+  }
+  return static_cast<unsigned>(index);
+}
+
+// Reads one field of every row by handing HDF5 a one-member compound type of that name: the
+// library picks the field out and converts it, so integers arrive as doubles.
+std::vector<double> numeric_column(const OpenResults& results, const std::string& table_path,
+                                   const std::string& field) {
+  const Table table = open_table(results, table_path);
+  const unsigned index = field_index(results, table, table_path, field);
+  const H5T_class_t member_class = H5Tget_member_class(table.type.get(), index);
+  if (member_class != H5T_INTEGER && member_class != H5T_FLOAT) {
+    throw UserError(fmt::format("field '{}' of {} in {} is not numeric", field, table_path,
+                                results.file_path.string()));
+  }
+  std::vector<double> values(static_cast<std::size_t>(table.rows));
+  if (values.empty()) return values;
+  H5Handle memory_type{SB_H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(double))), H5Tclose};
+  SB_H5_CHECK(H5Tinsert(memory_type.get(), field.c_str(), 0, H5T_NATIVE_DOUBLE));
+  SB_H5_CHECK(H5Dread(table.dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                      values.data()));
+  return values;
+}
+
+std::vector<std::string> fixed_string_column(const OpenResults& results,
+                                             const std::string& table_path,
+                                             const std::string& field) {
+  const Table table = open_table(results, table_path);
+  const unsigned index = field_index(results, table, table_path, field);
+  H5Handle member_type{SB_H5_CHECK(H5Tget_member_type(table.type.get(), index)), H5Tclose};
+  if (H5Tget_class(member_type.get()) != H5T_STRING ||
+      SB_H5_CHECK(H5Tis_variable_str(member_type.get())) > 0) {
+    throw UserError(fmt::format("field '{}' of {} in {} is not a fixed-length string", field,
+                                table_path, results.file_path.string()));
+  }
+  const std::size_t width = H5Tget_size(member_type.get());
+  std::vector<char> buffer(static_cast<std::size_t>(table.rows) * width);
+  if (!buffer.empty()) {
+    H5Handle memory_type{SB_H5_CHECK(H5Tcreate(H5T_COMPOUND, width)), H5Tclose};
+    SB_H5_CHECK(H5Tinsert(memory_type.get(), field.c_str(), 0, member_type.get()));
+    SB_H5_CHECK(H5Dread(table.dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                        buffer.data()));
+  }
+  std::vector<std::string> values;
+  for (std::int64_t row = 0; row < table.rows; ++row) {
+    const char* begin = buffer.data() + static_cast<std::size_t>(row) * width;
+    values.emplace_back(begin, std::find(begin, begin + width, '\0'));
+  }
+  return values;
+}
+
+std::vector<std::string> run_ids(const OpenResults& results) {
+  if (!h5_path_exists(results.file.get(), "runs")) return {};
+  H5Handle runs{SB_H5_CHECK(H5Gopen2(results.file.get(), "runs", H5P_DEFAULT)), H5Gclose};
+  H5G_info_t info{};
+  SB_H5_CHECK(H5Gget_info(runs.get(), &info));
+  std::vector<std::string> ids;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t length = SB_H5_CHECK(H5Lget_name_by_idx(runs.get(), ".", H5_INDEX_NAME,
+                                                          H5_ITER_INC, i, nullptr, 0,
+                                                          H5P_DEFAULT));
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    SB_H5_CHECK(H5Lget_name_by_idx(runs.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                                   name.size(), H5P_DEFAULT));
+    name.resize(static_cast<std::size_t>(length));
+    ids.push_back(std::move(name));
+  }
+  return ids;
+}
+
+// ---- summary text ------------------------------------------------------------------------
+
+std::optional<AttrValue> find_attribute(const Attributes& attributes, const std::string& name) {
+  for (const auto& [key, value] : attributes) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::string text_of(const Attributes& attributes, const std::string& name) {
+  const auto value = find_attribute(attributes, name);
+  return value ? to_string(*value) : "?";
+}
+
+std::optional<double> number_of(const Attributes& attributes, const std::string& name) {
+  const auto value = find_attribute(attributes, name);
+  if (!value) return std::nullopt;
+  if (const auto* integer = std::get_if<std::int64_t>(&*value)) return static_cast<double>(*integer);
+  if (const auto* real = std::get_if<double>(&*value)) return *real;
+  return std::nullopt;
+}
+
+Attributes attributes_if_present(const OpenResults& results, const std::string& object) {
+  if (!h5_path_exists(results.file.get(), object)) return {};
+  return h5_read_attributes(open_object(results, object).get());
+}
+
+std::string human_bytes(double bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  while (std::abs(bytes) >= 1024.0 && unit < 5) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[unit]);
+}
+
+std::string human_seconds(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.1f} us", seconds * 1e6);
+  if (seconds < 1.0) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.3f} s", seconds);
+}
+
+double median(std::vector<double> values) {
+  const std::size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle),
+                   values.end());
+  const double upper = values[middle];
+  if (values.size() % 2 == 1) return upper;
+  return (upper + *std::max_element(values.begin(), values.begin() +
+                                                        static_cast<std::ptrdiff_t>(middle))) /
+         2.0;
+}
+
+double sum(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0);
+}
+
+double column_max(const std::vector<double>& values) {
+  return values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
+}
+
+// Two lines: steps and final loss; then step time, throughput and efficiency (the summary
+// group's numbers when the run wrote them, otherwise computed from the steps table).
+struct StepLines {
+  std::string losses;
+  std::string throughput;
+};
+
+StepLines summarize_steps(const OpenResults& results, const std::string& run,
+                          const Attributes& run_attributes, const Attributes& summary) {
+  const std::string steps = run + "/steps";
+  const std::vector<double> loss = numeric_column(results, steps, "loss");
+  if (loss.empty()) return {"  no steps recorded\n", ""};
+  const std::vector<double> step_time = numeric_column(results, steps, "step_time_s");
+  const double total_time = sum(step_time);
+  const double tokens = sum(numeric_column(results, steps, "tokens"));
+  const double samples = sum(numeric_column(results, steps, "samples"));
+  const double flops = sum(numeric_column(results, steps, "flops"));
+  const double devices = std::max(1.0, number_of(run_attributes, "world_size").value_or(1.0));
+  const auto rate = [&](const char* key, double count) {
+    return number_of(summary, key).value_or(total_time > 0 ? count / total_time : 0.0);
+  };
+  StepLines lines;
+  lines.losses = fmt::format("  steps recorded {}, final train loss {:.4f}\n", loss.size(),
+                             loss.back());
+  lines.throughput = fmt::format("  median step time {}, ", human_seconds(median(step_time)));
+  lines.throughput += tokens > 0
+                          ? fmt::format("{:.0f} tokens/s", rate("tokens_per_s", tokens))
+                          : fmt::format("{:.1f} samples/s", rate("samples_per_s", samples));
+  const auto tflops = number_of(summary, "achieved_tflops");
+  const double gflops = tflops ? *tflops * 1e3
+                               : (total_time > 0 ? flops / total_time / devices / 1e9 : 0.0);
+  lines.throughput += fmt::format(", {:.2f} GFLOP/s per device", gflops);
+  if (const auto mfu = number_of(summary, "mfu")) {
+    lines.throughput += fmt::format(", MFU {:.1f}%", *mfu * 100);
+  }
+  lines.throughput += "\n";
+  return lines;
+}
+
+std::string summarize_eval(const OpenResults& results, const std::string& run, bool sequences) {
+  const std::string eval = run + "/eval";
+  const std::vector<std::string> split = fixed_string_column(results, eval, "split");
+  const auto last = std::find(split.rbegin(), split.rend(), "heldout");
+  if (last == split.rend()) return "  no held-out evaluation recorded\n";
+  const auto row = static_cast<std::size_t>(split.rend() - last - 1);
+  const double accuracy = numeric_column(results, eval, "accuracy")[row];
+  return fmt::format("  last held-out loss {:.4f} nats/{} at step {:.0f}{}\n",
+                     numeric_column(results, eval, "loss")[row],
+                     sequences ? "token" : "sample", numeric_column(results, eval, "step")[row],
+                     std::isnan(accuracy) ? "" : fmt::format(", accuracy {:.2f}%", accuracy * 100));
+}
+
+std::string summarize_memory(const OpenResults& results, const std::string& run) {
+  const std::string memory = run + "/memory";
+  if (open_table(results, memory).rows == 0) return "  no memory recorded\n";
+  std::string text = "  peak tracked memory (max over ranks):";
+  const char* sep = " ";
+  for (const char* category : {"params", "grads", "optimizer", "activations", "workspace", "comm"}) {
+    text += fmt::format("{}{} {}", sep, category,
+                        human_bytes(column_max(numeric_column(results, memory, category))));
+    sep = ", ";
+  }
+  return text + fmt::format("; total {}; peak RSS {}\n",
+                            human_bytes(column_max(numeric_column(results, memory, "peak_tracked"))),
+                            human_bytes(column_max(numeric_column(results, memory, "peak_rss"))));
+}
+
+std::string summarize_run(const OpenResults& results, const std::string& id) {
+  const std::string run = "/runs/" + id;
+  const Attributes a = attributes_if_present(results, run);
+  const Attributes context = attributes_if_present(results, run + "/context");
+  const Attributes summary = attributes_if_present(results, run + "/summary");
+  std::string text = fmt::format("run {}: status {}\n", id, text_of(a, "status"));
+  const std::string error = text_of(a, "error");
+  if (!error.empty() && error != "?") text += fmt::format("  error: {}\n", error);
+  text += fmt::format("  model {}, dataset {}, device {}, precision {}\n", text_of(a, "model"),
+                      text_of(a, "dataset"), text_of(a, "device"), text_of(a, "precision"));
+  text += fmt::format("  world {} = dp {} x tp {} x pp {} (micro-batches {}, schedule {}, "
+                      "zero {}), global batch {}, seq_len {}\n",
+                      text_of(a, "world_size"), text_of(a, "dp"), text_of(a, "tp"),
+                      text_of(a, "pp"), text_of(a, "micro_batches"), text_of(a, "schedule"),
+                      text_of(a, "zero"), text_of(a, "global_batch"), text_of(a, "seq_len"));
+  const std::string finished = text_of(a, "finished_utc");
+  text += fmt::format("  started {}, finished {}\n", text_of(a, "started_utc"),
+                      finished.empty() ? "(not recorded)" : finished);
+  const StepLines step_lines = summarize_steps(results, run, a, summary);
+  text += step_lines.losses;
+  text += summarize_eval(results, run, number_of(a, "seq_len").value_or(0.0) > 0);
+  text += step_lines.throughput;
+  text += summarize_memory(results, run);
+  if (!context.empty()) {
+    text += fmt::format("  context: host {}, cpu {} ({} cores, {} threads), blas {}\n",
+                        text_of(context, "hostnames"), text_of(context, "cpu_model"),
+                        text_of(context, "cores"), text_of(context, "threads"),
+                        text_of(context, "blas"));
+    if (text_of(context, "build_type") == "Debug") {
+      text += "  warning: measured in a Debug build; timings are not representative\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> list_runs(const path& file) { return run_ids(OpenResults(file)); }
+
+Attributes read_attributes(const path& file, const std::string& object) {
+  const OpenResults results(file);
+  return h5_read_attributes(open_object(results, object).get());
+}
+
+AttrValue read_attribute(const path& file, const std::string& object, const std::string& name) {
+  const OpenResults results(file);
+  const H5Handle handle = open_object(results, object);
+  if (!h5_has_attribute(handle.get(), name)) {
+    throw UserError(fmt::format("{} in {} has no attribute '{}'", object, file.string(), name));
+  }
+  return h5_read_attribute(handle.get(), name);
+}
+
+std::string read_string_attribute(const path& file, const std::string& object,
+                                  const std::string& name) {
+  const AttrValue value = read_attribute(file, object, name);
+  if (const auto* text = std::get_if<std::string>(&value)) return *text;
+  throw UserError(fmt::format("attribute '{}' of {} in {} is a number, not a string", name,
+                              object, file.string()));
+}
+
+double read_number_attribute(const path& file, const std::string& object,
+                             const std::string& name) {
+  const AttrValue value = read_attribute(file, object, name);
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return static_cast<double>(*integer);
+  if (const auto* real = std::get_if<double>(&value)) return *real;
+  throw UserError(fmt::format("attribute '{}' of {} in {} is a string, not a number", name,
+                              object, file.string()));
+}
+
+bool has_object(const path& file, const std::string& object) {
+  const OpenResults results(file);
+  return object == "/" || h5_path_exists(results.file.get(), object);
+}
+
+std::vector<std::string> list_fields(const path& file, const std::string& table) {
+  const OpenResults results(file);
+  return field_names(open_table(results, table));
+}
+
+std::int64_t count_rows(const path& file, const std::string& table) {
+  const OpenResults results(file);
+  return open_table(results, table).rows;
+}
+
+std::vector<double> read_column(const path& file, const std::string& table,
+                                const std::string& field) {
+  return numeric_column(OpenResults(file), table, field);
+}
+
+std::vector<std::string> read_string_column(const path& file, const std::string& table,
+                                            const std::string& field) {
+  return fixed_string_column(OpenResults(file), table, field);
+}
+
+std::string summarize_results(const path& file) {
+  const OpenResults results(file);
+  const Attributes root = h5_read_attributes(results.file.get());
+  const std::vector<std::string> ids = run_ids(results);
+  std::string text = fmt::format("{}: scalebench result file, schema version {}, written by {}\n",
+                                 file.string(), text_of(root, "schema_version"),
+                                 text_of(root, "generator"));
+  text += fmt::format("{} run{}\n", ids.size(), ids.size() == 1 ? "" : "s");
+  for (const std::string& id : ids) {
+    text += '\n';
+    text += summarize_run(results, id);
+  }
+  return text;
+}
+
+}  // namespace sb::io

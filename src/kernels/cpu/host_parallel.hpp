@@ -1,0 +1,59 @@
+// Kokkos host-parallel building blocks shared by the cpu kernels: labelled loops over rows or
+// chunks, per-thread scratch, and the runtime CPU dispatch macro. Leaves out device spaces.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <vector>
+
+#include "core/check.hpp"
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels::cpu {
+
+using HostSpace = Kokkos::DefaultHostExecutionSpace;
+using HostRange = Kokkos::RangePolicy<HostSpace, Kokkos::IndexType<i64>>;
+
+// Elements per task of an elementwise kernel: large enough to amortise the call, small enough
+// to balance a few hundred thousand elements over the threads.
+inline constexpr i64 kElementwiseChunk = 8192;
+
+// Hot row functions are compiled twice, for AVX2+FMA and for the baseline, and the loader
+// picks one per machine (GCC function multi-versioning), so a portable build still runs
+// 8-wide where the CPU allows it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SB_CPU_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SB_CPU_VECTOR_CLONES
+#endif
+
+inline void require_parallel_runtime(const char* label) {
+  SB_CHECK(Kokkos::is_initialized(), "{} needs an sb::ParallelRuntime (Kokkos is not initialised)",
+           label);
+}
+
+// body(i) for i in [0, count), spread over the host threads; returns when all are done.
+template <class Body>
+void parallel_for_each(const char* label, i64 count, const Body& body) {
+  require_parallel_runtime(label);
+  Kokkos::parallel_for(label, HostRange(0, count), body);
+  HostSpace().fence();
+}
+
+// body(begin, end) over [0, n) cut into chunks of `chunk`; the cut depends on n only, never on
+// the thread count.
+template <class Body>
+void parallel_for_chunks(const char* label, i64 n, i64 chunk, const Body& body) {
+  const i64 chunks = (n + chunk - 1) / chunk;
+  parallel_for_each(label, chunks, [=](i64 c) { body(c * chunk, std::min(n, (c + 1) * chunk)); });
+}
+
+// A float buffer of at least `count` elements owned by the calling thread, reused across
+// calls: it only allocates when a larger size is asked for the first time.
+inline float* thread_scratch(i64 count) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<i64>(scratch.size()) < count) scratch.resize(static_cast<std::size_t>(count));
+  return scratch.data();
+}
+
+}  // namespace sb::kernels::cpu

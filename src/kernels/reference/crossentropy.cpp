@@ -1,0 +1,49 @@
+// Reference softmax + cross-entropy per row, numerically stable (row max subtracted).
+// Leaves out threading and the mean over rows: the caller weights rows through dlosses.
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.hpp"
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels::reference {
+
+// loss = -log softmax(logits)[target] = log(sum exp(logits - max)) - (logits[target] - max),
+// which stays finite where probs[target] underflows to zero.
+template <class T>
+SB_DECLARE_CROSSENTROPY_FORWARD(T) {
+  for (i64 r = 0; r < BT; ++r) {
+    const std::int32_t target = targets[r];
+    SB_CHECK(target >= 0 && target < V, "crossentropy: target {} at row {} is outside [0, {})",
+             target, r, V);
+    const T* x = logits + r * V;
+    T* p = probs + r * V;
+    T max_logit = x[0];
+    for (i64 i = 1; i < V; ++i) max_logit = std::max(max_logit, x[i]);
+    T sum = 0;
+    for (i64 i = 0; i < V; ++i) {
+      p[i] = std::exp(x[i] - max_logit);
+      sum += p[i];
+    }
+    for (i64 i = 0; i < V; ++i) p[i] /= sum;
+    losses[r] = std::log(sum) - (x[target] - max_logit);
+  }
+}
+
+template <class T>
+SB_DECLARE_CROSSENTROPY_BACKWARD(T) {
+  for (i64 r = 0; r < BT; ++r) {
+    const T* p = probs + r * V;
+    T* dx = dlogits + r * V;
+    const T d = dlosses[r];
+    for (i64 i = 0; i < V; ++i) dx[i] += p[i] * d;
+    dx[targets[r]] -= d;
+  }
+}
+
+template SB_DECLARE_CROSSENTROPY_FORWARD(float);
+template SB_DECLARE_CROSSENTROPY_FORWARD(double);
+template SB_DECLARE_CROSSENTROPY_BACKWARD(float);
+template SB_DECLARE_CROSSENTROPY_BACKWARD(double);
+
+}  // namespace sb::kernels::reference

@@ -1,0 +1,25 @@
+// Reference residual connection: elementwise sum and its gradient fan-out.
+// Leaves out threading and in-place variants.
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels::reference {
+
+template <class T>
+SB_DECLARE_RESIDUAL_FORWARD(T) {
+  for (i64 i = 0; i < N; ++i) out[i] = a[i] + b[i];
+}
+
+template <class T>
+SB_DECLARE_RESIDUAL_BACKWARD(T) {
+  for (i64 i = 0; i < N; ++i) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+template SB_DECLARE_RESIDUAL_FORWARD(float);
+template SB_DECLARE_RESIDUAL_FORWARD(double);
+template SB_DECLARE_RESIDUAL_BACKWARD(float);
+template SB_DECLARE_RESIDUAL_BACKWARD(double);
+
+}  // namespace sb::kernels::reference

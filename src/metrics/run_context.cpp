@@ -1,0 +1,166 @@
+// Collects the run context from /proc, /sys, MPI, HDF5, Kokkos and OpenBLAS.
+// Leaves out hardware counters and cache sizes (the calibration records what it measures).
+#include "metrics/run_context.hpp"
+
+#include <Kokkos_Macros.hpp>
+#include <fmt/format.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <thread>
+#include <vector>
+
+extern "C" char* openblas_get_config(void);
+extern "C" int openblas_get_parallel(void);
+
+namespace sb::metrics {
+
+namespace {
+
+std::string this_hostname() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
+  return host;
+}
+
+// "node1,node2": every rank's host, sorted and distinct.
+std::string all_hostnames(MPI_Comm comm, std::int64_t& host_count) {
+  constexpr int kHostBytes = 256;
+  std::string mine = this_hostname();
+  mine.resize(kHostBytes - 1);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  std::set<std::string> hosts;
+  if (comm == MPI_COMM_NULL || !initialized || finalized) {
+    hosts.insert(mine.c_str());
+  } else {
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<char> gathered(static_cast<std::size_t>(size) * kHostBytes, '\0');
+    mine.push_back('\0');
+    MPI_Allgather(mine.data(), kHostBytes, MPI_CHAR, gathered.data(), kHostBytes, MPI_CHAR, comm);
+    for (int r = 0; r < size; ++r) hosts.insert(&gathered[static_cast<std::size_t>(r) * kHostBytes]);
+  }
+  host_count = static_cast<std::int64_t>(hosts.size());
+  std::string joined;
+  for (const std::string& host : hosts) joined += (joined.empty() ? "" : ",") + host;
+  return joined;
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.starts_with("model name")) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+// "performance" is what benchmarks want; "powersave" or "ondemand" make timings drift.
+std::string cpu_scaling_governor() {
+  std::ifstream governor("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  std::string value;
+  return std::getline(governor, value) ? value : "unknown";
+}
+
+std::string mpi_library() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(version, &length) != MPI_SUCCESS) return "unknown";
+  std::string text(version, static_cast<std::size_t>(std::max(length, 0)));
+  text = text.substr(0, text.find('\n'));
+  return text.substr(0, text.find_last_not_of(" \t\r\n") + 1);
+}
+
+std::string mpi_standard() {
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string hdf5_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+#ifdef H5_HAVE_PARALLEL
+  return fmt::format("{}.{}.{} (parallel)", major, minor, release);
+#else
+  return fmt::format("{}.{}.{}", major, minor, release);
+#endif
+}
+
+std::string kokkos_version() {
+  std::string backends;
+#ifdef KOKKOS_ENABLE_CUDA
+  backends += " Cuda";
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+  backends += " OpenMP";
+#endif
+#ifdef KOKKOS_ENABLE_SERIAL
+  backends += " Serial";
+#endif
+  return fmt::format("{}.{}.{}{}", KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100,
+                     KOKKOS_VERSION % 100, backends.empty() ? "" : " (" + backends.substr(1) + ")");
+}
+
+std::string blas_threading() {
+  switch (openblas_get_parallel()) {
+    case 0: return "sequential";
+    case 1: return "pthreads";
+    case 2: return "openmp";
+    default: return "unknown";
+  }
+}
+
+std::string trimmed(std::string text) {
+  const auto end = text.find_last_not_of(" \t\r\n");
+  text.resize(end == std::string::npos ? 0 : end + 1);
+  return text;
+}
+
+}  // namespace
+
+io::Attributes collect_run_context(int threads, MPI_Comm comm) {
+  std::int64_t host_count = 1;
+  std::string hostnames = all_hostnames(comm, host_count);
+  io::Attributes context;
+  context.emplace_back("hostnames", std::move(hostnames));
+  context.emplace_back("host_count", host_count);
+  context.emplace_back("cpu_model", cpu_model());
+  context.emplace_back("cores", static_cast<std::int64_t>(std::thread::hardware_concurrency()));
+  context.emplace_back("threads", static_cast<std::int64_t>(threads));
+  context.emplace_back("cpu_scaling_governor", cpu_scaling_governor());
+  context.emplace_back("gpu_model", std::string("none"));
+  context.emplace_back("driver", std::string("none"));
+  context.emplace_back("mpi_library", mpi_library());
+  context.emplace_back("mpi_standard", mpi_standard());
+  context.emplace_back("nccl", std::string("not compiled"));
+  context.emplace_back("hdf5", hdf5_version());
+  context.emplace_back("kokkos", kokkos_version());
+  context.emplace_back("blas", trimmed(openblas_get_config()));
+  context.emplace_back("blas_threading", blas_threading());
+  context.emplace_back("blas_library", std::string(SB_BLAS_LIBRARY));
+  context.emplace_back("compiler", std::string(SB_COMPILER));
+  context.emplace_back("build_type", std::string(SB_BUILD_TYPE));
+  context.emplace_back("git_sha", std::string(SB_GIT_SHA));
+  return context;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace sb::metrics

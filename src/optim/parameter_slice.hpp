@@ -1,0 +1,18 @@
+// What an optimizer sees of a model: named runs of parameters with their gradients. Leaves
+// out shapes and ownership, so optimizers do not depend on any model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sb::optim {
+
+struct ParameterSlice {
+  std::string name;
+  float* param = nullptr;      // (numel), updated in place
+  float* grad = nullptr;       // (numel), may be scaled in place by gradient clipping
+  std::int64_t numel = 0;
+  bool weight_decay = false;   // decoupled decay applies (matrices, embeddings)
+};
+
+}  // namespace sb::optim

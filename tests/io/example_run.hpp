@@ -1,0 +1,77 @@
+// A small, fully specified run (attributes and rows) shared by the io tests and the example
+// writer, so every test writes the same schema. Leaves out realistic values: only distinct ones.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "io/results_file.hpp"
+
+namespace sb::io::testing {
+
+inline Attributes example_run_attributes(const std::string& model = "gpt-nano") {
+  return {{"config_yaml", std::string("model: gpt-nano\nsteps: 3\n")},
+          {"model", model},
+          {"dataset", std::string("state_of_the_union")},
+          {"device", std::string("cpu")},
+          {"precision", std::string("fp32")},
+          {"dp", std::int64_t{2}},
+          {"tp", std::int64_t{1}},
+          {"pp", std::int64_t{1}},
+          {"micro_batches", std::int64_t{1}},
+          {"schedule", std::string("1f1b")},
+          {"zero", std::int64_t{0}},
+          {"world_size", std::int64_t{2}},
+          {"global_batch", std::int64_t{8}},
+          {"seq_len", std::int64_t{64}},
+          {"started_utc", std::string("2026-11-29T12:00:00Z")},
+          {"git_sha", std::string("0123456789ab")}};
+}
+
+inline StepRow example_step(std::int64_t step) {
+  const double s = static_cast<double>(step);
+  return StepRow{.step = step, .loss = 5.5 - 0.25 * s, .lr = 1e-3 * (s + 1),
+                 .grad_norm = 1.5 + s, .loss_scale = 1.0, .step_time_s = 0.010 + 0.001 * s,
+                 .compute_s = 0.007, .comm_s = 0.002, .bubble_s = 0.0, .optimizer_s = 0.0005,
+                 .samples = 8, .tokens = 512, .flops = 3.25e9 + s};
+}
+
+inline std::vector<EvalRow> example_evals() {
+  return {{1, "train", 5.0, kNotApplicable}, {1, "heldout", 5.1, 0.125},
+          {2, "heldout", 4.9, 0.25}, {2, "test", 4.95, 0.5}};
+}
+
+inline std::vector<MemoryRow> example_memory() {
+  return {{0, 1 << 20, 1 << 20, 2 << 20, 3 << 20, 4096, 8192, 7 << 20, 100 << 20},
+          {1, 1 << 20, 1 << 20, 2 << 20, 5 << 20, 4096, 8192, 9 << 20, 110 << 20}};
+}
+
+inline std::vector<RankRow> example_ranks() {
+  return {{0, 0, 0, 0, 0.012, 0.008, 0.002, 0.0, 0.001},
+          {1, 1, 0, 0, 0.013, 0.009, 0.003, 0.0, 0.0005}};
+}
+
+// A file path under the temp folder, unique per process, removed when the test ends.
+class ScratchFile {
+ public:
+  explicit ScratchFile(const std::string& name) {
+    const auto folder = std::filesystem::temp_directory_path() / "scalebench_io_tests";
+    std::filesystem::create_directories(folder);
+    path_ = folder / (name + "_" + std::to_string(::getpid()) + ".h5");
+    std::filesystem::remove(path_);
+  }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace sb::io::testing

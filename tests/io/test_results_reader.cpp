@@ -1,0 +1,103 @@
+// Reader refusals (missing, foreign, wrong object or field) and the inspect summary text.
+// Leaves out the field-by-field round trip (test_results_file.cpp).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+#include "example_run.hpp"
+#include "io/results_reader.hpp"
+
+namespace sb::io {
+namespace {
+
+using testing::ScratchFile;
+
+void write_example_file(const std::filesystem::path& path) {
+  ResultsFile file = ResultsFile::create(path);
+  RunWriter run = file.begin_run("gpt-nano-dp2", testing::example_run_attributes());
+  for (std::int64_t s = 0; s < 4; ++s) run.append_step(testing::example_step(s));
+  for (const EvalRow& row : testing::example_evals()) run.append_eval(row);
+  run.write_memory(testing::example_memory());
+  run.write_ranks(testing::example_ranks());
+  run.write_context({{"hostnames", std::string("node1,node2")},
+                     {"cpu_model", std::string("Test CPU 9000")},
+                     {"cores", std::int64_t{2}},
+                     {"threads", std::int64_t{1}},
+                     {"blas", std::string("OpenBLAS 0.3.21")},
+                     {"build_type", std::string("Debug")}});
+  run.write_summary({{"mfu", 0.125}});
+  run.finish("ok", "");
+  file.begin_run("empty", testing::example_run_attributes("resnet-mini"))
+      .finish("failed", "rank 1 on node2: data file missing");
+}
+
+std::string user_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "(no UserError)";
+}
+
+TEST(ResultsReader, RefusesMissingAndForeignFiles) {
+  EXPECT_EQ(user_error_of([] { list_runs("/nonexistent/r.h5"); }),
+            "/nonexistent/r.h5 does not exist");
+  const ScratchFile plain_file("reader_plain");
+  const auto& plain = plain_file.path();
+  H5Fclose(H5Fcreate(plain.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  EXPECT_EQ(user_error_of([&] { summarize_results(plain); }),
+            plain.string() + " is not a scalebench result file (no schema_version attribute)");
+  const ScratchFile text_file("reader_text");
+  const auto& text = text_file.path();
+  std::ofstream(text) << "not hdf5";
+  EXPECT_NE(user_error_of([&] { list_runs(text); }).find("is not an HDF5 file"),
+            std::string::npos);
+}
+
+TEST(ResultsReader, NamesTheMissingObjectOrField) {
+  const ScratchFile scratch("reader_missing");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  EXPECT_EQ(user_error_of([&] { read_column(path, "/runs/nope/steps", "loss"); }),
+            path.string() + " has no /runs/nope/steps");
+  const std::string bad_field = user_error_of([&] { read_column(path, "/runs/gpt-nano-dp2/steps", "los"); });
+  EXPECT_NE(bad_field.find("has no field 'los' (fields: step, loss, lr,"), std::string::npos)
+      << bad_field;
+  EXPECT_NE(user_error_of([&] { read_column(path, "/runs/gpt-nano-dp2/eval", "split"); })
+                .find("not numeric"),
+            std::string::npos);
+  EXPECT_NE(user_error_of([&] { read_column(path, "/runs/gpt-nano-dp2", "loss"); })
+                .find("is not a table"),
+            std::string::npos);
+  EXPECT_NE(user_error_of([&] { read_attribute(path, "/runs/gpt-nano-dp2", "nope"); })
+                .find("has no attribute 'nope'"),
+            std::string::npos);
+  EXPECT_EQ(count_rows(path, "/runs/empty/steps"), 0);
+  EXPECT_TRUE(read_column(path, "/runs/empty/steps", "loss").empty());
+  EXPECT_TRUE(has_object(path, "/runs/gpt-nano-dp2/context"));
+  EXPECT_FALSE(has_object(path, "/runs/empty/context"));
+}
+
+TEST(ResultsReader, SummaryCoversEveryRun) {
+  const ScratchFile scratch("reader_summary");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  const std::string text = summarize_results(path);
+  for (const std::string expected :
+       {"schema version 1, written by scalebench ", "2 runs", "run gpt-nano-dp2: status ok",
+        "model gpt-nano, dataset state_of_the_union, device cpu, precision fp32",
+        "world 2 = dp 2 x tp 1 x pp 1", "steps recorded 4, final train loss 4.7500",
+        "last held-out loss 4.9000 nats/token at step 2, accuracy 25.00%",
+        "median step time 11.50 ms", "MFU 12.5%",
+        "activations 5.0 MiB", "total 9.0 MiB; peak RSS 110.0 MiB",
+        "context: host node1,node2, cpu Test CPU 9000 (2 cores, 1 threads), blas OpenBLAS 0.3.21",
+        "warning: measured in a Debug build", "run empty: status failed",
+        "error: rank 1 on node2: data file missing", "no steps recorded"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\n" << text;
+  }
+}
+
+}  // namespace
+}  // namespace sb::io

@@ -1,0 +1,46 @@
+// The run context: every documented key, sensible values without MPI_Init, the UTC format.
+// Leaves out multi-host gathering (needs mpirun; exercised by the trainer's MPI tests).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "metrics/run_context.hpp"
+
+namespace sb::metrics {
+namespace {
+
+TEST(RunContext, HasEveryKeyInOrder) {
+  const io::Attributes context = collect_run_context(3);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : context) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "hostnames", "host_count", "cpu_model", "cores", "threads",
+                      "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
+                      "mpi_standard", "nccl", "hdf5", "kokkos", "blas", "blas_threading",
+                      "blas_library", "compiler", "build_type", "git_sha"}));
+  const auto value = [&](const std::string& key) {
+    for (const auto& [k, v] : context) {
+      if (k == key) return io::to_string(v);
+    }
+    return std::string("(missing)");
+  };
+  EXPECT_EQ(value("threads"), "3");
+  EXPECT_EQ(value("host_count"), "1");
+  EXPECT_EQ(value("gpu_model"), "none");
+  EXPECT_EQ(value("nccl"), "not compiled");
+  EXPECT_EQ(value("hdf5").rfind("1.", 0), 0u) << value("hdf5");
+  EXPECT_EQ(value("kokkos").rfind("3.", 0), 0u) << value("kokkos");
+  EXPECT_NE(value("blas").find("OpenBLAS"), std::string::npos) << value("blas");
+  EXPECT_NE(value("mpi_library"), "unknown");
+  EXPECT_EQ(value("mpi_library").find('\n'), std::string::npos);
+  EXPECT_NE(value("cpu_model"), "");
+  EXPECT_EQ(value("git_sha"), SB_GIT_SHA);
+}
+
+TEST(RunContext, UtcTimeIsIso8601) {
+  EXPECT_TRUE(std::regex_match(utc_now_iso8601(),
+                               std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
+}
+
+}  // namespace
+}  // namespace sb::metrics
