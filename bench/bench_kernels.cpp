@@ -1,6 +1,5 @@
-// Kernel speed: GEMM GFLOP/s of cpu::matmul_forward beside cblas_sgemm on the same shapes,
-// and cpu against reference time for the non-GEMM kernels (forward + backward) at gpt-tiny
-// shapes. Leaves out correctness (tests/kernels) and whole training steps (bench_train).
+// Kernel speed: cpu::matmul_forward GFLOP/s beside cblas_sgemm, cpu vs reference time of the
+// other kernels at gpt-tiny shapes. Leaves out correctness (tests/) and whole training steps.
 //
 //   SB_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/bench/bench_kernels
 //   ours/cblas ratio: divide the GFLOP/s of matmul_forward/cpu/... by matmul_forward/cblas/...

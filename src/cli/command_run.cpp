@@ -40,6 +40,11 @@ void prepare_mpirun_environment(std::int64_t world_size) {
   }
   if (world_size > static_cast<std::int64_t>(std::thread::hardware_concurrency()))
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+  // OpenMP reads these when a process starts: pin each rank's threads (Kokkos's advice).
+  setenv("OMP_PROC_BIND", "spread", 0);
+  setenv("OMP_PLACES", "threads", 0);
+  // mpirun gives ranks a pseudo-terminal; tell them what our own stdout really is.
+  setenv("SB_PROGRESS", isatty(fileno(stdout)) ? "terminal" : "lines", 0);
 }
 
 int spawn_and_wait(const std::vector<std::string>& args) {

@@ -144,10 +144,17 @@ Attributes h5_read_attributes(hid_t object) {
   return attributes;
 }
 
+namespace {
+constexpr unsigned kMaxCompactAttributes = 256;  // far above what a run, context or summary holds
+}  // namespace
+
 H5Handle h5_create_group(hid_t parent, const std::string& name) {
   H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_GROUP_CREATE)), H5Pclose};
   SB_H5_CHECK(H5Pset_attr_creation_order(creation.get(),
                                          H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
+  // Keep attributes in the object header (compact) rather than dense storage: HDF5 1.10's
+  // H5Ocopy crashes copying dense variable-length string attributes (how `run` merges runs).
+  SB_H5_CHECK(H5Pset_attr_phase_change(creation.get(), kMaxCompactAttributes, kMaxCompactAttributes));
   return H5Handle{SB_H5_CHECK(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, creation.get(),
                                          H5P_DEFAULT)),
                   H5Gclose};

@@ -245,7 +245,7 @@ StepLines summarize_steps(const OpenResults& results, const std::string& run,
   const double gflops = tflops ? *tflops * 1e3
                                : (total_time > 0 ? flops / total_time / devices / 1e9 : 0.0);
   lines.throughput += fmt::format(", {:.2f} GFLOP/s per device", gflops);
-  if (const auto mfu = number_of(summary, "mfu")) {
+  if (const auto mfu = number_of(summary, "mfu"); mfu && std::isfinite(*mfu)) {
     lines.throughput += fmt::format(", MFU {:.1f}%", *mfu * 100);
   }
   lines.throughput += "\n";

@@ -34,7 +34,12 @@ ParallelRuntime::ParallelRuntime(int threads) : threads_(threads) {
   }
   Kokkos::InitArguments arguments;
   arguments.num_threads = threads;
-  Kokkos::initialize(arguments);
+  try {
+    Kokkos::initialize(arguments);
+  } catch (...) {
+    runtime_state = RuntimeState::never_started;
+    throw;
+  }
   openblas_set_num_threads(threads);
 }
 

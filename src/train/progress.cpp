@@ -5,8 +5,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace sb::train {
+
+namespace {
+// SB_PROGRESS=terminal|lines overrides the check: under mpirun every rank's stdout is a
+// pseudo-terminal even when the launcher's output goes to a file.
+bool stdout_is_terminal() {
+  if (const char* mode = std::getenv("SB_PROGRESS"); mode && *mode) return std::string(mode) == "terminal";
+  return isatty(fileno(stdout)) != 0;
+}
+}  // namespace
 
 std::string format_duration(double seconds) {
   if (!(seconds >= 0)) return "?";
@@ -22,7 +33,7 @@ ProgressLine::ProgressLine(std::string label, std::int64_t total_steps, std::int
       total_(total_steps),
       every_(every),
       enabled_(enabled),
-      terminal_(isatty(fileno(stdout)) != 0),
+      terminal_(stdout_is_terminal()),
       start_(std::chrono::steady_clock::now()) {}
 
 void ProgressLine::update(std::int64_t step, double loss, double tokens_per_s, double step_time_s) {

@@ -11,6 +11,12 @@
 
 namespace sb::testing {
 
+// The installed data sets: $SB_DATA_DIR as ctest sets it, else data/ of the checkout.
+inline std::filesystem::path test_data_dir() {
+  const char* dir = std::getenv("SB_DATA_DIR");
+  return dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "data";
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string stdout_text, stderr_text;

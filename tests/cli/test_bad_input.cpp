@@ -56,14 +56,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"bad_set", kGoodCase, "--set steps", "--set 'steps' must have the form key=value"},
         BadInput{"set_negative", kGoodCase, "--set steps=-1", "'steps' must be a positive integer, got -1"},
         BadInput{"multi_rank_on_one", std::string(kGoodCase) + "strategy: {dp: 2}\n", "",
-                 "this trainer runs one rank"},
+                 "the strategy needs 2 ranks (dp×tp×pp) but the MPI world has 1; launch with mpirun -np 2"},
         BadInput{"cuda_not_compiled", std::string(kGoodCase) + "device: cuda\n", "", "not compiled: cuda"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 TEST(BadData, TruncatedCorpusIsNamed) {
   Scratch scratch;
   const auto data = scratch.path("sotu");
-  std::filesystem::copy(std::string(std::getenv("SB_DATA_DIR")) + "/sotu", data);
+  std::filesystem::copy(test_data_dir() / "sotu", data);
   std::filesystem::resize_file(data / "1790_george_washington_n.txt", 100);
   const auto config = scratch.write("case.yaml", "model: gpt-nano\ndata: {dataset: sotu, path: " + data.string() +
                                                      "}\nsteps: 2\n");

@@ -100,7 +100,7 @@ TEST(Suite, MatrixTimesCasesWithIdsAndValidation) {
 }
 
 TEST(SotuCorpus, SplitAndDeterministicWindows) {
-  const auto corpus = data::load_sotu(std::string(std::getenv("SB_DATA_DIR")) + "/sotu");
+  const auto corpus = data::load_sotu(sb::testing::test_data_dir() / "sotu");
   EXPECT_EQ(corpus.all().size(), 10'761'413u + 232u);
   EXPECT_EQ(corpus.train().size() + corpus.heldout().size(), corpus.all().size());
   EXPECT_NEAR(static_cast<double>(corpus.heldout().size()) / static_cast<double>(corpus.all().size()), 0.1, 1e-6);

@@ -60,7 +60,7 @@ TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
   EXPECT_GT(io::read_column(out, run + "/memory", "peak_rss")[0], 16 * n);
   EXPECT_GT(io::read_number_attribute(out, run + "/summary", "tokens_per_s"), 0);
   EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "weight_bytes"), 4 * n);
-  EXPECT_EQ(io::read_string_attribute(out, run + "/context", "threads"), "2");
+  EXPECT_EQ(io::read_number_attribute(out, run + "/context", "threads"), 2);
 
   const auto inspect = scratch.run("inspect " + out.string());
   EXPECT_EQ(inspect.exit_code, 0) << inspect.stderr_text;

@@ -63,38 +63,70 @@ def check_run(run_id, run):
     return run
 
 
-def main(path):
+SUMMARY_ATTRS = ["step_time_median_s", "samples_per_s", "tokens_per_s", "achieved_tflops", "mfu",
+                 "final_loss", "final_accuracy", "peak_bytes", "weight_bytes"]
+
+
+def check_example(f):
+    """The file write_example_results.cpp writes: values known in advance."""
+    runs = sorted(f["runs"])
+    expect(runs == ["gpt-nano-dp2", "resnet-mini-dp1"], f"runs are {runs}")
+    done = f["runs/gpt-nano-dp2"]
+    expect(done.attrs["status"] == "ok", "finished run is not ok")
+    expect(f["runs/resnet-mini-dp1"].attrs["status"] == "interrupted",
+           "unfinished run is not interrupted")
+    loss = f["runs/gpt-nano-dp2/steps"]["loss"]
+    expect(loss.shape == (5,) and all(isinstance(x, float) for x in loss.tolist()),
+           f"steps loss is {loss!r}")
+    expect(math.isclose(loss[-1], 4.5), f"last loss {loss[-1]}")
+    steps = pd.DataFrame(f["runs/gpt-nano-dp2/steps"][()])
+    expect(len(steps) == 5 and steps["tokens"].sum() == 5 * 512, "steps frame wrong")
+    evals = pd.DataFrame(f["runs/gpt-nano-dp2/eval"][()])
+    splits = evals["split"].str.decode("utf-8").tolist()
+    expect(splits == ["train", "heldout", "heldout", "test"], f"splits {splits}")
+    expect(math.isnan(evals["accuracy"][0]), "train accuracy is not NaN")
+    for group in ("context", "summary", "prediction"):
+        expect(group in done, f"group {group} missing")
+    check_context(done)
+    expect(math.isclose(done["summary"].attrs["mfu"], 0.1), "summary.mfu")
+
+
+def check_context(run):
+    context = dict(run["context"].attrs)
+    for key in ("hostnames", "cpu_model", "cores", "mpi_library", "hdf5", "kokkos", "blas",
+                "compiler", "build_type", "git_sha"):
+        expect(key in context, f"context.{key} missing")
+    expect(isinstance(context.get("cpu_model"), str), "context strings are not str")
+
+
+def check_finished_runs(f):
+    """A file `scalebench train` or `run` wrote: every run finished with measurements."""
+    runs = sorted(f["runs"])
+    expect(len(runs) > 0, "no runs")
+    for run_id in runs:
+        run = f["runs"][run_id]
+        expect(run.attrs.get("status") == "ok", f"{run_id}: status {run.attrs.get('status')}")
+        steps = pd.DataFrame(run["steps"][()])
+        expect(len(steps) > 0 and steps["loss"].notna().all(), f"{run_id}: no finite step losses")
+        evals = pd.DataFrame(run["eval"][()])
+        splits = set(evals["split"].str.decode("utf-8"))
+        expect("heldout" in splits, f"{run_id}: no held-out evaluation")
+        check_context(run)
+        for key in SUMMARY_ATTRS:
+            expect(key in run["summary"].attrs, f"{run_id}: summary.{key} missing")
+
+
+def main(path, example):
     with h5py.File(path, "r") as f:
         expect(f.attrs.get("schema_version") == 1, "schema_version is not 1")
         expect(isinstance(f.attrs.get("generator"), str) and
                f.attrs["generator"].startswith("scalebench "), "generator missing or not str")
-        runs = sorted(f["runs"])
-        expect(runs == ["gpt-nano-dp2", "resnet-mini-dp1"], f"runs are {runs}")
-        for run_id in runs:
+        for run_id in sorted(f["runs"]):
             check_run(run_id, f["runs"][run_id])
-
-        done = f["runs/gpt-nano-dp2"]
-        expect(done.attrs["status"] == "ok", "finished run is not ok")
-        expect(f["runs/resnet-mini-dp1"].attrs["status"] == "interrupted",
-               "unfinished run is not interrupted")
-        loss = f["runs/gpt-nano-dp2/steps"]["loss"]
-        expect(loss.shape == (5,) and all(isinstance(x, float) for x in loss.tolist()),
-               f"steps loss is {loss!r}")
-        expect(math.isclose(loss[-1], 4.5), f"last loss {loss[-1]}")
-        steps = pd.DataFrame(f["runs/gpt-nano-dp2/steps"][()])
-        expect(len(steps) == 5 and steps["tokens"].sum() == 5 * 512, "steps frame wrong")
-        evals = pd.DataFrame(f["runs/gpt-nano-dp2/eval"][()])
-        splits = evals["split"].str.decode("utf-8").tolist()
-        expect(splits == ["train", "heldout", "heldout", "test"], f"splits {splits}")
-        expect(math.isnan(evals["accuracy"][0]), "train accuracy is not NaN")
-        for group in ("context", "summary", "prediction"):
-            expect(group in done, f"group {group} missing")
-        context = dict(done["context"].attrs)
-        for key in ("hostnames", "cpu_model", "cores", "mpi_library", "hdf5", "kokkos", "blas",
-                    "compiler", "build_type", "git_sha"):
-            expect(key in context, f"context.{key} missing")
-        expect(isinstance(context.get("cpu_model"), str), "context strings are not str")
-        expect(math.isclose(done["summary"].attrs["mfu"], 0.1), "summary.mfu")
+        if example:
+            check_example(f)
+        else:
+            check_finished_runs(f)
     if failures:
         print("\n".join(f"FAIL: {message}" for message in failures))
         return 1
@@ -104,7 +136,8 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: check_results_with_h5py.py RESULTS.h5")
+    args = [a for a in sys.argv[1:] if a != "--example"]
+    if len(args) != 1:
+        print("usage: check_results_with_h5py.py [--example] RESULTS.h5")
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(args[0], "--example" in sys.argv[1:]))

@@ -1,6 +1,5 @@
-// One description per differentiable kernel pair: its tensors, how forward and backward are
-// called, the awkward sizes for the backend check and the small sizes for finite differences.
-// Leaves out adamw and the norms, which have no backward (test_optimizer_kernels.cpp).
+// One description per differentiable kernel pair: tensors, forward/backward calls, awkward
+// sizes and finite-difference sizes. Leaves out adamw and norms (no backward).
 #pragma once
 
 #include <fmt/format.h>

@@ -1,6 +1,5 @@
-// The machinery behind the kernel op tests (ggml test-backend-ops style): an op describes its
-// tensors and how to call its forward and backward once; these functions run that description
-// against two backends, or against central finite differences. Leaves out timing (bench/).
+// Runs one op description (ggml test-backend-ops style) against two backends, finite
+// differences or itself, with the one tolerance table. Leaves out timing (bench/).
 #pragma once
 
 #include <gtest/gtest.h>

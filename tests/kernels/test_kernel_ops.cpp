@@ -1,6 +1,5 @@
-// Every differentiable kernel, from its one description: cpu against reference<float> on
-// awkward sizes (forward, and backward into non-zero gradients), reference<double> backward
-// against finite differences, cpu run-to-run reproducibility; and proof the checks can fail.
+// Each differentiable kernel from its one description: cpu vs reference<float>, reference<double>
+// vs finite differences, cpu repeatability; proof the checks fail. Leaves out speed (bench/).
 #include <gtest/gtest.h>
 
 #include "kernel_op_descriptions.hpp"

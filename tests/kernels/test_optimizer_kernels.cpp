@@ -1,6 +1,5 @@
-// adamw_update against a two-step example worked out by hand from PyTorch's AdamW formula,
-// cpu against reference on a large tensor; squared_norm and scale_inplace. Leaves out
-// schedules and clipping policy (src/optim).
+// adamw_update against a two-step example worked by hand and cpu against reference;
+// squared_norm and scale_inplace. Leaves out schedules and clipping policy (src/optim).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,5 @@
-// Causal multi-head attention: Kokkos over (batch, head), each head's products as OpenBLAS
-// sgemm on lower-triangular row blocks, softmax rows vectorised. Leaves out flash tiling:
-// the (T,T) probabilities are stored for backward, as the kernel contract asks.
+// Causal attention: Kokkos over (batch, head), each head's products as single-threaded sgemm
+// on lower-triangular row blocks. Leaves out flash tiling: the contract stores (T,T) att.
 #include <cblas.h>
 
 #include <cmath>

@@ -1,6 +1,5 @@
-// Vectorisable float exp and tanh for the cpu kernels: straight-line code without float
-// comparisons, so GCC vectorises loops calling them under default (trapping) math flags.
-// Leaves out NaN propagation guarantees and exactness: accuracy is about 2 ulp (exp).
+// Float exp and tanh that GCC vectorises under default (trapping) math flags: straight-line
+// code, no float comparisons. Leaves out NaN guarantees and exactness (exp within ~2 ulp).
 #pragma once
 
 #include <bit>
