@@ -72,6 +72,50 @@ using i64 = std::int64_t;
 // x (N) *= factor
 #define SB_DECLARE_SCALE_INPLACE(T) void scale_inplace(T* x, i64 N, double factor)
 
+// ---- convolutional network kernels (NCHW, float) ------------------------------------------
+// inp (N,C,H,W), weight (OC,C,KH,KW), bias (OC) or nullptr -> out (N,OC,OH,OW),
+// OH = (H + 2·pad - KH) / stride + 1 (likewise OW); zero padding
+#define SB_DECLARE_CONV2D_FORWARD(T)                                                      \
+  void conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, i64 N, i64 C, \
+                      i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad)
+// dout (N,OC,OH,OW) -> dinp (N,C,H,W) += (nullptr: skipped, e.g. the first layer),
+// dweight (OC,C,KH,KW) +=, dbias (OC) += (nullptr: skipped)
+#define SB_DECLARE_CONV2D_BACKWARD(T)                                                     \
+  void conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,       \
+                       const T* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, \
+                       i64 stride, i64 pad)
+// Training-mode BatchNorm2d (PyTorch): inp (N,C,HW), weight/bias (C) -> out (N,C,HW), batch
+// mean (C) and rstd = 1/sqrt(biased var + eps) (C) kept for backward; running_mean/var (C)
+// updated in place: r = (1 - momentum)·r + momentum·batch stat, with the UNBIASED variance
+#define SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(T)                                            \
+  void batchnorm2d_forward_train(T* out, T* mean, T* rstd, T* running_mean, T* running_var, \
+                                 const T* inp, const T* weight, const T* bias, i64 N, i64 C,  \
+                                 i64 HW, double momentum, double eps)
+// Eval-mode BatchNorm2d with the running statistics -> out (N,C,HW)
+#define SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(T)                                             \
+  void batchnorm2d_forward_eval(T* out, const T* inp, const T* weight, const T* bias,       \
+                                const T* running_mean, const T* running_var, i64 N, i64 C,  \
+                                i64 HW, double eps)
+// dout (N,C,HW) -> dinp (N,C,HW) +=, dweight (C) +=, dbias (C) += (training-mode statistics)
+#define SB_DECLARE_BATCHNORM2D_BACKWARD(T)                                                 \
+  void batchnorm2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,     \
+                            const T* weight, const T* mean, const T* rstd, i64 N, i64 C, i64 HW)
+// inp (N) -> out (N) = max(x, 0)
+#define SB_DECLARE_RELU_FORWARD(T) void relu_forward(T* out, const T* inp, i64 N)
+// out (N) the forward's output, dout (N) -> dinp (N) += dout · [out > 0]
+#define SB_DECLARE_RELU_BACKWARD(T) void relu_backward(T* dinp, const T* out, const T* dout, i64 N)
+// inp (N,C,HW) -> out (N,C) mean over HW
+#define SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(T) \
+  void global_avgpool_forward(T* out, const T* inp, i64 N, i64 C, i64 HW)
+// dout (N,C) -> dinp (N,C,HW) += dout / HW
+#define SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD(T) \
+  void global_avgpool_backward(T* dinp, const T* dout, i64 N, i64 C, i64 HW)
+// PyTorch SGD (dampening 0, no Nesterov), one tensor: g = grad + wd·p;
+// buf = g at step 1, else momentum·buf + g; p -= lr·buf. params, grads, buf (N); step >= 1
+#define SB_DECLARE_SGD_UPDATE(T)                                                           \
+  void sgd_update(T* params, const T* grads, T* momentum_buffer, i64 N, double lr,          \
+                  double momentum, double weight_decay, i64 step)
+
 // X-macro over all kernels: X(name, DECLARE_MACRO)
 #define SB_FOR_EACH_KERNEL(X)                          \
   X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)         \
