@@ -91,7 +91,7 @@ std::filesystem::path default_data_path(const std::string& dataset) {
 const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
-      "seq_len", "steps",       "warmup_steps", "eval_every", "eval_batches", "log_every",
+      "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
       "optimizer", "device",    "seed",       "threads"};
   return keys;
 }
@@ -186,7 +186,7 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
       m.read("path", path);
       c.data.path = path;
     }
-    require_one_of(c.data.dataset, {"sotu"}, "data.dataset", source);
+    require_one_of(c.data.dataset, {"sotu", "mnist", "fashion-mnist"}, "data.dataset", source);
     if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
   }
 
@@ -234,6 +234,9 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
 
   top.read("seq_len", c.seq_len);
   top.read("steps", c.steps);
+  top.read("epochs", c.epochs);
+  SB_USER_CHECK(!(top.has("steps") && top.has("epochs")), "{}: give 'steps' or 'epochs', not both", source);
+  require_non_negative(c.epochs, "epochs", source);
   top.read("warmup_steps", c.warmup_steps);
   top.read("eval_every", c.eval_every);
   top.read("eval_batches", c.eval_batches);

@@ -18,7 +18,7 @@ struct ModelSpec {
 };
 
 struct DataSpec {
-  std::string dataset;          // "sotu"
+  std::string dataset;          // "sotu" (text), "mnist" or "fashion-mnist" (images)
   std::filesystem::path path;   // resolved: data.path, else $SB_DATA_DIR/<dataset>, else <repo>/data/<dataset>
 };
 
@@ -53,6 +53,7 @@ struct TrainConfig {
   std::int64_t global_batch = 16, micro_batch = 0;  // micro 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;
+  std::int64_t epochs = 0;  // when > 0: steps = epochs × steps per epoch of the data set
   std::string device = "cpu";
   std::uint64_t seed = 1;
   std::int64_t threads = 0;  // 0 = every core of this machine

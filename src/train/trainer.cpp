@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -13,16 +15,15 @@
 
 #include "core/check.hpp"
 #include "core/memory.hpp"
-#include "data/text_corpus.hpp"
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
 #include "metrics/run_context.hpp"
-#include "models/gpt/gpt.hpp"
-#include "models/gpt/gpt_flops.hpp"
 #include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/progress.hpp"
+#include "train/training_task.hpp"
 
 namespace sb::train {
 
@@ -33,68 +34,43 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-gpt::GptConfig resolve_model(const TrainConfig& c) {
-  if (c.model.layers == 0) return gpt::gpt_config_by_name(c.model.name);
-  gpt::GptConfig g;
-  g.name = c.model.name;
-  g.layers = c.model.layers;
-  g.channels = c.model.hidden;
-  g.heads = c.model.heads;
-  g.max_seq_len = c.model.seq_len;
-  g.vocab = c.model.vocab;
-  return g;
-}
-
 // Rejects what this trainer cannot run, before anything is allocated or written.
-void check_supported(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t seq_len,
-                     std::int64_t micro) {
+void check_supported(const TrainConfig& c) {
   SB_USER_CHECK(c.strategy.world_size() == 1,
                 "{}: strategy dp={} tp={} pp={} needs {} ranks, but this trainer runs one rank "
                 "(set dp, tp and pp to 1)",
                 c.source, c.strategy.dp, c.strategy.tp, c.strategy.pp, c.strategy.world_size());
   SB_USER_CHECK(c.strategy.zero == 0, "{}: 'strategy.zero' {} needs data parallelism; use 0 on one rank",
                 c.source, c.strategy.zero);
-  SB_USER_CHECK(c.precision.dtype == "fp32",
-                "{}: precision '{}' is not available in this build; use fp32", c.source,
-                c.precision.dtype);
-  SB_USER_CHECK(c.optimizer.type == "adamw", "{}: the GPT trains with optimizer.type adamw, not '{}'",
-                c.source, c.optimizer.type);
-  SB_USER_CHECK(model.vocab >= 256, "{}: byte-level text needs model.vocab >= 256, got {}", c.source,
-                model.vocab);
-  SB_USER_CHECK(seq_len <= model.max_seq_len,
-                "{}: seq_len {} exceeds the model's maximum sequence length {}", c.source, seq_len,
-                model.max_seq_len);
-  SB_USER_CHECK(c.global_batch % micro == 0,
-                "{}: batch.global ({}) must be a multiple of batch.micro ({})", c.source,
-                c.global_batch, micro);
+  SB_USER_CHECK(c.precision.dtype == "fp32", "{}: precision '{}' is not available in this build; use fp32",
+                c.source, c.precision.dtype);
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available on one rank yet",
                 c.source, c.strategy.recompute);
 }
 
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-};
-
-// Mean next-byte loss and top-1 accuracy over n evenly spaced windows of `sampler`.
-EvalResult evaluate(gpt::GptModel& model, const data::WindowSampler& sampler, std::int64_t batches,
-                    std::int64_t B, std::int64_t T, std::vector<std::int32_t>& tokens,
-                    std::vector<std::int32_t>& targets) {
-  EvalResult r;
-  std::int64_t correct = 0;
-  for (std::int64_t i = 0; i < batches; ++i) {
-    sampler.evaluation_batch(i, batches, tokens.data(), targets.data());
-    r.loss += model.forward(tokens.data(), targets.data(), B, T);
-    const float* logits = model.logits();
-    const std::int64_t V = model.config().vocab;
-    for (std::int64_t bt = 0; bt < B * T; ++bt) {
-      const float* row = logits + bt * V;
-      const auto best = std::max_element(row, row + V) - row;
-      correct += best == targets[static_cast<std::size_t>(bt)];
-    }
+// AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
+// the gradient norm before clipping.
+std::function<double(double)> make_optimizer_step(const TrainConfig& c, TrainingTask& task,
+                                                  kernels::Backend backend, MemoryTracker& tracker) {
+  const auto& o = c.optimizer;
+  if (o.type == "sgd") {
+    optim::SgdConfig config;
+    config.lr = o.lr;
+    config.momentum = o.momentum;
+    config.weight_decay = o.weight_decay;
+    config.grad_clip = o.grad_clip;
+    auto sgd = std::make_shared<optim::Sgd>(task.parameter_slices(), config, backend, tracker);
+    return [sgd](double lr) { return sgd->clip_and_step(lr); };
   }
-  r.loss /= static_cast<double>(batches);
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(batches * B * T);
-  return r;
+  optim::AdamWConfig config;
+  config.lr = o.lr;
+  config.beta1 = o.beta1;
+  config.beta2 = o.beta2;
+  config.eps = o.eps;
+  config.weight_decay = o.weight_decay;
+  config.grad_clip = o.grad_clip;
+  auto adamw = std::make_shared<optim::AdamW>(task.parameter_slices(), config, backend, tracker);
+  return [adamw](double lr) { return adamw->clip_and_step(lr); };
 }
 
 double median(std::vector<double> v) {
@@ -109,102 +85,73 @@ double median(std::vector<double> v) {
 TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out,
                           const std::string& run_id, bool append) {
   // ---- everything that can fail on user input, before any file is written ----
-  const gpt::GptConfig model_config = resolve_model(c);
-  const std::int64_t T = c.seq_len > 0 ? c.seq_len : model_config.max_seq_len;
-  const std::int64_t micro = c.micro_batch > 0 ? c.micro_batch : c.global_batch;
-  const std::int64_t accumulation = c.global_batch / std::max<std::int64_t>(micro, 1);
-  check_supported(c, model_config, T, micro);
+  check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);  // "not compiled: cuda" before any work
-  const data::TextCorpus corpus = data::load_sotu(c.data.path);
   const int threads = c.threads > 0 ? static_cast<int>(c.threads)
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
   ParallelRuntime runtime(threads);
   MemoryTracker tracker;
-  gpt::GptModel model(model_config, micro, T, backend, tracker);
-  model.init_weights(c.seed);
-  optim::AdamWConfig adamw_config;
-  adamw_config.lr = c.optimizer.lr;
-  adamw_config.beta1 = c.optimizer.beta1;
-  adamw_config.beta2 = c.optimizer.beta2;
-  adamw_config.eps = c.optimizer.eps;
-  adamw_config.weight_decay = c.optimizer.weight_decay;
-  adamw_config.grad_clip = c.optimizer.grad_clip;
-  optim::AdamW optimizer(model.parameter_slices(), adamw_config, backend, tracker);
-  const auto& k = kernels::kernels_for(backend);
-
-  const data::WindowSampler train_windows(corpus.train(), c.global_batch, T, c.seed);
-  const data::WindowSampler heldout_eval(corpus.heldout(), micro, T, 0);
-  const data::WindowSampler train_eval(corpus.train(), micro, T, 0);
-  std::vector<std::int32_t> batch_tokens(static_cast<std::size_t>(c.global_batch * T));
-  std::vector<std::int32_t> batch_targets(batch_tokens.size());
-  std::vector<std::int32_t> eval_tokens(static_cast<std::size_t>(micro * T)), eval_targets(eval_tokens.size());
-  const double flops_per_step = gpt::gpt_training_flops(model_config, c.global_batch, T);
-  const std::int64_t tokens_per_step = c.global_batch * T;
+  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker);
+  const auto optimizer_step = make_optimizer_step(c, *task, backend, tracker);
+  const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
+  const std::int64_t eval_every =
+      c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
+  const std::int64_t micro = micro_batch_of(c);
+  const double flops_per_step = task->flops_per_step();
+  const std::int64_t tokens_per_step = task->tokens_per_step();
 
   // ---- the result file: status reads "interrupted" until finish() ----
   io::ResultsFile file = append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out);
   io::Attributes attrs = {
-      {"config_yaml", c.yaml}, {"model", model_config.name}, {"dataset", corpus.name()},
+      {"config_yaml", c.yaml}, {"model", task->model_name()}, {"dataset", task->dataset_name()},
       {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
-      {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", accumulation},
+      {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", c.global_batch / micro},
       {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
-      {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", T},
+      {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
       {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)}};
   io::RunWriter run = file.begin_run(run_id, attrs);
   try {
     run.write_context(metrics::collect_run_context(threads));
-    ProgressLine progress(run_id, c.steps, c.log_every, true);
-    const std::int64_t eval_every = c.eval_every > 0 ? c.eval_every : c.steps;
+    ProgressLine progress(run_id, steps, c.log_every, true);
     std::vector<double> step_times;
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {
-      const EvalResult heldout = evaluate(model, heldout_eval, c.eval_batches, micro, T, eval_tokens, eval_targets);
-      const EvalResult train = evaluate(model, train_eval, c.eval_batches, micro, T, eval_tokens, eval_targets);
-      run.append_eval({step, "heldout", heldout.loss, heldout.accuracy});
-      run.append_eval({step, "train", train.loss, train.accuracy});
-      progress.message(fmt::format("eval at step {}: held-out loss {:.4f} nats/char, next-byte accuracy {:.1f}%, "
-                                   "train-split loss {:.4f}",
-                                   step, heldout.loss, 100 * heldout.accuracy, train.loss));
-      outcome.final_heldout_loss = heldout.loss;
-      outcome.final_heldout_accuracy = heldout.accuracy;
+      std::string line = fmt::format("eval at step {}:", step);
+      for (const EvalResult& e : task->evaluate()) {
+        run.append_eval({step, e.split, e.loss, e.accuracy});
+        line += fmt::format(" {} loss {:.4f}, accuracy {:.2f}%;", e.split, e.loss, 100 * e.accuracy);
+        if (e.split != "train") {  // the held-out (text) or test (images) figure is the headline
+          outcome.final_heldout_loss = e.loss;
+          outcome.final_heldout_accuracy = e.accuracy;
+        }
+      }
+      line.pop_back();
+      progress.message(line);
     };
 
-    for (std::int64_t step = 0; step < c.steps; ++step) {
+    for (std::int64_t step = 0; step < steps; ++step) {
       const auto t_step = Clock::now();
-      train_windows.training_batch(step, batch_tokens.data(), batch_targets.data());
-      const auto t_compute = Clock::now();
-      model.zero_grad();
-      double loss = 0;
-      for (std::int64_t m = 0; m < accumulation; ++m) {
-        const auto offset = static_cast<std::size_t>(m * micro * T);
-        loss += model.forward(batch_tokens.data() + offset, batch_targets.data() + offset, micro, T);
-        model.backward();
-      }
-      loss /= static_cast<double>(accumulation);
-      if (accumulation > 1) {
-        const auto grads = model.gradients_flat();
-        k.scale_inplace(grads.data(), static_cast<std::int64_t>(grads.size()), 1.0 / static_cast<double>(accumulation));
-      }
+      const double loss = task->forward_backward(step);
       Kokkos::fence();
-      const double compute_s = seconds_since(t_compute);
+      const double compute_s = seconds_since(t_step);
       const auto t_optimizer = Clock::now();
-      const double lr = learning_rate_at(c.optimizer, step, c.warmup_steps, c.steps);
-      const double grad_norm = optimizer.clip_and_step(lr);
+      const double lr = learning_rate_at(c.optimizer, step, c.warmup_steps, steps);
+      const double grad_norm = optimizer_step(lr);
       Kokkos::fence();
       const double optimizer_s = seconds_since(t_optimizer);
       const double step_s = seconds_since(t_step);
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
-                    c.source, loss, step);
+                    c.source, loss, step + 1);
       step_times.push_back(step_s);
       run.append_step({.step = step + 1, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
                        .step_time_s = step_s, .compute_s = compute_s, .comm_s = 0.0, .bubble_s = 0.0,
                        .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                        .flops = flops_per_step});
       outcome.final_train_loss = loss;
-      progress.update(step, loss, static_cast<double>(tokens_per_step) / step_s, step_s);
-      if ((step + 1) % eval_every == 0 || step + 1 == c.steps) record_eval(step + 1);
+      const double rate = static_cast<double>(tokens_per_step > 0 ? tokens_per_step : c.global_batch) / step_s;
+      progress.update(step, loss, rate, step_s);
+      if ((step + 1) % eval_every == 0 || step + 1 == steps) record_eval(step + 1);
     }
     progress.finish();
 
@@ -238,8 +185,9 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                        {"final_accuracy", outcome.final_heldout_accuracy},
                        {"peak_bytes", usage.total_peak},
                        {"weight_bytes", usage.peak_of(MemoryCategory::params)},
-                       {"parameters", gpt::gpt_parameter_count(model_config)},
-                       {"flops_per_step", flops_per_step}});
+                       {"parameters", task->parameter_count()},
+                       {"flops_per_step", flops_per_step},
+                       {"steps", steps}});
     run.finish("ok", "");
     return outcome;
   } catch (const std::exception& e) {
