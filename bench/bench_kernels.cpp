@@ -1,8 +1,10 @@
 // Kernel speed: cpu::matmul_forward GFLOP/s beside cblas_sgemm, cpu vs reference time of the
-// other kernels at gpt-tiny shapes. Leaves out correctness (tests/) and whole training steps.
+// other kernels at gpt-tiny shapes, conv2d and BatchNorm2d at resnet-mini shapes. Leaves out
+// correctness (tests/) and whole training steps.
 //
 //   SB_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/bench/bench_kernels
 //   ours/cblas ratio: divide the GFLOP/s of matmul_forward/cpu/... by matmul_forward/cblas/...
+//   conv2d only, shorter: --benchmark_filter='conv2d|batchnorm2d' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -153,6 +155,110 @@ void register_kernel_benchmarks() {
   }
 }
 
+// ---- convolutional-network kernels at resnet-mini shapes --------------------------------------
+// FLOPs of one conv2d forward: each of the N·OC·OH·OW outputs is a C·KH·KW dot product
+// (a multiply and an add per tap; bias and padding taps are not counted). The backward does
+// two products of the same size (dweight and dinp), so forward + backward is three times this.
+double conv2d_forward_flops(i64 N, i64 C, i64 OC, i64 OH, i64 OW, i64 KH, i64 KW) {
+  return 2.0 * N * OC * OH * OW * C * KH * KW;
+}
+
+// Arguments N, C, H (= W), OC, K (= KH = KW), stride; padding K / 2 (3x3 pad 1, 1x1 pad 0).
+struct Conv2dBenchShape {
+  i64 N, C, H, OC, K, stride, pad, OH;
+  explicit Conv2dBenchShape(const benchmark::State& state)
+      : N(state.range(0)), C(state.range(1)), H(state.range(2)), OC(state.range(3)),
+        K(state.range(4)), stride(state.range(5)), pad(K / 2),
+        OH((H + 2 * pad - K) / stride + 1) {}
+  double forward_flops() const { return conv2d_forward_flops(N, C, OC, OH, OH, K, K); }
+};
+
+void conv2d_forward(benchmark::State& state, const KernelTable& k) {
+  const Conv2dBenchShape s(state);
+  const auto inp = random_floats(s.N * s.C * s.H * s.H, 0),
+             weight = random_floats(s.OC * s.C * s.K * s.K, 1, 0.1), bias = random_floats(s.OC, 2);
+  std::vector<float> out(static_cast<std::size_t>(s.N * s.OC * s.OH * s.OH));
+  for (auto _ : state) {
+    k.conv2d_forward(out.data(), inp.data(), weight.data(), bias.data(), s.N, s.C, s.H, s.H, s.OC,
+                     s.K, s.K, s.stride, s.pad);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, s.forward_flops());
+}
+
+// Forward, then the backward with every gradient (dinp included, even for the C = 1 stem).
+void conv2d_forward_backward(benchmark::State& state, const KernelTable& k) {
+  const Conv2dBenchShape s(state);
+  const i64 inp_size = s.N * s.C * s.H * s.H, weight_size = s.OC * s.C * s.K * s.K;
+  const i64 out_size = s.N * s.OC * s.OH * s.OH;
+  const auto inp = random_floats(inp_size, 0), weight = random_floats(weight_size, 1, 0.1),
+             bias = random_floats(s.OC, 2), dout = random_floats(out_size, 3);
+  std::vector<float> out(out_size), dinp(inp_size), dweight(weight_size), dbias(s.OC);
+  for (auto _ : state) {
+    k.conv2d_forward(out.data(), inp.data(), weight.data(), bias.data(), s.N, s.C, s.H, s.H, s.OC,
+                     s.K, s.K, s.stride, s.pad);
+    k.conv2d_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                      weight.data(), s.N, s.C, s.H, s.H, s.OC, s.K, s.K, s.stride, s.pad);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 3.0 * s.forward_flops());
+}
+
+// BatchNorm2d training forward + backward, arguments N, C, HW. GB/s counts the compulsory
+// traffic only: forward reads inp and writes out, backward reads inp and dout and updates dinp
+// (6 passes over N·C·HW floats); the kernels make a few more passes (statistics, sums).
+void batchnorm2d_forward_backward(benchmark::State& state, const KernelTable& k) {
+  const i64 N = state.range(0), C = state.range(1), HW = state.range(2), size = N * C * HW;
+  const auto inp = random_floats(size, 0), weight = random_floats(C, 1), bias = random_floats(C, 2),
+             dout = random_floats(size, 3);
+  std::vector<float> out(size), dinp(size), mean(C), rstd(C), running_mean(C, 0.0f),
+      running_var(C, 1.0f), dweight(C), dbias(C);
+  for (auto _ : state) {
+    k.batchnorm2d_forward_train(out.data(), mean.data(), rstd.data(), running_mean.data(),
+                                running_var.data(), inp.data(), weight.data(), bias.data(), N, C,
+                                HW, 0.1, 1e-5);
+    k.batchnorm2d_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                           weight.data(), mean.data(), rstd.data(), N, C, HW);
+    benchmark::ClobberMemory();
+  }
+  const double gigabytes = 6.0 * sizeof(float) * static_cast<double>(size) * 1e-9;
+  state.counters["GB/s"] =
+      benchmark::Counter(gigabytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// resnet-mini (28x28 inputs, stages of 16, 32, 64 channels): the stem, each stage's 3x3
+// convolutions (the first of a stage with stride 2) and the 1x1 stride-2 shortcuts.
+void register_cnn_benchmarks() {
+  const std::vector<std::vector<i64>> layers = {
+      {1, 28, 16, 3, 1},  {16, 28, 16, 3, 1}, {16, 28, 32, 3, 2}, {16, 28, 32, 1, 2},
+      {32, 14, 32, 3, 1}, {32, 14, 64, 3, 2}, {32, 14, 64, 1, 2}, {64, 7, 64, 3, 1}};
+  using Body = void (*)(benchmark::State&, const KernelTable&);
+  const std::pair<const char*, Body> bodies[] = {{"conv2d_forward", &conv2d_forward},
+                                                 {"conv2d_fwd_bwd", &conv2d_forward_backward}};
+  for (const auto& [name, body] : bodies) {
+    for (Backend backend : {Backend::cpu, Backend::reference}) {
+      const std::string full = std::string(name) + "/" + std::string(to_string(backend));
+      auto* b = benchmark::RegisterBenchmark(full.c_str(), body, std::cref(kernels_for(backend)));
+      b->ArgNames({"N", "C", "H", "OC", "K", "stride"})
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      for (i64 N : {64, 128})
+        for (const auto& layer : layers) {
+          std::vector<i64> args{N};
+          args.insert(args.end(), layer.begin(), layer.end());
+          b->Args(args);
+        }
+    }
+  }
+  for (Backend backend : {Backend::cpu, Backend::reference}) {
+    const std::string full = "batchnorm2d_fwd_bwd/" + std::string(to_string(backend));
+    auto* b = benchmark::RegisterBenchmark(full.c_str(), &batchnorm2d_forward_backward,
+                                           std::cref(kernels_for(backend)));
+    b->ArgNames({"N", "C", "HW"})->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (i64 N : {64, 128}) b->Args({N, 16, 28 * 28})->Args({N, 32, 14 * 14})->Args({N, 64, 7 * 7});
+  }
+}
+
 int threads_from_environment() {
   const char* text = std::getenv("SB_THREADS");
   if (!text || !*text) return 1;
@@ -178,6 +284,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("blas_threads", std::to_string(sb::ParallelRuntime::blas_threads()));
   register_gemm_benchmarks();
   register_kernel_benchmarks();
+  register_cnn_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

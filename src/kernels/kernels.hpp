@@ -134,7 +134,17 @@ using i64 = std::int64_t;
   X(crossentropy_backward, SB_DECLARE_CROSSENTROPY_BACKWARD) \
   X(adamw_update, SB_DECLARE_ADAMW_UPDATE)             \
   X(squared_norm, SB_DECLARE_SQUARED_NORM)             \
-  X(scale_inplace, SB_DECLARE_SCALE_INPLACE)
+  X(scale_inplace, SB_DECLARE_SCALE_INPLACE)           \
+  X(conv2d_forward, SB_DECLARE_CONV2D_FORWARD)         \
+  X(conv2d_backward, SB_DECLARE_CONV2D_BACKWARD)       \
+  X(batchnorm2d_forward_train, SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN) \
+  X(batchnorm2d_forward_eval, SB_DECLARE_BATCHNORM2D_FORWARD_EVAL)   \
+  X(batchnorm2d_backward, SB_DECLARE_BATCHNORM2D_BACKWARD)           \
+  X(relu_forward, SB_DECLARE_RELU_FORWARD)             \
+  X(relu_backward, SB_DECLARE_RELU_BACKWARD)           \
+  X(global_avgpool_forward, SB_DECLARE_GLOBAL_AVGPOOL_FORWARD)   \
+  X(global_avgpool_backward, SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD) \
+  X(sgd_update, SB_DECLARE_SGD_UPDATE)
 
 // ---- backends ---------------------------------------------------------------------------
 namespace reference {  // templates, instantiated for float and double in reference/*.cpp

@@ -28,24 +28,25 @@ std::string format_duration(double seconds) {
 }
 
 ProgressLine::ProgressLine(std::string label, std::int64_t total_steps, std::int64_t every,
-                           bool enabled)
+                           bool enabled, std::string rate_unit)
     : label_(std::move(label)),
+      rate_unit_(std::move(rate_unit)),
       total_(total_steps),
       every_(every),
       enabled_(enabled),
       terminal_(stdout_is_terminal()),
       start_(std::chrono::steady_clock::now()) {}
 
-void ProgressLine::update(std::int64_t step, double loss, double tokens_per_s, double step_time_s) {
+void ProgressLine::update(std::int64_t step, double loss, double rate, double step_time_s) {
   if (!enabled_) return;
   const bool last = step + 1 == total_;
   if (!terminal_ && !last && (step + 1) % every_ != 0 && step != 0) return;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total_ - step - 1);
-  const auto text = fmt::format("[{}] step {:>{}}/{} | loss {:.4f} | {:.0f} tok/s | {:.1f} ms/step | ETA {}",
+  const auto text = fmt::format("[{}] step {:>{}}/{} | loss {:.4f} | {:.0f} {} | {:.1f} ms/step | ETA {}",
                                 label_, step + 1, std::to_string(total_).size(), total_, loss,
-                                tokens_per_s, step_time_s * 1e3, format_duration(eta));
+                                rate, rate_unit_, step_time_s * 1e3, format_duration(eta));
   if (terminal_) {
     std::fputs(("\r\033[K" + text).c_str(), stdout);
     line_open_ = true;

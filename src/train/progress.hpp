@@ -10,13 +10,15 @@ namespace sb::train {
 
 class ProgressLine {
  public:
-  ProgressLine(std::string label, std::int64_t total_steps, std::int64_t every, bool enabled);
-  void update(std::int64_t step, double loss, double tokens_per_s, double step_time_s);
+  // rate_unit names what the rate counts ("tok/s", "img/s").
+  ProgressLine(std::string label, std::int64_t total_steps, std::int64_t every, bool enabled,
+               std::string rate_unit);
+  void update(std::int64_t step, double loss, double rate, double step_time_s);
   void message(const std::string& text);  // a full line (eval results), not overwritten
   void finish();
 
  private:
-  std::string label_;
+  std::string label_, rate_unit_;
   std::int64_t total_, every_;
   bool enabled_, terminal_, line_open_ = false;
   std::chrono::steady_clock::time_point start_;

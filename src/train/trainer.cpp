@@ -113,7 +113,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   io::RunWriter run = file.begin_run(run_id, attrs);
   try {
     run.write_context(metrics::collect_run_context(threads));
-    ProgressLine progress(run_id, steps, c.log_every, true);
+    ProgressLine progress(run_id, steps, c.log_every, true, tokens_per_step > 0 ? "tok/s" : "samples/s");
     std::vector<double> step_times;
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {

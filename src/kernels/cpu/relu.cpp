@@ -1,0 +1,34 @@
+// ReLU with Kokkos over chunks, each chunk one vectorised loop; the backward masks with the
+// forward output, so the forward may run in place. Leaves out leaky and clipped variants.
+#include "kernels/cpu/host_parallel.hpp"
+
+namespace sb::kernels::cpu {
+
+namespace {
+
+SB_CPU_VECTOR_CLONES
+void relu_forward_chunk(float* out, const float* inp, i64 n) {
+  for (i64 i = 0; i < n; ++i) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+}
+
+// The gradient at 0 is 0, as in PyTorch (threshold_backward on the output).
+SB_CPU_VECTOR_CLONES
+void relu_backward_chunk(float* dinp, const float* out, const float* dout, i64 n) {
+  for (i64 i = 0; i < n; ++i) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+}  // namespace
+
+SB_DECLARE_RELU_FORWARD(float) {
+  parallel_for_chunks("sb::relu_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
+    relu_forward_chunk(out + begin, inp + begin, end - begin);
+  });
+}
+
+SB_DECLARE_RELU_BACKWARD(float) {
+  parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
+    relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
+  });
+}
+
+}  // namespace sb::kernels::cpu

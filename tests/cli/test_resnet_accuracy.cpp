@@ -1,0 +1,48 @@
+// The ResNet reference's accuracy on real images, through the command users run:
+// resnet-mini on MNIST (3 epochs) and Fashion-MNIST (5 epochs), test accuracy on the full
+// 10,000-image test sets read from the HDF5 file.
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+#include "io/results_reader.hpp"
+
+namespace sb::testing {
+namespace {
+
+// Test-set accuracy after the last epoch, and every epoch's, from the run's eval table.
+std::vector<double> test_accuracy_per_epoch(const std::filesystem::path& file, const std::string& run) {
+  const auto split = io::read_string_column(file, run + "/eval", "split");
+  const auto accuracy = io::read_column(file, run + "/eval", "accuracy");
+  std::vector<double> per_epoch;
+  for (std::size_t i = 0; i < split.size(); ++i)
+    if (split[i] == "test") per_epoch.push_back(accuracy[i]);
+  return per_epoch;
+}
+
+void train_and_check(const std::string& config, std::size_t epochs, double floor) {
+  Scratch scratch;
+  const auto out = scratch.path("resnet.h5");
+  const auto r = scratch.run("train --config " + std::string(SB_SOURCE_DIR) + "/models/resnet/configs/" + config +
+                             " --out " + out.string() + " --set threads=2");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const std::string run = "/runs/resnet-mini";
+  ASSERT_EQ(io::read_string_attribute(out, run, "status"), "ok");
+  const auto accuracy = test_accuracy_per_epoch(out, run);
+  ASSERT_EQ(accuracy.size(), epochs);  // one evaluation per epoch
+  for (std::size_t e = 0; e < accuracy.size(); ++e)
+    std::printf("%s epoch %zu: test accuracy %.2f%%\n", config.c_str(), e + 1, 100 * accuracy[e]);
+  std::printf("%s: median step %.1f ms, %.0f images/s\n", config.c_str(),
+              1e3 * io::read_number_attribute(out, run + "/summary", "step_time_median_s"),
+              io::read_number_attribute(out, run + "/summary", "samples_per_s"));
+  ::testing::Test::RecordProperty("final_test_accuracy", std::to_string(accuracy.back()));
+  EXPECT_GE(accuracy.back(), floor);
+}
+
+TEST(ResnetMiniMnist, AtLeast99PercentWithinThreeEpochs) { train_and_check("resnet-mini-mnist.yaml", 3, 0.990); }
+
+TEST(ResnetMiniFashionMnist, AtLeast90PercentWithinFiveEpochs) {
+  train_and_check("resnet-mini-fashion-mnist.yaml", 5, 0.900);
+}
+
+}  // namespace
+}  // namespace sb::testing
