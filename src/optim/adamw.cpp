@@ -2,27 +2,19 @@
 // fused multi-tensor kernels: a GPT has 16 slices, so per-slice launches cost nothing here.
 #include "optim/adamw.hpp"
 
-#include <cmath>
 #include <utility>
 
 #include "core/check.hpp"
+#include "optim/gradient_clipping.hpp"
 
 namespace sb::optim {
-
-namespace {
-std::int64_t total_numel(const std::vector<ParameterSlice>& slices) {
-  std::int64_t n = 0;
-  for (const auto& slice : slices) n += slice.numel;
-  return n;
-}
-}  // namespace
 
 AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
              kernels::Backend backend, MemoryTracker& tracker)
     : slices_(std::move(slices)),
       config_(config),
       kernels_(&kernels::kernels_for(backend)),
-      numel_(total_numel(slices_)),
+      numel_(checked_total_numel(slices_, "adamw")),
       state_(tracker, MemoryCategory::optimizer, 2 * numel_ * static_cast<std::int64_t>(sizeof(float)),
              "adamw m,v") {
   SB_USER_CHECK(config_.lr >= 0, "adamw: lr must be non-negative, got {}", config_.lr);
@@ -35,25 +27,10 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
                 config_.weight_decay);
   SB_USER_CHECK(config_.grad_clip >= 0, "adamw: grad_clip must be non-negative (0 = off), got {}",
                 config_.grad_clip);
-  for (const auto& slice : slices_) {
-    SB_CHECK(slice.numel >= 0 && (slice.numel == 0 || (slice.param && slice.grad)),
-             "adamw: parameter slice '{}' has no memory", slice.name);
-  }
 }
 
 double AdamW::clip_and_step(double lr) {
-  double squared = 0.0;
-  for (const auto& slice : slices_) squared += kernels_->squared_norm(slice.grad, slice.numel);
-  const double norm = std::sqrt(squared);
-  SB_CHECK(std::isfinite(norm), "adamw: gradient norm is {} at step {}", norm, step_ + 1);
-
-  if (config_.grad_clip > 0) {
-    const double coef = config_.grad_clip / (norm + 1e-6);  // torch.nn.utils.clip_grad_norm_
-    if (coef < 1.0) {
-      for (const auto& slice : slices_) kernels_->scale_inplace(slice.grad, slice.numel, coef);
-    }
-  }
-
+  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1);
   ++step_;
   float* m = state_.as<float>();
   float* v = m + numel_;

@@ -1,0 +1,35 @@
+// Global-norm gradient clipping shared by AdamW and SGD.
+#include "optim/gradient_clipping.hpp"
+
+#include <cmath>
+
+#include "core/check.hpp"
+
+namespace sb::optim {
+
+std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std::string_view optimizer) {
+  std::int64_t total = 0;
+  for (const auto& slice : slices) {
+    SB_CHECK(slice.numel >= 0 && (slice.numel == 0 || (slice.param && slice.grad)),
+             "{}: parameter slice '{}' has no memory", optimizer, slice.name);
+    total += slice.numel;
+  }
+  return total;
+}
+
+double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
+                                     const kernels::KernelTable& kernels, std::string_view optimizer,
+                                     std::int64_t step) {
+  double squared = 0.0;
+  for (const auto& slice : slices) squared += kernels.squared_norm(slice.grad, slice.numel);
+  const double norm = std::sqrt(squared);
+  SB_CHECK(std::isfinite(norm), "{}: gradient norm is {} at step {}", optimizer, norm, step);
+  if (max_norm > 0) {
+    const double coef = max_norm / (norm + 1e-6);  // torch.nn.utils.clip_grad_norm_
+    if (coef < 1.0)
+      for (const auto& slice : slices) kernels.scale_inplace(slice.grad, slice.numel, coef);
+  }
+  return norm;
+}
+
+}  // namespace sb::optim

@@ -1,0 +1,24 @@
+// What every optimizer does before its update: the global L2 norm of all gradients and
+// clipping to a maximum norm (torch.nn.utils.clip_grad_norm_). Leaves out per-tensor clipping
+// and the sharded norm of ZeRO (a later all-reduce of the squared sum).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernels.hpp"
+#include "optim/parameter_slice.hpp"
+
+namespace sb::optim {
+
+// Total elements of the slices, after checking each has memory; `optimizer` names the caller.
+std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std::string_view optimizer);
+
+// Returns the norm before clipping; scales every gradient by max_norm / (norm + 1e-6) when
+// that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`.
+double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
+                                     const kernels::KernelTable& kernels, std::string_view optimizer,
+                                     std::int64_t step);
+
+}  // namespace sb::optim
