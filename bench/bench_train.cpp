@@ -1,6 +1,7 @@
-// One GPT training step (forward, backward, clip, AdamW) on real SOTU windows, per model,
-// at the thread count of SB_THREADS: the figure compared with PyTorch eager by
-// compare_pytorch.sh. Leaves out evaluation and result writing (the trainer's own cost).
+// One training step of each reference model on its real data, at the thread count of
+// SB_THREADS: GPT (forward, backward, clip, AdamW) on SOTU windows and resnet-mini (forward,
+// backward, SGD) on MNIST batches; the figures compared with PyTorch eager by
+// compare_pytorch.py. Leaves out evaluation and result writing (the trainer's own cost).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -11,10 +12,14 @@
 #include <vector>
 
 #include "core/memory.hpp"
+#include "data/image_dataset.hpp"
 #include "data/text_corpus.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "models/resnet/resnet.hpp"
+#include "models/resnet/resnet_flops.hpp"
 #include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
 #include "runtime/parallel_runtime.hpp"
 
 namespace {
@@ -51,8 +56,35 @@ void BM_gpt_training_step(benchmark::State& state, const std::string& model_name
   state.counters["seq_len"] = static_cast<double>(T);
 }
 
+void BM_resnet_training_step(benchmark::State& state) {
+  const auto N = state.range(0);
+  const auto config = sb::resnet::resnet_config_by_name("resnet-mini");
+  static const auto mnist = sb::data::load_mnist(data_dir() + "/mnist", "train");
+  sb::MemoryTracker tracker;
+  sb::resnet::ResnetModel model(config, N, sb::kernels::Backend::cpu, tracker);
+  model.init_weights(1);
+  sb::optim::Sgd optimizer(model.parameter_slices(), {}, sb::kernels::Backend::cpu, tracker);
+  sb::data::ImageBatcher batches(mnist, N, 1, true);
+  std::vector<float> images(static_cast<std::size_t>(N * mnist.image_size()));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(N));
+  std::int64_t step = 0;
+  for (auto _ : state) {
+    batches.batch(step++, images.data(), labels.data());
+    model.zero_grad();
+    benchmark::DoNotOptimize(model.forward(images.data(), labels.data(), N, true));
+    model.backward();
+    optimizer.clip_and_step(0.01);
+    Kokkos::fence();
+  }
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(N), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(sb::resnet::resnet_training_flops(config, N) / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["batch"] = static_cast<double>(N);
+}
+
 }  // namespace
 
+BENCHMARK(BM_resnet_training_step)->Name("BM_resnet_training_step/resnet_mini")->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_nano, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_tiny, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_small, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -2,7 +2,7 @@
 # Side-by-side training-step times: scalebench (bench_train) and PyTorch eager
 # (pytorch_peer.py) on the same model, batch and threads, alternated round by round so both
 # see the same machine load; prints medians and the ratio torch/ours (> 1: ours is faster).
-"""Usage: /usr/bin/python3 bench/compare_pytorch.py [--rounds 3] [--threads 1 2] [--models gpt-nano gpt-tiny gpt-small]"""
+"""Usage: /usr/bin/python3 bench/compare_pytorch.py [--rounds 3] [--threads 1 2] [--models gpt-tiny resnet-mini-128 ...]"""
 import argparse
 import json
 import os
@@ -11,14 +11,15 @@ import statistics
 import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-BENCH_NAMES = {"gpt-nano": "gpt_nano", "gpt-tiny": "gpt_tiny", "gpt-small": "gpt_small"}
-BATCH = {"gpt-nano": 16, "gpt-tiny": 16, "gpt-small": 8}  # as registered in bench_train.cpp
+# name -> (benchmark filter in bench_train.cpp, batch as registered there)
+CASES = {"gpt-nano": ("gpt_nano/16", 16), "gpt-tiny": ("gpt_tiny/16", 16), "gpt-small": ("gpt_small/8", 8),
+         "resnet-mini-64": ("resnet_mini/64", 64), "resnet-mini-128": ("resnet_mini/128", 128)}
 OPENMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
 def ours(model, threads, build):
     env = dict(os.environ, SB_THREADS=str(threads), OMP_PROC_BIND="spread", OMP_PLACES="threads")
-    out = subprocess.run([str(build / "bench" / "bench_train"), f"--benchmark_filter={BENCH_NAMES[model]}/",
+    out = subprocess.run([str(build / "bench" / "bench_train"), f"--benchmark_filter={CASES[model][0]}",
                           "--benchmark_format=json", "--benchmark_min_time=2"],
                          env=env, check=True, capture_output=True, text=True).stdout
     bench = json.loads(out)["benchmarks"][0]
@@ -30,8 +31,9 @@ def torch_peer(model, threads):
     env = dict(os.environ)
     if pathlib.Path(OPENMP_BLAS).is_dir():
         env["LD_LIBRARY_PATH"] = OPENMP_BLAS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    out = subprocess.run(["/usr/bin/python3", str(REPO / "bench" / "pytorch_peer.py"), "time", "--model", model,
-                          "--batch", str(BATCH[model]), "--threads", str(threads), "--steps", "25"],
+    peer_model = "resnet-mini" if model.startswith("resnet-mini") else model
+    out = subprocess.run(["/usr/bin/python3", str(REPO / "bench" / "pytorch_peer.py"), "time", "--model", peer_model,
+                          "--batch", str(CASES[model][1]), "--threads", str(threads), "--steps", "25"],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["step_time_median_s"]
 
@@ -40,7 +42,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--models", nargs="+", default=["gpt-nano", "gpt-tiny", "gpt-small"])
+    parser.add_argument("--models", nargs="+", default=list(CASES))
     parser.add_argument("--build", default=str(REPO / "build"))
     args = parser.parse_args()
     build = pathlib.Path(args.build)
@@ -52,7 +54,7 @@ def main():
             for _ in range(args.rounds):
                 a.append(ours(model, threads, build))
                 b.append(torch_peer(model, threads))
-            row = dict(model=model, batch=BATCH[model], threads=threads, ours_s=statistics.median(a),
+            row = dict(model=model, batch=CASES[model][1], threads=threads, ours_s=statistics.median(a),
                        torch_s=statistics.median(b))
             row["ratio"] = row["torch_s"] / row["ours_s"]
             rows.append(row)

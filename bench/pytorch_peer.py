@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-# The PyTorch eager peer of bench_train: the identical GPT (models/gpt/make_golden.py), batch,
-# sequence length, AdamW and clipping, timed per step; or trained and evaluated on SOTU.
+# The PyTorch eager peer of bench_train: the identical GPT (models/gpt/make_golden.py) or
+# resnet-mini (models/resnet/make_golden.py), batch, optimizer and clipping, timed per step;
+# or (GPT) trained and evaluated on SOTU.
 # Leaves out torch.compile (not in Debian's torch 1.13) and data loading cost.
 """Usage (threads must be fixed before torch is imported, so they are an argument):
   /usr/bin/python3 bench/pytorch_peer.py time --model gpt-tiny --batch 16 --threads 2 --steps 20
@@ -24,7 +25,7 @@ CONFIGS = {
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["time", "train"])
-    parser.add_argument("--model", default="gpt-tiny", choices=sorted(CONFIGS))
+    parser.add_argument("--model", default="gpt-tiny", choices=sorted(CONFIGS) + ["resnet-mini"])
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=20)
@@ -40,6 +41,9 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+    if args.model == "resnet-mini":
+        print(json.dumps(time_resnet(args, np, torch)))
+        return
     cfg = CONFIGS[args.model]
     B, T = args.batch, cfg["max_seq_len"]
     files = sorted((REPO / "data" / "sotu").glob("*.txt"))
@@ -81,6 +85,35 @@ def main():
             losses = [model(*batch(heldout, starts[i * B:(i + 1) * B]))[1].item() for i in range(args.eval_batches)]
         result["heldout_loss"] = float(np.mean(losses))
     print(json.dumps(result))
+
+
+def time_resnet(args, np, torch):
+    """resnet-mini training steps (forward, backward, SGD) on real MNIST batches."""
+    sys.path.insert(0, str(REPO / "models" / "resnet"))
+    import torch.nn.functional as F
+    from make_golden import CONFIG, ResnetMini
+    raw = (REPO / "data" / "mnist" / "train-images-idx3-ubyte").read_bytes()
+    images = (np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28) / 255.0 - 0.1307) / 0.3081
+    labels = np.frombuffer((REPO / "data" / "mnist" / "train-labels-idx1-ubyte").read_bytes(), dtype=np.uint8,
+                           offset=8)
+    model = ResnetMini(CONFIG)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    rng = np.random.default_rng(1)
+    times = []
+    for _ in range(args.steps):
+        index = rng.integers(0, len(labels), size=args.batch)
+        x = torch.from_numpy(images[index].astype(np.float32))
+        y = torch.from_numpy(labels[index].astype(np.int64))
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - t0)
+    steady = sorted(times[min(3, len(times) - 1):])
+    return dict(model=args.model, batch=args.batch, threads=args.threads, torch=str(torch.__version__),
+                steps=args.steps, step_time_median_s=steady[len(steady) // 2])
 
 
 if __name__ == "__main__":
