@@ -89,9 +89,13 @@ def main():
 
 def time_resnet(args, np, torch):
     """resnet-mini training steps (forward, backward, SGD) on real MNIST batches."""
-    sys.path.insert(0, str(REPO / "models" / "resnet"))
+    import importlib.util
     import torch.nn.functional as F
-    from make_golden import CONFIG, ResnetMini
+    # Both models' scripts are called make_golden.py: load this one under its own name.
+    spec = importlib.util.spec_from_file_location("resnet_golden", REPO / "models" / "resnet" / "make_golden.py")
+    resnet_golden = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(resnet_golden)
+    CONFIG, ResnetMini = resnet_golden.CONFIG, resnet_golden.ResnetMini
     raw = (REPO / "data" / "mnist" / "train-images-idx3-ubyte").read_bytes()
     images = (np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28) / 255.0 - 0.1307) / 0.3081
     labels = np.frombuffer((REPO / "data" / "mnist" / "train-labels-idx1-ubyte").read_bytes(), dtype=np.uint8,

@@ -29,8 +29,14 @@ void train_and_check(const std::string& config, std::size_t epochs, double floor
   ASSERT_EQ(io::read_string_attribute(out, run, "status"), "ok");
   const auto accuracy = test_accuracy_per_epoch(out, run);
   ASSERT_EQ(accuracy.size(), epochs);  // one evaluation per epoch
-  for (std::size_t e = 0; e < accuracy.size(); ++e)
-    std::printf("%s epoch %zu: test accuracy %.2f%%\n", config.c_str(), e + 1, 100 * accuracy[e]);
+  const auto step_time = io::read_column(out, run + "/steps", "step_time_s");
+  const std::size_t steps_per_epoch = step_time.size() / epochs;
+  for (std::size_t e = 0; e < accuracy.size(); ++e) {
+    double seconds = 0;
+    for (std::size_t i = e * steps_per_epoch; i < (e + 1) * steps_per_epoch; ++i) seconds += step_time[i];
+    std::printf("%s epoch %zu: test accuracy %.2f%%, training time %.1f s\n", config.c_str(), e + 1,
+                100 * accuracy[e], seconds);
+  }
   std::printf("%s: median step %.1f ms, %.0f images/s\n", config.c_str(),
               1e3 * io::read_number_attribute(out, run + "/summary", "step_time_median_s"),
               io::read_number_attribute(out, run + "/summary", "samples_per_s"));
