@@ -4,7 +4,10 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,5 +66,16 @@ class GoldenFile {
 
   io::H5Handle file_;
 };
+
+// The golden tests' error of a tensor: max |ours - torch| / max |torch|, one number per
+// tensor, robust to entries near zero where an element-wise relative error means nothing.
+inline double relative_error(std::span<const float> ours, std::span<const float> torch) {
+  double max_diff = 0.0, max_ref = 0.0;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(ours[i]) - torch[i]));
+    max_ref = std::max(max_ref, std::abs(static_cast<double>(torch[i])));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
 
 }  // namespace sb::testing

@@ -29,17 +29,6 @@ constexpr double kGoldenTolerance = 1e-4;
 
 std::string golden_path() { return std::string(SB_SOURCE_DIR) + "/models/gpt/gpt_nano_golden.h5"; }
 
-// max |ours - torch| / max |torch| over a tensor: one number per tensor, robust to entries
-// near zero where an element-wise relative error means nothing.
-double relative_error(std::span<const float> ours, std::span<const float> torch) {
-  double max_diff = 0.0, max_ref = 0.0;
-  for (std::size_t i = 0; i < ours.size(); ++i) {
-    max_diff = std::max(max_diff, std::abs(static_cast<double>(ours[i]) - torch[i]));
-    max_ref = std::max(max_ref, std::abs(static_cast<double>(torch[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
-
 class GptGolden : public ::testing::TestWithParam<kernels::Backend> {
  protected:
   void SetUp() override {
@@ -85,7 +74,7 @@ TEST_P(GptGolden, LogitsLossAndEveryGradient) {
   const std::vector<float> torch_logits = golden_.floats("logits");
   const auto V = model_->config().vocab;
   ASSERT_EQ(static_cast<std::int64_t>(torch_logits.size()), B_ * T_ * V);
-  check("logits", relative_error({model_->logits(), torch_logits.size()}, torch_logits));
+  check("logits", testing::relative_error({model_->logits(), torch_logits.size()}, torch_logits));
   const float torch_loss = golden_.floats("loss").at(0);
   check("loss", std::abs(static_cast<double>(loss) - torch_loss) / std::abs(torch_loss));
 
@@ -96,7 +85,7 @@ TEST_P(GptGolden, LogitsLossAndEveryGradient) {
   for (const auto& view : model_->parameter_views()) {
     const std::vector<float> torch_grad = golden_.floats("grads/" + view.name);
     ASSERT_EQ(static_cast<std::int64_t>(torch_grad.size()), view.numel) << view.name;
-    const double error = relative_error({view.grad, torch_grad.size()}, torch_grad);
+    const double error = testing::relative_error({view.grad, torch_grad.size()}, torch_grad);
     check("grad " + view.name, error);
     if (error >= worst) {
       worst = error;

@@ -41,17 +41,6 @@ std::string golden_path() {
   return std::string(SB_SOURCE_DIR) + "/models/resnet/resnet_mini_golden.h5";
 }
 
-// max |ours - torch| / max |torch| over a tensor: one number per tensor, robust to entries
-// near zero where an element-wise relative error means nothing.
-double relative_error(std::span<const float> ours, std::span<const float> torch) {
-  double max_diff = 0.0, max_ref = 0.0;
-  for (std::size_t i = 0; i < ours.size(); ++i) {
-    max_diff = std::max(max_diff, std::abs(static_cast<double>(ours[i]) - torch[i]));
-    max_ref = std::max(max_ref, std::abs(static_cast<double>(torch[i])));
-  }
-  return max_ref > 0 ? max_diff / max_ref : max_diff;
-}
-
 double scalar_error(double ours, double torch) { return std::abs(ours - torch) / std::abs(torch); }
 
 class ResnetGolden : public ::testing::TestWithParam<kernels::Backend> {
@@ -98,7 +87,7 @@ class ResnetGolden : public ::testing::TestWithParam<kernels::Backend> {
     const std::vector<float> torch_logits = golden_.floats(dataset);
     SB_CHECK(static_cast<std::int64_t>(torch_logits.size()) == N_ * model_->config().classes,
              "{} has {} values", dataset, torch_logits.size());
-    return relative_error({model_->logits(), torch_logits.size()}, torch_logits);
+    return testing::relative_error({model_->logits(), torch_logits.size()}, torch_logits);
   }
 
   // The tolerance must stay well above how far PyTorch moves under rounding-sized changes.
@@ -128,7 +117,7 @@ TEST_P(ResnetGolden, LogitsLossGradientsAndRunningStatistics) {
   for (const auto& view : model_->parameter_views()) {
     const std::vector<float> torch_grad = golden_.floats("grads/" + view.name);
     ASSERT_EQ(static_cast<std::int64_t>(torch_grad.size()), view.numel) << view.name;
-    const double error = relative_error({view.grad, torch_grad.size()}, torch_grad);
+    const double error = testing::relative_error({view.grad, torch_grad.size()}, torch_grad);
     check("grad " + view.name, error);
     if (error >= worst) {
       worst = error;
@@ -141,7 +130,7 @@ TEST_P(ResnetGolden, LogitsLossGradientsAndRunningStatistics) {
   for (const auto& view : model_->statistics_views()) {
     const std::vector<float> torch_stats = golden_.floats("running_stats/" + view.name);
     ASSERT_EQ(static_cast<std::int64_t>(torch_stats.size()), view.numel) << view.name;
-    check(view.name, relative_error({view.values, torch_stats.size()}, torch_stats));
+    check(view.name, testing::relative_error({view.values, torch_stats.size()}, torch_stats));
   }
   // eval mode with those running statistics
   model_->forward(images_.data(), nullptr, N_, /*training=*/false);
