@@ -51,11 +51,7 @@ class ImageClassificationTask final : public TrainingTask {
       loss += model_.forward(images_.data() + m * micro_ * image_size, labels_.data() + m * micro_, micro_, true);
       model_.backward();
     }
-    if (accumulation > 1) {
-      const auto grads = model_.gradients_flat();
-      kernels_.scale_inplace(grads.data(), static_cast<std::int64_t>(grads.size()),
-                             1.0 / static_cast<double>(accumulation));
-    }
+    average_accumulated_gradients(kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
   }
 

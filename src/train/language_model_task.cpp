@@ -63,11 +63,7 @@ class LanguageModelTask final : public TrainingTask {
       loss += model_.forward(tokens_.data() + offset, targets_.data() + offset, micro_, T_);
       model_.backward();
     }
-    if (accumulation > 1) {
-      const auto grads = model_.gradients_flat();
-      kernels_.scale_inplace(grads.data(), static_cast<std::int64_t>(grads.size()),
-                             1.0 / static_cast<double>(accumulation));
-    }
+    average_accumulated_gradients(kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
   }
 

@@ -13,6 +13,13 @@ std::int64_t micro_batch_of(const TrainConfig& c) {
   return micro;
 }
 
+void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
+                                   std::int64_t accumulation) {
+  if (accumulation > 1)
+    kernels.scale_inplace(gradients.data(), static_cast<std::int64_t>(gradients.size()),
+                          1.0 / static_cast<double>(accumulation));
+}
+
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
                                                  MemoryTracker& tracker) {
   if (config.model.name.rfind("resnet", 0) == 0 && config.model.layers == 0)

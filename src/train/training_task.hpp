@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config
                                                        MemoryTracker& tracker);
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config,
                                                              kernels::Backend backend, MemoryTracker& tracker);
+
+// After `accumulation` micro-batch backwards, each adding the gradient of its own mean loss:
+// divides by `accumulation` to leave the gradient of the global batch's mean loss.
+void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
+                                   std::int64_t accumulation);
 
 // The micro-batch of a config (batch.micro, or the global batch), checked to divide it.
 std::int64_t micro_batch_of(const TrainConfig& config);
