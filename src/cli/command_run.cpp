@@ -2,6 +2,7 @@
 // own `mpirun -np <world>` (a fresh process: Kokkos and MPI start once per process), gathered
 // into DIR/<suite>.h5, then a comparison table.
 #include <fmt/format.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +35,13 @@ struct RunOptions {
 
 // Open MPI refuses root and more ranks than cores unless told; set only what is unset.
 void prepare_mpirun_environment(std::int64_t world_size) {
+  // With OMP_PROC_BIND set, libgomp pinned this process's main thread to one core when it
+  // started; mpirun and the ranks would inherit that single core. Give them every core back.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  for (long cpu = 0; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) CPU_SET(static_cast<int>(cpu), &all);
+  sched_setaffinity(0, sizeof all, &all);  // the kernel keeps it within the allowed cpuset
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
