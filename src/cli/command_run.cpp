@@ -73,7 +73,7 @@ int spawn_and_wait(const std::vector<std::string>& args) {
 
 struct RunOverview {
   std::string model, status;
-  double final_loss = NAN, final_eval_loss = NAN, final_accuracy = NAN, tokens_per_s = NAN;
+  double final_loss = NAN, final_eval_loss = NAN, final_accuracy = NAN, tokens_per_s = NAN, samples_per_s = NAN;
   double step_time_median_s = NAN, achieved_tflops = NAN, peak_bytes = NAN;
 };
 
@@ -91,7 +91,8 @@ RunOverview read_run_overview(const fs::path& file, const std::string& id) {
     if (name == "final_loss") r.final_loss = number;
     else if (name == "final_eval_loss") r.final_eval_loss = number;
     else if (name == "final_accuracy") r.final_accuracy = number;
-    else if (name == "tokens_per_s") r.tokens_per_s = number;
+    else if (name == "tokens_per_s") r.tokens_per_s = number > 0 ? number : NAN;  // 0: not sequences
+    else if (name == "samples_per_s") r.samples_per_s = number;
     else if (name == "step_time_median_s") r.step_time_median_s = number;
     else if (name == "achieved_tflops") r.achieved_tflops = number;
     else if (name == "peak_bytes") r.peak_bytes = number;
@@ -151,15 +152,15 @@ std::function<int()> add_run_command(CLI::App& app) {
       if (fs::exists(result_path)) io::copy_run(result_path, suite_file, c.id);
     }
 
-    std::printf("\n%-28s %-10s %-7s %10s %10s %8s %11s %9s %9s %10s\n", "case", "model", "status",
-                "train", "held-out", "acc %", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
+    std::printf("\n%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", "case", "model", "status",
+                "train", "held-out", "acc %", "samples/s", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
     if (fs::exists(suite_file)) {
       for (const auto& id : io::list_runs(suite_file)) {
         const RunOverview r = read_run_overview(suite_file, id);
-        std::printf("%-28s %-10s %-7s %10s %10s %8s %11s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
+        std::printf("%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
                     r.status.c_str(), cell(r.final_loss, "{:.4f}").c_str(),
                     cell(r.final_eval_loss, "{:.4f}").c_str(), cell(100 * r.final_accuracy, "{:.1f}").c_str(),
-                    cell(r.tokens_per_s, "{:.0f}").c_str(), cell(1e3 * r.step_time_median_s, "{:.1f}").c_str(),
+                    cell(r.samples_per_s, "{:.1f}").c_str(), cell(r.tokens_per_s, "{:.0f}").c_str(), cell(1e3 * r.step_time_median_s, "{:.1f}").c_str(),
                     cell(1e3 * r.achieved_tflops, "{:.2f}").c_str(),
                     cell(r.peak_bytes / 1048576.0, "{:.1f}").c_str());
       }
