@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/h5_check.hpp"
@@ -76,6 +78,25 @@ inline double relative_error(std::span<const float> ours, std::span<const float>
     max_ref = std::max(max_ref, std::abs(static_cast<double>(torch[i])));
   }
   return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+// Compares every parameter gradient of a model (views with name, grad, numel) with the
+// file's grads/<name>, reports each error through `check`; returns the worst (name, error).
+template <class ParameterViews>
+std::pair<std::string, double> compare_gradients(const GoldenFile& golden, const ParameterViews& views,
+                                                 const std::function<void(const std::string&, double)>& check) {
+  std::pair<std::string, double> worst{"", 0.0};
+  for (const auto& view : views) {
+    const std::vector<float> torch_grad = golden.floats("grads/" + view.name);
+    if (static_cast<std::int64_t>(torch_grad.size()) != view.numel) {
+      check("grad " + view.name + " (size differs from the golden file)", 1.0);
+      continue;
+    }
+    const double error = relative_error({view.grad, torch_grad.size()}, torch_grad);
+    check("grad " + view.name, error);
+    if (error >= worst.second) worst = {view.name, error};
+  }
+  return worst;
 }
 
 }  // namespace sb::testing

@@ -112,18 +112,8 @@ TEST_P(ResnetGolden, LogitsLossGradientsAndRunningStatistics) {
 
   model_->zero_grad();
   model_->backward();
-  double worst = 0.0;
-  std::string worst_name;
-  for (const auto& view : model_->parameter_views()) {
-    const std::vector<float> torch_grad = golden_.floats("grads/" + view.name);
-    ASSERT_EQ(static_cast<std::int64_t>(torch_grad.size()), view.numel) << view.name;
-    const double error = testing::relative_error({view.grad, torch_grad.size()}, torch_grad);
-    check("grad " + view.name, error);
-    if (error >= worst) {
-      worst = error;
-      worst_name = view.name;
-    }
-  }
+  const auto [worst_name, worst] = testing::compare_gradients(
+      golden_, model_->parameter_views(), [this](const std::string& what, double error) { check(what, error); });
   std::cout << fmt::format("[golden {}] worst gradient: {} {:.3e}\n",
                            kernels::to_string(GetParam()), worst_name, worst);
 
