@@ -284,6 +284,9 @@ void GptModel::backward() {
   const auto zero = [](float* begin, const float* end) {
     std::memset(begin, 0, static_cast<std::size_t>(end - begin) * sizeof(float));
   };
+  const auto ready = [&](const float* grad, i64 count) {
+    if (gradient_ready_) gradient_ready_(grad - g.wte, count);
+  };
 
   // the head: mean loss -> logits -> final LayerNorm
   zero(d.dlosses, d.dresidual_in);
@@ -292,6 +295,8 @@ void GptModel::backward() {
   k_->matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, V);
   k_->layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf, a.residual3 + (L - 1) * BT * C,
                          p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+  ready(g.lnfw, C);
+  ready(g.lnfb, C);
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
   float* dout = d.dresidual_out;
@@ -344,9 +349,16 @@ void GptModel::backward() {
     k_->attention_backward(d.dqkv, d.datty, qkv, att, B, T, C, NH);
     k_->matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * C);
     k_->layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, ln1_mean, ln1_rstd, BT, C);
+    for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * 4 * C}, {dfcprojb, C},
+                                      {dfcw, 4 * C * C}, {dfcb, 4 * C}, {dln2w, C}, {dln2b, C},
+                                      {dattprojw, C * C}, {dattprojb, C}, {dqkvw, 3 * C * C},
+                                      {dqkvb, 3 * C}, {dln1w, C}, {dln1b, C}})
+      ready(grad, count);
     std::swap(din, dout);
   }
   k_->embedding_backward(g.wte, g.wpe, dout, tokens_, B, T, C);  // dout: d(encoded)
+  ready(g.wte, V * C);
+  ready(g.wpe, config_.max_seq_len * C);
 }
 
 std::vector<ParameterView> GptModel::parameter_views() {

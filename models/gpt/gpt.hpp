@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -130,6 +131,13 @@ class GptModel {
   // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients.
   void backward();
 
+  // Called during backward() as soon as a gradient range is final for that call: one layer's
+  // slice of each (L, ...) tensor after the layer, lnf after the head, wte and wpe after the
+  // embedding; offset and count in floats into gradients_flat(). Over one backward() the
+  // ranges tile every parameter exactly once. Data parallelism starts all-reduces from it.
+  using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64_t count)>;
+  void set_gradient_ready_callback(GradientReadyCallback callback) { gradient_ready_ = std::move(callback); }
+
   const GptConfig& config() const { return config_; }
   kernels::Backend backend() const { return backend_; }
   std::int64_t max_batch() const { return max_batch_; }
@@ -165,6 +173,7 @@ class GptModel {
 
   std::int64_t last_B_ = 0, last_T_ = 0;
   bool backward_ready_ = false;  // the last forward had targets
+  GradientReadyCallback gradient_ready_;
 };
 
 }  // namespace sb::gpt

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "core/check.hpp"
+#include "parallel/fault.hpp"
 #include "train/config.hpp"
 #include "train/trainer.hpp"
 
@@ -29,7 +30,7 @@ class MpiSession {
 };
 
 struct TrainOptions {
-  std::string config, out, run_id;
+  std::string config, out, run_id, trace;
   std::vector<std::string> overrides;
   bool append = false;
 };
@@ -44,6 +45,8 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
   cmd->add_option("--out", options->out, "result file (HDF5)")->required();
   cmd->add_option("--run-id", options->run_id, "run id inside the file (default: config name or model)");
   cmd->add_flag("--append", options->append, "add the run to an existing scalebench result file");
+  cmd->add_option("--trace", options->trace,
+                  "write every rank's timeline as a Chrome trace (JSON; open in ui.perfetto.dev)");
   return [options, &argc, &argv]() {
     // Validate the config and the output location before MPI or any data is touched.
     const train::TrainConfig config = train::load_train_config(options->config, options->overrides);
@@ -51,6 +54,9 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const auto parent = out.parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent),
                   "the folder of --out '{}' does not exist", options->out);
+    const std::filesystem::path trace(options->trace);
+    SB_USER_CHECK(trace.empty() || trace.parent_path().empty() || std::filesystem::is_directory(trace.parent_path()),
+                  "the folder of --trace '{}' does not exist", options->trace);
     MpiSession mpi(argc, argv);
     SB_USER_CHECK(mpi.world_size() == config.strategy.world_size(),
                   "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with "
@@ -59,7 +65,16 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;
-    train::run_training(config, out, run_id, options->append);
+    parallel::install_termination_handler();
+    try {
+      train::run_training(config, out, run_id, options->append, trace);
+    } catch (const std::exception& e) {
+      // Alone, the error travels up to main. With other ranks, they may be waiting in a
+      // collective for this one: rank 0 has recorded the failure; end the job, never hang it.
+      if (mpi.world_size() > 1)
+        parallel::report_failure_and_abort(e.what(), dynamic_cast<const UserError*>(&e) ? 2 : 1);
+      throw;
+    }
     return 0;
   };
 }

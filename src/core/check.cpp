@@ -6,9 +6,14 @@
 
 namespace sb {
 
+std::string host_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
+  return host;
+}
+
 std::string where_am_i() {
-  char host[256] = "unknown-host";
-  gethostname(host, sizeof host - 1);
+  const std::string host = host_name();
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);

@@ -22,6 +22,9 @@ class UserError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// This machine's host name ("unknown-host" when it cannot be read).
+std::string host_name();
+
 // "rank R on HOST" when MPI is initialised, "HOST" otherwise. Queried, never cached.
 std::string where_am_i();
 

@@ -2,6 +2,8 @@
 // Leaves out hardware counters and cache sizes (the calibration records what it measures).
 #include "metrics/run_context.hpp"
 
+#include "core/check.hpp"
+
 #include <Kokkos_Macros.hpp>
 #include <fmt/format.h>
 #include <hdf5.h>
@@ -22,11 +24,7 @@ namespace sb::metrics {
 
 namespace {
 
-std::string this_hostname() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "unknown-host";
-  return host;
-}
+std::string this_hostname() { return host_name(); }
 
 // "node1,node2": every rank's host, sorted and distinct.
 std::string all_hostnames(MPI_Comm comm, std::int64_t& host_count) {

@@ -30,7 +30,7 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
 }
 
 double AdamW::clip_and_step(double lr) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1);
+  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1, reduce_norm_);
   ++step_;
   float* m = state_.as<float>();
   float* v = m + numel_;

@@ -19,9 +19,10 @@ std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std:
 
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
-                                     std::int64_t step) {
+                                     std::int64_t step, const SquaredNormReducer& reduce) {
   double squared = 0.0;
   for (const auto& slice : slices) squared += kernels.squared_norm(slice.grad, slice.numel);
+  if (reduce) squared = reduce(squared);
   const double norm = std::sqrt(squared);
   SB_CHECK(std::isfinite(norm), "{}: gradient norm is {} at step {}", optimizer, norm, step);
   if (max_norm > 0) {

@@ -1,9 +1,10 @@
 // What every optimizer does before its update: the global L2 norm of all gradients and
 // clipping to a maximum norm (torch.nn.utils.clip_grad_norm_). Leaves out per-tensor clipping
-// and the sharded norm of ZeRO (a later all-reduce of the squared sum).
+// and how the shards of a sharded (ZeRO) optimizer meet: a SquaredNormReducer does that.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -15,10 +16,15 @@ namespace sb::optim {
 // Total elements of the slices, after checking each has memory; `optimizer` names the caller.
 std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std::string_view optimizer);
 
+// Turns this rank's sum of squared gradients into the sum over every rank's shard (an
+// all-reduce); empty when the slices hold the whole model.
+using SquaredNormReducer = std::function<double(double)>;
+
 // Returns the norm before clipping; scales every gradient by max_norm / (norm + 1e-6) when
-// that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`.
+// that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`. With a
+// reducer the norm is that of the whole model, the slices being this rank's shard.
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
-                                     std::int64_t step);
+                                     std::int64_t step, const SquaredNormReducer& reduce = {});
 
 }  // namespace sb::optim

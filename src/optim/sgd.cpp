@@ -27,7 +27,7 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
 }
 
 double Sgd::clip_and_step(double lr) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "sgd", step_ + 1);
+  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "sgd", step_ + 1, reduce_norm_);
   ++step_;
   float* buffer = state_.as<float>();
   for (const auto& slice : slices_) {

@@ -8,6 +8,7 @@
 
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
+#include "optim/gradient_clipping.hpp"
 #include "optim/parameter_slice.hpp"
 
 namespace sb::optim {
@@ -32,6 +33,10 @@ class Sgd {
   // Returns the norm before clipping.
   double clip_and_step(double lr);
 
+  // For a sharded optimizer (ZeRO-1): how this rank's squared gradient norm becomes the
+  // whole model's, so clipping sees the global norm.
+  void set_norm_reducer(SquaredNormReducer reduce) { reduce_norm_ = std::move(reduce); }
+
   std::int64_t step_count() const { return step_; }
   const SgdConfig& config() const { return config_; }
   const std::vector<ParameterSlice>& slices() const { return slices_; }
@@ -47,6 +52,7 @@ class Sgd {
   std::int64_t numel_ = 0;
   TrackedBuffer state_;  // momentum buffers (numel_)
   std::int64_t step_ = 0;
+  SquaredNormReducer reduce_norm_;
 };
 
 }  // namespace sb::optim

@@ -193,12 +193,15 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   if (top.has("strategy")) {
     MapReader m(top.node("strategy"), "strategy", source,
                 {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
-                 "sequence_parallel"});
+                 "sequence_parallel", "bucket_mb", "overlap", "batchnorm"});
     auto& s = c.strategy;
     m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
     m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
     m.read("interleave", s.interleave); m.read("zero", s.zero);
     m.read("recompute", s.recompute); m.read("sequence_parallel", s.sequence_parallel);
+    m.read("bucket_mb", s.bucket_mb); m.read("overlap", s.overlap); m.read("batchnorm", s.batchnorm);
+    SB_USER_CHECK(s.bucket_mb > 0, "{}: 'strategy.bucket_mb' must be positive, got {}", source, s.bucket_mb);
+    require_one_of(s.batchnorm, {"local", "sync"}, "strategy.batchnorm", source);
     for (auto [value, key] : {std::pair{s.dp, "strategy.dp"}, {s.tp, "strategy.tp"}, {s.pp, "strategy.pp"},
                               {s.micro_batches, "strategy.micro_batches"}, {s.interleave, "strategy.interleave"}})
       require_positive(value, key, source);

@@ -26,6 +26,11 @@ struct StrategySpec {
   std::int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1, interleave = 1, zero = 0;
   std::string schedule = "1f1b", recompute = "none";
   bool sequence_parallel = false;
+  // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
+  // BatchNorm statistics per rank ("local", the common default) or over all ranks ("sync")
+  double bucket_mb = 25.0;
+  bool overlap = true;
+  std::string batchnorm = "local";
   std::int64_t world_size() const { return dp * tp * pp; }
 };
 
@@ -50,7 +55,7 @@ struct TrainConfig {
   StrategySpec strategy;
   PrecisionSpec precision;
   OptimizerSpec optimizer;
-  std::int64_t global_batch = 16, micro_batch = 0;  // micro 0 = global / dp
+  std::int64_t global_batch = 16, micro_batch = 0;  // micro is per rank; 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;
   std::int64_t epochs = 0;  // when > 0: steps = epochs × steps per epoch of the data set

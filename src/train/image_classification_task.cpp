@@ -14,8 +14,10 @@ namespace {
 
 class ImageClassificationTask final : public TrainingTask {
  public:
-  ImageClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker)
+  ImageClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
+                          DataShard shard)
       : config_(c),
+        shard_(shard),
         model_config_(resnet::resnet_config_by_name(c.model.name)),
         micro_(micro_batch_of(c)),
         train_(load(c, "train")),
@@ -40,25 +42,31 @@ class ImageClassificationTask final : public TrainingTask {
   std::int64_t steps_per_epoch() const override { return train_.count / config_.global_batch; }
   double flops_per_step() const override { return resnet::resnet_training_flops(model_config_, config_.global_batch); }
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
+  std::span<float> parameters_flat() override { return model_.parameters_flat(); }
+  std::span<float> gradients_flat() override { return model_.gradients_flat(); }
 
+  // Every rank draws the same shuffled global batch and trains its own images of it.
   double forward_backward(std::int64_t step) override {
     train_batches_.batch(step, images_.data(), labels_.data());
     model_.zero_grad();
-    const std::int64_t accumulation = config_.global_batch / micro_;
+    const std::int64_t local = local_batch_of(config_);
+    const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
-      loss += model_.forward(images_.data() + m * micro_ * image_size, labels_.data() + m * micro_, micro_, true);
+      const std::int64_t first = shard_.rank * local + m * micro_;
+      loss += model_.forward(images_.data() + first * image_size, labels_.data() + first, micro_, true);
       model_.backward();
     }
-    average_accumulated_gradients(kernels_, model_.gradients_flat(), accumulation);
+    if (sync_) sync_->ready(0, static_cast<std::int64_t>(model_.gradients_flat().size()));
+    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
   }
 
-  // The whole test set, and as many training images as eval_batches micro-batches hold.
+  // The whole test set, and as many training images as eval_batches global batches hold.
   std::vector<EvalResult> evaluate() override {
     return {evaluate_split("test", test_, test_.count),
-            evaluate_split("train", train_, std::min(train_.count, config_.eval_batches * micro_))};
+            evaluate_split("train", train_, std::min(train_.count, config_.eval_batches * config_.global_batch))};
   }
 
  private:
@@ -92,6 +100,7 @@ class ImageClassificationTask final : public TrainingTask {
   }
 
   TrainConfig config_;
+  DataShard shard_;
   resnet::ResnetConfig model_config_;
   std::int64_t micro_;
   data::ImageDataset train_, test_;
@@ -105,8 +114,8 @@ class ImageClassificationTask final : public TrainingTask {
 }  // namespace
 
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config, kernels::Backend backend,
-                                                             MemoryTracker& tracker) {
-  return std::make_unique<ImageClassificationTask>(config, backend, tracker);
+                                                             MemoryTracker& tracker, DataShard shard) {
+  return std::make_unique<ImageClassificationTask>(config, backend, tracker, shard);
 }
 
 }  // namespace sb::train

@@ -26,8 +26,9 @@ gpt::GptConfig resolve_model(const TrainConfig& c) {
 
 class LanguageModelTask final : public TrainingTask {
  public:
-  LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker)
+  LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker, DataShard shard)
       : config_(c),
+        shard_(shard),
         model_config_(resolve_model(c)),
         T_(c.seq_len > 0 ? c.seq_len : model_config_.max_seq_len),
         micro_(micro_batch_of(c)),
@@ -52,18 +53,25 @@ class LanguageModelTask final : public TrainingTask {
   }
   double flops_per_step() const override { return gpt::gpt_training_flops(model_config_, config_.global_batch, T_); }
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
+  std::span<float> parameters_flat() override { return model_.parameters_flat(); }
+  std::span<float> gradients_flat() override { return model_.gradients_flat(); }
 
+  // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {
     train_windows_.training_batch(step, tokens_.data(), targets_.data());
     model_.zero_grad();
-    const std::int64_t accumulation = config_.global_batch / micro_;
+    const std::int64_t local = local_batch_of(config_);
+    const std::int64_t accumulation = local / micro_;
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
-      const auto offset = static_cast<std::size_t>(m * micro_ * T_);
+      const auto offset = static_cast<std::size_t>((shard_.rank * local + m * micro_) * T_);
       loss += model_.forward(tokens_.data() + offset, targets_.data() + offset, micro_, T_);
+      if (sync_ && m + 1 == accumulation)
+        model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
       model_.backward();
+      model_.set_gradient_ready_callback({});
     }
-    average_accumulated_gradients(kernels_, model_.gradients_flat(), accumulation);
+    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
   }
 
@@ -83,11 +91,12 @@ class LanguageModelTask final : public TrainingTask {
     return data::load_sotu(c.data.path);
   }
 
-  // Mean next-byte loss and top-1 accuracy over eval_batches evenly spaced windows.
+  // Mean next-byte loss and top-1 accuracy over eval_batches global batches of evenly spaced
+  // windows, evaluated a micro-batch at a time: the same windows whatever dp and batch.micro.
   EvalResult evaluate_split(const std::string& split, const data::WindowSampler& sampler) {
     EvalResult r{split, 0, 0};
     std::int64_t correct = 0;
-    const std::int64_t V = model_config_.vocab, batches = config_.eval_batches;
+    const std::int64_t V = model_config_.vocab, batches = config_.eval_batches * config_.global_batch / micro_;
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
       r.loss += model_.forward(tokens_.data(), targets_.data(), micro_, T_);
@@ -103,6 +112,7 @@ class LanguageModelTask final : public TrainingTask {
   }
 
   TrainConfig config_;
+  DataShard shard_;
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
   data::TextCorpus corpus_;
@@ -115,8 +125,8 @@ class LanguageModelTask final : public TrainingTask {
 }  // namespace
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker) {
-  return std::make_unique<LanguageModelTask>(config, backend, tracker);
+                                                       MemoryTracker& tracker, DataShard shard) {
+  return std::make_unique<LanguageModelTask>(config, backend, tracker, shard);
 }
 
 }  // namespace sb::train

@@ -1,4 +1,5 @@
-// The single-rank training loop: sample, forward, backward, clip, AdamW, evaluate, record.
+// The training loop on every rank: sample this rank's share, forward, backward, exchange the
+// gradients (data parallel), clip, step, evaluate on rank 0, record on rank 0.
 #include "train/trainer.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <cmath>
+#include <optional>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -18,6 +20,11 @@
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
 #include "metrics/run_context.hpp"
+#include "metrics/timeline.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/fault.hpp"
+#include "parallel/gather_text.hpp"
+#include "train/data_parallel.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -33,25 +40,29 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+using parallel::comm_clock_seconds;
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const TrainConfig& c) {
-  SB_USER_CHECK(c.strategy.world_size() == 1,
-                "{}: strategy dp={} tp={} pp={} needs {} ranks, but this trainer runs one rank "
-                "(set dp, tp and pp to 1)",
-                c.source, c.strategy.dp, c.strategy.tp, c.strategy.pp, c.strategy.world_size());
-  SB_USER_CHECK(c.strategy.zero == 0, "{}: 'strategy.zero' {} needs data parallelism; use 0 on one rank",
+  SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
+                "{}: strategy tp={} pp={} (model parallelism) is not available in this build; use tp 1 and pp 1",
+                c.source, c.strategy.tp, c.strategy.pp);
+  SB_USER_CHECK(c.strategy.zero <= 1,
+                "{}: the trainer shards optimizer state (strategy.zero 1) but not gradients or parameters; "
+                "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
   SB_USER_CHECK(c.precision.dtype == "fp32", "{}: precision '{}' is not available in this build; use fp32",
                 c.source, c.precision.dtype);
-  SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available on one rank yet",
+  SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
 }
 
 // AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
-// the gradient norm before clipping.
-std::function<double(double)> make_optimizer_step(const TrainConfig& c, TrainingTask& task,
-                                                  kernels::Backend backend, MemoryTracker& tracker) {
+// the gradient norm before clipping. With ZeRO-1 the slices are this rank's shard and
+// `reduce_norm` makes the clipping norm the whole model's.
+std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
+                                                  kernels::Backend backend, MemoryTracker& tracker,
+                                                  optim::SquaredNormReducer reduce_norm) {
   const auto& o = c.optimizer;
   if (o.type == "sgd") {
     optim::SgdConfig config;
@@ -59,7 +70,8 @@ std::function<double(double)> make_optimizer_step(const TrainConfig& c, Training
     config.momentum = o.momentum;
     config.weight_decay = o.weight_decay;
     config.grad_clip = o.grad_clip;
-    auto sgd = std::make_shared<optim::Sgd>(task.parameter_slices(), config, backend, tracker);
+    auto sgd = std::make_shared<optim::Sgd>(std::move(slices), config, backend, tracker);
+    sgd->set_norm_reducer(std::move(reduce_norm));
     return [sgd](double lr) { return sgd->clip_and_step(lr); };
   }
   optim::AdamWConfig config;
@@ -69,7 +81,8 @@ std::function<double(double)> make_optimizer_step(const TrainConfig& c, Training
   config.eps = o.eps;
   config.weight_decay = o.weight_decay;
   config.grad_clip = o.grad_clip;
-  auto adamw = std::make_shared<optim::AdamW>(task.parameter_slices(), config, backend, tracker);
+  auto adamw = std::make_shared<optim::AdamW>(std::move(slices), config, backend, tracker);
+  adamw->set_norm_reducer(std::move(reduce_norm));
   return [adamw](double lr) { return adamw->clip_and_step(lr); };
 }
 
@@ -80,20 +93,115 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// What each rank measured in each step, gathered at the end of the run.
+struct StepTimes {
+  std::vector<double> step_s, compute_s, comm_s, optimizer_s;
+  void push(double step, double compute, double comm, double optimizer) {
+    step_s.push_back(step);
+    compute_s.push_back(compute);
+    comm_s.push_back(comm);
+    optimizer_s.push_back(optimizer);
+  }
+};
+
+// Per-rank medians over the steady steps (the first step pays page faults and thread start).
+// idle is the wait for the slowest rank: max over ranks of compute − this rank's compute in
+// the same step; it is taken out of comm, since a blocking collective waits for the last rank.
+std::vector<io::RankRow> rank_rows(parallel::Communicator& world, const StepTimes& mine, std::int64_t dp) {
+  const auto steps = static_cast<std::int64_t>(mine.step_s.size());
+  std::vector<double> local;
+  for (const auto* series : {&mine.step_s, &mine.compute_s, &mine.comm_s}) local.insert(local.end(), series->begin(), series->end());
+  std::vector<double> all(local.size() * static_cast<std::size_t>(world.size()));
+  world.all_gather(local.data(), all.data(), static_cast<std::int64_t>(local.size()), parallel::DataType::f64);
+  const auto at = [&](int rank, int series, std::int64_t step) {
+    return all[static_cast<std::size_t>((static_cast<std::int64_t>(rank) * 3 + series) * steps + step)];
+  };
+  std::vector<io::RankRow> rows;
+  const std::int64_t first = steps > 1 ? 1 : 0;
+  for (int r = 0; r < world.size(); ++r) {
+    std::vector<double> step_s, compute_s, comm_s, idle_s;
+    for (std::int64_t s = first; s < steps; ++s) {
+      double slowest = 0;
+      for (int q = 0; q < world.size(); ++q) slowest = std::max(slowest, at(q, 1, s));
+      const double idle = slowest - at(r, 1, s);
+      step_s.push_back(at(r, 0, s));
+      compute_s.push_back(at(r, 1, s));
+      comm_s.push_back(std::max(0.0, at(r, 2, s) - idle));
+      idle_s.push_back(idle);
+    }
+    rows.push_back({.rank = r, .dp_rank = r % dp, .tp_rank = 0, .pp_rank = 0, .step_time_s = median(step_s),
+                    .compute_s = median(compute_s), .comm_s = median(comm_s), .bubble_s = 0,
+                    .idle_s = median(idle_s)});
+  }
+  return rows;
+}
+
+// Every rank's peak tracked bytes per category, gathered.
+std::vector<io::MemoryRow> memory_rows(parallel::Communicator& world, const MemoryTracker& tracker) {
+  const auto& usage = tracker.usage();
+  const std::vector<std::int64_t> mine = {world.rank(),
+                                          usage.peak_of(MemoryCategory::params),
+                                          usage.peak_of(MemoryCategory::grads),
+                                          usage.peak_of(MemoryCategory::optimizer),
+                                          usage.peak_of(MemoryCategory::activations),
+                                          usage.peak_of(MemoryCategory::workspace),
+                                          usage.peak_of(MemoryCategory::comm),
+                                          usage.total_peak,
+                                          peak_rss_bytes()};
+  const auto fields = static_cast<std::int64_t>(mine.size());
+  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(world.size()));
+  world.all_gather(mine.data(), all.data(), fields, parallel::DataType::i64);
+  std::vector<io::MemoryRow> rows;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::int64_t* m = all.data() + r * fields;
+    rows.push_back({.rank = m[0], .params = m[1], .grads = m[2], .optimizer = m[3], .activations = m[4],
+                    .workspace = m[5], .comm = m[6], .peak_tracked = m[7], .peak_rss = m[8]});
+  }
+  return rows;
+}
+
 }  // namespace
 
-TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out,
-                          const std::string& run_id, bool append) {
+TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out, const std::string& run_id,
+                          bool append, const std::filesystem::path& trace) {
   // ---- everything that can fail on user input, before any file is written ----
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);  // "not compiled: cuda" before any work
+  const std::unique_ptr<parallel::Communicator> world = parallel::make_mpi_world_communicator();
+  SB_USER_CHECK(world->size() == c.strategy.world_size(),
+                "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with mpirun -np {}",
+                c.source, c.strategy.world_size(), world->size(), c.strategy.world_size());
+  const int rank = world->rank();
+  const bool root = rank == 0;
+  const std::int64_t dp = c.strategy.dp;
   const int threads = c.threads > 0 ? static_cast<int>(c.threads)
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ParallelRuntime runtime(threads);
   MemoryTracker tracker;
-  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker);
-  const auto optimizer_step = make_optimizer_step(c, *task, backend, tracker);
+  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, {rank, dp});
+
+  // ---- data parallelism: the same weights everywhere, then one gradient exchange per step ----
+  world->broadcast(task->parameters_flat().data(), static_cast<std::int64_t>(task->parameters_flat().size()),
+                   parallel::DataType::f32, 0);
+  std::unique_ptr<BucketedAllReduce> all_reduce;
+  std::unique_ptr<ZeroOneSharding> zero;
+  optim::SquaredNormReducer reduce_norm;
+  std::vector<optim::ParameterSlice> slices = task->parameter_slices();
+  if (c.strategy.zero == 1) {
+    zero = std::make_unique<ZeroOneSharding>(*world, task->parameters_flat(), task->gradients_flat(), tracker);
+    task->set_gradient_sync(zero.get());
+    slices = zero->shard_slices(slices);
+    reduce_norm = [&world](double squared) { return world->all_reduce_value(squared); };
+  } else if (dp > 1) {
+    const auto bucket_bytes = static_cast<std::int64_t>(c.strategy.bucket_mb * 1024 * 1024);
+    all_reduce = std::make_unique<BucketedAllReduce>(*world, task->gradients_flat(), bucket_bytes,
+                                                     c.strategy.overlap, tracker);
+    task->set_gradient_sync(all_reduce.get());
+  }
+  if (c.strategy.batchnorm == "sync" && dp > 1)
+    task->synchronise_batchnorm([&world](std::span<double> values) { world->all_reduce(values); });
+  const auto optimizer_step = make_optimizer_step(c, std::move(slices), backend, tracker, std::move(reduce_norm));
   const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
   const std::int64_t eval_every =
       c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
@@ -101,97 +209,136 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   const double flops_per_step = task->flops_per_step();
   const std::int64_t tokens_per_step = task->tokens_per_step();
 
-  // ---- the result file: status reads "interrupted" until finish() ----
-  io::ResultsFile file = append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out);
-  io::Attributes attrs = {
-      {"config_yaml", c.yaml}, {"model", task->model_name()}, {"dataset", task->dataset_name()},
-      {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
-      {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", c.global_batch / micro},
-      {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
-      {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
-      {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)}};
-  io::RunWriter run = file.begin_run(run_id, attrs);
+  // ---- the result file, on rank 0: status reads "interrupted" until finish() ----
+  std::optional<io::ResultsFile> file;
+  std::optional<io::RunWriter> run;
+  const io::Attributes context = metrics::collect_run_context(threads, MPI_COMM_WORLD);
+  if (root) {
+    file.emplace(append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out));
+    io::Attributes attrs = {
+        {"config_yaml", c.yaml}, {"model", task->model_name()}, {"dataset", task->dataset_name()},
+        {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
+        {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", local_batch_of(c) / micro},
+        {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
+        {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
+        {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)}};
+    run.emplace(file->begin_run(run_id, attrs));
+  }
   try {
-    run.write_context(metrics::collect_run_context(threads));
-    ProgressLine progress(run_id, steps, c.log_every, true, tokens_per_step > 0 ? "tok/s" : "samples/s");
-    std::vector<double> step_times;
+    if (root) run->write_context(context);
+    ProgressLine progress(run_id, steps, c.log_every, root, tokens_per_step > 0 ? "tok/s" : "samples/s");
+    StepTimes times;
+    std::vector<double> overlap_fractions;
+    std::int64_t exchanged_bytes = 0;
+    metrics::Timeline timeline;
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {
-      std::string line = fmt::format("eval at step {}:", step);
-      for (const EvalResult& e : task->evaluate()) {
-        run.append_eval({step, e.split, e.loss, e.accuracy});
-        line += fmt::format(" {} loss {:.4f}, accuracy {:.2f}%;", e.split, e.loss, 100 * e.accuracy);
-        if (e.split != "train") {  // the held-out (text) or test (images) figure is the headline
-          outcome.final_heldout_loss = e.loss;
-          outcome.final_heldout_accuracy = e.accuracy;
+      const double t0 = comm_clock_seconds();
+      if (root) {  // every rank holds the same weights: rank 0 evaluates for all
+        std::string line = fmt::format("eval at step {}:", step);
+        for (const EvalResult& e : task->evaluate()) {
+          run->append_eval({step, e.split, e.loss, e.accuracy});
+          line += fmt::format(" {} loss {:.4f}, accuracy {:.2f}%;", e.split, e.loss, 100 * e.accuracy);
+          if (e.split != "train") {  // the held-out (text) or test (images) figure is the headline
+            outcome.final_heldout_loss = e.loss;
+            outcome.final_heldout_accuracy = e.accuracy;
+          }
         }
+        line.pop_back();
+        progress.message(line);
       }
-      line.pop_back();
-      progress.message(line);
+      world->barrier();  // the other ranks wait here, not inside the next step's collectives
+      timeline.add("evaluation", "eval", t0, comm_clock_seconds() - t0, step);
     };
 
+    world->barrier();
+    const double origin_s = comm_clock_seconds();
     for (std::int64_t step = 0; step < steps; ++step) {
-      const auto t_step = Clock::now();
-      const double loss = task->forward_backward(step);
+      const std::size_t first_record = world->stats().records().size();
+      const double t_step = comm_clock_seconds();
+      const double local_loss = task->forward_backward(step);
       Kokkos::fence();
-      const double compute_s = seconds_since(t_step);
-      const auto t_optimizer = Clock::now();
+      const double t_backward = comm_clock_seconds();
+      GradientExchangeFigures exchange;
+      if (all_reduce) exchange = all_reduce->last_step();
+      if (zero) exchange = zero->last_step();
+      const double loss = dp > 1 ? world->all_reduce_value(local_loss) / static_cast<double>(dp) : local_loss;
+      const double t_loss = comm_clock_seconds();
       const double lr = learning_rate_at(c.optimizer, step, c.warmup_steps, steps);
       const double grad_norm = optimizer_step(lr);
       Kokkos::fence();
-      const double optimizer_s = seconds_since(t_optimizer);
-      const double step_s = seconds_since(t_step);
+      const double t_optimizer = comm_clock_seconds();
+      if (zero) zero->gather_parameters();
+      const double t_end = comm_clock_seconds();
+
+      const double step_s = t_end - t_step;
+      const double compute_s = (t_backward - t_step) - exchange.exposed_s;
+      const double comm_s = exchange.exposed_s + (t_loss - t_backward) + (t_end - t_optimizer);
+      const double optimizer_s = t_optimizer - t_loss;
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step + 1);
-      step_times.push_back(step_s);
-      run.append_step({.step = step + 1, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
-                       .step_time_s = step_s, .compute_s = compute_s, .comm_s = 0.0, .bubble_s = 0.0,
-                       .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
-                       .flops = flops_per_step});
+      times.push(step_s, compute_s, comm_s, optimizer_s);
+      if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
+      exchanged_bytes = exchange.bytes;
+      if (!trace.empty()) {
+        timeline.add(fmt::format("step {}", step + 1), "step", t_step, step_s, step + 1);
+        timeline.add("forward+backward", "compute", t_step, t_backward - t_step - exchange.exposed_s, step + 1);
+        const auto& records = world->stats().records();
+        for (std::size_t i = first_record; i < records.size(); ++i)
+          timeline.add(fmt::format("{} {:.3g} MiB", parallel::to_string(records[i].collective),
+                                   static_cast<double>(records[i].bytes) / (1 << 20)),
+                       "comm", records[i].start_s, records[i].seconds, step + 1);
+        timeline.add("optimizer", "optimizer", t_loss, optimizer_s, step + 1);
+      }
+      if (root)
+        run->append_step({.step = step + 1, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
+                          .step_time_s = step_s, .compute_s = compute_s, .comm_s = comm_s, .bubble_s = 0.0,
+                          .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
+                          .flops = flops_per_step});
       outcome.final_train_loss = loss;
+      parallel::throw_if_job_failing();  // a termination signal, or (rank 0) another rank's failure
       const double rate = static_cast<double>(tokens_per_step > 0 ? tokens_per_step : c.global_batch) / step_s;
       progress.update(step, loss, rate, step_s);
+      if (world->stats().records().size() > 4096) world->stats().clear();
       if ((step + 1) % eval_every == 0 || step + 1 == steps) record_eval(step + 1);
     }
     progress.finish();
 
-    // The first step pays for page faults and thread start-up: leave it out of the median.
-    const std::vector<double> steady(step_times.begin() + (step_times.size() > 1 ? 1 : 0), step_times.end());
+    const std::vector<io::RankRow> ranks = rank_rows(*world, times, dp);
+    const std::vector<io::MemoryRow> memory = memory_rows(*world, tracker);
+    if (!trace.empty()) {
+      const std::vector<std::string> events =
+          parallel::gather_text(*world, timeline.chrome_trace_events(rank, host_name(), origin_s));
+      if (root) metrics::write_chrome_trace(trace, events);
+    }
+    const std::vector<double> steady(times.step_s.begin() + (times.step_s.size() > 1 ? 1 : 0), times.step_s.end());
     outcome.step_time_median_s = median(steady);
     outcome.tokens_per_s = static_cast<double>(tokens_per_step) / outcome.step_time_median_s;
-    const auto& usage = tracker.usage();
-    const io::MemoryRow memory{.rank = 0,
-                               .params = usage.peak_of(MemoryCategory::params),
-                               .grads = usage.peak_of(MemoryCategory::grads),
-                               .optimizer = usage.peak_of(MemoryCategory::optimizer),
-                               .activations = usage.peak_of(MemoryCategory::activations),
-                               .workspace = usage.peak_of(MemoryCategory::workspace),
-                               .comm = usage.peak_of(MemoryCategory::comm),
-                               .peak_tracked = usage.total_peak,
-                               .peak_rss = peak_rss_bytes()};
-    run.write_memory({&memory, 1});
-    const io::RankRow rank{.rank = 0, .dp_rank = 0, .tp_rank = 0, .pp_rank = 0,
-                           .step_time_s = outcome.step_time_median_s,
-                           .compute_s = outcome.step_time_median_s, .comm_s = 0, .bubble_s = 0, .idle_s = 0};
-    run.write_ranks({&rank, 1});
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    run.write_summary({{"step_time_median_s", outcome.step_time_median_s},
-                       {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},
-                       {"tokens_per_s", outcome.tokens_per_s},
-                       {"achieved_tflops", flops_per_step / outcome.step_time_median_s / 1e12},
-                       {"mfu", nan},  // needs the site's peak: the cost model's site profiles
-                       {"final_loss", outcome.final_train_loss},
-                       {"final_eval_loss", outcome.final_heldout_loss},
-                       {"final_accuracy", outcome.final_heldout_accuracy},
-                       {"peak_bytes", usage.total_peak},
-                       {"weight_bytes", usage.peak_of(MemoryCategory::params)},
-                       {"parameters", task->parameter_count()},
-                       {"flops_per_step", flops_per_step},
-                       {"steps", steps}});
-    run.finish("ok", "");
+    if (root) {
+      const auto& usage = tracker.usage();
+      run->write_memory(memory);
+      run->write_ranks(ranks);
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      run->write_summary({{"step_time_median_s", outcome.step_time_median_s},
+                          {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},
+                          {"tokens_per_s", outcome.tokens_per_s},
+                          {"achieved_tflops", flops_per_step / outcome.step_time_median_s / 1e12},
+                          {"mfu", nan},  // needs the site's peak: the cost model's site profiles
+                          {"final_loss", outcome.final_train_loss},
+                          {"final_eval_loss", outcome.final_heldout_loss},
+                          {"final_accuracy", outcome.final_heldout_accuracy},
+                          {"peak_bytes", usage.total_peak},
+                          {"weight_bytes", usage.peak_of(MemoryCategory::params)},
+                          {"parameters", task->parameter_count()},
+                          {"flops_per_step", flops_per_step},
+                          {"steps", steps},
+                          {"dp_exchange_bytes", exchanged_bytes},
+                          {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)}});
+      run->finish("ok", "");
+    }
     return outcome;
   } catch (const std::exception& e) {
-    run.finish("failed", e.what());
+    if (root) run->finish(parallel::termination_signal() != 0 ? "interrupted" : "failed", e.what());
     throw;
   }
 }

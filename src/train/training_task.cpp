@@ -6,11 +6,32 @@
 
 namespace sb::train {
 
+std::int64_t local_batch_of(const TrainConfig& c) {
+  SB_USER_CHECK(c.global_batch % c.strategy.dp == 0,
+                "{}: batch.global ({}) must be a multiple of strategy.dp ({}): each rank trains an equal share",
+                c.source, c.global_batch, c.strategy.dp);
+  return c.global_batch / c.strategy.dp;
+}
+
 std::int64_t micro_batch_of(const TrainConfig& c) {
-  const std::int64_t micro = c.micro_batch > 0 ? c.micro_batch : c.global_batch;
-  SB_USER_CHECK(c.global_batch % micro == 0, "{}: batch.global ({}) must be a multiple of batch.micro ({})",
-                c.source, c.global_batch, micro);
+  const std::int64_t local = local_batch_of(c);
+  const std::int64_t micro = c.micro_batch > 0 ? c.micro_batch : local;
+  SB_USER_CHECK(local % micro == 0,
+                "{}: the batch per rank (batch.global {} / strategy.dp {} = {}) must be a multiple of batch.micro ({})",
+                c.source, c.global_batch, c.strategy.dp, local, micro);
   return micro;
+}
+
+void TrainingTask::synchronise_batchnorm(std::function<void(std::span<double>)>) {
+  throw UserError(fmt::format("strategy.batchnorm 'sync' needs a model with BatchNorm; {} has none", model_name()));
+}
+
+void finish_gradients(GradientSync* sync, const kernels::KernelTable& kernels, std::span<float> gradients,
+                      std::int64_t accumulation) {
+  if (sync)
+    sync->finish(1.0 / static_cast<double>(accumulation));
+  else
+    average_accumulated_gradients(kernels, gradients, accumulation);
 }
 
 void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
@@ -21,10 +42,10 @@ void average_accumulated_gradients(const kernels::KernelTable& kernels, std::spa
 }
 
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
-                                                 MemoryTracker& tracker) {
+                                                 MemoryTracker& tracker, DataShard shard) {
   if (config.model.name.rfind("resnet", 0) == 0 && config.model.layers == 0)
-    return make_image_classification_task(config, backend, tracker);
-  return make_language_model_task(config, backend, tracker);
+    return make_image_classification_task(config, backend, tracker, shard);
+  return make_language_model_task(config, backend, tracker, shard);
 }
 
 }  // namespace sb::train

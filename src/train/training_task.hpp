@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,8 +14,14 @@
 #include "kernels/kernels.hpp"
 #include "optim/parameter_slice.hpp"
 #include "train/config.hpp"
+#include "train/gradient_sync.hpp"
 
 namespace sb::train {
+
+// This rank's share of every global batch: samples [rank·n/count, (rank+1)·n/count).
+struct DataShard {
+  std::int64_t rank = 0, count = 1;
+};
 
 struct EvalResult {
   std::string split;  // train | heldout | test
@@ -31,29 +38,48 @@ class TrainingTask {
   virtual std::int64_t tokens_per_step() const = 0;  // 0 when samples are not sequences
   virtual std::int64_t steps_per_epoch() const = 0;
   virtual double flops_per_step() const = 0;
-  // Zeroes the gradients, runs forward and backward over the micro-batches of global step
-  // `step` and leaves the gradient of the mean loss of the whole global batch; returns it.
+  // Zeroes the gradients, runs forward and backward over this rank's micro-batches of global
+  // step `step` and returns this rank's mean loss. Without a GradientSync it leaves the
+  // gradient of that mean loss; with one it reports each gradient range to it as the last
+  // micro-batch's backward finishes it, and then calls finish().
   virtual double forward_backward(std::int64_t step) = 0;
+  void set_gradient_sync(GradientSync* sync) { sync_ = sync; }
+  // BatchNorm statistics summed over every data-parallel rank (models without BatchNorm
+  // refuse); `all_reduce_sum` adds a vector of doubles over the ranks in place.
+  virtual void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum);
+  virtual std::span<float> parameters_flat() = 0;
+  virtual std::span<float> gradients_flat() = 0;
   virtual std::vector<EvalResult> evaluate() = 0;
   virtual std::vector<optim::ParameterSlice> parameter_slices() = 0;
+
+ protected:
+  GradientSync* sync_ = nullptr;
 };
 
 // Builds the task a config names (GPT on text, ResNet on images), loading and checking its
 // data; every user mistake is a UserError before anything is written.
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
-                                                 MemoryTracker& tracker);
+                                                 MemoryTracker& tracker, DataShard shard = {});
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker);
+                                                       MemoryTracker& tracker, DataShard shard);
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config,
-                                                             kernels::Backend backend, MemoryTracker& tracker);
+                                                             kernels::Backend backend, MemoryTracker& tracker,
+                                                             DataShard shard);
 
 // After `accumulation` micro-batch backwards, each adding the gradient of its own mean loss:
 // divides by `accumulation` to leave the gradient of the global batch's mean loss.
 void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
                                    std::int64_t accumulation);
 
-// The micro-batch of a config (batch.micro, or the global batch), checked to divide it.
+// The samples of each global batch one data-parallel rank trains (batch.global / dp), checked.
+std::int64_t local_batch_of(const TrainConfig& config);
+// The micro-batch of a config (batch.micro, or the local batch), checked to divide the local batch.
 std::int64_t micro_batch_of(const TrainConfig& config);
+
+// The end of a task's backward: hands the gradients to `sync` (which averages over ranks) or
+// averages the accumulated micro-batch gradients itself.
+void finish_gradients(GradientSync* sync, const kernels::KernelTable& kernels, std::span<float> gradients,
+                      std::int64_t accumulation);
 
 }  // namespace sb::train

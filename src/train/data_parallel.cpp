@@ -1,0 +1,168 @@
+// Bucketed, overlapped gradient all-reduce and ZeRO-1 sharding over a data-parallel communicator.
+#include "train/data_parallel.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/check.hpp"
+
+namespace sb::train {
+
+namespace {
+
+using parallel::comm_clock_seconds;
+
+// Length of the union of [start, min(end, cut)] over the intervals (sorted by start).
+double union_length(std::vector<std::pair<double, double>> intervals, double cut) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0, open_start = 0, open_end = -1;
+  for (auto [start, end] : intervals) {
+    end = std::min(end, cut);
+    if (end <= start) continue;
+    if (start > open_end) {
+      if (open_end > open_start) total += open_end - open_start;
+      open_start = start;
+      open_end = end;
+    } else {
+      open_end = std::max(open_end, end);
+    }
+  }
+  if (open_end > open_start) total += open_end - open_start;
+  return total;
+}
+
+}  // namespace
+
+// ---- bucketed all-reduce -----------------------------------------------------------------
+
+BucketedAllReduce::BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients,
+                                     std::int64_t bucket_bytes, bool overlap, MemoryTracker& tracker)
+    : dp_(dp),
+      gradients_(gradients),
+      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
+      overlap_(overlap),
+      packed_(tracker, MemoryCategory::comm, static_cast<std::int64_t>(gradients.size() * sizeof(float)),
+              "dp all-reduce buckets") {
+  SB_USER_CHECK(bucket_bytes > 0, "strategy.bucket_mb must be positive");
+}
+
+void BucketedAllReduce::start_bucket(std::int64_t end) {
+  Bucket bucket;
+  bucket.begin = bucket_begin_;
+  bucket.count = end - bucket_begin_;
+  bucket.start_s = comm_clock_seconds();
+  bucket.request = dp_.iall_reduce(packed_.as<float>() + bucket.begin, bucket.count, parallel::DataType::f32,
+                                   parallel::ReduceOp::sum);
+  buckets_.push_back(std::move(bucket));
+  bucket_begin_ = end;
+}
+
+void BucketedAllReduce::progress() {
+  for (Bucket& bucket : buckets_)
+    if (bucket.done_s < 0 && bucket.request.test()) bucket.done_s = comm_clock_seconds();
+}
+
+void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
+  const auto total = static_cast<std::int64_t>(gradients_.size());
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
+           "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
+           total);
+  std::copy_n(gradients_.data() + offset, count, packed_.as<float>() + cursor_);
+  pieces_.push_back({offset, count, cursor_});
+  cursor_ += count;
+  if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
+  progress();
+}
+
+void BucketedAllReduce::finish(double local_scale) {
+  const double backward_end = comm_clock_seconds();
+  SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
+           "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
+  if (overlap_) {
+    if (bucket_begin_ < cursor_) start_bucket(cursor_);
+  } else {
+    while (bucket_begin_ < cursor_) start_bucket(std::min(cursor_, bucket_begin_ + bucket_elements_));
+  }
+  for (Bucket& bucket : buckets_) {
+    bucket.request.wait();
+    if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
+  }
+  const float scale = static_cast<float>(local_scale / dp_.size());
+  const float* packed = packed_.as<float>();
+  for (const Piece& piece : pieces_) {
+    float* out = gradients_.data() + piece.offset;
+    const float* in = packed + piece.packed_at;
+    for (std::int64_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
+  }
+  std::vector<std::pair<double, double>> intervals;
+  for (const Bucket& bucket : buckets_) intervals.emplace_back(bucket.start_s, bucket.done_s);
+  figures_.bytes = cursor_ * static_cast<std::int64_t>(sizeof(float));
+  figures_.buckets = static_cast<int>(buckets_.size());
+  figures_.in_flight_s = union_length(intervals, 1e300);
+  figures_.hidden_s = union_length(intervals, backward_end);
+  figures_.exposed_s = comm_clock_seconds() - backward_end;
+  pieces_.clear();
+  buckets_.clear();
+  cursor_ = bucket_begin_ = 0;
+}
+
+// ---- ZeRO-1 --------------------------------------------------------------------------------
+
+ZeroOneSharding::ZeroOneSharding(parallel::Communicator& dp, std::span<float> parameters,
+                                 std::span<float> gradients, MemoryTracker& tracker)
+    : dp_(dp),
+      parameters_(parameters),
+      gradients_(gradients),
+      shard_((static_cast<std::int64_t>(parameters.size()) + dp.size() - 1) / dp.size()),
+      padded_(tracker, MemoryCategory::comm, shard_ * dp.size() * static_cast<std::int64_t>(sizeof(float)),
+              "zero-1 padded exchange"),
+      shard_grads_(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
+                   "zero-1 gradient shard") {
+  SB_CHECK(parameters.size() == gradients.size(), "zero-1: {} parameters but {} gradients", parameters.size(),
+           gradients.size());
+}
+
+void ZeroOneSharding::finish(double local_scale) {
+  const double t0 = comm_clock_seconds();
+  float* padded = padded_.as<float>();
+  std::copy(gradients_.begin(), gradients_.end(), padded);  // the padding stays zero
+  dp_.reduce_scatter(padded, shard_grads_.as<float>(), shard_, parallel::DataType::f32, parallel::ReduceOp::sum);
+  const float scale = static_cast<float>(local_scale / dp_.size());
+  float* shard = shard_grads_.as<float>();
+  for (std::int64_t i = 0; i < shard_; ++i) shard[i] *= scale;
+  figures_.bytes = shard_ * dp_.size() * static_cast<std::int64_t>(sizeof(float));
+  figures_.buckets = 1;
+  figures_.in_flight_s = figures_.exposed_s = comm_clock_seconds() - t0;
+  figures_.hidden_s = 0;
+}
+
+std::vector<optim::ParameterSlice> ZeroOneSharding::shard_slices(
+    const std::vector<optim::ParameterSlice>& model_slices) const {
+  const std::int64_t begin = shard_begin();
+  const std::int64_t end = std::min<std::int64_t>(begin + shard_, static_cast<std::int64_t>(parameters_.size()));
+  std::vector<optim::ParameterSlice> shard;
+  for (const optim::ParameterSlice& slice : model_slices) {
+    const std::int64_t offset = slice.param - parameters_.data();
+    SB_CHECK(offset >= 0 && offset + slice.numel <= static_cast<std::int64_t>(parameters_.size()),
+             "zero-1: parameter '{}' is not inside the model's flat parameters", slice.name);
+    const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
+    if (lo >= hi) continue;
+    shard.push_back({slice.name, parameters_.data() + lo, shard_grads_.as<float>() + (lo - begin), hi - lo,
+                     slice.weight_decay});
+  }
+  return shard;
+}
+
+void ZeroOneSharding::gather_parameters() {
+  const double t0 = comm_clock_seconds();
+  float* padded = padded_.as<float>();
+  const std::int64_t begin = shard_begin();
+  const std::int64_t end = std::min<std::int64_t>(begin + shard_, static_cast<std::int64_t>(parameters_.size()));
+  std::copy(parameters_.data() + begin, parameters_.data() + end, padded + begin);
+  dp_.all_gather(padded + begin, padded, shard_, parallel::DataType::f32);
+  std::copy_n(padded, parameters_.size(), parameters_.data());
+  figures_.exposed_s += comm_clock_seconds() - t0;
+  figures_.in_flight_s += comm_clock_seconds() - t0;
+}
+
+}  // namespace sb::train

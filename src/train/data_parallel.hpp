@@ -1,0 +1,90 @@
+// Data-parallel gradient exchange: the bucketed all-reduce that overlaps backward (PyTorch DDP's
+// scheme) and ZeRO-1's reduce-scatter with sharded optimizer slices and a parameter all-gather.
+// Leaves out the data sharding (the tasks take their slice of each global batch) and the
+// optimizer itself (optim/).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "optim/parameter_slice.hpp"
+#include "parallel/communicator.hpp"
+#include "train/gradient_sync.hpp"
+
+namespace sb::train {
+
+// What one step's gradient exchange measured on this rank (seconds on comm_clock_seconds()).
+struct GradientExchangeFigures {
+  std::int64_t bytes = 0;  // payload all-reduced (or reduce-scattered) this step
+  int buckets = 0;
+  double in_flight_s = 0;  // union of the intervals during which some bucket was in flight
+  double hidden_s = 0;     // the part of in_flight_s before backward ended (overlapped)
+  double exposed_s = 0;    // from the end of backward until the gradients were ready to use
+};
+
+// Packs ranges into buckets of `bucket_bytes` in the order backward finishes them and starts
+// each bucket's all-reduce (sum) as soon as it is full, testing the ones in flight whenever a
+// new range arrives (MPI progresses non-blocking collectives only inside MPI calls); finish()
+// starts the last bucket, waits for all and unpacks them scaled into the gradients. With
+// overlap off every bucket starts in finish(), after backward: the baseline overlap is
+// measured against. The comm buffer (one float per parameter) is charged to category comm.
+class BucketedAllReduce final : public GradientSync {
+ public:
+  BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients, std::int64_t bucket_bytes,
+                    bool overlap, MemoryTracker& tracker);
+  void ready(std::int64_t offset, std::int64_t count) override;
+  void finish(double local_scale) override;
+  const GradientExchangeFigures& last_step() const { return figures_; }
+
+ private:
+  struct Piece {
+    std::int64_t offset, count, packed_at;
+  };
+  struct Bucket {
+    std::int64_t begin = 0, count = 0;
+    parallel::Request request;
+    double start_s = 0, done_s = -1;
+  };
+  void start_bucket(std::int64_t end);
+  void progress();
+
+  parallel::Communicator& dp_;
+  std::span<float> gradients_;
+  std::int64_t bucket_elements_;
+  bool overlap_;
+  TrackedBuffer packed_;  // comm: (parameters) in ready order
+  std::vector<Piece> pieces_;
+  std::vector<Bucket> buckets_;
+  std::int64_t cursor_ = 0, bucket_begin_ = 0;
+  GradientExchangeFigures figures_;
+};
+
+// ZeRO stage 1: the gradients are reduce-scattered so each rank holds the global mean of its
+// contiguous shard of the flat parameters (shard = ceil(N / dp), the last one shorter); the
+// optimizer steps only that shard (its state is 1/dp of the whole), and gather_parameters()
+// all-gathers the updated shards into every rank's full parameters.
+class ZeroOneSharding final : public GradientSync {
+ public:
+  ZeroOneSharding(parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
+                  MemoryTracker& tracker);
+  void ready(std::int64_t, std::int64_t) override {}  // ZeRO-1 here exchanges after backward
+  void finish(double local_scale) override;
+  // The model's slices cut to this rank's shard, gradients pointing into the reduced shard.
+  std::vector<optim::ParameterSlice> shard_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
+  void gather_parameters();
+  std::int64_t shard_begin() const { return shard_ * dp_.rank(); }
+  std::int64_t shard_size() const { return shard_; }
+  const GradientExchangeFigures& last_step() const { return figures_; }
+
+ private:
+  parallel::Communicator& dp_;
+  std::span<float> parameters_, gradients_;
+  std::int64_t shard_;
+  TrackedBuffer padded_;       // comm: (dp · shard), gradients out / parameters in
+  TrackedBuffer shard_grads_;  // grads: (shard) this rank's reduced gradients
+  GradientExchangeFigures figures_;
+};
+
+}  // namespace sb::train
