@@ -12,5 +12,6 @@ namespace sb::cli {
 std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv);
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_inspect_command(CLI::App& app);
+std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& argv);
 
 }  // namespace sb::cli

@@ -1,0 +1,295 @@
+// `scalebench calibrate --out F.h5 [--min-bytes B] [--max-bytes B]`: the collectives
+// microbenchmark, run under mpirun. Times all-reduce, reduce-scatter, all-gather and a
+// ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's Communicator
+// and through the raw MPI call side by side, and writes /calibration/<collective> tables
+// (rank 0). Leaves out GEMM calibration and fitting the cost model's site profile (later).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/check.hpp"
+#include "io/calibration_table.hpp"
+#include "metrics/run_context.hpp"
+#include "parallel/bandwidth.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/fault.hpp"
+#include "parallel/mpi_check.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+using parallel::Collective;
+
+constexpr double kTargetSecondsPerMeasurement = 0.05;  // per size and path, after warm-ups
+constexpr int kMinIterations = 3;
+constexpr int kMaxIterations = 1000;
+constexpr std::int64_t kLargeBytes = 8 << 20;  // from here on one warm-up suffices
+
+struct CalibrateOptions {
+  std::string out;
+  std::int64_t min_bytes = 4;
+  std::int64_t max_bytes = std::int64_t{256} << 20;
+};
+
+class MpiSession {
+ public:
+  MpiSession(int& argc, char**& argv) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  ~MpiSession() { MPI_Finalize(); }
+};
+
+// What one benchmark needs for one size: both paths' calls over the same buffers.
+struct BenchmarkCalls {
+  std::function<void()> ours;
+  std::function<void()> raw;
+};
+
+struct Benchmark {
+  const char* name;  // the table name under /calibration
+  Collective collective;
+  // Calls of `bytes` (the nccl-tests size) on float buffers, or nothing when the size does
+  // not split into whole floats per rank.
+  std::function<std::optional<BenchmarkCalls>(std::int64_t bytes)> prepare;
+  // One call moves this many seconds' worth of one-way traffic per timed call (ping-pong: 2).
+  int transfers_per_call = 1;
+};
+
+// Mean seconds per call over `iterations` calls after `warmups`, the slowest rank's.
+double time_per_call(MPI_Comm comm, const std::function<void()>& call, int warmups,
+                     int iterations) {
+  for (int i = 0; i < warmups; ++i) call();
+  SB_MPI_CHECK(MPI_Barrier(comm));
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iterations; ++i) call();
+  double seconds = (MPI_Wtime() - start) / iterations;
+  SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return seconds;
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+std::vector<std::int64_t> sweep_sizes(std::int64_t min_bytes, std::int64_t max_bytes) {
+  std::vector<std::int64_t> sizes;
+  std::int64_t size = 1;
+  while (size < min_bytes) size *= 2;
+  for (; size <= max_bytes; size *= 2) sizes.push_back(size);
+  return sizes;
+}
+
+class CalibrationSweep {
+ public:
+  CalibrationSweep(parallel::Communicator& comm, MPI_Comm raw, std::int64_t max_bytes)
+      : comm_(comm), raw_(raw), n_(comm.size()),
+        // page-touched once, reused by every size (two full buffers: the largest all-gather)
+        send_(static_cast<std::size_t>(std::max<std::int64_t>(max_bytes / 4, 1)), 0.0f),
+        recv_(send_.size(), 0.0f) {}
+
+  std::vector<Benchmark> benchmarks() {
+    std::vector<Benchmark> list;
+    list.push_back({"all_reduce", Collective::all_reduce, [this](std::int64_t bytes) {
+                      const std::int64_t count = bytes / 4;
+                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
+                          [this, count] { comm_.all_reduce(recv_.data(), count, parallel::DataType::f32, parallel::ReduceOp::sum); },
+                          [this, count] {
+                            SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, recv_.data(), static_cast<int>(count),
+                                                       MPI_FLOAT, MPI_SUM, raw_));
+                          }});
+                    }});
+    list.push_back({"reduce_scatter", Collective::reduce_scatter, [this](std::int64_t bytes) {
+                      const std::int64_t count = bytes / 4 / n_;
+                      if (count < 1) return std::optional<BenchmarkCalls>();
+                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
+                          [this, count] {
+                            comm_.reduce_scatter(send_.data(), recv_.data(), count, parallel::DataType::f32,
+                                                 parallel::ReduceOp::sum);
+                          },
+                          [this, count] {
+                            SB_MPI_CHECK(MPI_Reduce_scatter_block(send_.data(), recv_.data(), static_cast<int>(count),
+                                                                  MPI_FLOAT, MPI_SUM, raw_));
+                          }});
+                    }});
+    list.push_back({"all_gather", Collective::all_gather, [this](std::int64_t bytes) {
+                      const std::int64_t count = bytes / 4 / n_;
+                      if (count < 1) return std::optional<BenchmarkCalls>();
+                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
+                          [this, count] { comm_.all_gather(send_.data(), recv_.data(), count, parallel::DataType::f32); },
+                          [this, count] {
+                            SB_MPI_CHECK(MPI_Allgather(send_.data(), static_cast<int>(count), MPI_FLOAT,
+                                                       recv_.data(), static_cast<int>(count), MPI_FLOAT, raw_));
+                          }});
+                    }});
+    // Ranks 0 and 1 bounce one message; the others only join the timing's barrier.
+    list.push_back({"p2p", Collective::send, [this](std::int64_t bytes) {
+                      const std::int64_t count = bytes / 4;
+                      const int rank = comm_.rank();
+                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
+                          [this, count, rank] {
+                            if (rank == 0) {
+                              comm_.send(send_.data(), count, parallel::DataType::f32, 1, 0);
+                              comm_.recv(recv_.data(), count, parallel::DataType::f32, 1, 0);
+                            } else if (rank == 1) {
+                              comm_.recv(recv_.data(), count, parallel::DataType::f32, 0, 0);
+                              comm_.send(send_.data(), count, parallel::DataType::f32, 0, 0);
+                            }
+                          },
+                          [this, count, rank] {
+                            const int c = static_cast<int>(count);
+                            if (rank == 0) {
+                              SB_MPI_CHECK(MPI_Send(send_.data(), c, MPI_FLOAT, 1, 0, raw_));
+                              SB_MPI_CHECK(MPI_Recv(recv_.data(), c, MPI_FLOAT, 1, 0, raw_, MPI_STATUS_IGNORE));
+                            } else if (rank == 1) {
+                              SB_MPI_CHECK(MPI_Recv(recv_.data(), c, MPI_FLOAT, 0, 0, raw_, MPI_STATUS_IGNORE));
+                              SB_MPI_CHECK(MPI_Send(send_.data(), c, MPI_FLOAT, 0, 0, raw_));
+                            }
+                          }});
+                    },
+                    2});
+    return list;
+  }
+
+  // Both paths at one size: the raw path first sets the iteration count, which both then use.
+  std::vector<io::CalibrationRow> measure(const Benchmark& benchmark, std::int64_t bytes,
+                                          const BenchmarkCalls& calls) {
+    const int warmups = bytes >= kLargeBytes ? 1 : 5;
+    const double probe = time_per_call(raw_, calls.raw, warmups, 1);
+    const int iterations = static_cast<int>(std::clamp(
+        std::ceil(kTargetSecondsPerMeasurement / std::max(probe, 1e-9)), double{kMinIterations},
+        double{kMaxIterations}));
+    int agreed = iterations;  // every rank must run the same number of calls
+    SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &agreed, 1, MPI_INT, MPI_MAX, raw_));
+    std::vector<io::CalibrationRow> rows;
+    for (const bool ours : {false, true}) {
+      const double per_call =
+          time_per_call(raw_, ours ? calls.ours : calls.raw, warmups, agreed) /
+          benchmark.transfers_per_call;
+      comm_.stats().clear();  // our records of the sweep are not kept; the table is the result
+      const parallel::Bandwidth bandwidth = parallel::collective_bandwidth(
+          benchmark.collective, bytes, benchmark.collective == Collective::send ? 2 : n_, per_call);
+      rows.push_back({bytes, benchmark.collective == Collective::send ? 2 : n_,
+                      ours ? "scalebench" : "mpi", agreed, per_call, bandwidth.algbw_gbps,
+                      bandwidth.busbw_gbps});
+    }
+    return rows;
+  }
+
+ private:
+  parallel::Communicator& comm_;
+  MPI_Comm raw_;
+  int n_;
+  std::vector<float> send_, recv_;
+};
+
+void run_sweep(const CalibrateOptions& options) {
+  auto world = parallel::make_mpi_world_communicator();
+  parallel::install_termination_handler();
+  const bool writer = world->rank() == 0;
+  MPI_Comm raw = MPI_COMM_NULL;
+  SB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &raw));
+  const std::filesystem::path out(options.out);
+  if (writer) {
+    io::Attributes context = metrics::collect_run_context(1, raw);
+    context.emplace_back("ranks", std::int64_t{world->size()});
+    context.emplace_back("min_bytes", options.min_bytes);
+    context.emplace_back("max_bytes", options.max_bytes);
+    context.emplace_back("created_utc", metrics::utc_now_iso8601());
+    io::write_calibration_context(out, context);
+  } else {
+    metrics::collect_run_context(1, raw);  // collective: every rank names its host
+  }
+  {
+    CalibrationSweep sweep(*world, raw, options.max_bytes);
+    if (writer) {
+      std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s\n", "collective", "size", "ranks", "iters",
+                  "time_us", "mpi_busbw", "ours_busbw", "ratio");
+    }
+    for (const Benchmark& benchmark : sweep.benchmarks()) {
+      std::vector<io::CalibrationRow> table;
+      for (const std::int64_t bytes : sweep_sizes(options.min_bytes, options.max_bytes)) {
+        const auto calls = benchmark.prepare(bytes);
+        if (!calls) continue;
+        const auto rows = sweep.measure(benchmark, bytes, *calls);
+        table.insert(table.end(), rows.begin(), rows.end());
+        if (writer) {
+          const io::CalibrationRow& raw_row = rows[0];
+          const io::CalibrationRow& ours = rows[1];
+          std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f\n", benchmark.name,
+                      format_bytes(bytes).c_str(), static_cast<long long>(ours.ranks),
+                      static_cast<long long>(ours.iterations), ours.time_s * 1e6, raw_row.busbw_gbps,
+                      ours.busbw_gbps,
+                      raw_row.busbw_gbps > 0 ? ours.busbw_gbps / raw_row.busbw_gbps : 0.0);
+          std::fflush(stdout);
+        }
+      }
+      if (writer) io::write_calibration_table(out, benchmark.name, table);
+    }
+  }
+  MPI_Comm_free(&raw);
+  if (writer) std::printf("busbw in GB/s (nccl-tests definition); tables in %s:/calibration\n", options.out.c_str());
+}
+
+int run_calibration(const CalibrateOptions& options, int& argc, char**& argv) {
+  MpiSession mpi(argc, argv);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  SB_USER_CHECK(ranks >= 2,
+                "calibrate measures communication between ranks; launch it with mpirun -np 2 (or more)");
+  // From here a failure may strike one rank only (rank 0 writes the file): it must take the
+  // job down rather than leave the others waiting in the next collective.
+  try {
+    run_sweep(options);
+  } catch (const UserError& e) {
+    parallel::report_failure_and_abort(fmt::format("error: {}", e.what()), 2);
+  } catch (const std::exception& e) {
+    parallel::report_failure_and_abort(e.what(), 3);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& argv) {
+  auto options = std::make_shared<CalibrateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "time collectives and point-to-point over message sizes (run under mpirun)");
+  cmd->add_option("--out", options->out,
+                  "result file (HDF5) that receives /calibration/<collective> tables; created if "
+                  "missing, other content kept (a site profile SITE.yaml for the cost model is a "
+                  "later addition)")
+      ->required();
+  cmd->add_option("--min-bytes", options->min_bytes, "smallest message size (default 4; accepts 4KiB, 1MiB)")
+      ->transform(CLI::AsSizeValue(false));
+  cmd->add_option("--max-bytes", options->max_bytes, "largest message size (default 256MiB)")
+      ->transform(CLI::AsSizeValue(false));
+  return [options, &argc, &argv]() {
+    const std::filesystem::path out(options->out);
+    const auto parent = out.parent_path();
+    SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent),
+                  "the folder of --out '{}' does not exist", options->out);
+    SB_USER_CHECK(options->min_bytes >= 1 && options->min_bytes <= options->max_bytes,
+                  "--min-bytes {} and --max-bytes {} must satisfy 1 <= min <= max", options->min_bytes,
+                  options->max_bytes);
+    SB_USER_CHECK(options->max_bytes <= (std::int64_t{1} << 33),
+                  "--max-bytes {} is above 8 GiB, the most one MPI call of floats can carry",
+                  options->max_bytes);
+    return run_calibration(*options, argc, argv);
+  };
+}
+
+}  // namespace sb::cli

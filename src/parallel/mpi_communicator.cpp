@@ -1,0 +1,265 @@
+// The MPI implementation of Communicator: every call is an MPI_I* call; blocking forms wait on
+// it by polling MPI_Test, checking the fault channel and termination flag about once a
+// millisecond, so another rank's failure ends the wait (fault.hpp). Leaves out NCCL and the
+// process grid.
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+
+#include "parallel/bandwidth.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/fault.hpp"
+#include "parallel/mpi_check.hpp"
+
+namespace sb::parallel {
+
+namespace {
+
+constexpr auto kFaultCheckInterval = std::chrono::milliseconds(1);
+
+MPI_Datatype mpi_type(DataType type) {
+  switch (type) {
+    case DataType::f32: return MPI_FLOAT;
+    case DataType::f64: return MPI_DOUBLE;
+    case DataType::i32: return MPI_INT32_T;
+    case DataType::i64: return MPI_INT64_T;
+    case DataType::u8: return MPI_UINT8_T;
+  }
+  SB_CHECK(false, "unknown DataType {}", static_cast<int>(type));
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+  }
+  SB_CHECK(false, "unknown ReduceOp {}", static_cast<int>(op));
+}
+
+// MPI counts are int: 2^31-1 elements (8 GiB of float) per call.
+int mpi_count(std::int64_t count) {
+  SB_CHECK(count >= 0 && count <= INT_MAX,
+           "element count {} does not fit MPI's int count; split the buffer", count);
+  return static_cast<int>(count);
+}
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+// Spins on MPI_Test (which drives MPI's progress, as MPI_Wait would) and reads the clock;
+// the fault channel is polled only when a millisecond has passed, so small calls pay for
+// one clock read per MPI_Test and nothing more.
+void wait_polling(MPI_Request& request) {
+  using clock = std::chrono::steady_clock;
+  auto next_check = clock::now() + kFaultCheckInterval;
+  for (;;) {
+    int done = 0;
+    SB_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    const auto now = clock::now();
+    if (now >= next_check) {
+      throw_if_job_failing();
+      next_check = now + kFaultCheckInterval;
+    }
+  }
+}
+
+// One MPI call in flight; completion records it. If a wait throws, the MPI request is
+// abandoned (never freed or waited on again): the job is being taken down.
+class MpiRequest final : public Request::Impl {
+ public:
+  MpiRequest(CommStats& stats, CommRecord record, MPI_Request request)
+      : stats_(stats), record_(std::move(record)), request_(request) {}
+
+  bool test() override {
+    if (!done_) {
+      int flag = 0;
+      SB_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
+      if (flag) finish();
+    }
+    return done_;
+  }
+
+  void wait() override {
+    if (done_) return;
+    wait_polling(request_);
+    finish();
+  }
+
+ private:
+  void finish() {
+    done_ = true;
+    if (!stats_.enabled()) return;
+    record_.seconds = comm_clock_seconds() - record_.start_s;
+    const Bandwidth bandwidth =
+        collective_bandwidth(record_.collective, record_.bytes, record_.ranks, record_.seconds);
+    record_.algbw_gbps = bandwidth.algbw_gbps;
+    record_.busbw_gbps = bandwidth.busbw_gbps;
+    stats_.record(std::move(record_));
+  }
+
+  CommStats& stats_;
+  CommRecord record_;
+  MPI_Request request_;
+  bool done_ = false;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, std::string name) : comm_(comm), name_(std::move(name)) {
+    SB_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    SB_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    SB_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+  ~MpiCommunicator() override {
+    if (mpi_running()) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+
+  void all_reduce(void* data, std::int64_t count, DataType type, ReduceOp op) override {
+    start_all_reduce(data, count, type, op, true).wait();
+  }
+  Request iall_reduce(void* data, std::int64_t count, DataType type, ReduceOp op) override {
+    return boxed(start_all_reduce(data, count, type, op, false));
+  }
+  void reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DataType type,
+                      ReduceOp op) override {
+    start_reduce_scatter(send, recv, recv_count, type, op, true).wait();
+  }
+  Request ireduce_scatter(const void* send, void* recv, std::int64_t recv_count, DataType type,
+                          ReduceOp op) override {
+    return boxed(start_reduce_scatter(send, recv, recv_count, type, op, false));
+  }
+  void all_gather(const void* send, void* recv, std::int64_t send_count, DataType type) override {
+    start_all_gather(send, recv, send_count, type, true).wait();
+  }
+  Request iall_gather(const void* send, void* recv, std::int64_t send_count,
+                      DataType type) override {
+    return boxed(start_all_gather(send, recv, send_count, type, false));
+  }
+  void broadcast(void* data, std::int64_t count, DataType type, int root) override {
+    CommRecord record = begin(Collective::broadcast, count, type, true);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Ibcast(data, mpi_count(count), mpi_type(type), root, comm_, &request));
+    MpiRequest(stats_, std::move(record), request).wait();
+  }
+  void send(const void* data, std::int64_t count, DataType type, int dest, int tag) override {
+    start_send(data, count, type, dest, tag, true).wait();
+  }
+  void recv(void* data, std::int64_t count, DataType type, int source, int tag) override {
+    start_recv(data, count, type, source, tag, true).wait();
+  }
+  Request isend(const void* data, std::int64_t count, DataType type, int dest, int tag) override {
+    return boxed(start_send(data, count, type, dest, tag, false));
+  }
+  Request irecv(void* data, std::int64_t count, DataType type, int source, int tag) override {
+    return boxed(start_recv(data, count, type, source, tag, false));
+  }
+  void barrier() override {
+    CommRecord record = begin(Collective::barrier, 0, DataType::u8, true);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+    MpiRequest(stats_, std::move(record), request).wait();
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    SB_MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
+    if (part == MPI_COMM_NULL) return nullptr;  // color MPI_UNDEFINED: not a member
+    return std::make_unique<MpiCommunicator>(part, name);
+  }
+
+ private:
+  // The record of a call about to be issued; its clock starts here.
+  CommRecord begin(Collective collective, std::int64_t count, DataType type, bool blocking) const {
+    CommRecord record;
+    record.collective = collective;
+    record.bytes = collective_bytes(collective, count, static_cast<std::int64_t>(size_of(type)),
+                                    size_);
+    record.ranks = collective == Collective::send || collective == Collective::recv ? 2 : size_;
+    record.blocking = blocking;
+    record.algorithm = "mpi";
+    record.start_s = comm_clock_seconds();
+    return record;
+  }
+
+  static Request boxed(MpiRequest&& call) {
+    return Request(std::make_unique<MpiRequest>(std::move(call)));
+  }
+
+  MpiRequest start_all_reduce(void* data, std::int64_t count, DataType type, ReduceOp op,
+                              bool blocking) {
+    CommRecord record = begin(Collective::all_reduce, count, type, blocking);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(type), mpi_op(op),
+                                comm_, &request));
+    return MpiRequest(stats_, std::move(record), request);
+  }
+
+  MpiRequest start_reduce_scatter(const void* send, void* recv, std::int64_t recv_count,
+                                  DataType type, ReduceOp op, bool blocking) {
+    CommRecord record = begin(Collective::reduce_scatter, recv_count, type, blocking);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, mpi_count(recv_count), mpi_type(type),
+                                           mpi_op(op), comm_, &request));
+    return MpiRequest(stats_, std::move(record), request);
+  }
+
+  MpiRequest start_all_gather(const void* send, void* recv, std::int64_t send_count,
+                              DataType type, bool blocking) {
+    CommRecord record = begin(Collective::all_gather, send_count, type, blocking);
+    mpi_count(send_count * size_);
+    const auto block_bytes = static_cast<std::ptrdiff_t>(send_count) *
+                             static_cast<std::ptrdiff_t>(size_of(type));
+    const bool in_place = send == static_cast<const char*>(recv) + rank_ * block_bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, mpi_count(send_count),
+                                mpi_type(type), recv, mpi_count(send_count), mpi_type(type),
+                                comm_, &request));
+    return MpiRequest(stats_, std::move(record), request);
+  }
+
+  MpiRequest start_send(const void* data, std::int64_t count, DataType type, int dest, int tag,
+                        bool blocking) {
+    CommRecord record = begin(Collective::send, count, type, blocking);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Isend(data, mpi_count(count), mpi_type(type), dest, tag, comm_, &request));
+    return MpiRequest(stats_, std::move(record), request);
+  }
+
+  MpiRequest start_recv(void* data, std::int64_t count, DataType type, int source, int tag,
+                        bool blocking) {
+    CommRecord record = begin(Collective::recv, count, type, blocking);
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Irecv(data, mpi_count(count), mpi_type(type), source, tag, comm_, &request));
+    return MpiRequest(stats_, std::move(record), request);
+  }
+
+  MPI_Comm comm_;
+  std::string name_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_world_communicator() {
+  SB_CHECK(mpi_running(), "make_mpi_world_communicator needs MPI to be initialised (MPI_Init)");
+  fault_channel_init();
+  MPI_Comm world = MPI_COMM_NULL;
+  SB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &world));
+  return std::make_unique<MpiCommunicator>(world, "world");
+}
+
+}  // namespace sb::parallel
