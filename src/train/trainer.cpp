@@ -24,11 +24,8 @@
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
-#include "train/data_parallel.hpp"
-#include "optim/adamw.hpp"
-#include "optim/sgd.hpp"
+#include "train/distributed_step.hpp"
 #include "runtime/parallel_runtime.hpp"
-#include "train/lr_schedule.hpp"
 #include "train/progress.hpp"
 #include "train/training_task.hpp"
 
@@ -55,35 +52,6 @@ void check_supported(const TrainConfig& c) {
                 c.source, c.precision.dtype);
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
-}
-
-// AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
-// the gradient norm before clipping. With ZeRO-1 the slices are this rank's shard and
-// `reduce_norm` makes the clipping norm the whole model's.
-std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
-                                                  kernels::Backend backend, MemoryTracker& tracker,
-                                                  optim::SquaredNormReducer reduce_norm) {
-  const auto& o = c.optimizer;
-  if (o.type == "sgd") {
-    optim::SgdConfig config;
-    config.lr = o.lr;
-    config.momentum = o.momentum;
-    config.weight_decay = o.weight_decay;
-    config.grad_clip = o.grad_clip;
-    auto sgd = std::make_shared<optim::Sgd>(std::move(slices), config, backend, tracker);
-    sgd->set_norm_reducer(std::move(reduce_norm));
-    return [sgd](double lr) { return sgd->clip_and_step(lr); };
-  }
-  optim::AdamWConfig config;
-  config.lr = o.lr;
-  config.beta1 = o.beta1;
-  config.beta2 = o.beta2;
-  config.eps = o.eps;
-  config.weight_decay = o.weight_decay;
-  config.grad_clip = o.grad_clip;
-  auto adamw = std::make_shared<optim::AdamW>(std::move(slices), config, backend, tracker);
-  adamw->set_norm_reducer(std::move(reduce_norm));
-  return [adamw](double lr) { return adamw->clip_and_step(lr); };
 }
 
 double median(std::vector<double> v) {
@@ -181,27 +149,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   MemoryTracker tracker;
   const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, {rank, dp});
 
-  // ---- data parallelism: the same weights everywhere, then one gradient exchange per step ----
-  world->broadcast(task->parameters_flat().data(), static_cast<std::int64_t>(task->parameters_flat().size()),
-                   parallel::DataType::f32, 0);
-  std::unique_ptr<BucketedAllReduce> all_reduce;
-  std::unique_ptr<ZeroOneSharding> zero;
-  optim::SquaredNormReducer reduce_norm;
-  std::vector<optim::ParameterSlice> slices = task->parameter_slices();
-  if (c.strategy.zero == 1) {
-    zero = std::make_unique<ZeroOneSharding>(*world, task->parameters_flat(), task->gradients_flat(), tracker);
-    task->set_gradient_sync(zero.get());
-    slices = zero->shard_slices(slices);
-    reduce_norm = [&world](double squared) { return world->all_reduce_value(squared); };
-  } else if (dp > 1) {
-    const auto bucket_bytes = static_cast<std::int64_t>(c.strategy.bucket_mb * 1024 * 1024);
-    all_reduce = std::make_unique<BucketedAllReduce>(*world, task->gradients_flat(), bucket_bytes,
-                                                     c.strategy.overlap, tracker);
-    task->set_gradient_sync(all_reduce.get());
-  }
-  if (c.strategy.batchnorm == "sync" && dp > 1)
-    task->synchronise_batchnorm([&world](std::span<double> values) { world->all_reduce(values); });
-  const auto optimizer_step = make_optimizer_step(c, std::move(slices), backend, tracker, std::move(reduce_norm));
+  DistributedStep distributed(c, *task, *world, backend, tracker);  // broadcasts rank 0's weights
   const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
   const std::int64_t eval_every =
       c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
@@ -255,43 +203,27 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     const double origin_s = comm_clock_seconds();
     for (std::int64_t step = 0; step < steps; ++step) {
       const std::size_t first_record = world->stats().records().size();
-      const double t_step = comm_clock_seconds();
-      const double local_loss = task->forward_backward(step);
-      Kokkos::fence();
-      const double t_backward = comm_clock_seconds();
-      GradientExchangeFigures exchange;
-      if (all_reduce) exchange = all_reduce->last_step();
-      if (zero) exchange = zero->last_step();
-      const double loss = dp > 1 ? world->all_reduce_value(local_loss) / static_cast<double>(dp) : local_loss;
-      const double t_loss = comm_clock_seconds();
-      const double lr = learning_rate_at(c.optimizer, step, c.warmup_steps, steps);
-      const double grad_norm = optimizer_step(lr);
-      Kokkos::fence();
-      const double t_optimizer = comm_clock_seconds();
-      if (zero) zero->gather_parameters();
-      const double t_end = comm_clock_seconds();
-
-      const double step_s = t_end - t_step;
-      const double compute_s = (t_backward - t_step) - exchange.exposed_s;
-      const double comm_s = exchange.exposed_s + (t_loss - t_backward) + (t_end - t_optimizer);
-      const double optimizer_s = t_optimizer - t_loss;
+      const StepResult r = distributed.run(step, steps);
+      const double loss = r.loss, step_s = r.step_s(), compute_s = r.compute_s(), comm_s = r.comm_s(),
+                   optimizer_s = r.optimizer_s();
+      const GradientExchangeFigures& exchange = r.exchange;
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step + 1);
       times.push(step_s, compute_s, comm_s, optimizer_s);
       if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
       exchanged_bytes = exchange.bytes;
       if (!trace.empty()) {
-        timeline.add(fmt::format("step {}", step + 1), "step", t_step, step_s, step + 1);
-        timeline.add("forward+backward", "compute", t_step, t_backward - t_step - exchange.exposed_s, step + 1);
+        timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
+        timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
         const auto& records = world->stats().records();
         for (std::size_t i = first_record; i < records.size(); ++i)
           timeline.add(fmt::format("{} {:.3g} MiB", parallel::to_string(records[i].collective),
                                    static_cast<double>(records[i].bytes) / (1 << 20)),
                        "comm", records[i].start_s, records[i].seconds, step + 1);
-        timeline.add("optimizer", "optimizer", t_loss, optimizer_s, step + 1);
+        timeline.add("optimizer", "optimizer", r.loss_end_s, optimizer_s, step + 1);
       }
       if (root)
-        run->append_step({.step = step + 1, .loss = loss, .lr = lr, .grad_norm = grad_norm, .loss_scale = 1.0,
+        run->append_step({.step = step + 1, .loss = loss, .lr = r.lr, .grad_norm = r.grad_norm, .loss_scale = 1.0,
                           .step_time_s = step_s, .compute_s = compute_s, .comm_s = comm_s, .bubble_s = 0.0,
                           .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                           .flops = flops_per_step});

@@ -1,0 +1,95 @@
+// A data-parallel training step: exchange set-up once, then forward/backward, exchange, loss,
+// optimizer and (ZeRO-1) parameter all-gather each step.
+#include "train/distributed_step.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <utility>
+
+#include "core/check.hpp"
+#include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
+#include "train/lr_schedule.hpp"
+
+namespace sb::train {
+
+namespace {
+
+using parallel::comm_clock_seconds;
+
+// AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
+// the gradient norm before clipping. With ZeRO-1 the slices are this rank's shard and
+// `reduce_norm` makes the clipping norm the whole model's.
+std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
+                                                  kernels::Backend backend, MemoryTracker& tracker,
+                                                  optim::SquaredNormReducer reduce_norm) {
+  const auto& o = c.optimizer;
+  if (o.type == "sgd") {
+    optim::SgdConfig config;
+    config.lr = o.lr;
+    config.momentum = o.momentum;
+    config.weight_decay = o.weight_decay;
+    config.grad_clip = o.grad_clip;
+    auto sgd = std::make_shared<optim::Sgd>(std::move(slices), config, backend, tracker);
+    sgd->set_norm_reducer(std::move(reduce_norm));
+    return [sgd](double lr) { return sgd->clip_and_step(lr); };
+  }
+  optim::AdamWConfig config;
+  config.lr = o.lr;
+  config.beta1 = o.beta1;
+  config.beta2 = o.beta2;
+  config.eps = o.eps;
+  config.weight_decay = o.weight_decay;
+  config.grad_clip = o.grad_clip;
+  auto adamw = std::make_shared<optim::AdamW>(std::move(slices), config, backend, tracker);
+  adamw->set_norm_reducer(std::move(reduce_norm));
+  return [adamw](double lr) { return adamw->clip_and_step(lr); };
+}
+
+}  // namespace
+
+DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::Communicator& dp,
+                                 kernels::Backend backend, MemoryTracker& tracker)
+    : config_(config), task_(task), dp_(dp) {
+  SB_CHECK(dp.size() == config.strategy.dp, "data-parallel group of {} ranks for strategy.dp {}", dp.size(),
+           config.strategy.dp);
+  const std::span<float> parameters = task.parameters_flat();
+  dp.broadcast(parameters.data(), static_cast<std::int64_t>(parameters.size()), parallel::DataType::f32, 0);
+  std::vector<optim::ParameterSlice> slices = task.parameter_slices();
+  optim::SquaredNormReducer reduce_norm;
+  if (config.strategy.zero == 1) {
+    zero_ = std::make_unique<ZeroOneSharding>(dp, parameters, task.gradients_flat(), tracker);
+    task.set_gradient_sync(zero_.get());
+    slices = zero_->shard_slices(slices);
+    reduce_norm = [&dp](double squared) { return dp.all_reduce_value(squared); };
+  } else if (dp.size() > 1) {
+    const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
+    all_reduce_ = std::make_unique<BucketedAllReduce>(dp, task.gradients_flat(), bucket_bytes,
+                                                      config.strategy.overlap, tracker);
+    task.set_gradient_sync(all_reduce_.get());
+  }
+  if (config.strategy.batchnorm == "sync" && dp.size() > 1)
+    task.synchronise_batchnorm([&dp](std::span<double> values) { dp.all_reduce(values); });
+  optimizer_step_ = make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm));
+}
+
+StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
+  StepResult r;
+  r.start_s = comm_clock_seconds();
+  const double local_loss = task_.forward_backward(step);
+  Kokkos::fence();
+  r.backward_end_s = comm_clock_seconds();
+  if (all_reduce_) r.exchange = all_reduce_->last_step();
+  if (zero_) r.exchange = zero_->last_step();
+  r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;
+  r.loss_end_s = comm_clock_seconds();
+  r.lr = learning_rate_at(config_.optimizer, step, config_.warmup_steps, total_steps);
+  r.grad_norm = optimizer_step_(r.lr);
+  Kokkos::fence();
+  r.optimizer_end_s = comm_clock_seconds();
+  if (zero_) zero_->gather_parameters();
+  r.end_s = comm_clock_seconds();
+  return r;
+}
+
+}  // namespace sb::train

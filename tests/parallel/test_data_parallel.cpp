@@ -1,0 +1,144 @@
+// Data parallelism trains the model one rank trains: on every rank, 5 steps of dp = world size
+// (bucketed overlapped all-reduce, ZeRO-1) against 5 steps of one rank on the same global batch
+// (computed on each rank alone, through a one-rank communicator). The only difference is the
+// summation order of the gradient (per-rank means, then their average), ~1e-7 relative in
+// fp32; AdamW's m/sqrt(v) can amplify it for an element whose gradient is near zero, up to a
+// fraction of lr per step. So the documented fp32 tolerance is on the update w5 − w0:
+//   - every element: |update_dp − update_single| ≤ 1e-2 · lr (one hundredth of one step's
+//     largest AdamW move), and
+//   - the whole model: ||update_dp − update_single|| ≤ 1e-4 · ||update_single||.
+// ZeRO-1 against plain data parallelism: the same bound.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "mpi_test_environment.hpp"
+#include "runtime/parallel_runtime.hpp"
+#include "train/config.hpp"
+#include "train/distributed_step.hpp"
+#include "train/training_task.hpp"
+
+namespace sb::train {
+namespace {
+
+using parallel::testing::world;
+
+class OneThreadRuntime : public ::testing::Environment {
+ public:
+  void SetUp() override { runtime_ = std::make_unique<ParallelRuntime>(1); }
+  void TearDown() override { runtime_.reset(); }
+  std::unique_ptr<ParallelRuntime> runtime_;
+};
+[[maybe_unused]] ::testing::Environment* const runtime_environment =
+    ::testing::AddGlobalTestEnvironment(new OneThreadRuntime);
+
+constexpr int kSteps = 5;
+constexpr double kLr = 0.002;
+
+TrainConfig config_from(const std::string& yaml) {
+  return parse_train_config(parse_yaml_text(yaml, "test_data_parallel"), "test_data_parallel");
+}
+
+std::string gpt_yaml(int dp, int zero, double bucket_mb, bool overlap) {
+  return "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nseq_len: 32\nsteps: 5\nseed: 3\n"
+         "optimizer: {type: adamw, lr: " + std::to_string(kLr) + ", grad_clip: 1.0}\n"
+         "strategy: {dp: " + std::to_string(dp) + ", zero: " + std::to_string(zero) +
+         ", bucket_mb: " + std::to_string(bucket_mb) + ", overlap: " + (overlap ? "true" : "false") + "}\n";
+}
+
+struct Trained {
+  std::vector<float> initial, parameters;
+  std::vector<double> losses;
+  std::int64_t optimizer_bytes = 0, exchange_bytes = 0;
+  int buckets = 0;
+};
+
+// kSteps steps of `config` on communicator `dp` (its size is the config's dp).
+Trained train(const TrainConfig& config, parallel::Communicator& dp) {
+  MemoryTracker tracker;
+  auto task = make_training_task(config, kernels::Backend::cpu, tracker, {dp.rank(), dp.size()});
+  DistributedStep distributed(config, *task, dp, kernels::Backend::cpu, tracker);
+  Trained t;
+  t.initial.assign(task->parameters_flat().begin(), task->parameters_flat().end());
+  for (int step = 0; step < kSteps; ++step) {
+    const StepResult r = distributed.run(step, kSteps);
+    t.losses.push_back(r.loss);
+    t.exchange_bytes = r.exchange.bytes;
+    t.buckets = r.exchange.buckets;
+  }
+  const auto p = task->parameters_flat();
+  t.parameters.assign(p.begin(), p.end());
+  t.optimizer_bytes = tracker.usage().peak_of(MemoryCategory::optimizer);
+  return t;
+}
+
+// The same config on this rank alone.
+Trained train_alone(TrainConfig config) {
+  config.strategy.dp = 1;
+  config.strategy.zero = 0;
+  auto self = world().split(world().rank(), 0, "self");
+  return train(config, *self);
+}
+
+void expect_same_training(const Trained& got, const Trained& want, const std::string& what) {
+  ASSERT_EQ(got.parameters.size(), want.parameters.size());
+  ASSERT_EQ(got.initial, want.initial) << what << ": the runs must start from the same weights";
+  std::size_t worst = 0;
+  double worst_difference = 0, difference_squared = 0, update_squared = 0;
+  for (std::size_t i = 0; i < got.parameters.size(); ++i) {
+    const double update = double(want.parameters[i]) - want.initial[i];
+    const double difference = std::abs(double(got.parameters[i]) - want.parameters[i]);
+    if (difference > worst_difference) worst_difference = difference, worst = i;
+    difference_squared += difference * difference;
+    update_squared += update * update;
+  }
+  const double relative = std::sqrt(difference_squared / update_squared);
+  EXPECT_LE(worst_difference, 1e-2 * kLr) << what << ": parameter " << worst << " is " << got.parameters[worst]
+                                          << ", one rank trained " << want.parameters[worst];
+  EXPECT_LE(relative, 1e-4) << what << ": relative difference of the 5-step updates";
+  if (world().rank() == 0)
+    std::printf("%s: largest element difference %.3g (= %.3g lr), relative update difference %.3g\n", what.c_str(),
+                worst_difference, worst_difference / kLr, relative);
+  for (int s = 0; s < kSteps; ++s)
+    EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << what << ": loss of step " << s + 1;
+}
+
+TEST(DataParallel, GptBucketedOverlappedAllReduceTrainsTheSameModelAsOneRank) {
+  const TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, true));  // ~13k floats a bucket
+  const Trained parallel = train(config, world());
+  EXPECT_GT(parallel.buckets, 4) << "the bucket size should split gpt-nano's gradients into several buckets";
+  EXPECT_EQ(parallel.exchange_bytes, static_cast<std::int64_t>(parallel.parameters.size() * sizeof(float)));
+  expect_same_training(parallel, train_alone(config), "dp=" + std::to_string(world().size()));
+}
+
+TEST(DataParallel, GptWithoutOverlapTrainsTheSameModel) {
+  const TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, false));
+  expect_same_training(train(config, world()), train_alone(config), "overlap off");
+}
+
+TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState) {
+  const TrainConfig plain_config = config_from(gpt_yaml(world().size(), 0, 25, true));
+  const TrainConfig zero_config = config_from(gpt_yaml(world().size(), 1, 25, true));
+  const Trained plain = train(plain_config, world());
+  const Trained zero = train(zero_config, world());
+  expect_same_training(zero, plain, "zero-1");
+  const auto n = static_cast<std::int64_t>(plain.parameters.size());
+  const std::int64_t shard = (n + world().size() - 1) / world().size();
+  // AdamW keeps m and v: 8 bytes per parameter of this rank's shard (the last shard is shorter).
+  const std::int64_t mine = std::min(shard, n - shard * world().rank());
+  EXPECT_EQ(zero.optimizer_bytes, 8 * mine);
+  EXPECT_EQ(plain.optimizer_bytes, 8 * n);
+  // Every rank ends with the same parameters (the all-gather).
+  std::vector<float> rank0 = zero.parameters;
+  world().broadcast(rank0.data(), static_cast<std::int64_t>(rank0.size()), parallel::DataType::f32, 0);
+  EXPECT_EQ(rank0, zero.parameters);
+}
+
+}  // namespace
+}  // namespace sb::train
