@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
+#include "io/results_file.hpp"
 #include "io/results_reader.hpp"
 #include "train/suite.hpp"
 
@@ -148,6 +149,12 @@ std::function<int()> add_run_command(CLI::App& app) {
       if (code != 0) {
         ++failures;
         std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
+        // A rank killed outright leaves the file readable but "interrupted": say what happened.
+        if (fs::exists(result_path))
+          io::mark_unfinished_run(result_path, c.id, "failed",
+                                  fmt::format("a rank of the case's MPI job ended abnormally (mpirun exit {}) "
+                                              "before the run finished; see the log",
+                                              code));
       }
       if (fs::exists(result_path)) io::copy_run(result_path, suite_file, c.id);
     }

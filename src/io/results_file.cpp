@@ -244,6 +244,22 @@ ResultsFile ResultsFile::open_or_create(const std::filesystem::path& path) {
   return ResultsFile(path, std::move(file));
 }
 
+bool mark_unfinished_run(const std::filesystem::path& path, const std::string& run_id, const std::string& status,
+                         const std::string& error) {
+  H5Handle file = open_existing_results_file(path, H5F_ACC_RDWR);
+  H5QuietErrors quiet;
+  const std::string group_path = "runs/" + run_id;
+  SB_USER_CHECK(h5_path_exists(file.get(), group_path), "{} holds no run '{}'", path.string(), run_id);
+  H5Handle group(H5Gopen2(file.get(), group_path.c_str(), H5P_DEFAULT), H5Gclose);
+  SB_H5_CHECK(group.get());
+  if (to_string(h5_read_attribute(group.get(), "status")) != "interrupted") return false;
+  h5_write_attribute(group.get(), "status", status);
+  h5_write_attribute(group.get(), "error", error);
+  h5_write_attribute(group.get(), "finished_utc", metrics::utc_now_iso8601());
+  SB_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+  return true;
+}
+
 void ResultsFile::flush() {
   H5QuietErrors quiet;
   SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));

@@ -136,6 +136,12 @@ class ResultsFile {
   H5Handle file_;
 };
 
+// Marks a run that its own process could not finish (it was killed, or its MPI job was taken
+// down) as `status` with `error`, unless it already ended: returns false when its status was
+// not "interrupted". What `scalebench run` does after a case's job fails.
+bool mark_unfinished_run(const std::filesystem::path& path, const std::string& run_id, const std::string& status,
+                         const std::string& error);
+
 // The run attributes the caller of begin_run must supply, in schema order.
 std::span<const char* const> required_run_attributes();
 

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -52,6 +55,21 @@ void check_supported(const TrainConfig& c) {
                 c.source, c.precision.dtype);
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
+}
+
+// SB_INJECT_FAILURE="RANK:STEP:error|kill" makes that rank fail at the start of that step
+// (1-based): an exception, or SIGKILL of its own process. For the tests of failure handling.
+void inject_failure_if_asked(int rank, std::int64_t step) {
+  const char* spec = std::getenv("SB_INJECT_FAILURE");
+  if (!spec || !*spec) return;
+  int at_rank = -1;
+  long long at_step = -1;
+  char mode[16] = {};
+  SB_USER_CHECK(std::sscanf(spec, "%d:%lld:%15s", &at_rank, &at_step, mode) == 3,
+                "SB_INJECT_FAILURE '{}' is not RANK:STEP:error|kill", spec);
+  if (at_rank != rank || at_step != step) return;
+  if (std::string_view(mode) == "kill") std::raise(SIGKILL);
+  throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
 }
 
 double median(std::vector<double> v) {
@@ -203,6 +221,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     const double origin_s = comm_clock_seconds();
     for (std::int64_t step = 0; step < steps; ++step) {
       const std::size_t first_record = world->stats().records().size();
+      inject_failure_if_asked(rank, step + 1);
       const StepResult r = distributed.run(step, steps);
       const double loss = r.loss, step_s = r.step_s(), compute_s = r.compute_s(), comm_s = r.comm_s(),
                    optimizer_s = r.optimizer_s();
@@ -259,7 +278,10 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"final_loss", outcome.final_train_loss},
                           {"final_eval_loss", outcome.final_heldout_loss},
                           {"final_accuracy", outcome.final_heldout_accuracy},
-                          {"peak_bytes", usage.total_peak},
+                          {"peak_bytes", std::max_element(memory.begin(), memory.end(),
+                                                          [](const io::MemoryRow& a, const io::MemoryRow& b) {
+                                                            return a.peak_tracked < b.peak_tracked;
+                                                          })->peak_tracked},
                           {"weight_bytes", usage.peak_of(MemoryCategory::params)},
                           {"parameters", task->parameter_count()},
                           {"flops_per_step", flops_per_step},
@@ -270,7 +292,15 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     }
     return outcome;
   } catch (const std::exception& e) {
-    if (root) run->finish(parallel::termination_signal() != 0 ? "interrupted" : "failed", e.what());
+    // SIGUSR1 is the scheduler's notice before preemption (Slurm --signal): interrupted.
+    // Anything else, SIGTERM included (mpirun's when another rank died), is a failure.
+    const int signal = parallel::termination_signal();
+    if (root)
+      run->finish(signal == SIGUSR1 ? "interrupted" : "failed",
+                  signal == SIGTERM && world->size() > 1
+                      ? fmt::format("{} (mpirun or the scheduler ended the job: another rank died, or it was cancelled)",
+                                    e.what())
+                      : std::string(e.what()));
     throw;
   }
 }
