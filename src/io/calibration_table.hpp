@@ -17,8 +17,8 @@ struct CalibrationRow {
   std::int64_t size_bytes = 0;  // the nccl-tests size of one call (parallel/bandwidth.hpp)
   std::int64_t ranks = 0;
   std::string path;             // "scalebench" (our Communicator) or "mpi" (the raw MPI call)
-  std::int64_t iterations = 0;  // timed calls, after the warm-ups
-  double time_s = 0;            // mean seconds per call, the slowest rank's
+  std::int64_t iterations = 0;  // timed calls per round, after the warm-ups
+  double time_s = 0;            // mean seconds per call in the fastest round, the slowest rank's
   double algbw_gbps = 0;
   double busbw_gbps = 0;
 };

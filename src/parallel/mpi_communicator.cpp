@@ -10,6 +10,7 @@
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
+#include "parallel/libnbc_allreduce_choice.hpp"
 #include "parallel/mpi_check.hpp"
 
 namespace sb::parallel {
@@ -201,6 +202,7 @@ class MpiCommunicator final : public Communicator {
   MpiRequest start_all_reduce(void* data, std::int64_t count, DataType type, ReduceOp op,
                               bool blocking) {
     CommRecord record = begin(Collective::all_reduce, count, type, blocking);
+    detail::choose_libnbc_allreduce_algorithm(record.bytes);
     MPI_Request request = MPI_REQUEST_NULL;
     SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(type), mpi_op(op),
                                 comm_, &request));

@@ -14,8 +14,9 @@ namespace {
 
 using testing::world;
 
-// 1, an odd count, a count not a multiple of any rank count, and ~4 MiB of float / 8 of double.
-const std::vector<std::int64_t> kCounts = {1, 7, 1001, (1 << 20) + 3};
+// 1, odd counts not a multiple of any rank count on both sides of the 64 KiB switch from a tree
+// to a ring all-reduce (libnbc_allreduce_choice.hpp), and ~4 MiB of float / 8 MiB of double.
+const std::vector<std::int64_t> kCounts = {1, 7, 1001, 70001, (1 << 20) + 3};
 
 template <class T>
 class CollectiveTest : public ::testing::Test {};
