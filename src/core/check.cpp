@@ -1,14 +1,18 @@
 // Check-failure formatting shared by all check macros.
 #include "core/check.hpp"
 
-#include <mpi.h>
 #include <unistd.h>
+
+#ifndef SB_WITHOUT_MPI  // the MPI-free build for GPU test binaries (cmake/cuda.cmake)
+#include <mpi.h>
+#endif
 
 namespace sb {
 
 std::string where_am_i() {
   char host[256] = "unknown-host";
   gethostname(host, sizeof host - 1);
+#ifndef SB_WITHOUT_MPI
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -17,6 +21,7 @@ std::string where_am_i() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return fmt::format("rank {} on {}", rank, host);
   }
+#endif
   return host;
 }
 
