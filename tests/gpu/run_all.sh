@@ -59,7 +59,7 @@ if [[ -n $bundle ]]; then
 else
   build=${SB_GPU_BUILD_DIR:-$root/build-gpu}
   generator=()
-  command -v ninja >/dev/null && generator=(-G Ninja)
+  [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null && generator=(-G Ninja)
   say "building in $build"
   if ! { cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSB_ENABLE_CUDA=ON &&
          cmake --build "$build" -j"$(nproc)" --target test_cuda_kernels test_cuda_dispatch bench_cuda_gemm; } >>"$log" 2>&1; then

@@ -104,6 +104,12 @@ __global__ void attention_backward_key_rows(float* dqkv, const float* dpreatt, c
   }
 }
 
+// One float per key position in shared memory, within the default 48 KiB of a block.
+std::size_t row_shared_bytes(i64 T) {
+  SB_CHECK(T <= 12288, "attention: T={} exceeds the 12288 positions a block holds", T);
+  return static_cast<std::size_t>(T) * sizeof(float);
+}
+
 dim3 row_grid(i64 B, i64 T, i64 NH) {
   SB_CHECK(NH <= 65535 && B <= 65535, "attention: B={} or NH={} exceeds a grid dimension", B, NH);
   return dim3(static_cast<unsigned>(T), static_cast<unsigned>(NH), static_cast<unsigned>(B));
@@ -116,7 +122,7 @@ SB_DECLARE_ATTENTION_FORWARD(float) {
   if (B * T_ == 0) return;
   CudaContext& ctx = default_context();
   const float scale = 1.0f / sqrtf(static_cast<float>(C / NH));
-  const std::size_t shared = static_cast<std::size_t>(T_) * sizeof(float);
+  const std::size_t shared = row_shared_bytes(T_);
   attention_forward_rows<<<row_grid(B, T_, NH), kRowThreads, shared, ctx.stream()>>>(
       out, att, qkv, T_, C, NH, scale);
   SB_CUDA_CHECK_LAUNCH();
@@ -129,7 +135,7 @@ SB_DECLARE_ATTENTION_BACKWARD(float) {
   const float scale = 1.0f / sqrtf(static_cast<float>(C / NH));
   auto* dpreatt = static_cast<float*>(
       ctx.scratch(static_cast<std::size_t>(B * NH * T_ * T_) * sizeof(float)));
-  const std::size_t shared = static_cast<std::size_t>(T_) * sizeof(float);
+  const std::size_t shared = row_shared_bytes(T_);
   attention_backward_query_rows<<<row_grid(B, T_, NH), kRowThreads, shared, ctx.stream()>>>(
       dqkv, dpreatt, dout, qkv, att, T_, C, NH, scale);
   SB_CUDA_CHECK_LAUNCH();
