@@ -83,9 +83,10 @@ say "running test_cuda_kernels (limit ${test_limit_s}s)"
 timeout "$test_limit_s" "$bin_tests" --gtest_output="xml:$out/test_cuda_kernels.xml" \
   >"$out/test_cuda_kernels.txt" 2>&1
 test_status=$?
-passed=$(grep -c '^\[       OK \]' "$out/test_cuda_kernels.txt")
-failed=$(grep -c '^\[  FAILED  \] .*(' "$out/test_cuda_kernels.txt")
-skipped=$(grep -c '^\[  SKIPPED \] .*(' "$out/test_cuda_kernels.txt")
+# GoogleTest's closing lines: "[  PASSED  ] 3 tests.", "[  FAILED  ] 1 test, listed below:"...
+count_of() { grep -oP "^\\[  $1 *\\] \\K[0-9]+(?= tests?[.,])" "$out/test_cuda_kernels.txt" | tail -1; }
+passed=$(count_of PASSED) failed=$(count_of FAILED) skipped=$(count_of SKIPPED)
+passed=${passed:-0} failed=${failed:-0} skipped=${skipped:-0}
 skip_reason=$(grep -m1 -o 'no CUDA device visible' "$out/test_cuda_kernels.txt" || true)
 say "test_cuda_kernels: exit $test_status, $passed passed, $failed failed, $skipped skipped${skip_reason:+ ($skip_reason)}"
 if [[ -z $bundle ]]; then
@@ -111,7 +112,7 @@ status=0
   [[ -n $bundle && -f $bundle/MANIFEST.txt ]] && grep -E '^(git|built|nvcc|cuda arch)' "$bundle/MANIFEST.txt"
   echo
   echo "test_cuda_kernels: exit $test_status; $passed passed, $failed failed, $skipped skipped${skip_reason:+ ($skip_reason)}"
-  grep '^\[  FAILED  \] .*(' "$out/test_cuda_kernels.txt" | sed 's/^/  /'
+  grep '^\[  FAILED  \] .*(.* ms)$' "$out/test_cuda_kernels.txt" | sed 's/^/  /'
   grep -B1 -A3 'Failure$' "$out/test_cuda_kernels.txt" | head -60 | sed 's/^/  /'
   ((test_status == 124)) && echo "  (stopped at the ${test_limit_s}s limit)"
   echo
