@@ -7,8 +7,9 @@
 #
 #   bash tests/gpu/run_all.sh --out DIR [--bundle DIR] [--quick]
 # DIR receives at most 8 files: summary.txt, run_all.log, test_cuda_kernels.txt/.xml,
-# bench_cuda_gemm.txt/.json, gemm_summary.txt. Exit status: 0 when everything that ran
-# passed (or skipped), 1 on a failed test or benchmark, 2 on bad usage or a broken bundle.
+# bench_cuda_gemm.txt/.json, gemm_summary.txt, and sanitizer.txt after a failed test.
+# Exit status: 0 when everything that ran passed (or skipped), 1 on a failed test or
+# benchmark, 2 on bad usage or a broken bundle.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,7 +29,7 @@ summary=$out/summary.txt
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 started=$(date +%s)
-test_limit_s=200 bench_limit_s=240  # together with set-up: under 8 minutes
+test_limit_s=150 sanitizer_limit_s=60 bench_limit_s=210  # with set-up, at most 7.5 minutes
 
 # ---- the binaries ------------------------------------------------------------------------
 if [[ -n $bundle ]]; then
@@ -92,6 +93,16 @@ say "test_cuda_kernels: exit $test_status, $passed passed, $failed failed, $skip
 if [[ -z $bundle ]]; then
   "$build/tests/cuda/test_cuda_dispatch" >>"$log" 2>&1 || test_status=1
 fi
+# A failed test may be a bad memory access that later tests inherit: memcheck the first one.
+first_failed=$(grep -m1 -oP '^\[  FAILED  \] \K\S+(?= \(\d+ ms\)$)' "$out/test_cuda_kernels.txt" || true)
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [[ -n $first_failed && -n $sanitizer ]]; then
+  say "memcheck of $first_failed (limit ${sanitizer_limit_s}s)"
+  timeout "$sanitizer_limit_s" "$sanitizer" --tool memcheck "$bin_tests" --gtest_filter="$first_failed" \
+    >"$out/sanitizer.txt" 2>&1
+  sanitizer_status=$?
+  say "memcheck: exit $sanitizer_status ($(grep -m1 'ERROR SUMMARY' "$out/sanitizer.txt" || echo 'no summary'))"
+fi
 
 # ---- GEMM benchmark --------------------------------------------------------------------------
 say "running bench_cuda_gemm $quick (limit ${bench_limit_s}s)"
@@ -115,6 +126,7 @@ status=0
   grep '^\[  FAILED  \] .*(.* ms)$' "$out/test_cuda_kernels.txt" | sed 's/^/  /'
   grep -B1 -A3 'Failure$' "$out/test_cuda_kernels.txt" | head -60 | sed 's/^/  /'
   ((test_status == 124)) && echo "  (stopped at the ${test_limit_s}s limit)"
+  [[ -f $out/sanitizer.txt ]] && echo "  memcheck of $first_failed: $(grep -m1 'ERROR SUMMARY' "$out/sanitizer.txt" || echo 'no summary') (sanitizer.txt)"
   echo
   echo "bench_cuda_gemm: exit $bench_status"
   ((bench_status == 124)) && echo "  (stopped at the ${bench_limit_s}s limit)"
