@@ -136,5 +136,5 @@ status=0
     tail -20 "$out/bench_cuda_gemm.txt"
   fi
 } >"$summary"
-cat "$summary" | tee -a "$log"
+tee -a "$log" <"$summary"
 exit $status
