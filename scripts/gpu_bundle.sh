@@ -25,6 +25,8 @@ mkdir -p "$bundle/bin" "$bundle/lib"
 for binary in "${binaries[@]}"; do
   cp "$build/$binary" "$bundle/bin/"
 done
+# The runner travels too, so a checkout without this branch can run: bash .gpu-bundle/run_all.sh
+cp "$root/tests/gpu/run_all.sh" "$bundle/run_all.sh"
 
 # Every library ldd resolves, except those above; then the same for what they pull in.
 copy_dependencies() {
