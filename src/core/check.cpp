@@ -1,8 +1,11 @@
 // Check-failure formatting shared by all check macros.
 #include "core/check.hpp"
 
-#include <mpi.h>
 #include <unistd.h>
+
+#ifndef SB_WITHOUT_MPI  // the MPI-free build for GPU test binaries (cmake/cuda.cmake)
+#include <mpi.h>
+#endif
 
 namespace sb {
 
@@ -14,6 +17,7 @@ std::string host_name() {
 
 std::string where_am_i() {
   const std::string host = host_name();
+#ifndef SB_WITHOUT_MPI
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -22,6 +26,7 @@ std::string where_am_i() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return fmt::format("rank {} on {}", rank, host);
   }
+#endif
   return host;
 }
 

@@ -27,10 +27,20 @@ const KernelTable& kernels_for(Backend backend) {
   static const KernelTable cpu_table{SB_FOR_EACH_KERNEL(SB_CPU_ENTRY)};
 #undef SB_REFERENCE_ENTRY
 #undef SB_CPU_ENTRY
+#ifdef SB_HAVE_CUDA
+#define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
+  static const KernelTable cuda_table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)};
+#undef SB_CUDA_ENTRY
+#endif
   switch (backend) {
     case Backend::reference: return reference_table;
     case Backend::cpu: return cpu_table;
-    case Backend::cuda: break;
+    case Backend::cuda:
+#ifdef SB_HAVE_CUDA
+      return cuda_table;
+#else
+      break;
+#endif
   }
   throw UserError("not compiled: cuda (this build has no CUDA kernels; use device: cpu)");
 }

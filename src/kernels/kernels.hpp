@@ -1,6 +1,7 @@
 // Every compute kernel of scalebench, declared once. Each backend implements the same
 // signatures in its own tree: reference/ (naive loops, templated on float and double, the
-// ground truth), cpu/ (Kokkos OpenMP + OpenBLAS, float), cuda/ (later). Leaves out
+// ground truth), cpu/ (Kokkos OpenMP + OpenBLAS, float), cuda/ (CUDA + cuBLAS, float, device
+// pointers). Leaves out
 // autograd: backward kernels ACCUMULATE (+=) into gradient buffers, llm.c style, so the
 // caller zeroes gradients once per step.
 #pragma once
@@ -158,6 +159,15 @@ namespace cpu {
 SB_FOR_EACH_KERNEL(SB_DECLARE_CPU)
 #undef SB_DECLARE_CPU
 }  // namespace cpu
+
+// Every pointer is a device pointer; kernels run on the calling thread's default CUDA context
+// (cuda/cuda_context.hpp) in stream order, except squared_norm, which returns to the host.
+// Compiled only where CUDA is found (SB_HAVE_CUDA); declared everywhere.
+namespace cuda {
+#define SB_DECLARE_CUDA(name, DECLARE) DECLARE(float);
+SB_FOR_EACH_KERNEL(SB_DECLARE_CUDA)
+#undef SB_DECLARE_CUDA
+}  // namespace cuda
 
 // ---- runtime dispatch (precision and backend are runtime choices) -----------------------
 enum class Backend : int { reference, cpu, cuda };

@@ -154,6 +154,12 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);  // "not compiled: cuda" before any work
+  // The CUDA kernels take device pointers, and every tensor of this trainer lives in host
+  // memory: refuse here rather than hand host pointers to the GPU (device-resident training
+  // is the next slice of the GPU issue).
+  SB_USER_CHECK(backend != kernels::Backend::cuda,
+                "{}: device 'cuda' cannot train yet: this build has the CUDA kernels but the "
+                "trainer keeps its tensors in host memory; use device: cpu", c.source);
   const std::unique_ptr<parallel::Communicator> world = parallel::make_mpi_world_communicator();
   SB_USER_CHECK(world->size() == c.strategy.world_size(),
                 "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with mpirun -np {}",

@@ -60,7 +60,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"set_negative", kGoodCase, "--set steps=-1", "'steps' must be a positive integer, got -1"},
         BadInput{"multi_rank_on_one", std::string(kGoodCase) + "strategy: {dp: 2}\n", "",
                  "the strategy needs 2 ranks (dp×tp×pp) but the MPI world has 1; launch with mpirun -np 2"},
-        BadInput{"cuda_not_compiled", std::string(kGoodCase) + "device: cuda\n", "", "not compiled: cuda"}),
+        // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses
+        // until training is device-resident ("...; use device: cpu").
+        BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 TEST(BadData, TruncatedCorpusIsNamed) {

@@ -1,0 +1,139 @@
+// GemmPlan and gemm(): cuBLASLt descriptors, heuristic algorithm query and launch.
+// Leaves out autotuning at run time: the benchmark times the candidates, gemm() trusts rank 0.
+#include "kernels/cuda/gemm.hpp"
+
+#include <vector>
+
+#include "kernels/cuda/cuda_check.hpp"
+
+namespace sb::kernels::cuda {
+
+std::string_view to_string(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::fp32: return "fp32";
+    case GemmPrecision::tf32: return "tf32";
+    case GemmPrecision::fp16: return "fp16";
+    case GemmPrecision::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+GemmPrecision parse_gemm_precision(std::string_view name) {
+  for (GemmPrecision precision : kGemmPrecisions)
+    if (name == to_string(precision)) return precision;
+  throw UserError(fmt::format("unknown GEMM precision '{}' (known: fp32, tf32, fp16, bf16)", name));
+}
+
+DType storage_dtype(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::fp32:
+    case GemmPrecision::tf32: return DType::f32;
+    case GemmPrecision::fp16: return DType::f16;
+    case GemmPrecision::bf16: return DType::bf16;
+  }
+  return DType::f32;
+}
+
+namespace {
+
+cudaDataType_t cuda_data_type(GemmPrecision precision) {
+  switch (storage_dtype(precision)) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+}  // namespace
+
+struct GemmPlan::Impl {
+  CudaContext* ctx = nullptr;
+  GemmShape shape{};
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t b_layout = nullptr, a_layout = nullptr, d_layout = nullptr;
+  std::vector<cublasLtMatmulHeuristicResult_t> algorithms;
+
+  ~Impl() {
+    if (d_layout) cublasLtMatrixLayoutDestroy(d_layout);
+    if (a_layout) cublasLtMatrixLayoutDestroy(a_layout);
+    if (b_layout) cublasLtMatrixLayoutDestroy(b_layout);
+    if (operation) cublasLtMatmulDescDestroy(operation);
+  }
+};
+
+// Column-major view: row-major d (M,N) is dᵀ (N,M) = bᵀ-stored (K,N) transposed · aᵀ-stored
+// (K,M), so cuBLASLt's A is our b (op T) and its B is our a (op N): the "TN" layout that
+// every Hopper tensor-core kernel supports.
+GemmPlan::GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms)
+    : impl_(std::make_unique<Impl>()) {
+  SB_CHECK(shape.M > 0 && shape.N > 0 && shape.K > 0 && max_algorithms > 0,
+           "GemmPlan: M={} N={} K={} and {} algorithms must be positive", shape.M, shape.N, shape.K,
+           max_algorithms);
+  Impl& p = *impl_;
+  p.ctx = &ctx;
+  p.shape = shape;
+  const cublasComputeType_t compute = shape.precision == GemmPrecision::tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  SB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.operation, compute, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+  SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                 &transpose, sizeof transpose));
+  SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                 &no_transpose, sizeof no_transpose));
+  const cudaDataType_t type = cuda_data_type(shape.precision);
+  const auto M = static_cast<std::uint64_t>(shape.M), N = static_cast<std::uint64_t>(shape.N),
+             K = static_cast<std::uint64_t>(shape.K);
+  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b_layout, type, K, N, shape.K));
+  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, type, K, M, shape.K));
+  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d_layout, type, N, M, shape.N));
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const std::uint64_t workspace = ctx.cublaslt_workspace_bytes();
+  const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(max_algorithms));
+  int returned = 0;
+  const cublasStatus_t query =
+      set != CUBLAS_STATUS_SUCCESS
+          ? set
+          : cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), p.operation, p.b_layout, p.a_layout,
+                                           p.d_layout, p.d_layout, preference, max_algorithms,
+                                           results.data(), &returned);
+  cublasLtMatmulPreferenceDestroy(preference);
+  SB_CUBLAS_CHECK(query);
+  for (int i = 0; i < returned; ++i)
+    if (results[static_cast<std::size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
+      p.algorithms.push_back(results[static_cast<std::size_t>(i)]);
+  SB_CHECK(!p.algorithms.empty(), "cuBLASLt proposes no algorithm for a {} GEMM M={} N={} K={}",
+           to_string(shape.precision), shape.M, shape.N, shape.K);
+}
+
+GemmPlan::~GemmPlan() = default;
+
+const GemmShape& GemmPlan::shape() const { return impl_->shape; }
+
+int GemmPlan::algorithm_count() const { return static_cast<int>(impl_->algorithms.size()); }
+
+void GemmPlan::run(int algorithm, const void* a, const void* b, void* d, float alpha,
+                   float beta) const {
+  const Impl& p = *impl_;
+  SB_CHECK(algorithm >= 0 && algorithm < algorithm_count(),
+           "GemmPlan::run: algorithm {} of {}", algorithm, algorithm_count());
+  SB_CUBLAS_CHECK(cublasLtMatmul(p.ctx->cublaslt(), p.operation, &alpha, b, p.b_layout, a,
+                                 p.a_layout, &beta, d, p.d_layout, d, p.d_layout,
+                                 &p.algorithms[static_cast<std::size_t>(algorithm)].algo,
+                                 p.ctx->cublaslt_workspace(), p.ctx->cublaslt_workspace_bytes(),
+                                 p.ctx->stream()));
+}
+
+void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
+          std::int64_t M, std::int64_t N, std::int64_t K, float alpha, float beta) {
+  const GemmShape shape{M, N, K, precision};
+  std::unique_ptr<GemmPlan>& plan = ctx.gemm_plans().plans[shape.key()];
+  if (!plan) plan = std::make_unique<GemmPlan>(ctx, shape, 1);
+  plan->run(0, a, b, d, alpha, beta);
+}
+
+}  // namespace sb::kernels::cuda
