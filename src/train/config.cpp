@@ -193,7 +193,7 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   if (top.has("strategy")) {
     MapReader m(top.node("strategy"), "strategy", source,
                 {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
-                 "sequence_parallel", "bucket_mb", "overlap", "batchnorm"});
+                 "sequence_parallel", "bucket_mb", "overlap", "batchnorm", "allreduce"});
     auto& s = c.strategy;
     m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
     m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
@@ -202,6 +202,8 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     m.read("bucket_mb", s.bucket_mb); m.read("overlap", s.overlap); m.read("batchnorm", s.batchnorm);
     SB_USER_CHECK(s.bucket_mb > 0, "{}: 'strategy.bucket_mb' must be positive, got {}", source, s.bucket_mb);
     require_one_of(s.batchnorm, {"local", "sync"}, "strategy.batchnorm", source);
+    m.read("allreduce", s.allreduce);
+    require_one_of(s.allreduce, {"ring", "mpi"}, "strategy.allreduce", source);
     for (auto [value, key] : {std::pair{s.dp, "strategy.dp"}, {s.tp, "strategy.tp"}, {s.pp, "strategy.pp"},
                               {s.micro_batches, "strategy.micro_batches"}, {s.interleave, "strategy.interleave"}})
       require_positive(value, key, source);

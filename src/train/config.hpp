@@ -31,6 +31,7 @@ struct StrategySpec {
   double bucket_mb = 25.0;
   bool overlap = true;
   std::string batchnorm = "local";
+  std::string allreduce = "ring";  // ring (ours, bytes counted) | mpi (MPI_Iallreduce)
   std::int64_t world_size() const { return dp * tp * pp; }
 };
 

@@ -5,12 +5,14 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "parallel/ring.hpp"
 
 namespace sb::train {
 
 namespace {
 
 using parallel::comm_clock_seconds;
+constexpr int kZeroTag = 900;
 
 // Length of the union of [start, min(end, cut)] over the intervals (sorted by start).
 double union_length(std::vector<std::pair<double, double>> intervals, double cut) {
@@ -36,14 +38,17 @@ double union_length(std::vector<std::pair<double, double>> intervals, double cut
 // ---- bucketed all-reduce -----------------------------------------------------------------
 
 BucketedAllReduce::BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients,
-                                     std::int64_t bucket_bytes, bool overlap, MemoryTracker& tracker)
+                                     std::int64_t bucket_bytes, bool overlap, const std::string& algorithm,
+                                     MemoryTracker& tracker)
     : dp_(dp),
       gradients_(gradients),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       overlap_(overlap),
+      ring_(algorithm == "ring"),
       packed_(tracker, MemoryCategory::comm, static_cast<std::int64_t>(gradients.size() * sizeof(float)),
               "dp all-reduce buckets") {
   SB_USER_CHECK(bucket_bytes > 0, "strategy.bucket_mb must be positive");
+  SB_USER_CHECK(algorithm == "ring" || algorithm == "mpi", "strategy.allreduce '{}' is not ring or mpi", algorithm);
 }
 
 void BucketedAllReduce::start_bucket(std::int64_t end) {
@@ -51,8 +56,12 @@ void BucketedAllReduce::start_bucket(std::int64_t end) {
   bucket.begin = bucket_begin_;
   bucket.count = end - bucket_begin_;
   bucket.start_s = comm_clock_seconds();
-  bucket.request = dp_.iall_reduce(packed_.as<float>() + bucket.begin, bucket.count, parallel::DataType::f32,
-                                   parallel::ReduceOp::sum);
+  float* data = packed_.as<float>() + bucket.begin;
+  constexpr int kRingTagBase = 1000;  // one tag per bucket in flight
+  bucket.request = ring_ ? parallel::ring_iall_reduce(dp_, data, bucket.count,
+                                                      kRingTagBase + static_cast<int>(buckets_.size()),
+                                                      &figures_.bytes_sent)
+                         : dp_.iall_reduce(data, bucket.count, parallel::DataType::f32, parallel::ReduceOp::sum);
   buckets_.push_back(std::move(bucket));
   bucket_begin_ = end;
 }
@@ -63,6 +72,7 @@ void BucketedAllReduce::progress() {
 }
 
 void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
+  if (cursor_ == 0) figures_.bytes_sent = ring_ ? 0 : -1;  // the step's first range
   const auto total = static_cast<std::int64_t>(gradients_.size());
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
@@ -126,10 +136,12 @@ void ZeroOneSharding::finish(double local_scale) {
   const double t0 = comm_clock_seconds();
   float* padded = padded_.as<float>();
   std::copy(gradients_.begin(), gradients_.end(), padded);  // the padding stays zero
-  dp_.reduce_scatter(padded, shard_grads_.as<float>(), shard_, parallel::DataType::f32, parallel::ReduceOp::sum);
+  figures_.bytes_sent = 0;
+  parallel::ring_ireduce_scatter(dp_, padded, shard_, kZeroTag, &figures_.bytes_sent).wait();
   const float scale = static_cast<float>(local_scale / dp_.size());
+  const float* reduced = padded + shard_begin();
   float* shard = shard_grads_.as<float>();
-  for (std::int64_t i = 0; i < shard_; ++i) shard[i] *= scale;
+  for (std::int64_t i = 0; i < shard_; ++i) shard[i] = reduced[i] * scale;
   figures_.bytes = shard_ * dp_.size() * static_cast<std::int64_t>(sizeof(float));
   figures_.buckets = 1;
   figures_.in_flight_s = figures_.exposed_s = comm_clock_seconds() - t0;
@@ -159,7 +171,7 @@ void ZeroOneSharding::gather_parameters() {
   const std::int64_t begin = shard_begin();
   const std::int64_t end = std::min<std::int64_t>(begin + shard_, static_cast<std::int64_t>(parameters_.size()));
   std::copy(parameters_.data() + begin, parameters_.data() + end, padded + begin);
-  dp_.all_gather(padded + begin, padded, shard_, parallel::DataType::f32);
+  parallel::ring_iall_gather(dp_, padded, shard_, kZeroTag, &figures_.bytes_sent).wait();
   std::copy_n(padded, parameters_.size(), parameters_.data());
   figures_.exposed_s += comm_clock_seconds() - t0;
   figures_.in_flight_s += comm_clock_seconds() - t0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/memory.hpp"
@@ -22,6 +23,7 @@ struct GradientExchangeFigures {
   double in_flight_s = 0;  // union of the intervals during which some bucket was in flight
   double hidden_s = 0;     // the part of in_flight_s before backward ended (overlapped)
   double exposed_s = 0;    // from the end of backward until the gradients were ready to use
+  std::int64_t bytes_sent = -1;  // what this rank handed to the transport (ring algorithms); -1: MPI's own
 };
 
 // Packs ranges into buckets of `bucket_bytes` in the order backward finishes them and starts
@@ -30,10 +32,11 @@ struct GradientExchangeFigures {
 // starts the last bucket, waits for all and unpacks them scaled into the gradients. With
 // overlap off every bucket starts in finish(), after backward: the baseline overlap is
 // measured against. The comm buffer (one float per parameter) is charged to category comm.
+// algorithm "ring" runs parallel/ring.hpp (bytes sent are counted); "mpi" MPI_Iallreduce.
 class BucketedAllReduce final : public GradientSync {
  public:
   BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients, std::int64_t bucket_bytes,
-                    bool overlap, MemoryTracker& tracker);
+                    bool overlap, const std::string& algorithm, MemoryTracker& tracker);
   void ready(std::int64_t offset, std::int64_t count) override;
   void finish(double local_scale) override;
   const GradientExchangeFigures& last_step() const { return figures_; }
@@ -53,7 +56,7 @@ class BucketedAllReduce final : public GradientSync {
   parallel::Communicator& dp_;
   std::span<float> gradients_;
   std::int64_t bucket_elements_;
-  bool overlap_;
+  bool overlap_, ring_;
   TrackedBuffer packed_;  // comm: (parameters) in ready order
   std::vector<Piece> pieces_;
   std::vector<Bucket> buckets_;
@@ -64,7 +67,8 @@ class BucketedAllReduce final : public GradientSync {
 // ZeRO stage 1: the gradients are reduce-scattered so each rank holds the global mean of its
 // contiguous shard of the flat parameters (shard = ceil(N / dp), the last one shorter); the
 // optimizer steps only that shard (its state is 1/dp of the whole), and gather_parameters()
-// all-gathers the updated shards into every rank's full parameters.
+// all-gathers the updated shards into every rank's full parameters. Both run the ring
+// algorithms (bytes sent counted).
 class ZeroOneSharding final : public GradientSync {
  public:
   ZeroOneSharding(parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,

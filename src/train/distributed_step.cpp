@@ -65,7 +65,7 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
   } else if (dp.size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
     all_reduce_ = std::make_unique<BucketedAllReduce>(dp, task.gradients_flat(), bucket_bytes,
-                                                      config.strategy.overlap, tracker);
+                                                      config.strategy.overlap, config.strategy.allreduce, tracker);
     task.set_gradient_sync(all_reduce_.get());
   }
   if (config.strategy.batchnorm == "sync" && dp.size() > 1)
@@ -87,7 +87,10 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.grad_norm = optimizer_step_(r.lr);
   Kokkos::fence();
   r.optimizer_end_s = comm_clock_seconds();
-  if (zero_) zero_->gather_parameters();
+  if (zero_) {
+    zero_->gather_parameters();
+    r.exchange = zero_->last_step();  // the all-gather's time and bytes added
+  }
   r.end_s = comm_clock_seconds();
   return r;
 }

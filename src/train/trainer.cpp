@@ -202,6 +202,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     StepTimes times;
     std::vector<double> overlap_fractions;
     std::int64_t exchanged_bytes = 0;
+    std::vector<double> wire_bytes;
     metrics::Timeline timeline;
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {
@@ -237,6 +238,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       times.push(step_s, compute_s, comm_s, optimizer_s);
       if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
       exchanged_bytes = exchange.bytes;
+      if (exchange.bytes_sent >= 0) wire_bytes.push_back(static_cast<double>(exchange.bytes_sent));
       if (!trace.empty()) {
         timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
         timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
@@ -293,6 +295,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"flops_per_step", flops_per_step},
                           {"steps", steps},
                           {"dp_exchange_bytes", exchanged_bytes},
+                          {"dp_bytes_sent_per_step", wire_bytes.empty() ? nan : median(wire_bytes)},
                           {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)}});
       run->finish("ok", "");
     }

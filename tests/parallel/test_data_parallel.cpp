@@ -56,6 +56,7 @@ struct Trained {
   std::vector<float> initial, parameters;
   std::vector<double> losses;
   std::int64_t optimizer_bytes = 0, exchange_bytes = 0;
+  std::vector<std::int64_t> bytes_sent;  // per step, counted by the ring algorithms
   int buckets = 0;
 };
 
@@ -70,6 +71,7 @@ Trained train(const TrainConfig& config, parallel::Communicator& dp) {
     const StepResult r = distributed.run(step, kSteps);
     t.losses.push_back(r.loss);
     t.exchange_bytes = r.exchange.bytes;
+    t.bytes_sent.push_back(r.exchange.bytes_sent);
     t.buckets = r.exchange.buckets;
   }
   const auto p = task->parameters_flat();
@@ -138,6 +140,26 @@ TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState)
   std::vector<float> rank0 = zero.parameters;
   world().broadcast(rank0.data(), static_cast<std::int64_t>(rank0.size()), parallel::DataType::f32, 0);
   EXPECT_EQ(rank0, zero.parameters);
+}
+
+// The bytes each rank sent in a step, counted as the ring algorithms hand them to MPI, are
+// 2(n−1)/n·S for S bytes of gradients: bucketed ring all-reduces, or ZeRO-1's ring
+// reduce-scatter plus all-gather (whose padded buffer adds at most n−1 floats to S). Exact up
+// to the segments' rounding: at most n floats per bucket.
+TEST(DataParallel, BytesSentPerStepAreTheRingVolume) {
+  const int n = world().size();
+  for (int zero : {0, 1}) {
+    const TrainConfig config = config_from(gpt_yaml(n, zero, 0.25, true));  // buckets of 256 KiB
+    const Trained t = train(config, world());
+    const double payload = static_cast<double>(t.parameters.size() * sizeof(float));
+    const double analytic = 2.0 * (n - 1) / n * payload;
+    for (std::size_t s = 0; s < t.bytes_sent.size(); ++s)
+      EXPECT_NEAR(static_cast<double>(t.bytes_sent[s]), analytic, 4.0 * n * 8)
+          << "zero " << zero << ", step " << s + 1 << ": S = " << payload << " bytes";
+    if (world().rank() == 0)
+      std::printf("zero %d, n %d: %lld bytes sent per step, analytic 2(n-1)/n*S = %.0f\n", zero, n,
+                  static_cast<long long>(t.bytes_sent.back()), analytic);
+  }
 }
 
 }  // namespace
