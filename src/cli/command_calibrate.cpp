@@ -22,6 +22,7 @@
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/mpi_check.hpp"
+#include "parallel/ring.hpp"
 
 namespace sb::cli {
 
@@ -56,10 +57,12 @@ class MpiSession {
   ~MpiSession() { MPI_Finalize(); }
 };
 
-// What one benchmark needs for one size: both paths' calls over the same buffers.
+// What one benchmark needs for one size: every path's calls over the same buffers. `ring` is
+// the ring algorithm data parallelism runs (parallel/ring.hpp), where the collective has one.
 struct BenchmarkCalls {
   std::function<void()> ours;
   std::function<void()> raw;
+  std::function<void()> ring;
 };
 
 struct Benchmark {
@@ -115,7 +118,8 @@ class CalibrationSweep {
                           [this, count] {
                             SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, recv_.data(), static_cast<int>(count),
                                                        MPI_FLOAT, MPI_SUM, raw_));
-                          }});
+                          },
+                          [this, count] { parallel::ring_iall_reduce(comm_, recv_.data(), count, 1).wait(); }});
                     }});
     list.push_back({"reduce_scatter", Collective::reduce_scatter, [this](std::int64_t bytes) {
                       const std::int64_t count = bytes / 4 / n_;
@@ -128,7 +132,8 @@ class CalibrationSweep {
                           [this, count] {
                             SB_MPI_CHECK(MPI_Reduce_scatter_block(send_.data(), recv_.data(), static_cast<int>(count),
                                                                   MPI_FLOAT, MPI_SUM, raw_));
-                          }});
+                          },
+                          [this, count] { parallel::ring_ireduce_scatter(comm_, send_.data(), count, 1).wait(); }});
                     }});
     list.push_back({"all_gather", Collective::all_gather, [this](std::int64_t bytes) {
                       const std::int64_t count = bytes / 4 / n_;
@@ -138,7 +143,8 @@ class CalibrationSweep {
                           [this, count] {
                             SB_MPI_CHECK(MPI_Allgather(send_.data(), static_cast<int>(count), MPI_FLOAT,
                                                        recv_.data(), static_cast<int>(count), MPI_FLOAT, raw_));
-                          }});
+                          },
+                          [this, count] { parallel::ring_iall_gather(comm_, recv_.data(), count, 1).wait(); }});
                     }});
     // Ranks 0 and 1 bounce one message; the others only join the timing's barrier.
     list.push_back({"p2p", Collective::send, [this](std::int64_t bytes) {
@@ -181,21 +187,24 @@ class CalibrationSweep {
     const int iterations = static_cast<int>(
         std::clamp(std::ceil(kTargetSecondsPerRound / std::max(probe, 1e-9)),
                    double{kMinIterations}, double{kMaxIterations}));
-    double best[2] = {1e300, 1e300};  // raw, ours
+    const std::function<void()>* paths[3] = {&calls.raw, &calls.ours, &calls.ring};
+    constexpr const char* kPathNames[3] = {"mpi", "scalebench", "ring"};
+    const int path_count = calls.ring ? 3 : 2;
+    double best[3] = {1e300, 1e300, 1e300};  // raw, ours, ring
     for (int round = 0; round < (large ? kLargeRounds : kRounds); ++round) {
-      for (const int path : {0, 1}) {
-        const double per_call = time_per_call(raw_, path == 1 ? calls.ours : calls.raw, 0, iterations);
+      for (int path = 0; path < path_count; ++path) {
+        const double per_call = time_per_call(raw_, *paths[path], 0, iterations);
         best[path] = std::min(best[path], per_call / benchmark.transfers_per_call);
       }
       comm_.stats().clear();  // our records of the sweep are not kept; the table is the result
     }
     const int ranks = benchmark.collective == Collective::send ? 2 : n_;
     std::vector<io::CalibrationRow> rows;
-    for (const int path : {0, 1}) {
+    for (int path = 0; path < path_count; ++path) {
       const parallel::Bandwidth bandwidth =
           parallel::collective_bandwidth(benchmark.collective, bytes, ranks, best[path]);
-      rows.push_back({bytes, ranks, path == 1 ? "scalebench" : "mpi", iterations, best[path],
-                      bandwidth.algbw_gbps, bandwidth.busbw_gbps});
+      rows.push_back({bytes, ranks, kPathNames[path], iterations, best[path], bandwidth.algbw_gbps,
+                      bandwidth.busbw_gbps});
     }
     return rows;
   }
@@ -227,8 +236,8 @@ void run_sweep(const CalibrateOptions& options) {
   {
     CalibrationSweep sweep(*world, raw, options.max_bytes);
     if (writer) {
-      std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s\n", "collective", "size", "ranks", "iters",
-                  "time_us", "mpi_busbw", "ours_busbw", "ratio");
+      std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s %12s %7s\n", "collective", "size", "ranks", "iters",
+                  "time_us", "mpi_busbw", "ours_busbw", "ratio", "ring_busbw", "ratio");
     }
     for (const Benchmark& benchmark : sweep.benchmarks()) {
       if (!options.collectives.empty() &&
@@ -245,11 +254,15 @@ void run_sweep(const CalibrateOptions& options) {
         if (writer) {
           const io::CalibrationRow& raw_row = rows[0];
           const io::CalibrationRow& ours = rows[1];
-          std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f\n", benchmark.name,
+          const auto ratio = [&](const io::CalibrationRow& row) {
+            return raw_row.busbw_gbps > 0 ? row.busbw_gbps / raw_row.busbw_gbps : 0.0;
+          };
+          std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f", benchmark.name,
                       format_bytes(bytes).c_str(), static_cast<long long>(ours.ranks),
                       static_cast<long long>(ours.iterations), ours.time_s * 1e6, raw_row.busbw_gbps,
-                      ours.busbw_gbps,
-                      raw_row.busbw_gbps > 0 ? ours.busbw_gbps / raw_row.busbw_gbps : 0.0);
+                      ours.busbw_gbps, ratio(ours));
+          if (rows.size() > 2) std::printf(" %12.4f %7.3f", rows[2].busbw_gbps, ratio(rows[2]));
+          std::printf("\n");
           std::fflush(stdout);
         }
       }

@@ -44,12 +44,13 @@ def main():
             frame = pd.DataFrame(table[()])
             frame["path"] = frame["path"].str.decode("ascii")
             sizes = expected_sizes(collective, args.ranks, args.min_bytes, args.max_bytes)
-            for path in ("mpi", "scalebench"):
+            paths = ("mpi", "scalebench") if collective == "p2p" else ("mpi", "scalebench", "ring")
+            for path in paths:
                 rows = frame[frame["path"] == path]
                 if list(rows["size_bytes"]) != sizes:
                     failures.append(f"{collective}/{path}: sizes {list(rows['size_bytes'])}, expected {sizes}")
-            if len(frame) != 2 * len(sizes):
-                failures.append(f"{collective}: {len(frame)} rows, expected {2 * len(sizes)}")
+            if len(frame) != len(paths) * len(sizes):
+                failures.append(f"{collective}: {len(frame)} rows, expected {len(paths) * len(sizes)}")
             want_ranks = 2 if collective == "p2p" else args.ranks
             if not (frame["ranks"] == want_ranks).all():
                 failures.append(f"{collective}: ranks column is not {want_ranks}")
