@@ -74,10 +74,13 @@ void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g
   std::fill(row, row + first, 0.0f);
   std::copy(image + first + shift, image + last + shift, row + first);
   std::fill(row + last, row + g.positions(), 0.0f);
+  // A few columns per row (the padding): plain stores, not a memset call each.
   for (i64 y = y0; y < y1; ++y) {
     float* dst = row + y * g.OW;
-    if (y > y0) std::fill(dst, dst + valid.begin, 0.0f);
-    if (y + 1 < y1) std::fill(dst + valid.end, dst + g.OW, 0.0f);
+    if (y > y0)
+      for (i64 x = 0; x < valid.begin; ++x) dst[x] = 0.0f;
+    if (y + 1 < y1)
+      for (i64 x = valid.end; x < g.OW; ++x) dst[x] = 0.0f;
   }
 }
 
@@ -101,9 +104,9 @@ void im2col(float* cols, const float* image, const ConvGeometry& g) {
             continue;
           }
           const float* src = image + (c * g.H + ih) * g.W;
-          std::fill(dst, dst + valid.begin, 0.0f);
+          for (i64 x = 0; x < valid.begin; ++x) dst[x] = 0.0f;
           for (i64 x = valid.begin; x < valid.end; ++x) dst[x] = src[x * g.stride + valid.offset];
-          std::fill(dst + valid.end, dst + g.OW, 0.0f);
+          for (i64 x = valid.end; x < g.OW; ++x) dst[x] = 0.0f;
         }
       }
 }
@@ -198,10 +201,15 @@ SB_DECLARE_CONV2D_FORWARD(float) {
   });
 }
 
-// Per image n, with cols_n rebuilt from the input:
+// Per image n:
+//   transposed (stride 1, see dinp_as_convolution): one patch matrix, tcols_n = the transposed
+//   im2col of dout_n (OC·KH·KW, H·W), serves both products: dinp_n += flipped · tcols_n, and
+//   tcols_n · image_nᵀ (OC·KH·KW, C) is dweight with (kh, kw) flipped and c innermost, so
+//   the partials are kept in that layout and permuted once when added to dweight;
+//   otherwise, with cols_n rebuilt from the input:
 //   dweight += dout_n (OC, OH·OW) · cols_nᵀ   into the partial of n's group, summed later;
-//   dinp_n += the transposed convolution of dout_n (stride 1, see dinp_as_convolution), or
-//   weightᵀ · dout_n directly (1x1, stride 1), or dcols = weightᵀ · dout_n col2im-added;
+//   dinp_n += weightᵀ · dout_n directly (1x1, stride 1), or dcols = weightᵀ · dout_n
+//   col2im-added;
 //   images own their dinp_n, so there are no races;
 //   dbias += row sums of dout_n, per output channel.
 // Groups are contiguous image ranges, each summed in image order, and the partials are added
@@ -218,7 +226,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   float* flipped = partials + groups * weight_size;  // (C, OC·KH·KW) when transposed
   if (transposed) transpose_flip_weight(flipped, weight, g);
   // cols_n, then dcols (patch, positions) or the transposed im2col of dout_n (OC·KH·KW, H·W)
-  const i64 cols_size = g.is_pointwise() ? 0 : patch * positions;
+  const i64 cols_size = g.is_pointwise() || transposed ? 0 : patch * positions;
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
                                 : transposed                ? gt.patch() * gt.positions()
                                                             : patch * positions;
@@ -229,6 +237,15 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
     for (i64 n = n_begin; n < n_end; ++n) {
       const float* image = inp + n * C * H * W;
       const float* dout_n = dout + n * OC * positions;
+      if (transposed) {
+        float* tcols = scratch;
+        im2col(tcols, dout_n, gt);
+        sgemm(CblasNoTrans, CblasTrans, gt.patch(), C, H * W, tcols, H * W, image, H * W,
+              n == n_begin ? 0.0f : 1.0f, partial, C);
+        sgemm(CblasNoTrans, CblasNoTrans, C, H * W, gt.patch(), flipped, gt.patch(), tcols,
+              H * W, 1.0f, dinp + n * C * H * W, H * W);
+        continue;
+      }
       const float* cols = image;
       if (!g.is_pointwise()) {
         im2col(scratch, image, g);
@@ -242,10 +259,6 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
       if (g.is_pointwise()) {  // dinp_n (C, HW) += weightᵀ · dout_n
         sgemm(CblasTrans, CblasNoTrans, C, positions, OC, weight, C, dout_n, positions, 1.0f,
               dinp_n, positions);
-      } else if (transposed) {
-        im2col(dinp_scratch, dout_n, gt);
-        sgemm(CblasNoTrans, CblasNoTrans, C, H * W, gt.patch(), flipped, gt.patch(), dinp_scratch,
-              H * W, 1.0f, dinp_n, H * W);
       } else {
         sgemm(CblasTrans, CblasNoTrans, patch, positions, OC, weight, patch, dout_n, positions,
               0.0f, dinp_scratch, positions);
@@ -262,8 +275,18 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
                           const float* partial = partials + group * weight_size;
                           for (i64 i = begin; i < end; ++i) sum[i] += partial[i];
                         }
+                        if (transposed) return;
                         for (i64 i = begin; i < end; ++i) dweight[i] += sum[i];
                       });
+  if (transposed) {  // sum (OC, KH, KW, C) with (kh, kw) flipped -> dweight (OC, C, KH, KW)
+    parallel_for_each("sb::conv2d_backward::dweight_transposed", OC, [=](i64 o) {
+      for (i64 c = 0; c < C; ++c)
+        for (i64 kh = 0; kh < KH; ++kh)
+          for (i64 kw = 0; kw < KW; ++kw)
+            dweight[((o * C + c) * KH + kh) * KW + kw] +=
+                partials[((o * KH + (KH - 1 - kh)) * KW + (KW - 1 - kw)) * C + c];
+    });
+  }
   if (!dbias) return;
   parallel_for_each("sb::conv2d_backward::dbias", OC, [=](i64 o) {
     double sum = 0;  // N·OH·OW terms: images' row sums are added in double
