@@ -58,10 +58,19 @@ ValidColumns valid_columns(const ConvGeometry& g, i64 kw) {
   return {begin, std::max(begin, end), offset};
 }
 
+// The zero runs of im2col are a few floats (a padding column, one row): stores, without GCC
+// turning the loops back into memset calls.
+#if defined(__GNUC__) && !defined(__clang__)
+#define SB_NO_MEMSET_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SB_NO_MEMSET_LOOPS
+#endif
+
 // Row (c, kh, kw) of cols when stride is 1 and OW == W ("same" width): the valid outputs read
 // the plane c shifted by a constant, so the span from the first valid output to the last is
 // one copy; the few columns in it that fall in the left/right padding are zeroed afterwards.
 // One memcpy per tap instead of one per output row: small images (7x7) are call-bound.
+SB_NO_MEMSET_LOOPS
 void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g, i64 c, i64 kh,
                            ValidColumns valid) {
   const i64 y0 = std::max<i64>(0, g.pad - kh), y1 = std::min(g.OH, g.H + g.pad - kh);
@@ -71,9 +80,9 @@ void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g
   }
   const i64 first = y0 * g.OW + valid.begin, last = (y1 - 1) * g.OW + valid.end;
   const i64 shift = (c * g.H + kh - g.pad) * g.W + valid.offset;  // image index - cols index
-  std::fill(row, row + first, 0.0f);
+  for (i64 i = 0; i < first; ++i) row[i] = 0.0f;
   std::copy(image + first + shift, image + last + shift, row + first);
-  std::fill(row + last, row + g.positions(), 0.0f);
+  for (i64 i = last; i < g.positions(); ++i) row[i] = 0.0f;
   // A few columns per row (the padding): plain stores, not a memset call each.
   for (i64 y = y0; y < y1; ++y) {
     float* dst = row + y * g.OW;
@@ -84,13 +93,15 @@ void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g
   }
 }
 
-// image (C,H,W) -> cols (C·KH·KW, OH·OW), zeros where a tap falls in the padding.
-void im2col(float* cols, const float* image, const ConvGeometry& g) {
+// image (C,H,W) -> cols (C·KH·KW, OH·OW) with row stride ld >= OH·OW (a wider ld lays
+// several images' patch matrices side by side), zeros where a tap falls in the padding.
+SB_NO_MEMSET_LOOPS
+void im2col(float* cols, const float* image, const ConvGeometry& g, i64 ld) {
   const bool same_width = g.stride == 1 && g.OW == g.W;
   for (i64 c = 0; c < g.C; ++c)
     for (i64 kh = 0; kh < g.KH; ++kh)
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        float* row = cols + ((c * g.KH + kh) * g.KW + kw) * g.positions();
+        float* row = cols + ((c * g.KH + kh) * g.KW + kw) * ld;
         const ValidColumns valid = valid_columns(g, kw);
         if (same_width) {
           im2col_same_width_row(row, image, g, c, kh, valid);
@@ -178,26 +189,44 @@ float* weight_partials_scratch(i64 count) {
 
 }  // namespace
 
-// Per image n: out_n (OC, OH·OW) = weight (OC, C·KH·KW) · cols_n, bias rows written first
-// and accumulated onto (beta = 1). Images are independent, one per task.
+// Images with few output positions (7x7, 14x14) are taken in groups whose patch matrices
+// sit side by side, cols (C·KH·KW, g·OH·OW), so that one product has up to kGroupPositions
+// columns (16 images of 7x7, 4 of 14x14): per-image products that narrow spend their time in packing and edge cases.
+constexpr i64 kGroupPositions = 800;
+
+// Per group of images: out_g (OC, g·OH·OW) = weight (OC, C·KH·KW) · cols_g, then each image's
+// columns copied to out_n (OC, OH·OW) (a single image writes out_n directly); bias rows are
+// written first and accumulated onto (beta = 1). Groups are independent, one per task.
 SB_DECLARE_CONV2D_FORWARD(float) {
   const ConvGeometry g = make_geometry("conv2d_forward", C, H, W, OC, KH, KW, stride, pad);
   const i64 patch = g.patch(), positions = g.positions();
-  parallel_for_each("sb::conv2d_forward", N, [=](i64 n) {
-    const float* image = inp + n * C * H * W;
-    float* out_n = out + n * OC * positions;
-    const float* cols = image;
+  // As many groups as that allows, at least one per thread, images spread evenly.
+  const i64 widest = g.is_pointwise() ? 1 : std::max<i64>(1, kGroupPositions / positions);
+  const i64 groups =
+      std::min(N, std::max((N + widest - 1) / widest, i64{HostSpace().concurrency()}));
+  parallel_for_each("sb::conv2d_forward", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
+    const i64 width = count * positions;  // columns of cols and of the product
+    float* out_first = out + n_begin * OC * positions;
+    const float* cols = inp + n_begin * C * H * W;  // pointwise: the image itself
+    float* product = out_first;
     if (!g.is_pointwise()) {
-      float* scratch = thread_scratch(patch * positions);
-      im2col(scratch, image, g);
+      float* scratch = thread_scratch(patch * width + (count > 1 ? OC * width : 0));
+      for (i64 j = 0; j < count; ++j)
+        im2col(scratch + j * positions, inp + (n_begin + j) * C * H * W, g, width);
       cols = scratch;
+      if (count > 1) product = scratch + patch * width;
     }
     if (bias) {
-      for (i64 o = 0; o < OC; ++o)
-        std::fill(out_n + o * positions, out_n + (o + 1) * positions, bias[o]);
+      for (i64 o = 0; o < OC; ++o) std::fill(product + o * width, product + (o + 1) * width, bias[o]);
     }
-    sgemm(CblasNoTrans, CblasNoTrans, OC, positions, patch, weight, patch, cols, positions,
-          bias ? 1.0f : 0.0f, out_n, positions);
+    sgemm(CblasNoTrans, CblasNoTrans, OC, width, patch, weight, patch, cols, width,
+          bias ? 1.0f : 0.0f, product, width);
+    if (product == out_first) return;
+    for (i64 j = 0; j < count; ++j)
+      for (i64 o = 0; o < OC; ++o)
+        std::copy(product + o * width + j * positions, product + o * width + (j + 1) * positions,
+                  out_first + (j * OC + o) * positions);
   });
 }
 
@@ -239,7 +268,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
       const float* dout_n = dout + n * OC * positions;
       if (transposed) {
         float* tcols = scratch;
-        im2col(tcols, dout_n, gt);
+        im2col(tcols, dout_n, gt, gt.positions());
         sgemm(CblasNoTrans, CblasTrans, gt.patch(), C, H * W, tcols, H * W, image, H * W,
               n == n_begin ? 0.0f : 1.0f, partial, C);
         sgemm(CblasNoTrans, CblasNoTrans, C, H * W, gt.patch(), flipped, gt.patch(), tcols,
@@ -248,7 +277,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
       }
       const float* cols = image;
       if (!g.is_pointwise()) {
-        im2col(scratch, image, g);
+        im2col(scratch, image, g, positions);
         cols = scratch;
       }
       sgemm(CblasNoTrans, CblasTrans, OC, patch, positions, dout_n, positions, cols, positions,
