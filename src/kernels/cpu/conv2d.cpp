@@ -256,25 +256,51 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   if (transposed) transpose_flip_weight(flipped, weight, g);
   // cols_n, then dcols (patch, positions) or the transposed im2col of dout_n (OC·KH·KW, H·W)
   const i64 cols_size = g.is_pointwise() || transposed ? 0 : patch * positions;
+  // transposed: a chunk of the group's images at a time, their patch matrices side by side
+  // (as in the forward), with the images gathered and the dinp product before its scatter.
+  const i64 chunk = transposed ? std::max<i64>(1, kGroupPositions / (H * W)) : 1;
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
-                                : transposed                ? gt.patch() * gt.positions()
-                                                            : patch * positions;
+                                : transposed ? (gt.patch() + 2 * C) * chunk * H * W
+                                             : patch * positions;
   parallel_for_each("sb::conv2d_backward::images", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
     float* scratch = thread_scratch(cols_size + dinp_scratch_size);
+    if (transposed) {
+      const i64 HW = H * W;
+      for (i64 n0 = n_begin; n0 < n_end; n0 += chunk) {
+        const i64 count = std::min(chunk, n_end - n0), width = count * HW;
+        float* tcols = scratch;  // (OC·KH·KW, width)
+        for (i64 j = 0; j < count; ++j)
+          im2col(tcols + j * HW, dout + (n0 + j) * OC * positions, gt, width);
+        const float* images = inp + n0 * C * HW;  // (C, width): one image as it lies
+        float* product = dinp + n0 * C * HW;      // (C, width): accumulated in place
+        if (count > 1) {
+          float* gathered = tcols + gt.patch() * width;
+          for (i64 j = 0; j < count; ++j)
+            for (i64 c = 0; c < C; ++c)
+              std::copy(images + (j * C + c) * HW, images + (j * C + c + 1) * HW,
+                        gathered + c * width + j * HW);
+          images = gathered;
+          product = gathered + C * width;
+        }
+        sgemm(CblasNoTrans, CblasTrans, gt.patch(), C, width, tcols, width, images, width,
+              n0 == n_begin ? 0.0f : 1.0f, partial, C);
+        sgemm(CblasNoTrans, CblasNoTrans, C, width, gt.patch(), flipped, gt.patch(), tcols, width,
+              count > 1 ? 0.0f : 1.0f, product, width);
+        if (count == 1) continue;
+        for (i64 j = 0; j < count; ++j)
+          for (i64 c = 0; c < C; ++c) {
+            float* dst = dinp + ((n0 + j) * C + c) * HW;
+            const float* src = product + c * width + j * HW;
+            for (i64 i = 0; i < HW; ++i) dst[i] += src[i];
+          }
+      }
+      return;
+    }
     for (i64 n = n_begin; n < n_end; ++n) {
       const float* image = inp + n * C * H * W;
       const float* dout_n = dout + n * OC * positions;
-      if (transposed) {
-        float* tcols = scratch;
-        im2col(tcols, dout_n, gt, gt.positions());
-        sgemm(CblasNoTrans, CblasTrans, gt.patch(), C, H * W, tcols, H * W, image, H * W,
-              n == n_begin ? 0.0f : 1.0f, partial, C);
-        sgemm(CblasNoTrans, CblasNoTrans, C, H * W, gt.patch(), flipped, gt.patch(), tcols,
-              H * W, 1.0f, dinp + n * C * H * W, H * W);
-        continue;
-      }
       const float* cols = image;
       if (!g.is_pointwise()) {
         im2col(scratch, image, g, positions);
