@@ -1,5 +1,6 @@
-// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images with single-threaded
-// sgemm inside. Leaves out Winograd/FFT and direct (im2col-free) kernels, dilation and groups.
+// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images (or groups of small
+// images) with single-threaded sgemm inside. Leaves out Winograd/FFT and direct (im2col-free)
+// kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
