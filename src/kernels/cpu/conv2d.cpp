@@ -205,7 +205,7 @@ SB_DECLARE_CONV2D_FORWARD(float) {
   const i64 widest = g.is_pointwise() ? 1 : std::max<i64>(1, kGroupPositions / positions);
   const i64 groups =
       std::min(N, std::max((N + widest - 1) / widest, i64{HostSpace().concurrency()}));
-  parallel_for_each("sb::conv2d_forward", groups, [=](i64 group) {
+  parallel_for_each_dynamic("sb::conv2d_forward", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
     const i64 width = count * positions;  // columns of cols and of the product
     float* out_first = out + n_begin * OC * positions;
@@ -263,7 +263,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
                                 : transposed ? (gt.patch() + 2 * C) * chunk * H * W
                                              : patch * positions;
-  parallel_for_each("sb::conv2d_backward::images", groups, [=](i64 group) {
+  parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
     float* scratch = thread_scratch(cols_size + dinp_scratch_size);
