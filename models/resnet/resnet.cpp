@@ -116,9 +116,7 @@ void for_each_view(ActivationTensors& a, const ResnetConfig& c,
   f(a.logits, N * c.classes);
   f(a.probs, N * c.classes);
   f(a.losses, N);
-  f(a.bn_out, scratch);
   f(a.shortcut_bn_out, scratch);
-  f(a.residual_sum, scratch);
 }
 
 // The same for the backward scratch.
@@ -129,8 +127,8 @@ void for_each_view(ActivationGradients& g, const ResnetConfig& c,
   f(g.dlosses, N);
   f(g.dlogits, N * c.classes);
   f(g.dpooled, N * features);
-  for (float** view : {&g.dblock_out, &g.dblock_in, &g.dresidual_sum, &g.dbn2_out, &g.dconv2,
-                       &g.drelu1, &g.dbn1_out, &g.dconv1, &g.dshortcut_bn_out, &g.dshortcut_conv}) {
+  for (float** view :
+       {&g.dblock_out, &g.dblock_in, &g.dconv2, &g.drelu1, &g.dconv1, &g.dshortcut_conv}) {
     f(*view, scratch);
   }
 }
@@ -231,6 +229,9 @@ ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Bac
     base += C;
   });
   labels_ = labels_memory_.as<std::int32_t>();
+  i64 max_channels = config_.stem_channels;
+  for (const auto& b : blocks_) max_channels = std::max(max_channels, b.out_channels);
+  batchnorm_sums_.resize(static_cast<std::size_t>(2 * max_channels + 1));
   reset_running_statistics();
 }
 
@@ -267,17 +268,49 @@ void ResnetModel::init_weights(std::uint64_t seed) {
   reset_running_statistics();
 }
 
+void ResnetModel::reduce_batchnorm_sums(i64 C) {
+  if (!batchnorm_reducer_) return;
+  batchnorm_reducer_(std::span<double>(batchnorm_sums_.data(), static_cast<std::size_t>(2 * C + 1)));
+}
+
+void ResnetModel::gradient_ready(const float* first, i64 count) {
+  if (gradient_ready_) gradient_ready_(first - grads_.stem_conv, count);
+}
+
 void ResnetModel::batchnorm_forward(float* out, const BatchStatistics& saved,
                                     const RunningStatistics& running, const float* inp,
-                                    const BatchNormTensors& bn, i64 N, i64 C, i64 HW,
-                                    bool training) {
+                                    const BatchNormTensors& bn, const float* residual, bool relu,
+                                    i64 N, i64 C, i64 HW, bool training) {
   if (training) {
-    k_->batchnorm2d_forward_train(out, saved.mean, saved.rstd, running.mean, running.var, inp,
-                                  bn.weight, bn.bias, N, C, HW, kBatchNormMomentum, kBatchNormEps);
-  } else {
-    k_->batchnorm2d_forward_eval(out, inp, bn.weight, bn.bias, running.mean, running.var, N, C,
-                                 HW, kBatchNormEps);
+    double* sums = batchnorm_sums_.data();
+    k_->batchnorm2d_channel_sums(sums, inp, N, C, HW);
+    sums[2 * C] = static_cast<double>(N * HW);
+    reduce_batchnorm_sums(C);
+    k_->batchnorm2d_statistics(saved.mean, saved.rstd, running.mean, running.var, sums,
+                               sums[2 * C], C, kBatchNormMomentum, kBatchNormEps);
+  } else {  // the running statistics, as batch statistics of the same shape
+    for (i64 c = 0; c < C; ++c) {
+      saved.mean[c] = running.mean[c];
+      saved.rstd[c] = static_cast<float>(
+          1.0 / std::sqrt(static_cast<double>(running.var[c]) + kBatchNormEps));
+    }
   }
+  k_->batchnorm2d_forward_apply(out, inp, saved.mean, saved.rstd, bn.weight, bn.bias, residual,
+                                relu, N, C, HW);
+}
+
+void ResnetModel::batchnorm_backward(float* dinp, const BatchNormTensors& grad, const float* dout,
+                                     const float* relu_out, const float* inp,
+                                     const BatchNormTensors& bn, const BatchStatistics& saved,
+                                     i64 N, i64 C, i64 HW) {
+  double* sums = batchnorm_sums_.data();
+  k_->batchnorm2d_backward_sums(sums, grad.weight, grad.bias, dout, relu_out, inp, saved.mean,
+                                saved.rstd, N, C, HW);
+  gradient_ready(grad.weight, 2 * C);  // weight and bias are adjacent: one range
+  sums[2 * C] = static_cast<double>(N * HW);
+  reduce_batchnorm_sums(C);
+  k_->batchnorm2d_backward_apply(dinp, dout, relu_out, inp, bn.weight, saved.mean, saved.rstd,
+                                 sums, sums[2 * C], N, C, HW);
 }
 
 // inp (N, IC, H, W) -> a.blocks[b].out (N, OC, OH, OW)
@@ -287,26 +320,22 @@ void ResnetModel::block_forward(std::size_t b, const float* inp, i64 N, bool tra
   const BlockRunningStatistics& r = statistics_.blocks[b];
   const BlockActivations& a = acts_.blocks[b];
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
-  const i64 OHW = OH * OH, n = N * OC * OHW;
-  float* bn_out = acts_.bn_out;  // (N, OC, OH, OW) scratch
+  const i64 OHW = OH * OH;
 
-  // main path: relu(bn1(conv1(x))) -> bn2(conv2(.))
-  k_->conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
-  batchnorm_forward(bn_out, a.bn1, r.bn1, a.conv1, p.bn1, N, OC, OHW, training);
-  k_->relu_forward(a.relu1, bn_out, n);
-  k_->conv2d_forward(a.conv2, a.relu1, p.conv2, nullptr, N, OC, OH, OH, OC, 3, 3, 1, 1);
-  batchnorm_forward(bn_out, a.bn2, r.bn2, a.conv2, p.bn2, N, OC, OHW, training);
   // shortcut: x, or bn(conv1×1(x)) when the stride or the width changes
   const float* shortcut = inp;
   if (s.shortcut_conv) {
     k_->conv2d_forward(a.shortcut_conv, inp, p.shortcut_conv, nullptr, N, IC, H, H, OC, 1, 1,
                        s.stride, 0);
     batchnorm_forward(acts_.shortcut_bn_out, a.shortcut_bn, r.shortcut_bn, a.shortcut_conv,
-                      p.shortcut_bn, N, OC, OHW, training);
+                      p.shortcut_bn, nullptr, false, N, OC, OHW, training);
     shortcut = acts_.shortcut_bn_out;
   }
-  k_->residual_forward(acts_.residual_sum, bn_out, shortcut, n);
-  k_->relu_forward(a.out, acts_.residual_sum, n);
+  // main path: relu(bn1(conv1(x))) -> relu(bn2(conv2(.)) + shortcut)
+  k_->conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
+  batchnorm_forward(a.relu1, a.bn1, r.bn1, a.conv1, p.bn1, nullptr, true, N, OC, OHW, training);
+  k_->conv2d_forward(a.conv2, a.relu1, p.conv2, nullptr, N, OC, OH, OH, OC, 3, 3, 1, 1);
+  batchnorm_forward(a.out, a.bn2, r.bn2, a.conv2, p.bn2, shortcut, true, N, OC, OHW, training);
 }
 
 float ResnetModel::forward(const float* images, const std::int32_t* labels, i64 N, bool training) {
@@ -331,9 +360,8 @@ float ResnetModel::forward(const float* images, const std::int32_t* labels, i64 
   k_->conv2d_forward(a.stem_conv, a.images, p.stem_conv, nullptr, N, IC, S, S, C0,
                      config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                      config_.stem_kernel / 2);
-  batchnorm_forward(a.bn_out, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn, N, C0,
-                    S0 * S0, training);
-  k_->relu_forward(a.stem_relu, a.bn_out, N * C0 * S0 * S0);
+  batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn, nullptr,
+                    true, N, C0, S0 * S0, training);
   // the stages
   const float* x = a.stem_relu;  // (N, C, H, W), the input of the next block
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
@@ -357,44 +385,38 @@ void ResnetModel::zero_grad() {
   std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
 }
 
-// dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=.
-// inp is the block's forward input.
+// dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=, each
+// layer's reported as soon as it is final. inp is the block's forward input.
 void ResnetModel::block_backward(std::size_t b, float* dinp, const float* dout, const float* inp,
                                  i64 N) {
   const ResnetBlockShape& s = blocks_[b];
   const BlockTensors& p = params_.blocks[b];
   const BlockTensors& g = grads_.blocks[b];
   const BlockActivations& a = acts_.blocks[b];
-  ActivationGradients& d = acts_grads_;
+  const ActivationGradients& d = acts_grads_;
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   const i64 OHW = OH * OH, n = N * OC * OHW;
-  for (float* scratch : {d.dresidual_sum, d.dbn2_out, d.dconv2, d.drelu1, d.dbn1_out, d.dconv1,
-                         d.dshortcut_bn_out, d.dshortcut_conv}) {
-    zero(scratch, n);
-  }
 
-  // out = relu(bn2_out + shortcut)
-  k_->relu_backward(d.dresidual_sum, a.out, dout, n);
+  // out = relu(bn2_out + shortcut): both branches see dout masked by out > 0
+  batchnorm_backward(d.dconv2, g.bn2, dout, a.out, a.conv2, p.bn2, a.bn2, N, OC, OHW);
   if (s.shortcut_conv) {
-    k_->residual_backward(d.dbn2_out, d.dshortcut_bn_out, d.dresidual_sum, n);
-    k_->batchnorm2d_backward(d.dshortcut_conv, g.shortcut_bn.weight, g.shortcut_bn.bias,
-                             d.dshortcut_bn_out, a.shortcut_conv, p.shortcut_bn.weight,
-                             a.shortcut_bn.mean, a.shortcut_bn.rstd, N, OC, OHW);
+    batchnorm_backward(d.dshortcut_conv, g.shortcut_bn, dout, a.out, a.shortcut_conv,
+                       p.shortcut_bn, a.shortcut_bn, N, OC, OHW);
     k_->conv2d_backward(dinp, g.shortcut_conv, nullptr, d.dshortcut_conv, inp, p.shortcut_conv, N,
                         IC, H, H, OC, 1, 1, s.stride, 0);
+    gradient_ready(g.shortcut_conv, OC * IC);
   } else {
-    k_->residual_backward(d.dbn2_out, dinp, d.dresidual_sum, n);  // identity: straight to dinp
+    k_->relu_backward(dinp, a.out, dout, n);  // identity: straight to dinp
   }
   // main path, last layer first
-  k_->batchnorm2d_backward(d.dconv2, g.bn2.weight, g.bn2.bias, d.dbn2_out, a.conv2, p.bn2.weight,
-                           a.bn2.mean, a.bn2.rstd, N, OC, OHW);
+  zero(d.drelu1, n);
   k_->conv2d_backward(d.drelu1, g.conv2, nullptr, d.dconv2, a.relu1, p.conv2, N, OC, OH, OH, OC, 3,
                       3, 1, 1);
-  k_->relu_backward(d.dbn1_out, a.relu1, d.drelu1, n);
-  k_->batchnorm2d_backward(d.dconv1, g.bn1.weight, g.bn1.bias, d.dbn1_out, a.conv1, p.bn1.weight,
-                           a.bn1.mean, a.bn1.rstd, N, OC, OHW);
+  gradient_ready(g.conv2, OC * OC * 9);
+  batchnorm_backward(d.dconv1, g.bn1, d.drelu1, a.relu1, a.conv1, p.bn1, a.bn1, N, OC, OHW);
   k_->conv2d_backward(dinp, g.conv1, nullptr, d.dconv1, inp, p.conv1, N, IC, H, H, OC, 3, 3,
                       s.stride, 1);
+  gradient_ready(g.conv1, OC * IC * 9);
 }
 
 void ResnetModel::backward() {
@@ -416,6 +438,7 @@ void ResnetModel::backward() {
   k_->crossentropy_backward(d.dlogits, a.probs, labels_, d.dlosses, N, classes);
   k_->matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
                       features, classes);
+  gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
   k_->global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
 
   // the blocks, last to first; dout is the gradient of block b's output, din of its input
@@ -431,15 +454,13 @@ void ResnetModel::backward() {
 
   // stem, dout = d(stem_relu); the images need no gradient
   const i64 IC = config_.image_channels, S = config_.image_size;
-  const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_), n = N * C0 * S0 * S0;
-  zero(d.dbn1_out, n);
-  zero(d.dconv1, n);
-  k_->relu_backward(d.dbn1_out, a.stem_relu, dout, n);
-  k_->batchnorm2d_backward(d.dconv1, g.stem_bn.weight, g.stem_bn.bias, d.dbn1_out, a.stem_conv,
-                           p.stem_bn.weight, a.stem_bn.mean, a.stem_bn.rstd, N, C0, S0 * S0);
+  const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
+  batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,
+                     C0, S0 * S0);
   k_->conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.images, p.stem_conv, N, IC, S, S,
                       C0, config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                       config_.stem_kernel / 2);
+  gradient_ready(g.stem_conv, C0 * IC * config_.stem_kernel * config_.stem_kernel);
 }
 
 std::vector<ParameterView> ResnetModel::parameter_views() {

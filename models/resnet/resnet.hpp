@@ -1,9 +1,12 @@
 // resnet-mini, llm.c style: parameters, gradients, BatchNorm running statistics, activations
 // each in one tracked allocation with named views. Leaves out bottleneck blocks, the max-pool
-// stem (resnet-18/50 are cost-model specs only), mixed precision and parallelism.
+// stem (resnet-18/50 are cost-model specs only), mixed precision and communication itself:
+// data parallelism plugs in through two hooks (a BatchNorm sum reducer, a gradient-ready
+// callback), so models never depend on MPI.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -120,31 +123,32 @@ struct ActivationTensors {
   float* logits;       // (N, classes)
   float* probs;        // (N, classes)
   float* losses;       // (N)
-  // Scratch, (N, max C·H·W), reused by every layer: BatchNorm outputs die at the ReLU or
-  // the residual add that follows them, and the sum at the ReLU.
-  float* bn_out;
+  // Scratch, (N, max C·H·W), reused by every block: the shortcut's BatchNorm output dies at
+  // the residual add, which is fused (with the ReLUs) into the BatchNorm passes.
   float* shortcut_bn_out;
-  float* residual_sum;
 };
 
 // Backward scratch, each (N, max C·H·W) after the head's: the gradients of a block's output
-// and input (swapped block by block) and of one block's inner tensors, reused by every block
-// (dbn1_out and dconv1 also by the stem).
+// and input (swapped block by block) and of one block's convolution outputs, reused by every
+// block (dconv1 also by the stem). The ReLU masks and the residual split are fused into the
+// BatchNorm backward, which overwrites dconv*: only dblock_in and drelu1 (sums of
+// convolution backwards) are zeroed each block.
 struct ActivationGradients {
   float* dlosses;           // (N) 1/N: the loss is the mean
   float* dlogits;           // (N, classes)
   float* dpooled;           // (N, 64)
   float* dblock_out;
   float* dblock_in;
-  float* dresidual_sum;
-  float* dbn2_out;
   float* dconv2;
   float* drelu1;
-  float* dbn1_out;
   float* dconv1;
-  float* dshortcut_bn_out;
   float* dshortcut_conv;
 };
+
+// all_reduce_sum(values): replaces values by their sum over every data-parallel rank.
+using BatchnormReducer = std::function<void(std::span<double>)>;
+// (offset, count) in floats into gradients_flat(): that range is final for this backward().
+using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64_t count)>;
 
 // Bytes of the forward activations (images included, labels not) and of the backward
 // scratch for N images, float32.
@@ -172,6 +176,19 @@ class ResnetModel {
   // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients.
   void backward();
 
+  // Synchronised BatchNorm: when set, training-mode BatchNorm forms its batch statistics (and
+  // its backward its Σdy, Σdy·norm) over every rank's batch, the per-channel sums and the
+  // element count passed through all_reduce_sum. Every rank must call forward/backward
+  // with the same training flag. Empty function: local statistics (the default).
+  void set_batchnorm_reducer(BatchnormReducer all_reduce_sum) {
+    batchnorm_reducer_ = std::move(all_reduce_sum);
+  }
+  // Called during backward() as each layer's parameter gradients become final, fc first and
+  // the stem last; over one backward() the ranges tile [0, parameter_count()) exactly once.
+  void set_gradient_ready_callback(GradientReadyCallback on_ready) {
+    gradient_ready_ = std::move(on_ready);
+  }
+
   const ResnetConfig& config() const { return config_; }
   kernels::Backend backend() const { return backend_; }
   std::int64_t max_batch() const { return max_batch_; }
@@ -194,10 +211,21 @@ class ResnetModel {
  private:
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
   void reset_running_statistics();
-  // inp (N, C, HW) -> out (N, C, HW); training: batch statistics into saved, running updated.
-  void batchnorm_forward(float* out, const BatchStatistics& saved, const RunningStatistics& running,
-                         const float* inp, const BatchNormTensors& bn, std::int64_t N,
-                         std::int64_t C, std::int64_t HW, bool training);
+  // inp (N, C, HW) -> out (N, C, HW) = [relu](bn(inp) [+ residual]), training or eval.
+  void batchnorm_forward(float* out, const BatchStatistics& saved,
+                         const RunningStatistics& running, const float* inp,
+                         const BatchNormTensors& bn, const float* residual, bool relu,
+                         std::int64_t N, std::int64_t C, std::int64_t HW, bool training);
+  // dout (N, C, HW), with relu_out the forward's output when it had a ReLU -> dinp (N, C, HW)
+  // overwritten; dweight, dbias += and reported ready.
+  void batchnorm_backward(float* dinp, const BatchNormTensors& grad, const float* dout,
+                          const float* relu_out, const float* inp, const BatchNormTensors& bn,
+                          const BatchStatistics& saved, std::int64_t N, std::int64_t C,
+                          std::int64_t HW);
+  // The reducer over sums (2C + 1: two per channel and the count), when one is set.
+  void reduce_batchnorm_sums(std::int64_t C);
+  // Reports [first, first + count) of the gradients as final.
+  void gradient_ready(const float* first, std::int64_t count);
   void block_forward(std::size_t b, const float* inp, std::int64_t N, bool training);
   void block_backward(std::size_t b, float* dinp, const float* dout, const float* inp,
                       std::int64_t N);
@@ -223,6 +251,10 @@ class ResnetModel {
 
   std::int64_t last_N_ = 0;
   bool backward_ready_ = false;  // the last forward was a training forward with labels
+
+  BatchnormReducer batchnorm_reducer_;
+  GradientReadyCallback gradient_ready_;
+  std::vector<double> batchnorm_sums_;  // (2·max C + 1) per-channel sums and the count
 };
 
 }  // namespace sb::resnet

@@ -3,7 +3,9 @@
 // ground truth), cpu/ (Kokkos OpenMP + OpenBLAS, float), cuda/ (CUDA + cuBLAS, float, device
 // pointers). Leaves out
 // autograd: backward kernels ACCUMULATE (+=) into gradient buffers, llm.c style, so the
-// caller zeroes gradients once per step.
+// caller zeroes gradients once per step. One exception, marked "=" below:
+// batchnorm2d_backward_apply OVERWRITES dinp, whose caller owns a fresh buffer for it (a
+// convolution's output gradient), so that no per-step zeroing pass is needed.
 #pragma once
 
 #include <cstdint>
@@ -101,6 +103,37 @@ using i64 = std::int64_t;
 #define SB_DECLARE_BATCHNORM2D_BACKWARD(T)                                                 \
   void batchnorm2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,     \
                             const T* weight, const T* mean, const T* rstd, i64 N, i64 C, i64 HW)
+// ---- BatchNorm2d split at its reductions, so that the per-channel sums can be all-reduced
+// across ranks in between (synchronised BatchNorm); unsynchronised, count = N·HW. Sums are
+// double: [first (C) | second (C)]. norm = (x - mean) rstd.
+// inp (N,C,HW) -> sums (2,C) = [Σx | Σx²] over N·HW (overwritten)
+#define SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(T) \
+  void batchnorm2d_channel_sums(double* sums, const T* inp, i64 N, i64 C, i64 HW)
+// sums (2,C) of `count` values per channel -> mean (C), rstd (C) = 1/sqrt(biased var + eps);
+// running_mean/var (C) r = (1 - momentum)·r + momentum·stat, with the UNBIASED variance
+#define SB_DECLARE_BATCHNORM2D_STATISTICS(T)                                               \
+  void batchnorm2d_statistics(T* mean, T* rstd, T* running_mean, T* running_var,            \
+                              const double* sums, double count, i64 C, double momentum,     \
+                              double eps)
+// inp (N,C,HW), mean/rstd/weight/bias (C), residual (N,C,HW) or nullptr ->
+// out (N,C,HW) = norm·weight + bias (+ residual), then max(·, 0) when relu
+#define SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(T)                                             \
+  void batchnorm2d_forward_apply(T* out, const T* inp, const T* mean, const T* rstd,         \
+                                 const T* weight, const T* bias, const T* residual, bool relu, \
+                                 i64 N, i64 C, i64 HW)
+// dy = dout·[relu_out > 0] (relu_out: the forward_apply output when it had relu, else
+// nullptr and dy = dout); dout, relu_out, inp (N,C,HW) -> sums (2,C) = [Σdy | Σdy·norm]
+// over this call's N·HW (overwritten); dweight (C) += Σdy·norm, dbias (C) += Σdy
+#define SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(T)                                             \
+  void batchnorm2d_backward_sums(double* sums, T* dweight, T* dbias, const T* dout,          \
+                                 const T* relu_out, const T* inp, const T* mean, const T* rstd, \
+                                 i64 N, i64 C, i64 HW)
+// sums (2,C) of backward_sums over `count` values (all ranks' when synchronised) ->
+// dinp (N,C,HW) = weight·rstd·(dy - Σdy/count - norm·Σdy·norm/count)   (OVERWRITTEN)
+#define SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(T)                                            \
+  void batchnorm2d_backward_apply(T* dinp, const T* dout, const T* relu_out, const T* inp,   \
+                                  const T* weight, const T* mean, const T* rstd,             \
+                                  const double* sums, double count, i64 N, i64 C, i64 HW)
 // inp (N) -> out (N) = max(x, 0)
 #define SB_DECLARE_RELU_FORWARD(T) void relu_forward(T* out, const T* inp, i64 N)
 // out (N) the forward's output, dout (N) -> dinp (N) += dout · [out > 0]
@@ -141,6 +174,11 @@ using i64 = std::int64_t;
   X(batchnorm2d_forward_train, SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN) \
   X(batchnorm2d_forward_eval, SB_DECLARE_BATCHNORM2D_FORWARD_EVAL)   \
   X(batchnorm2d_backward, SB_DECLARE_BATCHNORM2D_BACKWARD)           \
+  X(batchnorm2d_channel_sums, SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS)   \
+  X(batchnorm2d_statistics, SB_DECLARE_BATCHNORM2D_STATISTICS)       \
+  X(batchnorm2d_forward_apply, SB_DECLARE_BATCHNORM2D_FORWARD_APPLY) \
+  X(batchnorm2d_backward_sums, SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS) \
+  X(batchnorm2d_backward_apply, SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY) \
   X(relu_forward, SB_DECLARE_RELU_FORWARD)             \
   X(relu_backward, SB_DECLARE_RELU_BACKWARD)           \
   X(global_avgpool_forward, SB_DECLARE_GLOBAL_AVGPOOL_FORWARD)   \

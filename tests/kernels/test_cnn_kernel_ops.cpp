@@ -13,7 +13,8 @@ namespace {
 template <class Op>
 class CnnKernelOpTest : public ::testing::Test {};
 
-using CnnKernelOps = ::testing::Types<Conv2dOp, Batchnorm2dOp, ReluOp, GlobalAvgpoolOp>;
+using CnnKernelOps =
+    ::testing::Types<Conv2dOp, Batchnorm2dOp, Batchnorm2dSplitOp, ReluOp, GlobalAvgpoolOp>;
 
 struct OpNames {
   template <class Op>

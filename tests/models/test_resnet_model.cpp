@@ -146,16 +146,16 @@ TEST(ResnetMemory, TrackedBytesAreExact) {
   EXPECT_EQ(tracker.usage().total_current, 0);
 
   // Per image: the input, stem conv and ReLU, per block conv1, relu1, conv2, out (+ the
-  // shortcut conv), pooled, logits, probs, loss, and three scratch tensors of the largest
+  // shortcut conv), pooled, logits, probs, loss, and one scratch tensor of the largest
   // (16, 28, 28). The BatchNorm batch statistics (2 per channel) do not grow with N.
   const std::int64_t big = 16 * 28 * 28, mid = 32 * 14 * 14, small = 64 * 7 * 7;
   const std::int64_t per_image = 28 * 28 + 2 * big + 2 * 4 * big + (5 + 4) * mid +
-                                 (5 + 4) * small + 64 + 10 + 10 + 1 + 3 * big;
+                                 (5 + 4) * small + 64 + 10 + 10 + 1 + big;
   EXPECT_EQ(resnet_activation_bytes(config, 2) - resnet_activation_bytes(config, 1), 4 * per_image);
   EXPECT_EQ(resnet_activation_bytes(config, 1) - 4 * per_image,
             4 * 2 * resnet_batchnorm_channels(config));
-  // the head's three gradients, then ten block-sized scratch tensors
-  EXPECT_EQ(resnet_activation_gradient_bytes(config, 3), 4 * 3 * (1 + 10 + 64 + 10 * big));
+  // the head's three gradients, then six block-sized scratch tensors
+  EXPECT_EQ(resnet_activation_gradient_bytes(config, 3), 4 * 3 * (1 + 10 + 64 + 6 * big));
 }
 
 TEST(ResnetInit, StatisticsAndDeterminism) {

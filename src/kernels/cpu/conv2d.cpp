@@ -1,5 +1,6 @@
-// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images with single-threaded
-// sgemm inside. Leaves out Winograd/FFT and direct (im2col-free) kernels, dilation and groups.
+// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images (or groups of small
+// images) with single-threaded sgemm inside. Leaves out Winograd/FFT and direct (im2col-free)
+// kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
@@ -58,10 +59,19 @@ ValidColumns valid_columns(const ConvGeometry& g, i64 kw) {
   return {begin, std::max(begin, end), offset};
 }
 
+// The zero runs of im2col are a few floats (a padding column, one row): stores, without GCC
+// turning the loops back into memset calls.
+#if defined(__GNUC__) && !defined(__clang__)
+#define SB_NO_MEMSET_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SB_NO_MEMSET_LOOPS
+#endif
+
 // Row (c, kh, kw) of cols when stride is 1 and OW == W ("same" width): the valid outputs read
 // the plane c shifted by a constant, so the span from the first valid output to the last is
 // one copy; the few columns in it that fall in the left/right padding are zeroed afterwards.
 // One memcpy per tap instead of one per output row: small images (7x7) are call-bound.
+SB_NO_MEMSET_LOOPS
 void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g, i64 c, i64 kh,
                            ValidColumns valid) {
   const i64 y0 = std::max<i64>(0, g.pad - kh), y1 = std::min(g.OH, g.H + g.pad - kh);
@@ -71,23 +81,28 @@ void im2col_same_width_row(float* row, const float* image, const ConvGeometry& g
   }
   const i64 first = y0 * g.OW + valid.begin, last = (y1 - 1) * g.OW + valid.end;
   const i64 shift = (c * g.H + kh - g.pad) * g.W + valid.offset;  // image index - cols index
-  std::fill(row, row + first, 0.0f);
+  for (i64 i = 0; i < first; ++i) row[i] = 0.0f;
   std::copy(image + first + shift, image + last + shift, row + first);
-  std::fill(row + last, row + g.positions(), 0.0f);
+  for (i64 i = last; i < g.positions(); ++i) row[i] = 0.0f;
+  // A few columns per row (the padding): plain stores, not a memset call each.
   for (i64 y = y0; y < y1; ++y) {
     float* dst = row + y * g.OW;
-    if (y > y0) std::fill(dst, dst + valid.begin, 0.0f);
-    if (y + 1 < y1) std::fill(dst + valid.end, dst + g.OW, 0.0f);
+    if (y > y0)
+      for (i64 x = 0; x < valid.begin; ++x) dst[x] = 0.0f;
+    if (y + 1 < y1)
+      for (i64 x = valid.end; x < g.OW; ++x) dst[x] = 0.0f;
   }
 }
 
-// image (C,H,W) -> cols (C·KH·KW, OH·OW), zeros where a tap falls in the padding.
-void im2col(float* cols, const float* image, const ConvGeometry& g) {
+// image (C,H,W) -> cols (C·KH·KW, OH·OW) with row stride ld >= OH·OW (a wider ld lays
+// several images' patch matrices side by side), zeros where a tap falls in the padding.
+SB_NO_MEMSET_LOOPS
+void im2col(float* cols, const float* image, const ConvGeometry& g, i64 ld) {
   const bool same_width = g.stride == 1 && g.OW == g.W;
   for (i64 c = 0; c < g.C; ++c)
     for (i64 kh = 0; kh < g.KH; ++kh)
       for (i64 kw = 0; kw < g.KW; ++kw) {
-        float* row = cols + ((c * g.KH + kh) * g.KW + kw) * g.positions();
+        float* row = cols + ((c * g.KH + kh) * g.KW + kw) * ld;
         const ValidColumns valid = valid_columns(g, kw);
         if (same_width) {
           im2col_same_width_row(row, image, g, c, kh, valid);
@@ -101,9 +116,9 @@ void im2col(float* cols, const float* image, const ConvGeometry& g) {
             continue;
           }
           const float* src = image + (c * g.H + ih) * g.W;
-          std::fill(dst, dst + valid.begin, 0.0f);
+          for (i64 x = 0; x < valid.begin; ++x) dst[x] = 0.0f;
           for (i64 x = valid.begin; x < valid.end; ++x) dst[x] = src[x * g.stride + valid.offset];
-          std::fill(dst + valid.end, dst + g.OW, 0.0f);
+          for (i64 x = valid.end; x < g.OW; ++x) dst[x] = 0.0f;
         }
       }
 }
@@ -175,33 +190,56 @@ float* weight_partials_scratch(i64 count) {
 
 }  // namespace
 
-// Per image n: out_n (OC, OH·OW) = weight (OC, C·KH·KW) · cols_n, bias rows written first
-// and accumulated onto (beta = 1). Images are independent, one per task.
+// Images with few output positions (7x7, 14x14) are taken in groups whose patch matrices
+// sit side by side, cols (C·KH·KW, g·OH·OW), so that one product has up to kGroupPositions
+// columns (16 images of 7x7, 4 of 14x14): per-image products that narrow spend their time in packing and edge cases.
+constexpr i64 kGroupPositions = 800;
+
+// Per group of images: out_g (OC, g·OH·OW) = weight (OC, C·KH·KW) · cols_g, then each image's
+// columns copied to out_n (OC, OH·OW) (a single image writes out_n directly); bias rows are
+// written first and accumulated onto (beta = 1). Groups are independent, one per task.
 SB_DECLARE_CONV2D_FORWARD(float) {
   const ConvGeometry g = make_geometry("conv2d_forward", C, H, W, OC, KH, KW, stride, pad);
   const i64 patch = g.patch(), positions = g.positions();
-  parallel_for_each("sb::conv2d_forward", N, [=](i64 n) {
-    const float* image = inp + n * C * H * W;
-    float* out_n = out + n * OC * positions;
-    const float* cols = image;
+  // As many groups as that allows, at least one per thread, images spread evenly.
+  const i64 widest = g.is_pointwise() ? 1 : std::max<i64>(1, kGroupPositions / positions);
+  const i64 groups =
+      std::min(N, std::max((N + widest - 1) / widest, i64{HostSpace().concurrency()}));
+  parallel_for_each_dynamic("sb::conv2d_forward", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
+    const i64 width = count * positions;  // columns of cols and of the product
+    float* out_first = out + n_begin * OC * positions;
+    const float* cols = inp + n_begin * C * H * W;  // pointwise: the image itself
+    float* product = out_first;
     if (!g.is_pointwise()) {
-      float* scratch = thread_scratch(patch * positions);
-      im2col(scratch, image, g);
+      float* scratch = thread_scratch(patch * width + (count > 1 ? OC * width : 0));
+      for (i64 j = 0; j < count; ++j)
+        im2col(scratch + j * positions, inp + (n_begin + j) * C * H * W, g, width);
       cols = scratch;
+      if (count > 1) product = scratch + patch * width;
     }
     if (bias) {
-      for (i64 o = 0; o < OC; ++o)
-        std::fill(out_n + o * positions, out_n + (o + 1) * positions, bias[o]);
+      for (i64 o = 0; o < OC; ++o) std::fill(product + o * width, product + (o + 1) * width, bias[o]);
     }
-    sgemm(CblasNoTrans, CblasNoTrans, OC, positions, patch, weight, patch, cols, positions,
-          bias ? 1.0f : 0.0f, out_n, positions);
+    sgemm(CblasNoTrans, CblasNoTrans, OC, width, patch, weight, patch, cols, width,
+          bias ? 1.0f : 0.0f, product, width);
+    if (product == out_first) return;
+    for (i64 j = 0; j < count; ++j)
+      for (i64 o = 0; o < OC; ++o)
+        std::copy(product + o * width + j * positions, product + o * width + (j + 1) * positions,
+                  out_first + (j * OC + o) * positions);
   });
 }
 
-// Per image n, with cols_n rebuilt from the input:
+// Per image n:
+//   transposed (stride 1, see dinp_as_convolution): one patch matrix, tcols_n = the transposed
+//   im2col of dout_n (OC·KH·KW, H·W), serves both products: dinp_n += flipped · tcols_n, and
+//   tcols_n · image_nᵀ (OC·KH·KW, C) is dweight with (kh, kw) flipped and c innermost, so
+//   the partials are kept in that layout and permuted once when added to dweight;
+//   otherwise, with cols_n rebuilt from the input:
 //   dweight += dout_n (OC, OH·OW) · cols_nᵀ   into the partial of n's group, summed later;
-//   dinp_n += the transposed convolution of dout_n (stride 1, see dinp_as_convolution), or
-//   weightᵀ · dout_n directly (1x1, stride 1), or dcols = weightᵀ · dout_n col2im-added;
+//   dinp_n += weightᵀ · dout_n directly (1x1, stride 1), or dcols = weightᵀ · dout_n
+//   col2im-added;
 //   images own their dinp_n, so there are no races;
 //   dbias += row sums of dout_n, per output channel.
 // Groups are contiguous image ranges, each summed in image order, and the partials are added
@@ -218,20 +256,55 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   float* flipped = partials + groups * weight_size;  // (C, OC·KH·KW) when transposed
   if (transposed) transpose_flip_weight(flipped, weight, g);
   // cols_n, then dcols (patch, positions) or the transposed im2col of dout_n (OC·KH·KW, H·W)
-  const i64 cols_size = g.is_pointwise() ? 0 : patch * positions;
+  const i64 cols_size = g.is_pointwise() || transposed ? 0 : patch * positions;
+  // transposed: a chunk of the group's images at a time, their patch matrices side by side
+  // (as in the forward), with the images gathered and the dinp product before its scatter.
+  const i64 chunk = transposed ? std::max<i64>(1, kGroupPositions / (H * W)) : 1;
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
-                                : transposed                ? gt.patch() * gt.positions()
-                                                            : patch * positions;
-  parallel_for_each("sb::conv2d_backward::images", groups, [=](i64 group) {
+                                : transposed ? (gt.patch() + 2 * C) * chunk * H * W
+                                             : patch * positions;
+  parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
     float* scratch = thread_scratch(cols_size + dinp_scratch_size);
+    if (transposed) {
+      const i64 HW = H * W;
+      for (i64 n0 = n_begin; n0 < n_end; n0 += chunk) {
+        const i64 count = std::min(chunk, n_end - n0), width = count * HW;
+        float* tcols = scratch;  // (OC·KH·KW, width)
+        for (i64 j = 0; j < count; ++j)
+          im2col(tcols + j * HW, dout + (n0 + j) * OC * positions, gt, width);
+        const float* images = inp + n0 * C * HW;  // (C, width): one image as it lies
+        float* product = dinp + n0 * C * HW;      // (C, width): accumulated in place
+        if (count > 1) {
+          float* gathered = tcols + gt.patch() * width;
+          for (i64 j = 0; j < count; ++j)
+            for (i64 c = 0; c < C; ++c)
+              std::copy(images + (j * C + c) * HW, images + (j * C + c + 1) * HW,
+                        gathered + c * width + j * HW);
+          images = gathered;
+          product = gathered + C * width;
+        }
+        sgemm(CblasNoTrans, CblasTrans, gt.patch(), C, width, tcols, width, images, width,
+              n0 == n_begin ? 0.0f : 1.0f, partial, C);
+        sgemm(CblasNoTrans, CblasNoTrans, C, width, gt.patch(), flipped, gt.patch(), tcols, width,
+              count > 1 ? 0.0f : 1.0f, product, width);
+        if (count == 1) continue;
+        for (i64 j = 0; j < count; ++j)
+          for (i64 c = 0; c < C; ++c) {
+            float* dst = dinp + ((n0 + j) * C + c) * HW;
+            const float* src = product + c * width + j * HW;
+            for (i64 i = 0; i < HW; ++i) dst[i] += src[i];
+          }
+      }
+      return;
+    }
     for (i64 n = n_begin; n < n_end; ++n) {
       const float* image = inp + n * C * H * W;
       const float* dout_n = dout + n * OC * positions;
       const float* cols = image;
       if (!g.is_pointwise()) {
-        im2col(scratch, image, g);
+        im2col(scratch, image, g, positions);
         cols = scratch;
       }
       sgemm(CblasNoTrans, CblasTrans, OC, patch, positions, dout_n, positions, cols, positions,
@@ -242,10 +315,6 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
       if (g.is_pointwise()) {  // dinp_n (C, HW) += weightᵀ · dout_n
         sgemm(CblasTrans, CblasNoTrans, C, positions, OC, weight, C, dout_n, positions, 1.0f,
               dinp_n, positions);
-      } else if (transposed) {
-        im2col(dinp_scratch, dout_n, gt);
-        sgemm(CblasNoTrans, CblasNoTrans, C, H * W, gt.patch(), flipped, gt.patch(), dinp_scratch,
-              H * W, 1.0f, dinp_n, H * W);
       } else {
         sgemm(CblasTrans, CblasNoTrans, patch, positions, OC, weight, patch, dout_n, positions,
               0.0f, dinp_scratch, positions);
@@ -262,8 +331,18 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
                           const float* partial = partials + group * weight_size;
                           for (i64 i = begin; i < end; ++i) sum[i] += partial[i];
                         }
+                        if (transposed) return;
                         for (i64 i = begin; i < end; ++i) dweight[i] += sum[i];
                       });
+  if (transposed) {  // sum (OC, KH, KW, C) with (kh, kw) flipped -> dweight (OC, C, KH, KW)
+    parallel_for_each("sb::conv2d_backward::dweight_transposed", OC, [=](i64 o) {
+      for (i64 c = 0; c < C; ++c)
+        for (i64 kh = 0; kh < KH; ++kh)
+          for (i64 kw = 0; kw < KW; ++kw)
+            dweight[((o * C + c) * KH + kh) * KW + kw] +=
+                partials[((o * KH + (KH - 1 - kh)) * KW + (KW - 1 - kw)) * C + c];
+    });
+  }
   if (!dbias) return;
   parallel_for_each("sb::conv2d_backward::dbias", OC, [=](i64 o) {
     double sum = 0;  // N·OH·OW terms: images' row sums are added in double

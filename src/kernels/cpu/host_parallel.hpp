@@ -40,6 +40,19 @@ void parallel_for_each(const char* label, i64 count, const Body& body) {
   HostSpace().fence();
 }
 
+// The same, handing out one index at a time to whichever thread is free: for a few dozen
+// heavy tasks (a convolution's image groups), where a thread slowed by another process on its
+// core would otherwise hold up the whole loop. Results must not depend on the thread that
+// ran a task, as for parallel_for_each.
+template <class Body>
+void parallel_for_each_dynamic(const char* label, i64 count, const Body& body) {
+  require_parallel_runtime(label);
+  using DynamicRange =
+      Kokkos::RangePolicy<HostSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<i64>>;
+  Kokkos::parallel_for(label, DynamicRange(0, count, Kokkos::ChunkSize(1)), body);
+  HostSpace().fence();
+}
+
 // body(begin, end) over [0, n) cut into chunks of `chunk`; the cut depends on n only, never on
 // the thread count.
 template <class Body>
