@@ -44,6 +44,9 @@ class ImageClassificationTask final : public TrainingTask {
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum) override {
+    model_.set_batchnorm_reducer(std::move(all_reduce_sum));
+  }
 
   // Every rank draws the same shuffled global batch and trains its own images of it.
   double forward_backward(std::int64_t step) override {
@@ -56,9 +59,11 @@ class ImageClassificationTask final : public TrainingTask {
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const std::int64_t first = shard_.rank * local + m * micro_;
       loss += model_.forward(images_.data() + first * image_size, labels_.data() + first, micro_, true);
+      if (sync_ && m + 1 == accumulation)
+        model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
       model_.backward();
+      model_.set_gradient_ready_callback({});
     }
-    if (sync_) sync_->ready(0, static_cast<std::int64_t>(model_.gradients_flat().size()));
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
   }

@@ -52,6 +52,15 @@ std::string gpt_yaml(int dp, int zero, double bucket_mb, bool overlap) {
          ", bucket_mb: " + std::to_string(bucket_mb) + ", overlap: " + (overlap ? "true" : "false") + "}\n";
 }
 
+// resnet-mini on MNIST, SGD with momentum: BatchNorm synchronised over the ranks (the
+// statistics of the whole global batch, as one rank computes them).
+std::string resnet_yaml(int dp, int zero, const char* batchnorm) {
+  return "model: resnet-mini\ndata: {dataset: mnist}\nbatch: {global: 16}\nsteps: 5\nseed: 5\n"
+         "optimizer: {type: sgd, lr: " + std::to_string(kLr * 25) + ", momentum: 0.9, weight_decay: 5.0e-4}\n"
+         "strategy: {dp: " + std::to_string(dp) + ", zero: " + std::to_string(zero) +
+         ", bucket_mb: 0.02, batchnorm: " + batchnorm + "}\n";
+}
+
 struct Trained {
   std::vector<float> initial, parameters;
   std::vector<double> losses;
@@ -88,7 +97,7 @@ Trained train_alone(TrainConfig config) {
   return train(config, *self);
 }
 
-void expect_same_training(const Trained& got, const Trained& want, const std::string& what) {
+void expect_same_training(const Trained& got, const Trained& want, const std::string& what, double lr = kLr) {
   ASSERT_EQ(got.parameters.size(), want.parameters.size());
   ASSERT_EQ(got.initial, want.initial) << what << ": the runs must start from the same weights";
   std::size_t worst = 0;
@@ -101,12 +110,12 @@ void expect_same_training(const Trained& got, const Trained& want, const std::st
     update_squared += update * update;
   }
   const double relative = std::sqrt(difference_squared / update_squared);
-  EXPECT_LE(worst_difference, 1e-2 * kLr) << what << ": parameter " << worst << " is " << got.parameters[worst]
+  EXPECT_LE(worst_difference, 1e-2 * lr) << what << ": parameter " << worst << " is " << got.parameters[worst]
                                           << ", one rank trained " << want.parameters[worst];
   EXPECT_LE(relative, 1e-4) << what << ": relative difference of the 5-step updates";
   if (world().rank() == 0)
     std::printf("%s: largest element difference %.3g (= %.3g lr), relative update difference %.3g\n", what.c_str(),
-                worst_difference, worst_difference / kLr, relative);
+                worst_difference, worst_difference / lr, relative);
   for (int s = 0; s < kSteps; ++s)
     EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << what << ": loss of step " << s + 1;
 }
@@ -140,6 +149,23 @@ TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState)
   std::vector<float> rank0 = zero.parameters;
   world().broadcast(rank0.data(), static_cast<std::int64_t>(rank0.size()), parallel::DataType::f32, 0);
   EXPECT_EQ(rank0, zero.parameters);
+}
+
+TEST(DataParallel, ResnetWithSynchronisedBatchNormTrainsTheSameModelAsOneRank) {
+  const TrainConfig config = config_from(resnet_yaml(world().size(), 0, "sync"));
+  const Trained parallel = train(config, world());
+  EXPECT_GT(parallel.buckets, 2) << "resnet-mini's gradients should travel in several buckets";
+  expect_same_training(parallel, train_alone(config), "resnet sync-BN dp=" + std::to_string(world().size()),
+                       kLr * 25);
+}
+
+TEST(DataParallel, ResnetZeroOneWithSgdEqualsPlainDataParallel) {
+  const Trained plain = train(config_from(resnet_yaml(world().size(), 0, "sync")), world());
+  const Trained zero = train(config_from(resnet_yaml(world().size(), 1, "sync")), world());
+  expect_same_training(zero, plain, "resnet zero-1", kLr * 25);
+  const auto n = static_cast<std::int64_t>(plain.parameters.size());
+  const std::int64_t shard = (n + world().size() - 1) / world().size();
+  EXPECT_EQ(zero.optimizer_bytes, 4 * std::min(shard, n - shard * world().rank()));  // one momentum buffer
 }
 
 // The bytes each rank sent in a step, counted as the ring algorithms hand them to MPI, are
