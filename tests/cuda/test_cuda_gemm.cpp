@@ -1,9 +1,11 @@
 // gemm() per precision against a double-precision product of the same (rounded) inputs, with
-// the GEMM tolerance table; every heuristic candidate of a plan; names and parsing. Leaves
+// the GEMM tolerance table; every heuristic candidate of a plan; autotuning's cache; names and
+// parsing. Leaves
 // out speed (bench/bench_cuda_gemm.cu).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +21,12 @@ using cuda::GemmPrecision;
 
 // |d - exact| <= output_rounding |exact| + accumulation sum_k |a_ik b_jk| (+ |beta d0|), with
 // `exact` the double product of the inputs as stored (already rounded to the storage type).
+// The accumulation term scales with the magnitudes, not with d, so cancellation is allowed
+// for: fp32 sums of K products are within K 2^-24 of them (4e-6 at K = 64, well inside 1e-4).
+// A bf16 GEMM that misses by 1.2e-4 of them, as the 64³ beta = 1 case once did (d[58,1] = 0
+// for an exact 0.00384, magnitudes 32), rounded a partial sum to bf16 (2^-9 of it): cuBLASLt's
+// split-K reductions in the output type do that, so GemmPlan admits fp32 reductions only and
+// the tests below run that case on every candidate.
 struct GemmTolerance {
   GemmPrecision precision;
   double output_rounding, accumulation;
@@ -72,6 +80,10 @@ std::vector<float> to_host_float(cuda::CudaContext& ctx, GemmPrecision precision
   return back.to_host();
 }
 
+// Candidates per plan that the tests check: at least as many as gemm() times.
+constexpr int kCandidatesChecked = 16;
+static_assert(kCandidatesChecked >= cuda::kGemmAutotuneCandidates);
+
 struct GemmCase {
   i64 M, N, K;
   float alpha, beta;
@@ -83,13 +95,21 @@ i64 failures_of(cuda::CudaContext& ctx, GemmPrecision precision, const GemmCase&
   StoredMatrix a = make_stored(ctx, precision, c.M * c.K, 1);
   StoredMatrix b = make_stored(ctx, precision, c.N * c.K, 2);
   StoredMatrix d = make_stored(ctx, precision, c.M * c.N, 3);
+  std::string ran;  // which cuBLASLt algorithm, for the failure message
   if (algorithm < 0) {
     cuda::gemm(ctx, precision, a.stored.data(), b.stored.data(), d.stored.data(), c.M, c.N, c.K,
                c.alpha, c.beta);
+    const cuda::GemmChoice choice = cuda::gemm_choice(ctx, precision, a.stored.data(),
+                                                      b.stored.data(), d.stored.data(), c.M, c.N,
+                                                      c.K, c.beta);  // cached: runs nothing
+    ran = fmt::format("gemm() chose candidate {} ({}), {}", choice.algorithm,
+                      choice.tuned ? "autotuned" : "rank 0",
+                      describe(choice.plan->algorithm_info(choice.algorithm)));
   } else {
-    const cuda::GemmPlan plan(ctx, {c.M, c.N, c.K, precision}, 16);
-    plan.run(algorithm % plan.algorithm_count(), a.stored.data(), b.stored.data(),
-             d.stored.data(), c.alpha, c.beta);
+    const cuda::GemmPlan plan(ctx, {c.M, c.N, c.K, precision}, kCandidatesChecked);
+    const int run = algorithm % plan.algorithm_count();
+    plan.run(run, a.stored.data(), b.stored.data(), d.stored.data(), c.alpha, c.beta);
+    ran = describe(plan.algorithm_info(run));
   }
   const std::vector<float> actual = to_host_float(ctx, precision, d.stored, c.M * c.N);
   const GemmTolerance& tol = gemm_tolerance(precision);
@@ -118,9 +138,9 @@ i64 failures_of(cuda::CudaContext& ctx, GemmPrecision precision, const GemmCase&
     }
   if (failed > 0) {
     ADD_FAILURE() << fmt::format("{} gemm M={} N={} K={} alpha={} beta={} algorithm {}: {} of {} "
-                                 "out of tolerance; worst {} ({})",
+                                 "out of tolerance; worst {} ({}); {}",
                                  to_string(precision), c.M, c.N, c.K, c.alpha, c.beta, algorithm,
-                                 failed, c.M * c.N, worst, tol.reason);
+                                 failed, c.M * c.N, worst, tol.reason, ran);
   }
   return failed;
 }
@@ -136,14 +156,66 @@ TEST_P(CudaGemm, MatchesDoubleReference) {
     EXPECT_EQ(failures_of(ctx, GetParam(), c, -1), 0);
 }
 
-// Every candidate the heuristic offers (the benchmark times them all) computes the same GEMM.
+// Every candidate the heuristic offers (gemm()'s autotuning may pick any of the first
+// kGemmAutotuneCandidates; the benchmark times them all) computes the same GEMM, including
+// the cancelling beta = 1 case.
 TEST_P(CudaGemm, EveryHeuristicCandidateIsCorrect) {
   cuda::CudaContext ctx(0);
-  const cuda::GemmPlan plan(ctx, {192, 256, 512, GetParam()}, 16);
-  ASSERT_GE(plan.algorithm_count(), 1);
-  for (int algorithm = 0; algorithm < plan.algorithm_count(); ++algorithm)
-    EXPECT_EQ(failures_of(ctx, GetParam(), {192, 256, 512, 1.0f, 0.0f}, algorithm), 0)
-        << "algorithm " << algorithm;
+  for (const GemmCase& c : {GemmCase{192, 256, 512, 1.0f, 0.0f}, GemmCase{64, 64, 64, 1.0f, 1.0f},
+                            GemmCase{129, 256, 1024, 0.5f, 1.0f}}) {
+    const cuda::GemmPlan plan(ctx, {c.M, c.N, c.K, GetParam()}, kCandidatesChecked);
+    ASSERT_GE(plan.algorithm_count(), 1);
+    for (int algorithm = 0; algorithm < plan.algorithm_count(); ++algorithm)
+      EXPECT_EQ(failures_of(ctx, GetParam(), c, algorithm), 0) << "algorithm " << algorithm;
+  }
+}
+
+// No candidate reduces split-K partial sums in the 16-bit output type (see the tolerance
+// comment above), at the test shapes and the benchmark's GPT-2 shape alike.
+TEST_P(CudaGemm, EveryCandidateReducesInFp32) {
+  cuda::CudaContext ctx(0);
+  for (const cuda::GemmShape& shape : {cuda::GemmShape{64, 64, 64, GetParam()},
+                                       cuda::GemmShape{8, 8, 8192, GetParam()},
+                                       cuda::GemmShape{8192, 3072, 768, GetParam()}}) {
+    const cuda::GemmPlan plan(ctx, shape, kCandidatesChecked);
+    for (int algorithm = 0; algorithm < plan.algorithm_count(); ++algorithm) {
+      const cuda::GemmAlgorithmInfo info = plan.algorithm_info(algorithm);
+      EXPECT_TRUE(info.reduction_scheme == CUBLASLT_REDUCTION_SCHEME_NONE ||
+                  info.reduction_scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
+          << fmt::format("{} M={} N={} K={} candidate {}: {}", to_string(shape.precision), shape.M,
+                         shape.N, shape.K, algorithm, describe(info));
+    }
+  }
+}
+
+// gemm() tunes once per signature and then repeats its choice: the same plan and algorithm,
+// bit-identical results; with tuning off it runs rank 0 untimed.
+TEST_P(CudaGemm, AutotunedChoiceIsCachedAndRepeatsBitForBit) {
+  cuda::CudaContext ctx(0);
+  ctx.set_gemm_autotune(true);  // whatever SB_GEMM_AUTOTUNE says
+  const i64 M = 256, N = 384, K = 512;
+  StoredMatrix a = make_stored(ctx, GetParam(), M * K, 1);
+  StoredMatrix b = make_stored(ctx, GetParam(), N * K, 2);
+  cuda::DeviceBuffer<std::uint8_t> d(M * N * dtype_bytes(cuda::storage_dtype(GetParam())));
+  std::vector<std::vector<float>> results;
+  std::vector<cuda::GemmChoice> choices;
+  for (int call = 0; call < 2; ++call) {
+    cuda::gemm(ctx, GetParam(), a.stored.data(), b.stored.data(), d.data(), M, N, K);
+    choices.push_back(cuda::gemm_choice(ctx, GetParam(), a.stored.data(), b.stored.data(),
+                                        d.data(), M, N, K, 0.0f));
+    results.push_back(to_host_float(ctx, GetParam(), d, M * N));
+  }
+  EXPECT_EQ(choices[0].plan, choices[1].plan);
+  EXPECT_EQ(choices[0].algorithm, choices[1].algorithm);
+  EXPECT_EQ(choices[0].tuned, choices[0].plan->algorithm_count() > 1);
+  EXPECT_LT(choices[0].algorithm, cuda::kGemmAutotuneCandidates);
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)), 0);
+
+  ctx.set_gemm_autotune(false);
+  const cuda::GemmChoice untuned = cuda::gemm_choice(ctx, GetParam(), a.stored.data(),
+                                                     b.stored.data(), d.data(), M, N, K, 0.0f);
+  EXPECT_EQ(untuned.algorithm, 0);
+  EXPECT_FALSE(untuned.tuned);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGemm, ::testing::ValuesIn(cuda::kGemmPrecisions),

@@ -2,6 +2,9 @@
 // per-thread default context. Leaves out device selection policy (always the given device).
 #include "kernels/cuda/cuda_context.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/gemm.hpp"
 
@@ -49,6 +52,8 @@ CudaContext::CudaContext(int device) : device_(device) {
   SB_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
   SB_CUBLAS_CHECK(cublasSetWorkspace(cublas_, workspace_, workspace_bytes_));
   gemm_plans_ = std::make_unique<GemmPlanCache>();
+  const char* autotune = std::getenv("SB_GEMM_AUTOTUNE");
+  gemm_autotune_ = autotune == nullptr || std::string_view(autotune) != "0";
 }
 
 CudaContext::~CudaContext() {

@@ -37,6 +37,10 @@ class CudaContext {
   void* cublaslt_workspace() const { return workspace_; }
   std::size_t cublaslt_workspace_bytes() const { return workspace_bytes_; }
   GemmPlanCache& gemm_plans() { return *gemm_plans_; }
+  // Whether gemm() times the heuristic's candidates on first use of a signature (gemm.hpp).
+  // On unless the environment holds SB_GEMM_AUTOTUNE=0 when the context is created.
+  bool gemm_autotune() const { return gemm_autotune_; }
+  void set_gemm_autotune(bool on) { gemm_autotune_ = on; }
 
   // Device scratch of at least `bytes`, valid until the next call of scratch(): for the
   // temporaries of one kernel call (attention's score gradients, norm partial sums). Work
@@ -55,6 +59,7 @@ class CudaContext {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::unique_ptr<GemmPlanCache> gemm_plans_;
+  bool gemm_autotune_ = true;
 };
 
 // The context of the kernel table's functions, whose signatures carry none: one per host

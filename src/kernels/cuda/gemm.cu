@@ -1,5 +1,5 @@
-// GemmPlan and gemm(): cuBLASLt descriptors, heuristic algorithm query and launch.
-// Leaves out autotuning at run time: the benchmark times the candidates, gemm() trusts rank 0.
+// GemmPlan: cuBLASLt descriptors, heuristic algorithm query (fp32 partial sums only) and
+// launch. Leaves out the choice among the candidates (gemm_autotune.cu).
 #include "kernels/cuda/gemm.hpp"
 
 #include <vector>
@@ -91,8 +91,15 @@ GemmPlan::GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms)
   cublasLtMatmulPreference_t preference = nullptr;
   SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const std::uint64_t workspace = ctx.cublaslt_workspace_bytes();
-  const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+  // Split-K partial sums stay in fp32 (the compute type): INPLACE and OUTPUT_TYPE reduce them
+  // in d's type, and bf16 rounding of a partial sum (2^-9 of it) is no fp32 accumulation.
+  const std::uint32_t reduction_schemes =
+      CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  if (set == CUBLAS_STATUS_SUCCESS)
+    set = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                               &reduction_schemes, sizeof reduction_schemes);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(max_algorithms));
   int returned = 0;
   const cublasStatus_t query =
@@ -116,6 +123,37 @@ const GemmShape& GemmPlan::shape() const { return impl_->shape; }
 
 int GemmPlan::algorithm_count() const { return static_cast<int>(impl_->algorithms.size()); }
 
+GemmAlgorithmInfo GemmPlan::algorithm_info(int algorithm) const {
+  SB_CHECK(algorithm >= 0 && algorithm < algorithm_count(),
+           "GemmPlan::algorithm_info: algorithm {} of {}", algorithm, algorithm_count());
+  const cublasLtMatmulAlgo_t& algo = impl_->algorithms[static_cast<std::size_t>(algorithm)].algo;
+  GemmAlgorithmInfo info;
+  std::size_t written = 0;
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attribute, auto& value) {
+    SB_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value,
+                                                         &written));
+  };
+  get(CUBLASLT_ALGO_CONFIG_ID, info.id);
+  get(CUBLASLT_ALGO_CONFIG_TILE_ID, info.tile);
+  get(CUBLASLT_ALGO_CONFIG_STAGES_ID, info.stages);
+  get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, info.split_k);
+  get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, info.reduction_scheme);
+  return info;
+}
+
+std::string describe(const GemmAlgorithmInfo& info) {
+  const char* reduction = "mixed";
+  switch (info.reduction_scheme) {
+    case CUBLASLT_REDUCTION_SCHEME_NONE: reduction = "none"; break;
+    case CUBLASLT_REDUCTION_SCHEME_INPLACE: reduction = "inplace"; break;
+    case CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: reduction = "compute-type"; break;
+    case CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: reduction = "output-type"; break;
+    default: break;
+  }
+  return fmt::format("algo {} tile {} stages {} split-k {} reduction {}", info.id, info.tile,
+                     info.stages, info.split_k, reduction);
+}
+
 void GemmPlan::run(int algorithm, const void* a, const void* b, void* d, float alpha,
                    float beta) const {
   const Impl& p = *impl_;
@@ -126,14 +164,6 @@ void GemmPlan::run(int algorithm, const void* a, const void* b, void* d, float a
                                  &p.algorithms[static_cast<std::size_t>(algorithm)].algo,
                                  p.ctx->cublaslt_workspace(), p.ctx->cublaslt_workspace_bytes(),
                                  p.ctx->stream()));
-}
-
-void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
-          std::int64_t M, std::int64_t N, std::int64_t K, float alpha, float beta) {
-  const GemmShape shape{M, N, K, precision};
-  std::unique_ptr<GemmPlan>& plan = ctx.gemm_plans().plans[shape.key()];
-  if (!plan) plan = std::make_unique<GemmPlan>(ctx, shape, 1);
-  plan->run(0, a, b, d, alpha, beta);
 }
 
 }  // namespace sb::kernels::cuda

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <tuple>
 
@@ -27,7 +28,6 @@ DType storage_dtype(GemmPrecision precision);
 struct GemmShape {
   std::int64_t M, N, K;
   GemmPrecision precision;
-  auto key() const { return std::make_tuple(M, N, K, static_cast<int>(precision)); }
 };
 
 // 2·M·N·K: the one FLOP count of a GEMM, shared by benchmarks and reports.
@@ -36,8 +36,19 @@ inline double gemm_flops(const GemmShape& shape) {
          static_cast<double>(shape.K);
 }
 
+// What cuBLASLt reports of one algorithm: for failure messages and the benchmark's table.
+struct GemmAlgorithmInfo {
+  int id = 0;
+  std::uint32_t tile = 0, split_k = 1, reduction_scheme = 0, stages = 0;
+};
+// "algo 21 tile 18 stages 9 split-k 1 reduction none".
+std::string describe(const GemmAlgorithmInfo& info);
+
 // The cuBLASLt descriptors of one shape and the algorithms its heuristic proposes for them,
-// best-ranked first. gemm() runs algorithm 0; benchmarks time them all.
+// best-ranked first (gemm() times up to kGemmAutotuneCandidates of them; benchmarks time
+// them all). Only algorithms that keep every partial sum in fp32 are proposed: a split-K
+// reduction in the output type (INPLACE, OUTPUT_TYPE) rounds partial sums to fp16/bf16, an
+// error that scales with the partial sums rather than with d (exact zeros where d cancels).
 class GemmPlan {
  public:
   GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms);
@@ -47,6 +58,7 @@ class GemmPlan {
 
   const GemmShape& shape() const;
   int algorithm_count() const;
+  GemmAlgorithmInfo algorithm_info(int algorithm) const;
   // Row-major a (M,K), b (N,K), d (M,N), in storage_dtype: d = alpha a·bᵀ + beta d, on the
   // context's stream (asynchronous). Throws if cuBLASLt rejects the algorithm.
   void run(int algorithm, const void* a, const void* b, void* d, float alpha, float beta) const;
@@ -56,13 +68,46 @@ class GemmPlan {
   std::unique_ptr<Impl> impl_;
 };
 
-// Plans by shape, owned by a CudaContext.
+// ---- gemm() and its autotuning (gemm_autotune.cu) ------------------------------------------
+// The first gemm() of a (precision, M, N, K, beta == 0 or not) signature on a context plans
+// it, asks the heuristic for up to kGemmAutotuneCandidates algorithms and times each on the
+// caller's a and b (CUDA events, a few warm-ups, the fastest of two rounds); the fastest is
+// cached in the context and used from then on, so repeated calls are bit-identical. With
+// beta == 0 the candidates write the caller's d (the real call overwrites it); otherwise a
+// scratch copy of d, so the caller's d receives exactly one alpha a·bᵀ + beta d. A candidate
+// wins over a better-ranked one only when more than kGemmAutotuneMargin faster, so that
+// timing noise rarely changes the choice between runs. Tuning is off (the heuristic's
+// rank 0, reproducible across processes) with SB_GEMM_AUTOTUNE=0 in the environment or
+// CudaContext::set_gemm_autotune(false), and skipped while the stream is being captured
+// into a CUDA graph (the call then uses rank 0 and tunes at the next uncaptured call).
+inline constexpr int kGemmAutotuneCandidates = 8;
+inline constexpr double kGemmAutotuneMargin = 0.01;
+
+struct GemmChoice {
+  const GemmPlan* plan = nullptr;
+  int algorithm = 0;
+  bool tuned = false;  // false: rank 0 untimed (tuning off, one candidate, or graph capture)
+};
+
+// The plan and algorithm gemm() runs for this call, planning and tuning it if it is the
+// first of its signature (then it launches work on the context's stream and waits for it).
+GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b,
+                       void* d, std::int64_t M, std::int64_t N, std::int64_t K,
+                       float beta);
+
+// Plans and their chosen algorithms by call signature, owned by a CudaContext.
 struct GemmPlanCache {
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, std::unique_ptr<GemmPlan>> plans;
+  struct Entry {
+    std::unique_ptr<GemmPlan> plan;
+    int algorithm = 0;
+    bool tuned = false;
+  };
+  // (M, N, K, precision, beta != 0)
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, bool>, Entry> plans;
 };
 
 // d (M,N) = alpha a (M,K) · b (N,K)ᵀ + beta d, row-major (the layout of matmul_forward:
-// inp·weightᵀ), with cuBLASLt's first-ranked algorithm; the plan is cached per shape.
+// inp·weightᵀ), with the algorithm gemm_choice() picks (autotuned, cached per signature).
 void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
           std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 1.0f, float beta = 0.0f);
 
