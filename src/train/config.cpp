@@ -240,7 +240,8 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   top.read("seq_len", c.seq_len);
   top.read("steps", c.steps);
   top.read("epochs", c.epochs);
-  SB_USER_CHECK(!(top.has("steps") && top.has("epochs")), "{}: give 'steps' or 'epochs', not both", source);
+  SB_USER_CHECK(!(top.has("steps") && top.has("epochs") && c.epochs > 0),
+                "{}: give 'steps' or 'epochs', not both (epochs 0 turns epochs off)", source);
   require_non_negative(c.epochs, "epochs", source);
   top.read("warmup_steps", c.warmup_steps);
   top.read("eval_every", c.eval_every);
