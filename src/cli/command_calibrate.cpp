@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
 #include "metrics/run_context.hpp"
@@ -44,17 +45,6 @@ struct CalibrateOptions {
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
-};
-
-class MpiSession {
- public:
-  MpiSession(int& argc, char**& argv) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-  ~MpiSession() { MPI_Finalize(); }
 };
 
 // What one benchmark needs for one size: every path's calls over the same buffers. `ring` is

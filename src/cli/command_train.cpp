@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "parallel/fault.hpp"
 #include "train/config.hpp"
@@ -13,21 +14,6 @@
 namespace sb::cli {
 
 namespace {
-
-// MPI for the lifetime of a command; finalised on every path out.
-class MpiSession {
- public:
-  MpiSession(int& argc, char**& argv) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  }
-  ~MpiSession() { MPI_Finalize(); }
-  int world_size() const {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-  }
-};
 
 struct TrainOptions {
   std::string config, out, run_id, trace;
@@ -58,10 +44,6 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     SB_USER_CHECK(trace.empty() || trace.parent_path().empty() || std::filesystem::is_directory(trace.parent_path()),
                   "the folder of --trace '{}' does not exist", options->trace);
     MpiSession mpi(argc, argv);
-    SB_USER_CHECK(mpi.world_size() == config.strategy.world_size(),
-                  "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with "
-                  "mpirun -np {}",
-                  config.source, config.strategy.world_size(), mpi.world_size(), config.strategy.world_size());
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;

@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <cmath>
@@ -36,10 +35,6 @@ namespace sb::train {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 using parallel::comm_clock_seconds;
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
@@ -81,12 +76,11 @@ double median(std::vector<double> v) {
 
 // What each rank measured in each step, gathered at the end of the run.
 struct StepTimes {
-  std::vector<double> step_s, compute_s, comm_s, optimizer_s;
-  void push(double step, double compute, double comm, double optimizer) {
+  std::vector<double> step_s, compute_s, comm_s;
+  void push(double step, double compute, double comm) {
     step_s.push_back(step);
     compute_s.push_back(compute);
     comm_s.push_back(comm);
-    optimizer_s.push_back(optimizer);
   }
 };
 
@@ -202,7 +196,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     StepTimes times;
     std::vector<double> overlap_fractions;
     std::int64_t exchanged_bytes = 0;
-    std::vector<double> wire_bytes;
+    std::vector<double> bytes_sent;
     metrics::Timeline timeline;
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {
@@ -235,10 +229,10 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       const GradientExchangeFigures& exchange = r.exchange;
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step + 1);
-      times.push(step_s, compute_s, comm_s, optimizer_s);
+      times.push(step_s, compute_s, comm_s);
       if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
       exchanged_bytes = exchange.bytes;
-      if (exchange.bytes_sent >= 0) wire_bytes.push_back(static_cast<double>(exchange.bytes_sent));
+      if (exchange.bytes_sent >= 0) bytes_sent.push_back(static_cast<double>(exchange.bytes_sent));
       if (!trace.empty()) {
         timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
         timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
@@ -295,7 +289,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"flops_per_step", flops_per_step},
                           {"steps", steps},
                           {"dp_exchange_bytes", exchanged_bytes},
-                          {"dp_bytes_sent_per_step", wire_bytes.empty() ? nan : median(wire_bytes)},
+                          {"dp_bytes_sent_per_step", bytes_sent.empty() ? nan : median(bytes_sent)},
                           {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)}});
       run->finish("ok", "");
     }
