@@ -205,8 +205,9 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     m.read("allreduce", s.allreduce);
     require_one_of(s.allreduce, {"ring", "mpi"}, "strategy.allreduce", source);
     for (auto [value, key] : {std::pair{s.dp, "strategy.dp"}, {s.tp, "strategy.tp"}, {s.pp, "strategy.pp"},
-                              {s.micro_batches, "strategy.micro_batches"}, {s.interleave, "strategy.interleave"}})
+                              {s.interleave, "strategy.interleave"}})
       require_positive(value, key, source);
+    require_non_negative(s.micro_batches, "strategy.micro_batches", source);
     SB_USER_CHECK(s.zero >= 0 && s.zero <= 3, "{}: 'strategy.zero' must be 0, 1, 2 or 3, got {}", source, s.zero);
     require_one_of(s.schedule, {"gpipe", "1f1b"}, "strategy.schedule", source);
     require_one_of(s.recompute, {"none", "selective", "full"}, "strategy.recompute", source);

@@ -23,7 +23,9 @@ struct DataSpec {
 };
 
 struct StrategySpec {
-  std::int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1, interleave = 1, zero = 0;
+  std::int64_t dp = 1, tp = 1, pp = 1, interleave = 1, zero = 0;
+  // micro-batches per rank and step (pipeline, gradient accumulation); 0 = batch.micro decides
+  std::int64_t micro_batches = 0;
   std::string schedule = "1f1b", recompute = "none";
   bool sequence_parallel = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and

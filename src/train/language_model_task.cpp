@@ -12,24 +12,12 @@ namespace sb::train {
 
 namespace {
 
-gpt::GptConfig resolve_model(const TrainConfig& c) {
-  if (c.model.layers == 0) return gpt::gpt_config_by_name(c.model.name);
-  gpt::GptConfig g;
-  g.name = c.model.name;
-  g.layers = c.model.layers;
-  g.channels = c.model.hidden;
-  g.heads = c.model.heads;
-  g.max_seq_len = c.model.seq_len;
-  g.vocab = c.model.vocab;
-  return g;
-}
-
 class LanguageModelTask final : public TrainingTask {
  public:
   LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker, DataShard shard)
       : config_(c),
         shard_(shard),
-        model_config_(resolve_model(c)),
+        model_config_(gpt_config_of(c)),
         T_(c.seq_len > 0 ? c.seq_len : model_config_.max_seq_len),
         micro_(micro_batch_of(c)),
         corpus_(load_corpus(c, model_config_, T_)),

@@ -27,6 +27,7 @@
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
 #include "train/distributed_step.hpp"
+#include "train/model_parallel_check.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/progress.hpp"
 #include "train/training_task.hpp"
@@ -39,6 +40,7 @@ using parallel::comm_clock_seconds;
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const TrainConfig& c) {
+  check_model_parallel_grid(c);
   SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
                 "{}: strategy tp={} pp={} (model parallelism) is not available in this build; use tp 1 and pp 1",
                 c.source, c.strategy.tp, c.strategy.pp);

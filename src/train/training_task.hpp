@@ -12,6 +12,7 @@
 
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
+#include "models/gpt/gpt_config.hpp"
 #include "optim/parameter_slice.hpp"
 #include "train/config.hpp"
 #include "train/gradient_sync.hpp"
@@ -56,6 +57,11 @@ class TrainingTask {
   GradientSync* sync_ = nullptr;
 };
 
+// A ResNet name trains on images; every other name, and an inline description, is a GPT.
+bool trains_resnet(const TrainConfig& config);
+// The GPT a config names or describes inline (sizes not yet validated).
+gpt::GptConfig gpt_config_of(const TrainConfig& config);
+
 // Builds the task a config names (GPT on text, ResNet on images), loading and checking its
 // data; every user mistake is a UserError before anything is written.
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
@@ -74,7 +80,8 @@ void average_accumulated_gradients(const kernels::KernelTable& kernels, std::spa
 
 // The samples of each global batch one data-parallel rank trains (batch.global / dp), checked.
 std::int64_t local_batch_of(const TrainConfig& config);
-// The micro-batch of a config (batch.micro, or the local batch), checked to divide the local batch.
+// The micro-batch of a config: the local batch / strategy.micro_batches, or batch.micro, or the
+// local batch; checked to divide the local batch (and to agree when both keys are given).
 std::int64_t micro_batch_of(const TrainConfig& config);
 
 // The end of a task's backward: hands the gradients to `sync` (which averages over ranks) or

@@ -60,6 +60,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"set_negative", kGoodCase, "--set steps=-1", "'steps' must be a positive integer, got -1"},
         BadInput{"multi_rank_on_one", std::string(kGoodCase) + "strategy: {dp: 2}\n", "",
                  "the strategy needs 2 ranks (dp×tp×pp) but the MPI world has 1; launch with mpirun -np 2"},
+        BadInput{"tp_not_dividing_heads", std::string(kGoodCase) + "strategy: {tp: 3}\n", "",
+                 "strategy.tp 3 must divide the 4 attention heads of model gpt-nano"},
+        BadInput{"pp_more_than_layers", std::string(kGoodCase) + "strategy: {pp: 3}\n", "",
+                 "strategy.pp 3 asks for more pipeline stages than model gpt-nano has 2 (blocks)"},
+        BadInput{"tp_on_resnet", "model: resnet-mini\ndata: mnist\nsteps: 2\nstrategy: {tp: 2}\n", "",
+                 "strategy.tp 2 splits a GPT's attention heads and MLP; model resnet-mini trains with dp and pp"},
+        BadInput{"micro_batches_not_dividing", "model: gpt-nano\ndata: sotu\nsteps: 2\nbatch: {global: 6}\n"
+                 "strategy: {micro_batches: 4}\n", "",
+                 "must be a multiple of strategy.micro_batches (4)"},
+        BadInput{"micro_keys_disagree", "model: gpt-nano\ndata: sotu\nsteps: 2\nbatch: {global: 8, micro: 4}\n"
+                 "strategy: {micro_batches: 4}\n", "",
+                 "batch.micro 4 × strategy.micro_batches 4 must equal the batch per rank"},
+        BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
+                 "the trainer runs interleave 1"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses
         // until training is device-resident ("...; use device: cpu").
         BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"}),
