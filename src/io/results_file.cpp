@@ -43,7 +43,8 @@ struct EvalRecord {
 };
 
 static_assert(std::is_standard_layout_v<StepRow> && std::is_standard_layout_v<MemoryRow> &&
-              std::is_standard_layout_v<RankRow> && std::is_standard_layout_v<EvalRecord>);
+              std::is_standard_layout_v<RankRow> && std::is_standard_layout_v<EvalRecord> &&
+              std::is_standard_layout_v<TimelineRow>);
 
 constexpr std::array kStepFields = {
     SB_FIELD(StepRow, step, int64),          SB_FIELD(StepRow, loss, float64),
@@ -68,6 +69,12 @@ constexpr std::array kRankFields = {
     SB_FIELD(RankRow, step_time_s, float64), SB_FIELD(RankRow, compute_s, float64),
     SB_FIELD(RankRow, comm_s, float64),      SB_FIELD(RankRow, bubble_s, float64),
     SB_FIELD(RankRow, idle_s, float64)};
+constexpr std::array kTimelineFields = {
+    SB_FIELD(TimelineRow, step, int64),          SB_FIELD(TimelineRow, rank, int64),
+    SB_FIELD(TimelineRow, step_time_s, float64), SB_FIELD(TimelineRow, compute_s, float64),
+    SB_FIELD(TimelineRow, tp_comm_s, float64),   SB_FIELD(TimelineRow, p2p_s, float64),
+    SB_FIELD(TimelineRow, bubble_s, float64),    SB_FIELD(TimelineRow, dp_comm_s, float64),
+    SB_FIELD(TimelineRow, optimizer_s, float64)};
 #undef SB_FIELD
 
 H5Handle split_string_type() {
@@ -301,10 +308,12 @@ RunWriter::RunWriter(std::string run_id, H5Handle group)
   eval_ = create_table(g, "eval", compound_type(kEvalFields, 0, true).get());
   memory_ = create_table(g, "memory", compound_type(kMemoryFields, 0, true).get());
   ranks_ = create_table(g, "ranks", compound_type(kRankFields, 0, true).get());
+  timeline_ = create_table(g, "timeline", compound_type(kTimelineFields, 0, true).get());
   step_type_ = compound_type(kStepFields, sizeof(StepRow), false);
   eval_type_ = compound_type(kEvalFields, sizeof(EvalRecord), false);
   memory_type_ = compound_type(kMemoryFields, sizeof(MemoryRow), false);
   rank_type_ = compound_type(kRankFields, sizeof(RankRow), false);
+  timeline_type_ = compound_type(kTimelineFields, sizeof(TimelineRow), false);
 }
 
 void RunWriter::append_step(const StepRow& row) {
@@ -332,6 +341,12 @@ void RunWriter::write_memory(std::span<const MemoryRow> rows) {
 void RunWriter::write_ranks(std::span<const RankRow> rows) {
   H5QuietErrors quiet;
   write_rows(ranks_.get(), rank_type_.get(), 0, rows.size(), rows.data());
+}
+
+void RunWriter::append_timeline(std::span<const TimelineRow> rows) {
+  H5QuietErrors quiet;
+  write_rows(timeline_.get(), timeline_type_.get(), timeline_rows_, rows.size(), rows.data());
+  timeline_rows_ += static_cast<std::int64_t>(rows.size());
 }
 
 void RunWriter::write_group_attributes(const char* group_name, const Attributes& attributes) {

@@ -73,6 +73,23 @@ struct RankRow {
   double idle_s = 0.0;
 };
 
+// One row of /runs/<id>/timeline: where one rank's time in one step went. compute_s is its
+// forward, backward and pipeline-stage work; tp_comm_s its tensor-parallel all-reduces;
+// p2p_s the pipeline's point-to-point transfers it waited for beyond the bubble; bubble_s the
+// pipeline's fill and drain (waiting with nothing to compute); dp_comm_s the exposed
+// data-parallel exchange and loss all-reduce; optimizer_s clipping and the update.
+struct TimelineRow {
+  std::int64_t step = 0;
+  std::int64_t rank = 0;
+  double step_time_s = 0.0;
+  double compute_s = 0.0;
+  double tp_comm_s = 0.0;
+  double p2p_s = 0.0;
+  double bubble_s = 0.0;
+  double dp_comm_s = 0.0;
+  double optimizer_s = 0.0;
+};
+
 // Writes one run's group. Every row is written through dataset ids kept open here (the file
 // is never reopened); append_step flushes, so a killed process leaves every completed step
 // readable and status "interrupted". Move-only; outlives its ResultsFile safely (HDF5 keeps
@@ -90,6 +107,8 @@ class RunWriter {
   // Replace the whole table (one row per rank); an empty span empties it.
   void write_memory(std::span<const MemoryRow> rows);
   void write_ranks(std::span<const RankRow> rows);
+  // Appends one step's rows (one per rank); flushed with the next append_step.
+  void append_timeline(std::span<const TimelineRow> rows);
   // Create or update the attributes of the group context, summary or prediction.
   void write_context(const Attributes& attributes);
   void write_summary(const Attributes& attributes);
@@ -105,9 +124,10 @@ class RunWriter {
 
   std::string run_id_;
   H5Handle group_;
-  H5Handle steps_, eval_, memory_, ranks_;  // datasets
-  H5Handle step_type_, eval_type_, memory_type_, rank_type_;  // in-memory compound types
+  H5Handle steps_, eval_, memory_, ranks_, timeline_;  // datasets
+  H5Handle step_type_, eval_type_, memory_type_, rank_type_, timeline_type_;  // in-memory compound types
   std::int64_t step_rows_ = 0;
+  std::int64_t timeline_rows_ = 0;
   std::int64_t eval_rows_ = 0;
 };
 
@@ -123,7 +143,7 @@ class ResultsFile {
 
   // Creates /runs/<run_id> with the caller's attributes (every name in
   // required_run_attributes(), plus any extra), status "interrupted", error "" and
-  // finished_utc "", and the empty tables steps, eval, memory and ranks.
+  // finished_utc "", and the empty tables steps, eval, memory, ranks and timeline.
   // UserError when the id is empty, ".", contains '/', or already exists in the file.
   RunWriter begin_run(std::string run_id, const RunAttributes& attributes);
 

@@ -16,13 +16,21 @@ ProcessGrid::ProcessGrid(Communicator& world, int dp, int tp, int pp)
                 dp, tp, pp, static_cast<long long>(dp) * tp * pp, world.size(),
                 static_cast<long long>(dp) * tp * pp);
   const int rank = world.rank();
-  tp_rank_ = rank % tp;
-  dp_rank_ = (rank / tp) % dp;
-  pp_rank_ = rank / (tp * dp);
-  // Every rank takes part in all three splits, in the same order.
+  const GridCoordinates mine = coordinates_of(rank);
+  dp_rank_ = mine.dp_rank;
+  tp_rank_ = mine.tp_rank;
+  pp_rank_ = mine.pp_rank;
+  // Every rank takes part in all four splits, in the same order.
   dp_comm_ = world.split(tp_rank_ + tp * pp_rank_, dp_rank_, "dp");
   tp_comm_ = world.split(dp_rank_ + dp * pp_rank_, tp_rank_, "tp");
   pp_comm_ = world.split(tp_rank_ + tp * dp_rank_, pp_rank_, "pp");
+  mp_comm_ = world.split(dp_rank_, rank, "mp");
+}
+
+GridCoordinates ProcessGrid::coordinates_of(int world_rank) const {
+  SB_CHECK(world_rank >= 0 && world_rank < dp_ * tp_ * pp_, "world rank {} is outside the grid of {} ranks",
+           world_rank, dp_ * tp_ * pp_);
+  return {.dp_rank = (world_rank / tp_) % dp_, .tp_rank = world_rank % tp_, .pp_rank = world_rank / (tp_ * dp_)};
 }
 
 int ProcessGrid::world_rank_of(int dp_rank, int tp_rank, int pp_rank) const {

@@ -4,10 +4,15 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "parallel/communicator.hpp"
 
 namespace sb::parallel {
+
+struct GridCoordinates {
+  int dp_rank = 0, tp_rank = 0, pp_rank = 0;
+};
 
 class ProcessGrid {
  public:
@@ -25,6 +30,8 @@ class ProcessGrid {
   int pp_rank() const { return pp_rank_; }
   // The world rank of the process at these coordinates.
   int world_rank_of(int dp_rank, int tp_rank, int pp_rank) const;
+  // The coordinates of a world rank.
+  GridCoordinates coordinates_of(int world_rank) const;
 
   Communicator& world() { return *world_; }
   // Ranks that share this rank's (tp_rank, pp_rank), ordered by dp_rank; named "dp".
@@ -33,12 +40,17 @@ class ProcessGrid {
   Communicator& tp_comm() { return *tp_comm_; }
   // Ranks that share (dp_rank, tp_rank), ordered by pp_rank (stage); named "pp".
   Communicator& pp_comm() { return *pp_comm_; }
+  // Ranks that share dp_rank: the tp×pp ranks that together hold one replica of the model,
+  // ordered by world rank; named "mp" (the gradient norm and evaluation span it).
+  Communicator& mp_comm() { return *mp_comm_; }
+  // The four sub-communicators, for their statistics.
+  std::vector<Communicator*> sub_communicators() { return {dp_comm_.get(), tp_comm_.get(), pp_comm_.get(), mp_comm_.get()}; }
 
  private:
   Communicator* world_;
   int dp_, tp_, pp_;
   int dp_rank_, tp_rank_, pp_rank_;
-  std::unique_ptr<Communicator> dp_comm_, tp_comm_, pp_comm_;
+  std::unique_ptr<Communicator> dp_comm_, tp_comm_, pp_comm_, mp_comm_;
 };
 
 }  // namespace sb::parallel

@@ -15,6 +15,7 @@
 #include <optional>
 #include <limits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.hpp"
@@ -26,6 +27,7 @@
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
+#include "parallel/process_grid.hpp"
 #include "train/distributed_step.hpp"
 #include "train/model_parallel_check.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -76,44 +78,48 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// What each rank measured in each step, gathered at the end of the run.
-struct StepTimes {
-  std::vector<double> step_s, compute_s, comm_s;
-  void push(double step, double compute, double comm) {
-    step_s.push_back(step);
-    compute_s.push_back(compute);
-    comm_s.push_back(comm);
-  }
-};
+// Every rank's timeline rows (one per step; every rank ran the same steps), gathered at the end
+// of the run so that timing never waits on a per-step collective; step-major, as the table.
+std::vector<io::TimelineRow> gather_timeline(parallel::Communicator& world, const std::vector<io::TimelineRow>& mine) {
+  static_assert(std::is_trivially_copyable_v<io::TimelineRow>);
+  const auto steps = mine.size(), ranks = static_cast<std::size_t>(world.size());
+  std::vector<io::TimelineRow> by_rank(steps * ranks);
+  world.all_gather(mine.data(), by_rank.data(), static_cast<std::int64_t>(steps * sizeof(io::TimelineRow)),
+                   parallel::DataType::u8);
+  std::vector<io::TimelineRow> rows;
+  rows.reserve(by_rank.size());
+  for (std::size_t s = 0; s < steps; ++s)
+    for (std::size_t r = 0; r < ranks; ++r) rows.push_back(by_rank[r * steps + s]);
+  return rows;
+}
 
 // Per-rank medians over the steady steps (the first step pays page faults and thread start).
 // idle is the wait for the slowest rank: max over ranks of compute − this rank's compute in
 // the same step; it is taken out of comm, since a blocking collective waits for the last rank.
-std::vector<io::RankRow> rank_rows(parallel::Communicator& world, const StepTimes& mine, std::int64_t dp) {
-  const auto steps = static_cast<std::int64_t>(mine.step_s.size());
-  std::vector<double> local;
-  for (const auto* series : {&mine.step_s, &mine.compute_s, &mine.comm_s}) local.insert(local.end(), series->begin(), series->end());
-  std::vector<double> all(local.size() * static_cast<std::size_t>(world.size()));
-  world.all_gather(local.data(), all.data(), static_cast<std::int64_t>(local.size()), parallel::DataType::f64);
-  const auto at = [&](int rank, int series, std::int64_t step) {
-    return all[static_cast<std::size_t>((static_cast<std::int64_t>(rank) * 3 + series) * steps + step)];
+std::vector<io::RankRow> rank_rows(const std::vector<io::TimelineRow>& timeline, const parallel::ProcessGrid& grid) {
+  const auto ranks = static_cast<std::size_t>(grid.dp() * grid.tp() * grid.pp());
+  const std::size_t steps = timeline.size() / ranks, first = steps > 1 ? 1 : 0;
+  const auto at = [&](std::size_t step, std::size_t rank) -> const io::TimelineRow& {
+    return timeline[step * ranks + rank];
   };
   std::vector<io::RankRow> rows;
-  const std::int64_t first = steps > 1 ? 1 : 0;
-  for (int r = 0; r < world.size(); ++r) {
-    std::vector<double> step_s, compute_s, comm_s, idle_s;
-    for (std::int64_t s = first; s < steps; ++s) {
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::vector<double> step_s, compute_s, comm_s, bubble_s, idle_s;
+    for (std::size_t s = first; s < steps; ++s) {
       double slowest = 0;
-      for (int q = 0; q < world.size(); ++q) slowest = std::max(slowest, at(q, 1, s));
-      const double idle = slowest - at(r, 1, s);
-      step_s.push_back(at(r, 0, s));
-      compute_s.push_back(at(r, 1, s));
-      comm_s.push_back(std::max(0.0, at(r, 2, s) - idle));
+      for (std::size_t q = 0; q < ranks; ++q) slowest = std::max(slowest, at(s, q).compute_s);
+      const io::TimelineRow& t = at(s, r);
+      const double idle = slowest - t.compute_s;
+      step_s.push_back(t.step_time_s);
+      compute_s.push_back(t.compute_s);
+      comm_s.push_back(std::max(0.0, t.tp_comm_s + t.p2p_s + t.dp_comm_s - idle));
+      bubble_s.push_back(t.bubble_s);
       idle_s.push_back(idle);
     }
-    rows.push_back({.rank = r, .dp_rank = r % dp, .tp_rank = 0, .pp_rank = 0, .step_time_s = median(step_s),
-                    .compute_s = median(compute_s), .comm_s = median(comm_s), .bubble_s = 0,
-                    .idle_s = median(idle_s)});
+    const auto [dp_rank, tp_rank, pp_rank] = grid.coordinates_of(static_cast<int>(r));
+    rows.push_back({.rank = static_cast<std::int64_t>(r), .dp_rank = dp_rank, .tp_rank = tp_rank,
+                    .pp_rank = pp_rank, .step_time_s = median(step_s), .compute_s = median(compute_s),
+                    .comm_s = median(comm_s), .bubble_s = median(bubble_s), .idle_s = median(idle_s)});
   }
   return rows;
 }
@@ -167,9 +173,11 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ParallelRuntime runtime(threads);
   MemoryTracker tracker;
-  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, {rank, dp});
+  parallel::ProcessGrid grid(*world, static_cast<int>(dp), static_cast<int>(c.strategy.tp),
+                            static_cast<int>(c.strategy.pp));
+  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, {grid.dp_rank(), dp});
 
-  DistributedStep distributed(c, *task, *world, backend, tracker);  // broadcasts rank 0's weights
+  DistributedStep distributed(c, *task, grid.dp_comm(), backend, tracker);  // broadcasts dp rank 0's weights
   const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
   const std::int64_t eval_every =
       c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
@@ -195,7 +203,9 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   try {
     if (root) run->write_context(context);
     ProgressLine progress(run_id, steps, c.log_every, root, tokens_per_step > 0 ? "tok/s" : "samples/s");
-    StepTimes times;
+    std::vector<io::TimelineRow> my_timeline;
+    std::vector<parallel::Communicator*> communicators = grid.sub_communicators();
+    communicators.push_back(world.get());
     std::vector<double> overlap_fractions;
     std::int64_t exchanged_bytes = 0;
     std::vector<double> bytes_sent;
@@ -223,7 +233,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     world->barrier();
     const double origin_s = comm_clock_seconds();
     for (std::int64_t step = 0; step < steps; ++step) {
-      const std::size_t first_record = world->stats().records().size();
+      std::vector<std::size_t> first_record;
+      for (const parallel::Communicator* comm : communicators) first_record.push_back(comm->stats().records().size());
       inject_failure_if_asked(rank, step + 1);
       const StepResult r = distributed.run(step, steps);
       const double loss = r.loss, step_s = r.step_s(), compute_s = r.compute_s(), comm_s = r.comm_s(),
@@ -231,18 +242,22 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       const GradientExchangeFigures& exchange = r.exchange;
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step + 1);
-      times.push(step_s, compute_s, comm_s);
+      my_timeline.push_back({.step = step + 1, .rank = rank, .step_time_s = step_s, .compute_s = compute_s,
+                             .dp_comm_s = comm_s, .optimizer_s = optimizer_s});
       if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
       exchanged_bytes = exchange.bytes;
       if (exchange.bytes_sent >= 0) bytes_sent.push_back(static_cast<double>(exchange.bytes_sent));
       if (!trace.empty()) {
         timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
         timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
-        const auto& records = world->stats().records();
-        for (std::size_t i = first_record; i < records.size(); ++i)
-          timeline.add(fmt::format("{} {:.3g} MiB", parallel::to_string(records[i].collective),
-                                   static_cast<double>(records[i].bytes) / (1 << 20)),
-                       "comm", records[i].start_s, records[i].seconds, step + 1);
+        for (std::size_t k = 0; k < communicators.size(); ++k) {
+          const auto& records = communicators[k]->stats().records();
+          for (std::size_t i = first_record[k]; i < records.size(); ++i)
+            timeline.add(fmt::format("{} {} {:.3g} MiB", communicators[k]->name(),
+                                     parallel::to_string(records[i].collective),
+                                     static_cast<double>(records[i].bytes) / (1 << 20)),
+                         "comm", records[i].start_s, records[i].seconds, step + 1);
+        }
         timeline.add("optimizer", "optimizer", r.loss_end_s, optimizer_s, step + 1);
       }
       if (root)
@@ -254,25 +269,30 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       parallel::throw_if_job_failing();  // a termination signal, or (rank 0) another rank's failure
       const double rate = static_cast<double>(tokens_per_step > 0 ? tokens_per_step : c.global_batch) / step_s;
       progress.update(step, loss, rate, step_s);
-      if (world->stats().records().size() > 4096) world->stats().clear();
+      for (parallel::Communicator* comm : communicators)
+        if (comm->stats().records().size() > 4096) comm->stats().clear();
       if ((step + 1) % eval_every == 0 || step + 1 == steps) record_eval(step + 1);
     }
     progress.finish();
 
-    const std::vector<io::RankRow> ranks = rank_rows(*world, times, dp);
+    const std::vector<io::TimelineRow> timeline_rows = gather_timeline(*world, my_timeline);
+    const std::vector<io::RankRow> ranks = rank_rows(timeline_rows, grid);
     const std::vector<io::MemoryRow> memory = memory_rows(*world, tracker);
     if (!trace.empty()) {
       const std::vector<std::string> events =
           parallel::gather_text(*world, timeline.chrome_trace_events(rank, host_name(), origin_s));
       if (root) metrics::write_chrome_trace(trace, events);
     }
-    const std::vector<double> steady(times.step_s.begin() + (times.step_s.size() > 1 ? 1 : 0), times.step_s.end());
+    std::vector<double> steady;
+    for (std::size_t s = my_timeline.size() > 1 ? 1 : 0; s < my_timeline.size(); ++s)
+      steady.push_back(my_timeline[s].step_time_s);
     outcome.step_time_median_s = median(steady);
     outcome.tokens_per_s = static_cast<double>(tokens_per_step) / outcome.step_time_median_s;
     if (root) {
       const auto& usage = tracker.usage();
       run->write_memory(memory);
       run->write_ranks(ranks);
+      run->append_timeline(timeline_rows);
       const double nan = std::numeric_limits<double>::quiet_NaN();
       run->write_summary({{"step_time_median_s", outcome.step_time_median_s},
                           {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},

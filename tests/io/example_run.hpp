@@ -53,6 +53,14 @@ inline std::vector<RankRow> example_ranks() {
           {1, 1, 0, 0, 0.013, 0.009, 0.003, 0.0, 0.0005}};
 }
 
+// Two steps of two ranks, appended one step at a time.
+inline std::vector<TimelineRow> example_timeline() {
+  return {{1, 0, 0.012, 0.006, 0.001, 0.0015, 0.002, 0.0005, 0.001},
+          {1, 1, 0.012, 0.007, 0.001, 0.0005, 0.0025, 0.0, 0.001},
+          {2, 0, 0.011, 0.006, 0.0011, 0.001, 0.0018, 0.0004, 0.0007},
+          {2, 1, 0.011, 0.0065, 0.001, 0.0004, 0.0022, 0.0002, 0.0007}};
+}
+
 // A file path under the temp folder, unique per process, removed when the test ends.
 class ScratchFile {
  public:

@@ -19,6 +19,7 @@ namespace {
 using testing::example_evals;
 using testing::example_memory;
 using testing::example_ranks;
+using testing::example_timeline;
 using testing::example_run_attributes;
 using testing::example_step;
 using testing::ScratchFile;
@@ -59,6 +60,9 @@ TEST(ResultsFile, RoundTripsEveryField) {
     for (const EvalRow& row : example_evals()) run.append_eval(row);
     run.write_memory(example_memory());
     run.write_ranks(example_ranks());
+    const auto timeline = example_timeline();
+    run.append_timeline(std::span(timeline).first(2));
+    run.append_timeline(std::span(timeline).subspan(2));
     run.write_context({{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},
                        {"cpu_model", std::string("Test CPU")}});
     run.write_summary({{"step_time_median_s", 0.012}, {"mfu", 0.25}});
@@ -136,6 +140,21 @@ TEST(ResultsFile, RoundTripsEveryField) {
   expect_same(read_column(path, r, "comm_s"), column_of(ranks, &RankRow::comm_s), "m");
   expect_same(read_column(path, r, "bubble_s"), column_of(ranks, &RankRow::bubble_s), "b");
   expect_same(read_column(path, r, "idle_s"), column_of(ranks, &RankRow::idle_s), "i");
+
+  const auto timeline = example_timeline();
+  const std::string tl = run + "/timeline";
+  EXPECT_EQ(list_fields(path, tl),
+            (std::vector<std::string>{"step", "rank", "step_time_s", "compute_s", "tp_comm_s", "p2p_s",
+                                      "bubble_s", "dp_comm_s", "optimizer_s"}));
+  expect_same(read_column(path, tl, "step"), column_of(timeline, &TimelineRow::step), "tl step");
+  expect_same(read_column(path, tl, "rank"), column_of(timeline, &TimelineRow::rank), "tl rank");
+  expect_same(read_column(path, tl, "step_time_s"), column_of(timeline, &TimelineRow::step_time_s), "tl t");
+  expect_same(read_column(path, tl, "compute_s"), column_of(timeline, &TimelineRow::compute_s), "tl c");
+  expect_same(read_column(path, tl, "tp_comm_s"), column_of(timeline, &TimelineRow::tp_comm_s), "tl tp");
+  expect_same(read_column(path, tl, "p2p_s"), column_of(timeline, &TimelineRow::p2p_s), "tl p2p");
+  expect_same(read_column(path, tl, "bubble_s"), column_of(timeline, &TimelineRow::bubble_s), "tl b");
+  expect_same(read_column(path, tl, "dp_comm_s"), column_of(timeline, &TimelineRow::dp_comm_s), "tl dp");
+  expect_same(read_column(path, tl, "optimizer_s"), column_of(timeline, &TimelineRow::optimizer_s), "tl o");
 
   EXPECT_EQ(read_attributes(path, run + "/context"),
             (Attributes{{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},

@@ -60,6 +60,16 @@ TEST(ProcessGrid, CoordinatesAndSubCommunicatorsOfEveryShape) {
     EXPECT_EQ(members(grid.dp_comm(), rank), expected_dp);
     EXPECT_EQ(members(grid.tp_comm(), rank), expected_tp);
     EXPECT_EQ(members(grid.pp_comm(), rank), expected_pp);
+
+    // mp: the tp×pp ranks of this rank's model replica, in world order
+    std::vector<int> expected_mp;
+    for (int r = 0; r < comm.size(); ++r) {
+      const GridCoordinates at = grid.coordinates_of(r);
+      EXPECT_EQ(grid.world_rank_of(at.dp_rank, at.tp_rank, at.pp_rank), r);
+      if (at.dp_rank == grid.dp_rank()) expected_mp.push_back(r);
+    }
+    EXPECT_EQ(grid.mp_comm().name(), "mp");
+    EXPECT_EQ(members(grid.mp_comm(), rank), expected_mp);
   }
 }
 
