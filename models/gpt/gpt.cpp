@@ -45,258 +45,379 @@ std::array<ParameterSpec, kParameterTensorCount> gpt_parameter_specs(const GptCo
 
 namespace {
 
-// Calls f(view, numel) for every activation tensor in storage order: the one place that
-// knows the activation layout, used both to size the allocation and to point the views.
+// Calls f(view, numel, tp_split) for every activation tensor in storage order: the one place
+// that knows the activation layout, used both to size the allocation and to point the views.
+// tp_split: the tensor is cut over the tp group (1/t of the unsplit one).
 template <class F>
-void for_each_view(ActivationTensors& a, const GptConfig& c, i64 B, i64 T, F&& f) {
-  const i64 L = c.layers, C = c.channels, NH = c.heads, V = c.vocab, BT = B * T;
-  f(a.encoded, BT * C);
-  f(a.ln1, L * BT * C);
-  f(a.ln1_mean, L * BT);
-  f(a.ln1_rstd, L * BT);
-  f(a.qkv, L * BT * 3 * C);
-  f(a.att, L * B * NH * T * T);
-  f(a.atty, L * BT * C);
-  f(a.attproj, L * BT * C);
-  f(a.residual2, L * BT * C);
-  f(a.ln2, L * BT * C);
-  f(a.ln2_mean, L * BT);
-  f(a.ln2_rstd, L * BT);
-  f(a.fch, L * BT * 4 * C);
-  f(a.fch_gelu, L * BT * 4 * C);
-  f(a.fcproj, L * BT * C);
-  f(a.residual3, L * BT * C);
-  f(a.lnf, BT * C);
-  f(a.lnf_mean, BT);
-  f(a.lnf_rstd, BT);
-  f(a.logits, BT * V);
-  f(a.probs, BT * V);
-  f(a.losses, BT);
+void for_each_view(ActivationTensors& a, const GptShard& s, i64 B, i64 T, F&& f) {
+  const i64 L = s.L, C = s.C, BT = B * T;
+  const i64 H = s.head ? 1 : 0;
+  f(a.encoded, BT * C, false);
+  f(a.ln1, L * BT * C, false);
+  f(a.ln1_mean, L * BT, false);
+  f(a.ln1_rstd, L * BT, false);
+  f(a.qkv, L * BT * 3 * s.C_tp, true);
+  f(a.att, L * B * s.NH_tp * T * T, true);
+  f(a.atty, L * BT * s.C_tp, true);
+  f(a.attproj, L * BT * C, false);
+  f(a.residual2, L * BT * C, false);
+  f(a.ln2, L * BT * C, false);
+  f(a.ln2_mean, L * BT, false);
+  f(a.ln2_rstd, L * BT, false);
+  f(a.fch, L * BT * s.F_tp, true);
+  f(a.fch_gelu, L * BT * s.F_tp, true);
+  f(a.fcproj, L * BT * C, false);
+  f(a.residual3, L * BT * C, false);
+  f(a.lnf, H * BT * C, false);
+  f(a.lnf_mean, H * BT, false);
+  f(a.lnf_rstd, H * BT, false);
+  f(a.logits, H * BT * s.V_tp, true);
+  f(a.probs, H * BT * s.V_tp, true);
+  f(a.losses, H * BT, false);
+  f(a.ce_stats, s.tp_size > 1 ? H * 3 * BT : 0, false);
 }
 
 // The same for the backward scratch. The per-block tensors come last, from dresidual_in
 // on, so zeroing them before each block is one memset.
 template <class F>
-void for_each_view(ActivationGradients& g, const GptConfig& c, i64 B, i64 T, F&& f) {
-  const i64 C = c.channels, V = c.vocab, BT = B * T;
-  f(g.dlosses, BT);
-  f(g.dlogits, BT * V);
-  f(g.dlnf, BT * C);
-  f(g.dresidual_out, BT * C);
-  f(g.dresidual_in, BT * C);
-  f(g.dln1, BT * C);
-  f(g.dqkv, BT * 3 * C);
-  f(g.datty, BT * C);
-  f(g.dattproj, BT * C);
-  f(g.dresidual2, BT * C);
-  f(g.dln2, BT * C);
-  f(g.dfch, BT * 4 * C);
-  f(g.dfch_gelu, BT * 4 * C);
-  f(g.dfcproj, BT * C);
+void for_each_view(ActivationGradients& g, const GptShard& s, i64 B, i64 T, F&& f) {
+  const i64 C = s.C, BT = B * T, H = s.head ? 1 : 0;
+  f(g.dlosses, H * BT, false);
+  f(g.dlogits, H * BT * s.V_tp, true);
+  f(g.dlnf, H * BT * C, false);
+  f(g.dresidual_out, BT * C, false);
+  f(g.dresidual_in, BT * C, false);
+  f(g.dln1, BT * C, false);
+  f(g.dqkv, BT * 3 * s.C_tp, true);
+  f(g.datty, BT * s.C_tp, true);
+  f(g.dattproj, BT * C, false);
+  f(g.dresidual2, BT * C, false);
+  f(g.dln2, BT * C, false);
+  f(g.dfch, BT * s.F_tp, true);
+  f(g.dfch_gelu, BT * s.F_tp, true);
+  f(g.dfcproj, BT * C, false);
 }
 
 template <class Tensors>
-i64 count_floats(const GptConfig& c, i64 B, i64 T) {
+GptActivationBytes count_bytes(const GptShard& s, i64 B, i64 T) {
   Tensors views{};
-  i64 n = 0;
-  for_each_view(views, c, B, T, [&](float*&, i64 numel) { n += numel; });
-  return n;
+  GptActivationBytes bytes;
+  for_each_view(views, s, B, T, [&](float*&, i64 numel, bool split) {
+    bytes.total += numel * static_cast<i64>(sizeof(float));
+    if (split) bytes.tp_split += numel * static_cast<i64>(sizeof(float));
+  });
+  return bytes;
 }
 
 // Points every view into base for the layout at (B, T) and returns the floats used.
 template <class Tensors>
-i64 point_views(Tensors& views, float* base, const GptConfig& c, i64 B, i64 T) {
+i64 point_views(Tensors& views, float* base, const GptShard& s, i64 B, i64 T) {
   i64 n = 0;
-  for_each_view(views, c, B, T, [&](float*& view, i64 numel) {
+  for_each_view(views, s, B, T, [&](float*& view, i64 numel, bool) {
     view = base + n;
     n += numel;
   });
   return n;
 }
 
-void point_parameter_views(ParameterTensors& views, float* base, const GptConfig& config) {
-  const auto specs = gpt_parameter_specs(config);
+void point_parameter_views(ParameterTensors& views, float* base, const GptConfig& config,
+                           const GptShard& shard) {
+  const auto shapes = gpt_shard_shapes(config, shard);
   const auto members = views.members();
   for (int k = 0; k < kParameterTensorCount; ++k) {
     *members[static_cast<std::size_t>(k)] = base;
-    base += specs[static_cast<std::size_t>(k)].shape.numel();
+    base += shapes[static_cast<std::size_t>(k)].numel();
   }
 }
 
 constexpr i64 kFloat = static_cast<i64>(sizeof(float));
 
+GptShard whole_model(const GptConfig& config) { return resolve_gpt_partition(config, {}); }
+
 }  // namespace
 
 i64 gpt_activation_bytes(const GptConfig& config, i64 B, i64 T) {
-  return kFloat * count_floats<ActivationTensors>(config, B, T);
+  return count_bytes<ActivationTensors>(whole_model(config), B, T).total;
 }
 
 i64 gpt_activation_gradient_bytes(const GptConfig& config, i64 B, i64 T) {
-  return kFloat * count_floats<ActivationGradients>(config, B, T);
+  return count_bytes<ActivationGradients>(whole_model(config), B, T).total;
+}
+
+GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, i64 B, i64 T) {
+  return count_bytes<ActivationTensors>(shard, B, T);
+}
+
+i64 gpt_shard_activation_gradient_bytes(const GptShard& shard, i64 B, i64 T) {
+  return count_bytes<ActivationGradients>(shard, B, T).total;
 }
 
 GptModel::GptModel(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
-                   MemoryTracker& tracker)
+                   MemoryTracker& tracker, GptPartition partition)
     : config_(config),
+      shard_(resolve_gpt_partition(config, partition)),
+      tp_(std::move(partition.tp)),
       backend_(backend),
       k_(&kernels::kernels_for(backend)),
       max_batch_(batch),
       max_seq_len_(seq_len),
-      parameter_count_(gpt_parameter_count(config)) {
-  validate_gpt_config(config_);
+      parameter_count_(gpt_shard_parameter_count(config, shard_)) {
   SB_USER_CHECK(batch > 0, "gpt '{}': batch must be positive, got {}", config_.name, batch);
   SB_USER_CHECK(seq_len > 0 && seq_len <= config_.max_seq_len,
                 "gpt '{}': seq_len must be in [1, max_seq_len = {}], got {}", config_.name,
                 config_.max_seq_len, seq_len);
-  i64 spec_count = 0;
-  for (const auto& spec : gpt_parameter_specs(config_)) spec_count += spec.shape.numel();
-  SB_CHECK(spec_count == parameter_count_, "gpt parameter shapes sum to {}, formula gives {}",
-           spec_count, parameter_count_);
+  if (shard_.whole()) {
+    i64 spec_count = 0;
+    for (const auto& spec : gpt_parameter_specs(config_)) spec_count += spec.shape.numel();
+    SB_CHECK(spec_count == parameter_count_ && spec_count == gpt_parameter_count(config_),
+             "gpt parameter shapes sum to {}, formula gives {}", spec_count,
+             gpt_parameter_count(config_));
+  }
 
+  const i64 slots = shard_.activation_slots;
   const i64 param_bytes = kFloat * parameter_count_;
+  const i64 slot_bytes = gpt_shard_activation_bytes(shard_, batch, seq_len).total;
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, param_bytes, "gpt params");
   grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, param_bytes, "gpt grads");
-  acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                               gpt_activation_bytes(config_, batch, seq_len), "gpt activations");
+  acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,
+                               "gpt activations");
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                                 2 * batch * seq_len * static_cast<i64>(sizeof(std::int32_t)),
+                                 slots * 2 * batch * seq_len * static_cast<i64>(sizeof(std::int32_t)),
                                  "gpt tokens, targets");
   acts_grads_memory_ =
       TrackedBuffer(tracker, MemoryCategory::workspace,
-                    gpt_activation_gradient_bytes(config_, batch, seq_len), "gpt activation grads");
-  point_parameter_views(params_, params_memory_.as<float>(), config_);
-  point_parameter_views(grads_, grads_memory_.as<float>(), config_);
-  tokens_ = inputs_memory_.as<std::int32_t>();
-  targets_ = tokens_ + batch * seq_len;
+                    gpt_shard_activation_gradient_bytes(shard_, batch, seq_len), "gpt activation grads");
+  point_parameter_views(params_, params_memory_.as<float>(), config_, shard_);
+  point_parameter_views(grads_, grads_memory_.as<float>(), config_, shard_);
+  slots_.resize(static_cast<std::size_t>(slots));
+  for (i64 s = 0; s < slots; ++s) {
+    Slot& slot = slots_[static_cast<std::size_t>(s)];
+    slot.base = acts_memory_.as<float>() + s * (slot_bytes / kFloat);
+    slot.tokens = inputs_memory_.as<std::int32_t>() + s * 2 * batch * seq_len;
+    slot.targets = slot.tokens + batch * seq_len;
+  }
 }
 
 void GptModel::init_weights(std::uint64_t seed) {
   const auto specs = gpt_parameter_specs(config_);
+  const auto shapes = gpt_shard_shapes(config_, shard_);
   const auto members = params_.members();
+  const bool whole = shard_.whole() && shard_.layer_begin == 0 && shard_.L == config_.layers;
   for (int k = 0; k < kParameterTensorCount; ++k) {
     const ParameterSpec& spec = specs[static_cast<std::size_t>(k)];
     float* p = *members[static_cast<std::size_t>(k)];
-    const i64 n = spec.shape.numel();
+    const i64 n = shapes[static_cast<std::size_t>(k)].numel();
     const CounterRng rng(seed, static_cast<std::uint64_t>(k));
+    const GptShard& shard = shard_;
     switch (spec.init) {
       case ParameterInit::zeros: std::fill(p, p + n, 0.0f); break;
       case ParameterInit::ones: std::fill(p, p + n, 1.0f); break;
       case ParameterInit::normal_0_02:
 #pragma omp parallel for schedule(static)
         for (i64 i = 0; i < n; ++i) {
-          p[i] = static_cast<float>(0.02 * rng.normal(static_cast<std::uint64_t>(i)));
+          const i64 global = whole ? i : gpt_unsplit_index(shard, k, i);
+          p[i] = static_cast<float>(0.02 * rng.normal(static_cast<std::uint64_t>(global)));
         }
         break;
     }
   }
 }
 
+GptModel::Slot& GptModel::slot_at(i64 slot) {
+  SB_CHECK(slot >= 0 && slot < shard_.activation_slots, "gpt: activation slot {} outside [0, {})",
+           slot, shard_.activation_slots);
+  return slots_[static_cast<std::size_t>(slot)];
+}
+
+void GptModel::tp_all_reduce_sum(float* data, i64 count) const {
+  if (shard_.tp_size > 1) tp_.all_reduce_sum({data, static_cast<std::size_t>(count)});
+}
+
 float GptModel::forward(const std::int32_t* tokens, const std::int32_t* targets, i64 B, i64 T) {
+  return forward_stage(0, tokens, nullptr, targets, B, T);
+}
+
+float GptModel::forward_stage(i64 slot_index, const std::int32_t* tokens, const float* input,
+                              const std::int32_t* targets, i64 B, i64 T) {
   SB_CHECK(B >= 1 && B <= max_batch_, "gpt forward: B = {} outside [1, {}]", B, max_batch_);
   SB_CHECK(T >= 1 && T <= max_seq_len_, "gpt forward: T = {} outside [1, {}]", T, max_seq_len_);
-  SB_CHECK(tokens != nullptr, "gpt forward: no tokens");
-  const i64 L = config_.layers, C = config_.channels, NH = config_.heads, V = config_.vocab;
+  const GptShard& s = shard_;
+  SB_CHECK(s.embedding ? tokens != nullptr : input != nullptr,
+           "gpt forward: a stage {} embedding needs {}", s.embedding ? "with" : "without",
+           s.embedding ? "tokens" : "an input (B, T, C)");
+  Slot& slot = slot_at(slot_index);
+  const i64 L = s.L, C = s.C, NH = s.NH_tp, V = config_.vocab;
+  const i64 Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
   const i64 BT = B * T;
+  const bool read_targets = s.head && targets != nullptr;
   for (i64 i = 0; i < BT; ++i) {
-    SB_CHECK(tokens[i] >= 0 && tokens[i] < V, "gpt forward: token {} at {} outside [0, {})",
-             tokens[i], i, V);
-    SB_CHECK(!targets || (targets[i] >= 0 && targets[i] < V),
+    SB_CHECK(!tokens || !s.embedding || (tokens[i] >= 0 && tokens[i] < V),
+             "gpt forward: token {} at {} outside [0, {})", tokens[i], i, V);
+    SB_CHECK(!read_targets || (targets[i] >= 0 && targets[i] < V),
              "gpt forward: target {} at {} outside [0, {})", targets[i], i, V);
   }
-  std::copy(tokens, tokens + BT, tokens_);
-  if (targets) std::copy(targets, targets + BT, targets_);
-  last_B_ = B;
-  last_T_ = T;
-  backward_ready_ = targets != nullptr;
-  point_views(acts_, acts_memory_.as<float>(), config_, B, T);
+  if (s.embedding) std::copy(tokens, tokens + BT, slot.tokens);
+  if (read_targets) std::copy(targets, targets + BT, slot.targets);
+  slot.B = B;
+  slot.T = T;
+  slot.forwarded = true;
+  slot.has_targets = read_targets;
+  point_views(slot.acts, slot.base, s, B, T);
 
   const ParameterTensors& p = params_;
-  ActivationTensors& a = acts_;
-  k_->embedding_forward(a.encoded, tokens_, p.wte, p.wpe, B, T, C);
+  ActivationTensors& a = slot.acts;
+  const bool tp = s.tp_size > 1;
+  const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
+  if (!s.embedding) {
+    std::copy(input, input + BT * C, a.encoded);
+  } else if (!tp) {
+    k_->embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
+  } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
+    k_->embedding_shard_forward(a.encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
+                                s.vocab_begin, Vr, B, T, C);
+    tp_all_reduce_sum(a.encoded, BT * C);
+  }
   for (i64 l = 0; l < L; ++l) {
     const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
-    // this block's weights
+    // this block's weights (this rank's shard of them)
     const float* ln1w = p.ln1w + l * C;
     const float* ln1b = p.ln1b + l * C;
-    const float* qkvw = p.qkvw + l * 3 * C * C;
-    const float* qkvb = p.qkvb + l * 3 * C;
-    const float* attprojw = p.attprojw + l * C * C;
+    const float* qkvw = p.qkvw + l * 3 * Ct * C;
+    const float* qkvb = p.qkvb + l * 3 * Ct;
+    const float* attprojw = p.attprojw + l * C * Ct;
     const float* attprojb = p.attprojb + l * C;
     const float* ln2w = p.ln2w + l * C;
     const float* ln2b = p.ln2b + l * C;
-    const float* fcw = p.fcw + l * 4 * C * C;
-    const float* fcb = p.fcb + l * 4 * C;
-    const float* fcprojw = p.fcprojw + l * C * 4 * C;
+    const float* fcw = p.fcw + l * F * C;
+    const float* fcb = p.fcb + l * F;
+    const float* fcprojw = p.fcprojw + l * C * F;
     const float* fcprojb = p.fcprojb + l * C;
     // this block's activations
     float* ln1 = a.ln1 + l * BT * C;
     float* ln1_mean = a.ln1_mean + l * BT;
     float* ln1_rstd = a.ln1_rstd + l * BT;
-    float* qkv = a.qkv + l * BT * 3 * C;
+    float* qkv = a.qkv + l * BT * 3 * Ct;
     float* att = a.att + l * B * NH * T * T;
-    float* atty = a.atty + l * BT * C;
+    float* atty = a.atty + l * BT * Ct;
     float* attproj = a.attproj + l * BT * C;
     float* residual2 = a.residual2 + l * BT * C;
     float* ln2 = a.ln2 + l * BT * C;
     float* ln2_mean = a.ln2_mean + l * BT;
     float* ln2_rstd = a.ln2_rstd + l * BT;
-    float* fch = a.fch + l * BT * 4 * C;
-    float* fch_gelu = a.fch_gelu + l * BT * 4 * C;
+    float* fch = a.fch + l * BT * F;
+    float* fch_gelu = a.fch_gelu + l * BT * F;
     float* fcproj = a.fcproj + l * BT * C;
     float* residual3 = a.residual3 + l * BT * C;
 
+    // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
+    // counts once in the all-reduce), then the sum over the tp group (Megatron's g).
     k_->layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, BT, C);
-    k_->matmul_forward(qkv, ln1, qkvw, qkvb, BT, C, 3 * C);
-    k_->attention_forward(atty, att, qkv, B, T, C, NH);
-    k_->matmul_forward(attproj, atty, attprojw, attprojb, BT, C, C);
+    k_->matmul_forward(qkv, ln1, qkvw, qkvb, BT, C, 3 * Ct);
+    k_->attention_forward(atty, att, qkv, B, T, Ct, NH);
+    k_->matmul_forward(attproj, atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
+    tp_all_reduce_sum(attproj, BT * C);
     k_->residual_forward(residual2, residual, attproj, BT * C);
     k_->layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, ln2w, ln2b, BT, C);
-    k_->matmul_forward(fch, ln2, fcw, fcb, BT, C, 4 * C);
-    k_->gelu_forward(fch_gelu, fch, BT * 4 * C);
-    k_->matmul_forward(fcproj, fch_gelu, fcprojw, fcprojb, BT, 4 * C, C);
+    k_->matmul_forward(fch, ln2, fcw, fcb, BT, C, F);
+    k_->gelu_forward(fch_gelu, fch, BT * F);
+    k_->matmul_forward(fcproj, fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
+    tp_all_reduce_sum(fcproj, BT * C);
     k_->residual_forward(residual3, residual2, fcproj, BT * C);
   }
+  if (!s.head) return std::numeric_limits<float>::quiet_NaN();
+
   const float* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
   k_->layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
-  k_->matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, V);  // head tied to wte (V,C)
+  k_->matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
-  if (!targets) return std::numeric_limits<float>::quiet_NaN();
-  k_->crossentropy_forward(a.losses, a.probs, a.logits, targets_, BT, V);
+  if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
+  if (!tp) {
+    k_->crossentropy_forward(a.losses, a.probs, a.logits, slot.targets, BT, V);
+  } else {  // vocabulary-parallel cross-entropy: three row statistics reduced, logits never gathered
+    float* row_max = a.ce_stats;
+    float* sumexp = a.ce_stats + BT;
+    float* target_logit = a.ce_stats + 2 * BT;
+    k_->crossentropy_shard_max(row_max, a.logits, BT, Vr);
+    tp_.all_reduce_max({row_max, static_cast<std::size_t>(BT)});
+    k_->crossentropy_shard_partials(sumexp, target_logit, a.logits, row_max, slot.targets,
+                                    s.vocab_begin, BT, Vr);
+    tp_all_reduce_sum(sumexp, 2 * BT);  // sumexp and target_logit are adjacent
+    k_->crossentropy_shard_finish(a.losses, a.probs, a.logits, row_max, sumexp, target_logit,
+                                  BT, Vr);
+  }
   double sum = 0.0;
   for (i64 i = 0; i < BT; ++i) sum += a.losses[i];
   return static_cast<float>(sum / static_cast<double>(BT));
+}
+
+const float* GptModel::stage_output(i64 slot_index) const {
+  SB_CHECK(!shard_.head, "gpt: stage_output is for stages without the head");
+  SB_CHECK(slot_index >= 0 && slot_index < shard_.activation_slots,
+           "gpt: activation slot {} outside [0, {})", slot_index, shard_.activation_slots);
+  const Slot& slot = slots_[static_cast<std::size_t>(slot_index)];
+  SB_CHECK(slot.forwarded, "gpt: stage_output of slot {} before its forward", slot_index);
+  return slot.acts.residual3 + (shard_.L - 1) * slot.B * slot.T * shard_.C;
+}
+
+const float* GptModel::stage_input_gradient() const {
+  SB_CHECK(!shard_.embedding, "gpt: stage_input_gradient is for stages without the embedding");
+  SB_CHECK(input_gradient_ != nullptr, "gpt: stage_input_gradient before any backward_stage");
+  return input_gradient_;
+}
+
+std::span<float> GptModel::tied_embedding_gradient() {
+  SB_CHECK(shard_.embedding || shard_.head, "gpt: a middle stage holds no wte");
+  return {grads_.wte, static_cast<std::size_t>(shard_.V_tp * shard_.C)};
 }
 
 void GptModel::zero_grad() {
   std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
 }
 
-void GptModel::backward() {
-  SB_CHECK(backward_ready_, "gpt backward needs a forward with targets first");
-  const i64 B = last_B_, T = last_T_, BT = B * T;
-  const i64 L = config_.layers, C = config_.channels, NH = config_.heads, V = config_.vocab;
+void GptModel::backward() { backward_stage(0, nullptr); }
+
+void GptModel::backward_stage(i64 slot_index, const float* doutput) {
+  Slot& slot = slot_at(slot_index);
+  const GptShard& s = shard_;
+  SB_CHECK(slot.forwarded, "gpt backward of slot {} needs its forward first", slot_index);
+  SB_CHECK(!s.head || slot.has_targets, "gpt backward needs a forward with targets first");
+  SB_CHECK(s.head || doutput != nullptr, "gpt backward: a stage without the head needs d(output)");
+  const i64 B = slot.B, T = slot.T, BT = B * T;
+  const i64 L = s.L, C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
+  const bool tp = s.tp_size > 1;
   const ParameterTensors& p = params_;
   const ParameterTensors& g = grads_;
-  const ActivationTensors& a = acts_;
+  const ActivationTensors& a = slot.acts;
   ActivationGradients& d = acts_grads_;
-  const i64 used = point_views(d, acts_grads_memory_.as<float>(), config_, B, T);
+  const i64 used = point_views(d, acts_grads_memory_.as<float>(), s, B, T);
   const float* scratch_end = acts_grads_memory_.as<float>() + used;
+  const float* grads_base = grads_memory_.as<float>();
   const auto zero = [](float* begin, const float* end) {
     std::memset(begin, 0, static_cast<std::size_t>(end - begin) * sizeof(float));
   };
   const auto ready = [&](const float* grad, i64 count) {
-    if (gradient_ready_) gradient_ready_(grad - g.wte, count);
+    if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
   };
 
-  // the head: mean loss -> logits -> final LayerNorm
   zero(d.dlosses, d.dresidual_in);
-  std::fill(d.dlosses, d.dlosses + BT, static_cast<float>(1.0 / static_cast<double>(BT)));
-  k_->crossentropy_backward(d.dlogits, a.probs, targets_, d.dlosses, BT, V);
-  k_->matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, V);
-  k_->layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf, a.residual3 + (L - 1) * BT * C,
-                         p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
-  ready(g.lnfw, C);
-  ready(g.lnfb, C);
+  if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
+    std::fill(d.dlosses, d.dlosses + BT, static_cast<float>(1.0 / static_cast<double>(BT)));
+    if (!tp) {
+      k_->crossentropy_backward(d.dlogits, a.probs, slot.targets, d.dlosses, BT, Vr);
+    } else {
+      k_->crossentropy_shard_backward(d.dlogits, a.probs, slot.targets, d.dlosses, s.vocab_begin,
+                                      BT, Vr);
+    }
+    k_->matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, Vr);
+    tp_all_reduce_sum(d.dlnf, BT * C);  // the head is column-parallel over the vocabulary
+    k_->layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
+                           a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    ready(g.lnfw, C);
+    ready(g.lnfb, C);
+    if (!s.embedding) ready(g.wte, Vr * C);  // the head's copy of the tied weight is final
+  } else {
+    std::copy(doutput, doutput + BT * C, d.dresidual_out);
+  }
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
   float* dout = d.dresidual_out;
@@ -306,77 +427,104 @@ void GptModel::backward() {
     zero(d.dln1, scratch_end);
     const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
     const float* ln1w = p.ln1w + l * C;
-    const float* qkvw = p.qkvw + l * 3 * C * C;
-    const float* attprojw = p.attprojw + l * C * C;
+    const float* qkvw = p.qkvw + l * 3 * Ct * C;
+    const float* attprojw = p.attprojw + l * C * Ct;
     const float* ln2w = p.ln2w + l * C;
-    const float* fcw = p.fcw + l * 4 * C * C;
-    const float* fcprojw = p.fcprojw + l * C * 4 * C;
+    const float* fcw = p.fcw + l * F * C;
+    const float* fcprojw = p.fcprojw + l * C * F;
     float* dln1w = g.ln1w + l * C;
     float* dln1b = g.ln1b + l * C;
-    float* dqkvw = g.qkvw + l * 3 * C * C;
-    float* dqkvb = g.qkvb + l * 3 * C;
-    float* dattprojw = g.attprojw + l * C * C;
+    float* dqkvw = g.qkvw + l * 3 * Ct * C;
+    float* dqkvb = g.qkvb + l * 3 * Ct;
+    float* dattprojw = g.attprojw + l * C * Ct;
     float* dattprojb = g.attprojb + l * C;
     float* dln2w = g.ln2w + l * C;
     float* dln2b = g.ln2b + l * C;
-    float* dfcw = g.fcw + l * 4 * C * C;
-    float* dfcb = g.fcb + l * 4 * C;
-    float* dfcprojw = g.fcprojw + l * C * 4 * C;
+    float* dfcw = g.fcw + l * F * C;
+    float* dfcb = g.fcb + l * F;
+    float* dfcprojw = g.fcprojw + l * C * F;
     float* dfcprojb = g.fcprojb + l * C;
     const float* ln1 = a.ln1 + l * BT * C;
     const float* ln1_mean = a.ln1_mean + l * BT;
     const float* ln1_rstd = a.ln1_rstd + l * BT;
-    const float* qkv = a.qkv + l * BT * 3 * C;
+    const float* qkv = a.qkv + l * BT * 3 * Ct;
     const float* att = a.att + l * B * NH * T * T;
-    const float* atty = a.atty + l * BT * C;
+    const float* atty = a.atty + l * BT * Ct;
     const float* residual2 = a.residual2 + l * BT * C;
     const float* ln2 = a.ln2 + l * BT * C;
     const float* ln2_mean = a.ln2_mean + l * BT;
     const float* ln2_rstd = a.ln2_rstd + l * BT;
-    const float* fch = a.fch + l * BT * 4 * C;
-    const float* fch_gelu = a.fch_gelu + l * BT * 4 * C;
+    const float* fch = a.fch + l * BT * F;
+    const float* fch_gelu = a.fch_gelu + l * BT * F;
 
-    // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2))))
+    // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))). The output gradient is
+    // replicated over the tp group, so every rank gets the whole (replicated) bias gradient;
+    // the input gradient of the column-parallel fc is a partial sum (Megatron's f).
     k_->residual_backward(d.dresidual2, d.dfcproj, dout, BT * C);
-    k_->matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, fch_gelu, fcprojw, BT, 4 * C, C);
-    k_->gelu_backward(d.dfch, fch, d.dfch_gelu, BT * 4 * C);
-    k_->matmul_backward(d.dln2, dfcw, dfcb, d.dfch, ln2, fcw, BT, C, 4 * C);
+    k_->matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, fch_gelu, fcprojw, BT, F, C);
+    k_->gelu_backward(d.dfch, fch, d.dfch_gelu, BT * F);
+    k_->matmul_backward(d.dln2, dfcw, dfcb, d.dfch, ln2, fcw, BT, C, F);
+    tp_all_reduce_sum(d.dln2, BT * C);
     k_->layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, residual2, ln2w, ln2_mean,
                            ln2_rstd, BT, C);
     // attention: residual2 = residual + attproj(attention(qkv(ln1(residual))))
     k_->residual_backward(din, d.dattproj, d.dresidual2, BT * C);
-    k_->matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, atty, attprojw, BT, C, C);
-    k_->attention_backward(d.dqkv, d.datty, qkv, att, B, T, C, NH);
-    k_->matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * C);
+    k_->matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, atty, attprojw, BT, Ct, C);
+    k_->attention_backward(d.dqkv, d.datty, qkv, att, B, T, Ct, NH);
+    k_->matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * Ct);
+    tp_all_reduce_sum(d.dln1, BT * C);
     k_->layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, ln1_mean, ln1_rstd, BT, C);
-    for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * 4 * C}, {dfcprojb, C},
-                                      {dfcw, 4 * C * C}, {dfcb, 4 * C}, {dln2w, C}, {dln2b, C},
-                                      {dattprojw, C * C}, {dattprojb, C}, {dqkvw, 3 * C * C},
-                                      {dqkvb, 3 * C}, {dln1w, C}, {dln1b, C}})
+    for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * F}, {dfcprojb, C},
+                                      {dfcw, F * C}, {dfcb, F}, {dln2w, C}, {dln2b, C},
+                                      {dattprojw, C * Ct}, {dattprojb, C}, {dqkvw, 3 * Ct * C},
+                                      {dqkvb, 3 * Ct}, {dln1w, C}, {dln1b, C}})
       ready(grad, count);
     std::swap(din, dout);
   }
-  k_->embedding_backward(g.wte, g.wpe, dout, tokens_, B, T, C);  // dout: d(encoded)
-  ready(g.wte, V * C);
+  // dout: d(encoded), the gradient of this stage's input
+  slot.forwarded = false;
+  if (!s.embedding) {
+    input_gradient_ = dout;
+    return;
+  }
+  if (!tp) {
+    k_->embedding_backward(g.wte, g.wpe, dout, slot.tokens, B, T, C);
+  } else {  // d(encoded) is replicated: each rank adds its vocabulary rows and the whole dwpe
+    k_->embedding_shard_backward(g.wte, g.wpe, dout, slot.tokens, s.vocab_begin, Vr, B, T, C);
+  }
+  ready(g.wte, Vr * C);
   ready(g.wpe, config_.max_seq_len * C);
 }
 
 std::vector<ParameterView> GptModel::parameter_views() {
   const auto specs = gpt_parameter_specs(config_);
+  const auto shapes = gpt_shard_shapes(config_, shard_);
   const auto params = params_.members();
   const auto grads = grads_.members();
   std::vector<ParameterView> views;
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    views.push_back({specs[k].name, *params[k], *grads[k], specs[k].shape.numel(),
-                     specs[k].weight_decay});
+    const i64 numel = shapes[k].numel();
+    if (numel == 0) continue;
+    views.push_back({specs[k].name, *params[k], *grads[k], numel, specs[k].weight_decay});
   }
   return views;
 }
 
 std::vector<optim::ParameterSlice> GptModel::parameter_slices() {
+  const auto specs = gpt_parameter_specs(config_);
+  const auto shapes = gpt_shard_shapes(config_, shard_);
+  const auto params = params_.members();
+  const auto grads = grads_.members();
   std::vector<optim::ParameterSlice> slices;
-  for (auto& view : parameter_views()) {
-    slices.push_back({std::move(view.name), view.param, view.grad, view.numel, view.weight_decay});
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const i64 numel = shapes[k].numel();
+    if (numel == 0) continue;
+    const int tensor = static_cast<int>(k);
+    const bool tp_replica =
+        shard_.tp_rank > 0 && gpt_tensor_split(tensor) == TensorSplit::replicated;
+    const bool head_copy_of_wte = tensor == 0 && !shard_.embedding;
+    slices.push_back({specs[k].name, *params[k], *grads[k], numel, specs[k].weight_decay,
+                      tp_replica || head_copy_of_wte});
   }
   return slices;
 }

@@ -1,5 +1,9 @@
 // The GPT-2 reference model, llm.c style: parameters, gradients, activations each in one tracked
-// allocation with named views. Leaves out sampling, mixed precision and parallelism.
+// allocation with named views. A GptPartition (gpt_partition.hpp) makes it one rank's part of a
+// model-parallel GPT: a pipeline stage (blocks [begin, end), with or without embedding and
+// head, several micro-batches' activations alive at once) and/or a Megatron tensor-parallel
+// shard. Leaves out sampling, mixed precision, communication (tp collectives are hooks) and the
+// pipeline schedule.
 #pragma once
 
 #include <array>
@@ -14,27 +18,30 @@
 #include "kernels/kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "models/gpt/gpt_partition.hpp"
 #include "optim/parameter_slice.hpp"
 
 namespace sb::gpt {
 
-inline constexpr int kParameterTensorCount = 16;
+inline constexpr int kParameterTensorCount = kGptTensorCount;
 
-// Views into the one parameter (or gradient) allocation, in llm.c's order.
+// Views into the one parameter (or gradient) allocation, in llm.c's order. Shapes of the unsplit
+// model; a partition holds L_s = end - begin blocks and, over t tp ranks, the shapes in
+// brackets (gpt_partition.hpp); a tensor it does not hold has no elements.
 struct ParameterTensors {
-  float* wte;       // (V, C)      token embedding, also the output head
+  float* wte;       // (V, C)      token embedding, also the output head   [(V_r, C)]
   float* wpe;       // (maxT, C)   position embedding
   float* ln1w;      // (L, C)
   float* ln1b;      // (L, C)
-  float* qkvw;      // (L, 3C, C)  rows [q | k | v]
-  float* qkvb;      // (L, 3C)
-  float* attprojw;  // (L, C, C)
+  float* qkvw;      // (L, 3C, C)  rows [q | k | v]   [(L, 3C/t, C): [q_r | k_r | v_r]]
+  float* qkvb;      // (L, 3C)                        [(L, 3C/t)]
+  float* attprojw;  // (L, C, C)                      [(L, C, C/t)] row-parallel
   float* attprojb;  // (L, C)
   float* ln2w;      // (L, C)
   float* ln2b;      // (L, C)
-  float* fcw;       // (L, 4C, C)
-  float* fcb;       // (L, 4C)
-  float* fcprojw;   // (L, C, 4C)
+  float* fcw;       // (L, 4C, C)                     [(L, 4C/t, C)] column-parallel
+  float* fcb;       // (L, 4C)                        [(L, 4C/t)]
+  float* fcprojw;   // (L, C, 4C)                     [(L, C, 4C/t)] row-parallel
   float* fcprojb;   // (L, C)
   float* lnfw;      // (C)
   float* lnfb;      // (C)
@@ -63,7 +70,9 @@ struct ParameterView {
 };
 
 // Forward activations for (B, T); layer l of an (L, B, T, ...) tensor starts at l·B·T·...
-// for the B and T of the current call, so a smaller batch packs into the front.
+// for the B and T of the current call, so a smaller batch packs into the front. On a partition
+// L is the stage's block count and 3C, NH, 4C, V read 3C/t, NH/t, 4C/t, V_r; lnf..ce_stats
+// exist on the head stage only. `encoded` is the stage input on a stage without embedding.
 struct ActivationTensors {
   float* encoded;    // (B, T, C)        wte[token] + wpe[t]
   float* ln1;        // (L, B, T, C)
@@ -87,6 +96,7 @@ struct ActivationTensors {
   float* logits;     // (B, T, V)
   float* probs;      // (B, T, V)
   float* losses;     // (B, T)
+  float* ce_stats;   // (3, B, T)  tp > 1: row max | exp-sum | target logit over the vocabulary
 };
 
 // Backward scratch: gradients of the activations of ONE block (reused for every block),
@@ -112,67 +122,119 @@ struct ActivationGradients {
 std::int64_t gpt_activation_bytes(const GptConfig& config, std::int64_t B, std::int64_t T);
 std::int64_t gpt_activation_gradient_bytes(const GptConfig& config, std::int64_t B,
                                            std::int64_t T);
+// The same for one activation slot of a shard; tp_split: the bytes of the tensors cut over
+// the tp group (qkv, att, atty, fch, fch_gelu, logits, probs), 1/t of the unsplit ones.
+struct GptActivationBytes {
+  std::int64_t total = 0, tp_split = 0;
+};
+GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, std::int64_t B,
+                                              std::int64_t T);
+std::int64_t gpt_shard_activation_gradient_bytes(const GptShard& shard, std::int64_t B,
+                                                 std::int64_t T);
 
 class GptModel {
  public:
-  // Allocates everything for batches up to (batch, seq_len); parameters start at zero.
+  // Allocates everything for batches up to (batch, seq_len); parameters start at zero. The
+  // default partition is the whole model on one rank.
   GptModel(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
-           kernels::Backend backend, MemoryTracker& tracker);
+           kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {});
 
   // normal(0, 0.02) matrices and embeddings, zero biases, LayerNorm weight 1. Element i of
-  // tensor k draws CounterRng(seed, k).normal(i): independent of thread count.
+  // tensor k draws CounterRng(seed, k).normal(i): independent of thread count. A partition's
+  // element draws the number of its index in the unsplit tensor, so every shard starts equal
+  // to its slice of the one-rank model.
   void init_weights(std::uint64_t seed);
 
   // tokens, targets (B, T) in [0, V); B <= batch, T <= seq_len. Returns the mean
   // cross-entropy, or NaN when targets is nullptr (logits only, no backward possible).
+  // Equals forward_stage(0, tokens, nullptr, targets, B, T) on the whole model.
   float forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t B,
                 std::int64_t T);
   void zero_grad();
-  // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients.
+  // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients
+  // (backward_stage(0, nullptr)).
   void backward();
+
+  // ---- pipeline stages (any partition; the whole model is the one-stage case) -------------
+  // Forward of one micro-batch into activation slot `slot` (< activation_slots). The embedding
+  // stage reads tokens (B, T); another stage reads input (B, T, C), the previous stage's
+  // output. targets (B, T) are read on the head stage only; returns its mean loss, else NaN.
+  // With tp > 1 every tp rank calls this with the same tokens/input/targets (collectives).
+  float forward_stage(std::int64_t slot, const std::int32_t* tokens, const float* input,
+                      const std::int32_t* targets, std::int64_t B, std::int64_t T);
+  // Residual output of the last block held (B, T, C) of slot's last forward; non-head stages.
+  const float* stage_output(std::int64_t slot) const;
+  // Accumulates the gradients of slot's micro-batch. The head stage starts from its own mean
+  // loss (doutput nullptr); another stage from doutput (B, T, C) = d(loss)/d(stage_output).
+  // The slot may be reused by the next forward_stage once this returns.
+  void backward_stage(std::int64_t slot, const float* doutput);
+  // d(loss)/d(input) (B, T, C) of the last backward_stage; stages without embedding. Valid
+  // until the next backward_stage.
+  const float* stage_input_gradient() const;
+  // This rank's shard of the wte gradient (V_r, C), on the embedding and on the head stage.
+  // When they are different stages the trainer sums the two (as Megatron) so that both copies
+  // of the tied weight take identical updates.
+  std::span<float> tied_embedding_gradient();
 
   // Called during backward() as soon as a gradient range is final for that call: one layer's
   // slice of each (L, ...) tensor after the layer, lnf after the head, wte and wpe after the
-  // embedding; offset and count in floats into gradients_flat(). Over one backward() the
-  // ranges tile every parameter exactly once. Data parallelism starts all-reduces from it.
+  // embedding (wte after the head on a head stage without embedding); offset and count in
+  // floats into gradients_flat(). Over one backward() the ranges tile every parameter of this
+  // rank exactly once. Data parallelism starts all-reduces from it.
   using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64_t count)>;
   void set_gradient_ready_callback(GradientReadyCallback callback) { gradient_ready_ = std::move(callback); }
 
   const GptConfig& config() const { return config_; }
+  const GptShard& shard() const { return shard_; }
   kernels::Backend backend() const { return backend_; }
   std::int64_t max_batch() const { return max_batch_; }
   std::int64_t max_seq_len() const { return max_seq_len_; }
-  std::int64_t parameter_count() const { return parameter_count_; }
-  const float* logits() const { return acts_.logits; }  // (B, T, V) of the last forward
+  std::int64_t parameter_count() const { return parameter_count_; }  // this rank's
+  // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
+  const float* logits() const { return slots_.front().acts.logits; }
   const ParameterTensors& params() const { return params_; }
   const ParameterTensors& grads() const { return grads_; }
   std::span<float> parameters_flat() { return {params_.wte, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }
+  // The tensors this rank holds (empty ones left out), in storage order.
   std::vector<ParameterView> parameter_views();
+  // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the
+  // head stage's copy of wte when the embedding is on another stage.
   std::vector<optim::ParameterSlice> parameter_slices();
 
  private:
+  // One micro-batch's activations and inputs.
+  struct Slot {
+    float* base = nullptr;  // activations of this slot: floats_per_slot_ from here
+    ActivationTensors acts{};
+    std::int32_t* tokens = nullptr;   // (B, T)
+    std::int32_t* targets = nullptr;  // (B, T)
+    std::int64_t B = 0, T = 0;
+    bool forwarded = false;    // forward done, backward not yet
+    bool has_targets = false;  // the head stage's forward had targets
+  };
+
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
+  Slot& slot_at(std::int64_t slot);
+  void tp_all_reduce_sum(float* data, std::int64_t count) const;
 
   GptConfig config_;
+  GptShard shard_;
+  TensorParallelGroup tp_;
   kernels::Backend backend_;
   const kernels::KernelTable* k_;
   std::int64_t max_batch_, max_seq_len_, parameter_count_;
 
   TrackedBuffer params_memory_;       // params
   TrackedBuffer grads_memory_;        // grads
-  TrackedBuffer acts_memory_;         // activations
-  TrackedBuffer inputs_memory_;       // activations: tokens and targets, int32 (2, B, T)
+  TrackedBuffer acts_memory_;         // activations: activation_slots sets
+  TrackedBuffer inputs_memory_;       // activations: tokens and targets, int32 (slots, 2, B, T)
   TrackedBuffer acts_grads_memory_;   // workspace
   ParameterTensors params_{};
   ParameterTensors grads_{};
-  ActivationTensors acts_{};
+  std::vector<Slot> slots_;
   ActivationGradients acts_grads_{};
-  std::int32_t* tokens_ = nullptr;
-  std::int32_t* targets_ = nullptr;
-
-  std::int64_t last_B_ = 0, last_T_ = 0;
-  bool backward_ready_ = false;  // the last forward had targets
+  const float* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
   GradientReadyCallback gradient_ready_;
 };
 

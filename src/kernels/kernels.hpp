@@ -64,6 +64,37 @@ using i64 = std::int64_t;
 #define SB_DECLARE_CROSSENTROPY_BACKWARD(T)                                               \
   void crossentropy_backward(T* dlogits, const T* probs, const std::int32_t* targets,    \
                              const T* dlosses, i64 BT, i64 V)
+// ---- vocabulary-parallel embedding and cross-entropy (Megatron tensor parallelism): this rank
+// holds vocabulary rows [vocab_begin, vocab_begin + V) of wte and the logits of those rows; the
+// caller all-reduces the per-row partials between the calls. Tokens and targets are global ids.
+// tokens (B,T) in [0, total vocab), wte (V,C) rows vocab_begin.., wpe (maxT>=T,C) or nullptr ->
+// out (B,T,C) = (token in shard ? wte[token - vocab_begin] : 0) + (wpe ? wpe[t] : 0)   (OVERWRITTEN)
+#define SB_DECLARE_EMBEDDING_SHARD_FORWARD(T)                                                  \
+  void embedding_shard_forward(T* out, const std::int32_t* tokens, const T* wte, const T* wpe, \
+                               i64 vocab_begin, i64 V, i64 B, i64 T_, i64 C)
+// dout (B,T,C) -> dwte (V,C) += rows of the tokens in the shard, dwpe (maxT,C) += (nullptr: skipped)
+#define SB_DECLARE_EMBEDDING_SHARD_BACKWARD(T)                                                   \
+  void embedding_shard_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* tokens,     \
+                                i64 vocab_begin, i64 V, i64 B, i64 T_, i64 C)
+// logits (BT,V) -> row_max (BT) = max over this shard's V logits   (OVERWRITTEN)
+#define SB_DECLARE_CROSSENTROPY_SHARD_MAX(T) \
+  void crossentropy_shard_max(T* row_max, const T* logits, i64 BT, i64 V)
+// logits (BT,V), row_max (BT) the maximum over every shard, targets (BT) global ->
+// sumexp (BT) = sum exp(logit - row_max) over this shard (summed in double),
+// target_logit (BT) = logits[target - vocab_begin] when the target is in the shard, else 0
+// (OVERWRITTEN)
+#define SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(T)                                                \
+  void crossentropy_shard_partials(T* sumexp, T* target_logit, const T* logits, const T* row_max, \
+                                   const std::int32_t* targets, i64 vocab_begin, i64 BT, i64 V)
+// row_max, sumexp, target_logit (BT) reduced over every shard -> probs (BT,V) = this shard's
+// softmax, losses (BT) = log(sumexp) - (target_logit - row_max)   (OVERWRITTEN)
+#define SB_DECLARE_CROSSENTROPY_SHARD_FINISH(T)                                                  \
+  void crossentropy_shard_finish(T* losses, T* probs, const T* logits, const T* row_max,        \
+                                 const T* sumexp, const T* target_logit, i64 BT, i64 V)
+// probs (BT,V), dlosses (BT) -> dlogits (BT,V) += (probs - onehot(target - vocab_begin)) dlosses
+#define SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(T)                                                \
+  void crossentropy_shard_backward(T* dlogits, const T* probs, const std::int32_t* targets,     \
+                                   const T* dlosses, i64 vocab_begin, i64 BT, i64 V)
 // PyTorch AdamW, one tensor: params (N), grads (N), m (N), v (N) updated in place; step >= 1.
 // p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 // p -= lr * (m / (1-b1^step)) / (sqrt(v / (1-b2^step)) + eps)
@@ -166,6 +197,12 @@ using i64 = std::int64_t;
   X(residual_backward, SB_DECLARE_RESIDUAL_BACKWARD)   \
   X(crossentropy_forward, SB_DECLARE_CROSSENTROPY_FORWARD)   \
   X(crossentropy_backward, SB_DECLARE_CROSSENTROPY_BACKWARD) \
+  X(embedding_shard_forward, SB_DECLARE_EMBEDDING_SHARD_FORWARD)         \
+  X(embedding_shard_backward, SB_DECLARE_EMBEDDING_SHARD_BACKWARD)       \
+  X(crossentropy_shard_max, SB_DECLARE_CROSSENTROPY_SHARD_MAX)           \
+  X(crossentropy_shard_partials, SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS) \
+  X(crossentropy_shard_finish, SB_DECLARE_CROSSENTROPY_SHARD_FINISH)     \
+  X(crossentropy_shard_backward, SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD) \
   X(adamw_update, SB_DECLARE_ADAMW_UPDATE)             \
   X(squared_norm, SB_DECLARE_SQUARED_NORM)             \
   X(scale_inplace, SB_DECLARE_SCALE_INPLACE)           \

@@ -21,7 +21,10 @@ double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, 
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
                                      std::int64_t step, const SquaredNormReducer& reduce) {
   double squared = 0.0;
-  for (const auto& slice : slices) squared += kernels.squared_norm(slice.grad, slice.numel);
+  for (const auto& slice : slices) {
+    if (reduce && slice.replica) continue;  // another rank counts it in the reduced sum
+    squared += kernels.squared_norm(slice.grad, slice.numel);
+  }
   if (reduce) squared = reduce(squared);
   const double norm = std::sqrt(squared);
   SB_CHECK(std::isfinite(norm), "{}: gradient norm is {} at step {}", optimizer, norm, step);

@@ -22,7 +22,8 @@ using SquaredNormReducer = std::function<double(double)>;
 
 // Returns the norm before clipping; scales every gradient by max_norm / (norm + 1e-6) when
 // that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`. With a
-// reducer the norm is that of the whole model, the slices being this rank's shard.
+// reducer the norm is that of the whole model, the slices being this rank's shard; slices
+// marked replica are then left out of this rank's sum (another rank holds and counts them).
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
                                      std::int64_t step, const SquaredNormReducer& reduce = {});

@@ -13,6 +13,10 @@ struct ParameterSlice {
   float* grad = nullptr;       // (numel), may be scaled in place by gradient clipping
   std::int64_t numel = 0;
   bool weight_decay = false;   // decoupled decay applies (matrices, embeddings)
+  // An identical copy of a tensor another model-parallel rank also holds (a tp-replicated
+  // LayerNorm, the head stage's copy of the tied embedding): counted once in a norm summed
+  // over ranks, so that norm is the unsplit model's.
+  bool replica = false;
 };
 
 }  // namespace sb::optim

@@ -16,6 +16,7 @@
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "optim/adamw.hpp"
+#include "optim/gradient_clipping.hpp"
 #include "tests/models/backend_param.hpp"
 
 namespace sb::gpt {
@@ -212,6 +213,21 @@ TEST(AdamW, ClipsByGlobalNormLikeTorch) {
   EXPECT_FLOAT_EQ(grad_a[0], 0.3f);
   EXPECT_NEAR(param[0], 1.0 * (1 - 0.1 * 0.1) - 0.1, 1e-6);
   EXPECT_NEAR(param[1], 2.0 - 0.1, 1e-6);
+}
+
+TEST(GradientClipping, ReplicasCountOnceInAReducedNorm) {
+  std::vector<float> param{1.0f, 2.0f}, grad_a{3.0f}, grad_b{4.0f};
+  std::vector<optim::ParameterSlice> slices{{"a", &param[0], grad_a.data(), 1, true},
+                                            {"b", &param[1], grad_b.data(), 1, false, true}};
+  const auto& k = kernels::kernels_for(Backend::reference);
+  // alone: every slice counts
+  EXPECT_DOUBLE_EQ(optim::clip_gradients_by_global_norm(slices, 0.0, k, "test", 1), 5.0);
+  // with a reducer standing for a second rank that holds b too (and counts it): 9 + 16
+  const auto other_rank = [](double squared) { return squared + 16.0; };
+  EXPECT_DOUBLE_EQ(optim::clip_gradients_by_global_norm(slices, 0.0, k, "test", 1, other_rank), 5.0);
+  // clipping scales the replica as well
+  optim::clip_gradients_by_global_norm(slices, 1.0, k, "test", 1, other_rank);
+  EXPECT_FLOAT_EQ(grad_b[0], static_cast<float>(4.0 / (5.0 + 1e-6)));
 }
 
 }  // namespace

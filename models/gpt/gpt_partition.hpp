@@ -1,0 +1,79 @@
+// Which part of the GPT one rank holds: a contiguous range of blocks (a pipeline stage), with or
+// without the embedding and the head, and its Megatron tensor-parallel shard (heads, MLP
+// columns and vocabulary split over the tp group). Shapes of the local parameter tensors and
+// the map from a local element to its index in the unsplit tensor (so a shard initialises and
+// compares as the slice of the one-rank model). Leaves out communication: the tp collectives
+// enter as std::function hooks, and the pipeline schedule belongs to its engine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "core/tensor.hpp"
+#include "models/gpt/gpt_config.hpp"
+
+namespace sb::gpt {
+
+// The tensor-parallel group seen by a model: rank, size and in-place collectives (MPI-free).
+// With size > 1 both hooks are required.
+struct TensorParallelGroup {
+  int rank = 0, size = 1;
+  std::function<void(std::span<float>)> all_reduce_sum;  // in place over the tp group
+  std::function<void(std::span<float>)> all_reduce_max;
+};
+
+// Which part of the GPT this rank holds.
+struct GptPartition {
+  std::int64_t layer_begin = 0, layer_end = -1;  // blocks [begin, end); -1 = config.layers
+  bool embedding = true;  // first stage: token+position embedding lookup from tokens
+  bool head = true;       // last stage: final LayerNorm, tied output head, loss
+  TensorParallelGroup tp;
+  std::int64_t activation_slots = 1;  // micro-batches whose activations are alive at once
+};
+
+// A partition resolved against a config: every local size, checked (UserError on a tp size
+// that does not divide the heads, a vocabulary smaller than tp, an empty or out-of-range
+// layer range).
+struct GptShard {
+  std::int64_t layer_begin = 0;  // first global block held
+  std::int64_t L = 0;            // blocks held
+  std::int64_t C = 0, NH = 0, V = 0, maxT = 0;  // unsplit sizes
+  int tp_rank = 0, tp_size = 1;
+  std::int64_t C_tp = 0;         // C/t: attention channels of this rank (NH/t heads)
+  std::int64_t NH_tp = 0;        // NH/t
+  std::int64_t F_tp = 0;         // 4C/t: MLP hidden columns of this rank
+  std::int64_t vocab_begin = 0;  // wte rows [vocab_begin, vocab_begin + V_tp) = r·V/t ..
+  std::int64_t V_tp = 0;
+  bool embedding = true, head = true;
+  std::int64_t activation_slots = 1;
+  bool whole() const {  // the unsplit model: the one-rank layout and kernels
+    return tp_size == 1 && embedding && head;
+  }
+};
+GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& partition);
+
+inline constexpr int kGptTensorCount = 16;
+
+// How tensor k (llm.c order: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b fcw fcb
+// fcprojw fcprojb lnfw lnfb) is cut over the tp group.
+enum class TensorSplit {
+  replicated,  // every tp rank holds an identical copy (LayerNorms, wpe, row-parallel biases)
+  vocab_rows,  // wte: rows [vocab_begin, vocab_begin + V_tp)
+  qkv_rows,    // qkvw, qkvb: the q, k and v rows of this rank's heads, [q_r | k_r | v_r]
+  rows,        // fcw, fcb (column-parallel): output rows r·4C/t ..
+  columns,     // attprojw, fcprojw (row-parallel): input columns r·C/t .. (r·4C/t ..)
+};
+TensorSplit gpt_tensor_split(int k);
+
+// Local shape of tensor k on this shard; numel 0 when the shard does not hold it (wpe off
+// the first stage, lnf off the last, wte on a middle stage).
+std::array<Shape, kGptTensorCount> gpt_shard_shapes(const GptConfig& config, const GptShard& shard);
+std::int64_t gpt_shard_parameter_count(const GptConfig& config, const GptShard& shard);
+
+// Index in the unsplit tensor k (its gpt_parameter_specs shape) of element i of this shard's
+// tensor k. Identity for the whole model.
+std::int64_t gpt_unsplit_index(const GptShard& shard, int k, std::int64_t i);
+
+}  // namespace sb::gpt
