@@ -16,11 +16,17 @@ namespace sb::gpt {
 //   head        2·B·T·C·V  logits against the tied token embedding
 // Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
 // is bandwidth-bound and under 1% of the total at these shapes.
+inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
+  const double b = static_cast<double>(B), t = static_cast<double>(T), C = static_cast<double>(config.channels);
+  return 24.0 * b * t * C * C + 4.0 * b * t * t * C;
+}
+inline double gpt_head_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
+  return 2.0 * static_cast<double>(B) * static_cast<double>(T) * static_cast<double>(config.channels) *
+         static_cast<double>(config.vocab);
+}
 inline double gpt_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
-  const double b = static_cast<double>(B), t = static_cast<double>(T);
-  const double L = static_cast<double>(config.layers), C = static_cast<double>(config.channels);
-  const double V = static_cast<double>(config.vocab);
-  return L * (24.0 * b * t * C * C + 4.0 * b * t * t * C) + 2.0 * b * t * C * V;
+  return static_cast<double>(config.layers) * gpt_block_forward_flops(config, B, T) +
+         gpt_head_forward_flops(config, B, T);
 }
 
 // Forward + backward = 3 × forward (the backward computes two GEMMs per forward GEMM:

@@ -50,6 +50,23 @@ class MapReader {
     }
   }
 
+  // A list of integers: [2, 1, 1].
+  void read_list(const std::string& key, std::vector<std::int64_t>& values) const {
+    const YAML::Node n = node_[key];
+    if (!n) return;
+    SB_USER_CHECK(n.IsSequence(), "{}: '{}' must be a list of integers, e.g. [2, 2]", source_, qualified(key));
+    values.clear();
+    for (const YAML::Node& item : n) {
+      try {
+        SB_USER_CHECK(item.IsScalar(), "{}: '{}' must be a list of integers", source_, qualified(key));
+        values.push_back(item.as<std::int64_t>());
+      } catch (const YAML::Exception&) {
+        throw UserError(fmt::format("{}: '{}' has item '{}', which is not an integer", source_, qualified(key),
+                                    item.Scalar()));
+      }
+    }
+  }
+
   std::string qualified(const std::string& key) const {
     return path_.empty() ? key : path_ + "." + key;
   }
@@ -193,10 +210,11 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   if (top.has("strategy")) {
     MapReader m(top.node("strategy"), "strategy", source,
                 {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
-                 "sequence_parallel", "bucket_mb", "overlap", "batchnorm", "allreduce"});
+                 "sequence_parallel", "bucket_mb", "overlap", "batchnorm", "allreduce", "stages"});
     auto& s = c.strategy;
     m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
     m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
+    m.read_list("stages", s.stages);
     m.read("interleave", s.interleave); m.read("zero", s.zero);
     m.read("recompute", s.recompute); m.read("sequence_parallel", s.sequence_parallel);
     m.read("bucket_mb", s.bucket_mb); m.read("overlap", s.overlap); m.read("batchnorm", s.batchnorm);

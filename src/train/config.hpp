@@ -26,6 +26,9 @@ struct StrategySpec {
   std::int64_t dp = 1, tp = 1, pp = 1, interleave = 1, zero = 0;
   // micro-batches per rank and step (pipeline, gradient accumulation); 0 = batch.micro decides
   std::int64_t micro_batches = 0;
+  // pipeline: blocks (GPT) or layers (ResNet: stem, blocks, head) per stage, pp entries; empty =
+  // balanced by the model's FLOPs
+  std::vector<std::int64_t> stages;
   std::string schedule = "1f1b", recompute = "none";
   bool sequence_parallel = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and

@@ -160,7 +160,7 @@ std::vector<optim::ParameterSlice> ZeroOneSharding::shard_slices(
     const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
     if (lo >= hi) continue;
     shard.push_back({slice.name, parameters_.data() + lo, shard_grads_.as<float>() + (lo - begin), hi - lo,
-                     slice.weight_decay});
+                     slice.weight_decay, slice.replica});
   }
   return shard;
 }

@@ -48,20 +48,26 @@ std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vec
 
 }  // namespace
 
-DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::Communicator& dp,
+DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                                  kernels::Backend backend, MemoryTracker& tracker)
-    : config_(config), task_(task), dp_(dp) {
+    : config_(config), task_(task), dp_(grid.dp_comm()), tp_(grid.tp_comm()) {
+  parallel::Communicator& dp = dp_;
+  parallel::Communicator& mp = grid.mp_comm();
   SB_CHECK(dp.size() == config.strategy.dp, "data-parallel group of {} ranks for strategy.dp {}", dp.size(),
            config.strategy.dp);
   const std::span<float> parameters = task.parameters_flat();
   dp.broadcast(parameters.data(), static_cast<std::int64_t>(parameters.size()), parallel::DataType::f32, 0);
   std::vector<optim::ParameterSlice> slices = task.parameter_slices();
   optim::SquaredNormReducer reduce_norm;
+  if (mp.size() > 1) reduce_norm = [&mp](double squared) { return mp.all_reduce_value(squared); };
   if (config.strategy.zero == 1) {
     zero_ = std::make_unique<ZeroOneSharding>(dp, parameters, task.gradients_flat(), tracker);
     task.set_gradient_sync(zero_.get());
     slices = zero_->shard_slices(slices);
-    reduce_norm = [&dp](double squared) { return dp.all_reduce_value(squared); };
+    reduce_norm = [&dp, &mp](double squared) {
+      squared = dp.all_reduce_value(squared);
+      return mp.size() > 1 ? mp.all_reduce_value(squared) : squared;
+    };
   } else if (dp.size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
     all_reduce_ = std::make_unique<BucketedAllReduce>(dp, task.gradients_flat(), bucket_bytes,
@@ -76,9 +82,15 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
 StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   StepResult r;
   r.start_s = comm_clock_seconds();
+  const std::size_t tp_first = tp_.stats().records().size();
   const double local_loss = task_.forward_backward(step);
   Kokkos::fence();
   r.backward_end_s = comm_clock_seconds();
+  const auto& tp_records = tp_.stats().records();
+  for (std::size_t i = tp_first; i < tp_records.size(); ++i) r.tp_comm_s += tp_records[i].seconds;
+  const PipelineTimes pipeline = task_.pipeline_times();
+  r.p2p_s = pipeline.p2p_s;
+  r.bubble_s = pipeline.bubble_s;
   if (all_reduce_) r.exchange = all_reduce_->last_step();
   if (zero_) r.exchange = zero_->last_step();
   r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;

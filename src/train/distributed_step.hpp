@@ -1,7 +1,8 @@
 // One training step on every rank of a data-parallel group: this rank's forward and backward,
 // the gradient exchange (bucketed all-reduce, or ZeRO-1 reduce-scatter), the global loss,
 // clipping and the optimizer, and ZeRO-1's parameter all-gather; timed piece by piece. Leaves
-// out evaluation, result files and progress (the trainer), and model parallelism.
+// out evaluation, result files and progress (the trainer), and what model parallelism does
+// inside forward/backward (the task: tp shards, pipeline stages).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/process_grid.hpp"
 #include "train/config.hpp"
 #include "train/data_parallel.hpp"
 #include "train/training_task.hpp"
@@ -23,17 +25,24 @@ struct StepResult {
   // loss all-reduce, end of the optimizer, end of the step
   double start_s = 0, backward_end_s = 0, loss_end_s = 0, optimizer_end_s = 0, end_s = 0;
   GradientExchangeFigures exchange;
+  // inside forward/backward: tensor-parallel collectives, pipeline transfers and bubble
+  double tp_comm_s = 0, p2p_s = 0, bubble_s = 0;
   double step_s() const { return end_s - start_s; }
-  double compute_s() const { return backward_end_s - start_s - exchange.exposed_s; }
+  double compute_s() const {
+    return backward_end_s - start_s - exchange.exposed_s - tp_comm_s - p2p_s - bubble_s;
+  }
+  // exposed data-parallel time: the exchange left after backward, the loss all-reduce, ZeRO-1's all-gather
   double comm_s() const { return exchange.exposed_s + (loss_end_s - backward_end_s) + (end_s - optimizer_end_s); }
   double optimizer_s() const { return optimizer_end_s - loss_end_s; }
 };
 
 class DistributedStep {
  public:
-  // `dp` is the data-parallel group (its size must be config.strategy.dp) and `task` trains this
-  // rank's shard. Broadcasts rank 0's parameters so every rank starts from the same weights.
-  DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::Communicator& dp,
+  // `task` trains this rank's place in `grid` (its dp group's size must be config.strategy.dp).
+  // Broadcasts data-parallel rank 0's parameters so every replica starts from the same weights.
+  // The clipping norm is the whole model's: summed over the model-parallel group (replicas
+  // counted once) and, with ZeRO-1, over the data-parallel shards.
+  DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                   kernels::Backend backend, MemoryTracker& tracker);
   StepResult run(std::int64_t step, std::int64_t total_steps);
 
@@ -41,6 +50,7 @@ class DistributedStep {
   const TrainConfig& config_;
   TrainingTask& task_;
   parallel::Communicator& dp_;
+  parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroOneSharding> zero_;
   std::function<double(double)> optimizer_step_;  // lr -> gradient norm before clipping

@@ -1,27 +1,60 @@
 // The GPT reference on a byte-level corpus: seeded training windows, gradient accumulation
-// over micro-batches, held-out and training-split evaluation in nats per byte.
+// over micro-batches, held-out and training-split evaluation in nats per byte; under tensor
+// parallelism a shard of every layer, under pipeline parallelism one stage driven by the
+// pipeline executor.
 #include <algorithm>
+#include <climits>
+#include <limits>
+#include <memory>
+#include <optional>
 
 #include "core/check.hpp"
 #include "data/text_corpus.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "train/gpt_pipeline_stage.hpp"
+#include "train/model_parallel_plumbing.hpp"
+#include "train/pipeline_executor.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
 
 namespace {
 
+// This rank's part of the GPT: its stage's blocks (balanced by FLOPs, or strategy.stages) and
+// its tensor-parallel shard.
+gpt::GptPartition partition_of(const TrainConfig& c, const gpt::GptConfig& g, std::int64_t micro,
+                               std::int64_t T, parallel::ProcessGrid& grid) {
+  gpt::GptPartition p;
+  p.tp = tensor_parallel_group(grid.tp_comm());
+  if (grid.pp() == 1) return p;
+  // every block costs the same; the head's logits and loss are added to the last block
+  const double block = gpt::gpt_block_forward_flops(g, micro, T);
+  std::vector<double> costs(static_cast<std::size_t>(g.layers), block);
+  costs.back() += gpt::gpt_head_forward_flops(g, micro, T);
+  const std::vector<std::int64_t> sizes = pipeline_stage_sizes(c, costs);
+  const int stage = grid.pp_rank();
+  for (int s = 0; s < stage; ++s) p.layer_begin += sizes[static_cast<std::size_t>(s)];
+  p.layer_end = p.layer_begin + sizes[static_cast<std::size_t>(stage)];
+  p.embedding = stage == 0;
+  p.head = stage + 1 == grid.pp();
+  p.activation_slots = pipeline_peak_in_flight(pipeline_schedule_from_string(c.strategy.schedule), grid.pp(), stage,
+                                               local_batch_of(c) / micro);
+  return p;
+}
+
 class LanguageModelTask final : public TrainingTask {
  public:
-  LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker, DataShard shard)
+  LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
+                    parallel::ProcessGrid& grid)
       : config_(c),
-        shard_(shard),
+        shard_{grid.dp_rank(), grid.dp()},
+        grid_(grid),
         model_config_(gpt_config_of(c)),
         T_(c.seq_len > 0 ? c.seq_len : model_config_.max_seq_len),
         micro_(micro_batch_of(c)),
         corpus_(load_corpus(c, model_config_, T_)),
-        model_(model_config_, micro_, T_, backend, tracker),
+        model_(model_config_, micro_, T_, backend, tracker, partition_of(c, model_config_, micro_, T_, grid)),
         kernels_(kernels::kernels_for(backend)),
         train_windows_(corpus_.train(), c.global_batch, T_, c.seed),
         heldout_eval_(corpus_.heldout(), micro_, T_, 0),
@@ -29,6 +62,15 @@ class LanguageModelTask final : public TrainingTask {
         tokens_(static_cast<std::size_t>(c.global_batch * T_)),
         targets_(tokens_.size()) {
     model_.init_weights(c.seed);
+    if (grid.pp() > 1) {
+      stage_.emplace(model_, micro_, T_);
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
+                                                     pipeline_schedule_from_string(c.strategy.schedule),
+                                                     local_batch_of(c) / micro_, tracker);
+      const std::span<float> tied = model_.tied_embedding_gradient();
+      if (!tied.empty()) tied_scratch_.resize(tied.size());
+      stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
+    }
   }
 
   std::string model_name() const override { return model_config_.name; }
@@ -50,6 +92,7 @@ class LanguageModelTask final : public TrainingTask {
     model_.zero_grad();
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
+    if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const auto offset = static_cast<std::size_t>((shard_.rank * local + m * micro_) * T_);
@@ -67,7 +110,47 @@ class LanguageModelTask final : public TrainingTask {
     return {evaluate_split("heldout", heldout_eval_), evaluate_split("train", train_eval_)};
   }
 
+  PipelineTimes pipeline_times() const override { return pipeline_times_; }
+
  private:
+  // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
+  double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
+    const auto offset = static_cast<std::size_t>(shard_.rank * local * T_);
+    stage_->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation, [this](bool before) {
+      if (!sync_) return;
+      if (before)
+        model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
+      else
+        model_.set_gradient_ready_callback({});
+    });
+    const PipelineStepFigures figures = executor_->run_step();
+    pipeline_times_ = {figures.p2p_s, figures.bubble_s()};
+    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
+    sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), tied_scratch_);
+    return from_last_stage(grid_.pp_comm(), figures.loss);
+  }
+
+  // The index of each row's largest logit over the whole vocabulary (the first, on ties): this
+  // rank's rows are [vocab_begin, vocab_begin + V_r); the maxima meet over the tp group.
+  void predictions(std::int64_t rows, std::vector<std::int32_t>& predicted) {
+    const gpt::GptShard& sh = model_.shard();
+    const float* logits = model_.logits();
+    std::vector<float> best(static_cast<std::size_t>(rows));
+    predicted.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* row = logits + r * sh.V_tp;
+      const float* top = std::max_element(row, row + sh.V_tp);
+      best[static_cast<std::size_t>(r)] = *top;
+      predicted[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(sh.vocab_begin + (top - row));
+    }
+    if (grid_.tp() == 1) return;
+    std::vector<float> global_best = best;
+    grid_.tp_comm().all_reduce(std::span<float>(global_best), parallel::ReduceOp::max);
+    for (std::size_t r = 0; r < best.size(); ++r)
+      if (best[r] != global_best[r]) predicted[r] = INT_MAX;
+    grid_.tp_comm().all_reduce(std::span<std::int32_t>(predicted), parallel::ReduceOp::min);
+  }
+
   static data::TextCorpus load_corpus(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
     SB_USER_CHECK(c.data.dataset == "sotu", "{}: model {} trains on text (data: sotu), not '{}'", c.source,
                   model.name, c.data.dataset);
@@ -84,23 +167,33 @@ class LanguageModelTask final : public TrainingTask {
   EvalResult evaluate_split(const std::string& split, const data::WindowSampler& sampler) {
     EvalResult r{split, 0, 0};
     std::int64_t correct = 0;
-    const std::int64_t V = model_config_.vocab, batches = config_.eval_batches * config_.global_batch / micro_;
+    const std::int64_t batches = config_.eval_batches * config_.global_batch / micro_;
+    const bool first = model_.shard().embedding, last = model_.shard().head;
+    std::vector<std::int32_t> predicted;
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
-      r.loss += model_.forward(tokens_.data(), targets_.data(), micro_, T_);
-      const float* logits = model_.logits();
-      for (std::int64_t bt = 0; bt < micro_ * T_; ++bt) {
-        const float* row = logits + bt * V;
-        correct += std::max_element(row, row + V) - row == targets_[static_cast<std::size_t>(bt)];
+      if (!first) receive_from_previous_stage(grid_.pp_comm(), stage_activation_);
+      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr,
+                                              first ? nullptr : stage_activation_.data(),
+                                              last ? targets_.data() : nullptr, micro_, T_);
+      if (!last) {
+        send_to_next_stage(grid_.pp_comm(), {model_.stage_output(0), stage_activation_.size()});
+        continue;
       }
+      r.loss += loss;
+      predictions(micro_ * T_, predicted);
+      for (std::int64_t bt = 0; bt < micro_ * T_; ++bt)
+        correct += predicted[static_cast<std::size_t>(bt)] == targets_[static_cast<std::size_t>(bt)];
     }
-    r.loss /= static_cast<double>(batches);
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(batches * micro_ * T_);
+    r.loss = from_last_stage(grid_.pp_comm(), r.loss / static_cast<double>(batches));
+    r.accuracy = from_last_stage(grid_.pp_comm(),
+                                 static_cast<double>(correct) / static_cast<double>(batches * micro_ * T_));
     return r;
   }
 
   TrainConfig config_;
   DataShard shard_;
+  parallel::ProcessGrid& grid_;
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
   data::TextCorpus corpus_;
@@ -108,13 +201,18 @@ class LanguageModelTask final : public TrainingTask {
   const kernels::KernelTable& kernels_;
   data::WindowSampler train_windows_, heldout_eval_, train_eval_;
   std::vector<std::int32_t> tokens_, targets_;
+  // pipeline parallel only
+  std::optional<GptPipelineStage> stage_;
+  std::unique_ptr<PipelineExecutor> executor_;
+  std::vector<float> tied_scratch_, stage_activation_;
+  PipelineTimes pipeline_times_;
 };
 
 }  // namespace
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker, DataShard shard) {
-  return std::make_unique<LanguageModelTask>(config, backend, tracker, shard);
+                                                       MemoryTracker& tracker, parallel::ProcessGrid& grid) {
+  return std::make_unique<LanguageModelTask>(config, backend, tracker, grid);
 }
 
 }  // namespace sb::train

@@ -37,6 +37,17 @@ void check_model_parallel_grid(const TrainConfig& c) {
                 "{}: strategy.pp {} asks for more pipeline stages than model {} has {} ({}); each stage needs at "
                 "least one",
                 c.source, s.pp, c.model.name, units, trains_resnet(c) ? "layers: stem, blocks and head" : "blocks");
+  if (!s.stages.empty()) {
+    SB_USER_CHECK(static_cast<std::int64_t>(s.stages.size()) == s.pp,
+                  "{}: strategy.stages lists {} stages but strategy.pp is {}", c.source, s.stages.size(), s.pp);
+    std::int64_t sum = 0;
+    for (const std::int64_t n : s.stages) {
+      SB_USER_CHECK(n >= 1, "{}: strategy.stages gives a stage {} layers; each stage needs at least one", c.source, n);
+      sum += n;
+    }
+    SB_USER_CHECK(sum == units, "{}: strategy.stages adds up to {} but model {} has {} {}", c.source, sum,
+                  c.model.name, units, trains_resnet(c) ? "layers (stem, blocks and head)" : "blocks");
+  }
   micro_batch_of(c);  // the batch splits into whole micro-batches on every rank
   SB_USER_CHECK(s.interleave == 1,
                 "{}: strategy.interleave {} (virtual pipeline stages) is modelled by predict and plan; the trainer "

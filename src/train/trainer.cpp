@@ -43,9 +43,10 @@ using parallel::comm_clock_seconds;
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const TrainConfig& c) {
   check_model_parallel_grid(c);
-  SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
-                "{}: strategy tp={} pp={} (model parallelism) is not available in this build; use tp 1 and pp 1",
-                c.source, c.strategy.tp, c.strategy.pp);
+  SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
+                "{}: strategy.zero 1 shards the optimizer over data-parallel ranks of one stage; with pp {} use "
+                "zero 0",
+                c.source, c.strategy.pp);
   SB_USER_CHECK(c.strategy.zero <= 1,
                 "{}: the trainer shards optimizer state (strategy.zero 1) but not gradients or parameters; "
                 "zero {} is for the cost model (predict/plan)",
@@ -175,9 +176,9 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   MemoryTracker tracker;
   parallel::ProcessGrid grid(*world, static_cast<int>(dp), static_cast<int>(c.strategy.tp),
                             static_cast<int>(c.strategy.pp));
-  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, {grid.dp_rank(), dp});
+  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, grid);
 
-  DistributedStep distributed(c, *task, grid.dp_comm(), backend, tracker);  // broadcasts dp rank 0's weights
+  DistributedStep distributed(c, *task, grid, backend, tracker);  // broadcasts dp rank 0's weights
   const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
   const std::int64_t eval_every =
       c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
@@ -213,9 +214,12 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     TrainOutcome outcome;
     auto record_eval = [&](std::int64_t step) {
       const double t0 = comm_clock_seconds();
-      if (root) {  // every rank holds the same weights: rank 0 evaluates for all
+      // every replica holds the same weights: replica 0's ranks evaluate, rank 0 records
+      std::vector<EvalResult> results;
+      if (grid.dp_rank() == 0) results = task->evaluate();
+      if (root) {
         std::string line = fmt::format("eval at step {}:", step);
-        for (const EvalResult& e : task->evaluate()) {
+        for (const EvalResult& e : results) {
           run->append_eval({step, e.split, e.loss, e.accuracy});
           line += fmt::format(" {} loss {:.4f}, accuracy {:.2f}%;", e.split, e.loss, 100 * e.accuracy);
           if (e.split != "train") {  // the held-out (text) or test (images) figure is the headline
@@ -243,6 +247,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
                     c.source, loss, step + 1);
       my_timeline.push_back({.step = step + 1, .rank = rank, .step_time_s = step_s, .compute_s = compute_s,
+                             .tp_comm_s = r.tp_comm_s, .p2p_s = r.p2p_s, .bubble_s = r.bubble_s,
                              .dp_comm_s = comm_s, .optimizer_s = optimizer_s});
       if (exchange.in_flight_s > 0) overlap_fractions.push_back(exchange.hidden_s / exchange.in_flight_s);
       exchanged_bytes = exchange.bytes;
@@ -262,7 +267,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       }
       if (root)
         run->append_step({.step = step + 1, .loss = loss, .lr = r.lr, .grad_norm = r.grad_norm, .loss_scale = 1.0,
-                          .step_time_s = step_s, .compute_s = compute_s, .comm_s = comm_s, .bubble_s = 0.0,
+                          .step_time_s = step_s, .compute_s = compute_s,
+                          .comm_s = comm_s + r.tp_comm_s + r.p2p_s, .bubble_s = r.bubble_s,
                           .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                           .flops = flops_per_step});
       outcome.final_train_loss = loss;

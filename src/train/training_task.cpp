@@ -68,10 +68,10 @@ gpt::GptConfig gpt_config_of(const TrainConfig& c) {
 }
 
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
-                                                 MemoryTracker& tracker, DataShard shard) {
+                                                 MemoryTracker& tracker, parallel::ProcessGrid& grid) {
   if (trains_resnet(config))
-    return make_image_classification_task(config, backend, tracker, shard);
-  return make_language_model_task(config, backend, tracker, shard);
+    return make_image_classification_task(config, backend, tracker, grid);
+  return make_language_model_task(config, backend, tracker, grid);
 }
 
 }  // namespace sb::train

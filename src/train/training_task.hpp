@@ -14,6 +14,7 @@
 #include "kernels/kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "optim/parameter_slice.hpp"
+#include "parallel/process_grid.hpp"
 #include "train/config.hpp"
 #include "train/gradient_sync.hpp"
 
@@ -22,6 +23,12 @@ namespace sb::train {
 // This rank's share of every global batch: samples [rank·n/count, (rank+1)·n/count).
 struct DataShard {
   std::int64_t rank = 0, count = 1;
+};
+
+// Where a step's forward/backward time went besides this rank's compute: a pipeline's
+// point-to-point waits and bubble (pipeline_executor.hpp defines both); zero without pipeline.
+struct PipelineTimes {
+  double p2p_s = 0, bubble_s = 0;
 };
 
 struct EvalResult {
@@ -50,7 +57,10 @@ class TrainingTask {
   virtual void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum);
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;
+  // Collective over the ranks that hold one model replica (tp×pp of data-parallel rank 0, who
+  // alone call it); the results are valid on the replica's first rank (world rank 0).
   virtual std::vector<EvalResult> evaluate() = 0;
+  virtual PipelineTimes pipeline_times() const { return {}; }
   virtual std::vector<optim::ParameterSlice> parameter_slices() = 0;
 
  protected:
@@ -64,14 +74,16 @@ gpt::GptConfig gpt_config_of(const TrainConfig& config);
 
 // Builds the task a config names (GPT on text, ResNet on images), loading and checking its
 // data; every user mistake is a UserError before anything is written.
+// `grid` places this rank: its data shard (dp), its tensor-parallel shard (tp) and its pipeline
+// stage (pp); it must outlive the task.
 std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
-                                                 MemoryTracker& tracker, DataShard shard = {});
+                                                 MemoryTracker& tracker, parallel::ProcessGrid& grid);
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker, DataShard shard);
+                                                       MemoryTracker& tracker, parallel::ProcessGrid& grid);
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config,
                                                              kernels::Backend backend, MemoryTracker& tracker,
-                                                             DataShard shard);
+                                                             parallel::ProcessGrid& grid);
 
 // After `accumulation` micro-batch backwards, each adding the gradient of its own mean loss:
 // divides by `accumulation` to leave the gradient of the global batch's mean loss.

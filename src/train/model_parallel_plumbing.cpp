@@ -1,0 +1,57 @@
+// Model-parallel plumbing over the grid's communicators.
+#include "train/model_parallel_plumbing.hpp"
+
+#include "core/check.hpp"
+#include "core/balanced_partition.hpp"
+
+namespace sb::train {
+
+namespace {
+constexpr int kTiedGradientTag = 1 << 22;
+constexpr int kEvaluationTag = (1 << 22) + 1;
+}  // namespace
+
+gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp) {
+  gpt::TensorParallelGroup group;
+  group.rank = tp.rank();
+  group.size = tp.size();
+  group.all_reduce_sum = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::sum); };
+  group.all_reduce_max = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::max); };
+  return group;
+}
+
+std::vector<std::int64_t> pipeline_stage_sizes(const TrainConfig& c, std::span<const double> unit_costs) {
+  if (!c.strategy.stages.empty()) return c.strategy.stages;  // checked by check_model_parallel_grid
+  return balanced_contiguous_partition(unit_costs, static_cast<int>(c.strategy.pp));
+}
+
+double from_last_stage(parallel::Communicator& pp, double value) {
+  if (pp.size() > 1) pp.broadcast(&value, 1, parallel::DataType::f64, pp.size() - 1);
+  return value;
+}
+
+void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, std::span<float> scratch) {
+  const int last = pp.size() - 1;
+  if (last == 0 || (pp.rank() != 0 && pp.rank() != last)) return;
+  SB_CHECK(scratch.size() >= gradient.size(), "tied gradient: scratch of {} floats for {}", scratch.size(),
+           gradient.size());
+  const auto n = static_cast<std::int64_t>(gradient.size());
+  const int peer = pp.rank() == 0 ? last : 0;
+  parallel::Request receive = pp.irecv(scratch.data(), n, parallel::DataType::f32, peer, kTiedGradientTag);
+  pp.send(gradient.data(), n, parallel::DataType::f32, peer, kTiedGradientTag);
+  receive.wait();
+  // a + b on one stage, b + a on the other: the same floats.
+  for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] += scratch[i];
+}
+
+void receive_from_previous_stage(parallel::Communicator& pp, std::span<float> activation) {
+  pp.recv(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::f32, pp.rank() - 1,
+          kEvaluationTag);
+}
+
+void send_to_next_stage(parallel::Communicator& pp, std::span<const float> activation) {
+  pp.send(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::f32, pp.rank() + 1,
+          kEvaluationTag);
+}
+
+}  // namespace sb::train

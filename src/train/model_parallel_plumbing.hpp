@@ -1,0 +1,36 @@
+// What every model-parallel task does the same way around its model: the tensor-parallel hooks
+// a model talks through, the stage sizes of a pipeline, the loss handed from the last stage to
+// the others, the tied-embedding gradient summed between the first and last stage, and the
+// activations passed stage to stage in an evaluation forward. Leaves out the pipeline schedule
+// and its executor (pipeline_executor.hpp) and the models themselves.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/gpt/gpt_partition.hpp"
+#include "parallel/communicator.hpp"
+#include "train/config.hpp"
+
+namespace sb::train {
+
+// The tp communicator as the model's TensorParallelGroup (sum and max all-reduces).
+gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp);
+
+// Units (GPT blocks, ResNet layers) per pipeline stage: strategy.stages when given, else the
+// contiguous split of unit_costs (e.g. FLOPs) that makes the most expensive stage cheapest.
+std::vector<std::int64_t> pipeline_stage_sizes(const TrainConfig& config, std::span<const double> unit_costs);
+
+// The last stage's value on every stage of pp (a broadcast from rank pp.size() − 1).
+double from_last_stage(parallel::Communicator& pp, double value);
+
+// The first and the last stage each hold a copy of a tied weight and its gradient; both end
+// with the sum of the two gradients (the same floats on both). Other stages do nothing.
+void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, std::span<float> scratch);
+
+// An evaluation forward's activations: from the previous stage / to the next one.
+void receive_from_previous_stage(parallel::Communicator& pp, std::span<float> activation);
+void send_to_next_stage(parallel::Communicator& pp, std::span<const float> activation);
+
+}  // namespace sb::train
