@@ -178,16 +178,26 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
     return options.p2p_latency_s +
            static_cast<double>(floats) * sizeof(float) / options.p2p_bandwidth_bytes_per_s;
   };
+  // Blocking sends and receives that yield while they wait: ranks not on the link being timed
+  // must leave the cores to the two that are.
+  const auto send = [&](const void* data, i64 count, DataType type, int peer, int tag) {
+    Request request = pp_.isend(data, count, type, peer, tag);
+    wait_yielding(request);
+  };
+  const auto recv = [&](void* data, i64 count, DataType type, int peer, int tag) {
+    Request request = pp_.irecv(data, count, type, peer, tag);
+    wait_yielding(request);
+  };
   const auto link = [&](int lower, i64 floats) {  // this rank is lower or lower + 1
     const bool is_lower = stage_ == lower;
     const int peer = is_lower ? lower + 1 : lower;
     i64 theirs = 0;
     if (is_lower) {
-      pp_.send(&floats, 1, DataType::i64, peer, kSizeTag);
-      pp_.recv(&theirs, 1, DataType::i64, peer, kSizeTag);
+      send(&floats, 1, DataType::i64, peer, kSizeTag);
+      recv(&theirs, 1, DataType::i64, peer, kSizeTag);
     } else {
-      pp_.recv(&theirs, 1, DataType::i64, peer, kSizeTag);
-      pp_.send(&floats, 1, DataType::i64, peer, kSizeTag);
+      recv(&theirs, 1, DataType::i64, peer, kSizeTag);
+      send(&floats, 1, DataType::i64, peer, kSizeTag);
     }
     SB_CHECK(theirs == floats,
              "pipeline stage {} sends {} floats per micro-batch but stage {} receives {}", lower,
@@ -198,19 +208,19 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
     for (int r = 0; r < kPingPongWarmup + options.ping_pong_repetitions; ++r) {
       const double start = comm_clock_seconds();
       if (is_lower) {
-        pp_.send(message.data(), floats, DataType::f32, peer, kPingPongTag);
-        pp_.recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        send(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
       } else {
-        pp_.recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
-        pp_.send(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        send(message.data(), floats, DataType::f32, peer, kPingPongTag);
       }
       if (r >= kPingPongWarmup) round_trips.push_back(comm_clock_seconds() - start);
     }
     double one_way = is_lower ? median(round_trips) / 2 : 0.0;
     if (is_lower)
-      pp_.send(&one_way, 1, DataType::f64, peer, kSizeTag);
+      send(&one_way, 1, DataType::f64, peer, kSizeTag);
     else
-      pp_.recv(&one_way, 1, DataType::f64, peer, kSizeTag);
+      recv(&one_way, 1, DataType::f64, peer, kSizeTag);
     return one_way;
   };
   // The ping-pong's records are set-up, not a step's traffic.
