@@ -1,8 +1,11 @@
 // Measured pipeline bubble next to the ideal (p − 1)/(m + p − 1): resnet-mini split into
 // world-size stages balanced by measured unit times (or FLOPs, or a hand split), trained with
 // GPipe and 1F1B for each micro-batch count, on synthetic images. Prints one row per
-// (schedule, m) and, with --out, writes the rows as JSON. A driver, not a test: nothing is
-// asserted, the figures depend on the machine and on what else runs on it.
+// (schedule, m): the ideal, the measured bubble fraction (mean over stages, and per stage), and
+// the "modelled" one: the schedule simulated with each stage's measured forward and backward
+// times and free messages, i.e. what the remaining stage imbalance alone explains. With --out,
+// writes the rows as JSON. A driver, not a test: nothing is asserted, the figures depend on
+// the machine and on what else runs on it.
 //
 //   mpirun -np 2 build/bench/bench_pipeline_bubble [--micro 8] [--m 1,2,4,8] [--steps 5]
 //          [--balance measured|flops|<counts, e.g. 4,4>] [--out bubble.json]
@@ -122,7 +125,8 @@ double median(std::vector<double> v) {
 // One (schedule, m): warm-up, then `steps` timed steps with the ranks aligned by a barrier
 // before each. Returns this stage's medians over the timed steps.
 struct StageFigures {
-  double wall_s, compute_s, p2p_s, bubble_s, bubble_fraction, input_transfer_s, gradient_transfer_s;
+  double wall_s, compute_s, forward_s, backward_s, p2p_s, bubble_s, bubble_fraction, input_transfer_s,
+      gradient_transfer_s;
   i64 peak_slots, peak_activation_bytes;
 };
 
@@ -142,7 +146,7 @@ StageFigures run_case(const Options& o, sb::parallel::Communicator& world, const
   for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>(rng.normal(i));
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(rng.below(images.size() + i, 10));
   stage.set_batch(images.data(), labels.data());
-  std::vector<double> wall, compute, p2p, bubble, fraction;
+  std::vector<double> wall, compute, forward, backward, p2p, bubble, fraction;
   StageFigures r{};
   for (int step = 0; step <= o.steps; ++step) {
     model.zero_grad();
@@ -153,6 +157,8 @@ StageFigures run_case(const Options& o, sb::parallel::Communicator& world, const
     if (step == 0) continue;
     wall.push_back(f.wall_s());
     compute.push_back(f.compute_s());
+    forward.push_back(f.forward_s);
+    backward.push_back(f.backward_s);
     p2p.push_back(f.p2p_s);
     bubble.push_back(f.bubble_s());
     fraction.push_back(f.bubble_fraction());
@@ -161,6 +167,8 @@ StageFigures run_case(const Options& o, sb::parallel::Communicator& world, const
   }
   r.wall_s = median(wall);
   r.compute_s = median(compute);
+  r.forward_s = median(forward);
+  r.backward_s = median(backward);
   r.p2p_s = median(p2p);
   r.bubble_s = median(bubble);
   r.bubble_fraction = median(fraction);
@@ -192,8 +200,8 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < counts.size(); ++i) std::printf("%s%lld", i ? ", " : "", static_cast<long long>(counts[i]));
       std::printf("] (balance: %s), %lld images per micro-batch, %d thread(s) per rank, median of %d steps\n",
                   o.balance.c_str(), static_cast<long long>(o.micro), runtime.threads(), o.steps);
-      std::printf("%-6s %3s %7s %9s %9s   per stage: bubble fraction (compute s, p2p s, wall s)\n", "sched", "m",
-                  "ideal", "mean", "max-dev");
+      std::printf("%-6s %3s %7s %9s %9s %9s   per stage: bubble fraction (compute s, p2p s, wall s)\n", "sched",
+                  "m", "ideal", "modelled", "measured", "max-dev");
     }
     for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
       for (i64 m : o.micro_batches) {
@@ -202,16 +210,27 @@ int main(int argc, char** argv) {
         world->all_gather(&mine, all.data(), sizeof(StageFigures), sb::parallel::DataType::u8);
         if (s != 0) continue;
         const double ideal = sb::train::pipeline_ideal_bubble_fraction(p, m);
-        double mean = 0, deviation = 0;
-        for (const auto& f : all) mean += f.bubble_fraction / p, deviation = std::max(deviation, std::abs(f.bubble_fraction - ideal));
-        std::printf("%-6s %3lld %7.3f %9.3f %9.3f  ", std::string(sb::train::to_string(schedule)).c_str(),
-                    static_cast<long long>(m), ideal, mean, deviation);
+        std::vector<double> forward_time, backward_time;  // per micro-batch
+        for (const auto& f : all) {
+          forward_time.push_back(f.forward_s / static_cast<double>(m));
+          backward_time.push_back(f.backward_s / static_cast<double>(m));
+        }
+        const auto modelled = sb::train::simulate_pipeline(schedule, m, forward_time, backward_time);
+        double mean = 0, mean_modelled = 0, deviation = 0;
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          mean += all[i].bubble_fraction / p;
+          mean_modelled += modelled.idle_fraction[i] / p;
+          deviation = std::max(deviation, std::abs(all[i].bubble_fraction - ideal));
+        }
+        std::printf("%-6s %3lld %7.3f %9.3f %9.3f %9.3f  ", std::string(sb::train::to_string(schedule)).c_str(),
+                    static_cast<long long>(m), ideal, mean_modelled, mean, deviation);
         nlohmann::json row{{"schedule", sb::train::to_string(schedule)}, {"m", m}, {"ideal_bubble_fraction", ideal},
-                           {"mean_bubble_fraction", mean}, {"stages", nlohmann::json::array()}};
+                           {"modelled_bubble_fraction", mean_modelled}, {"mean_bubble_fraction", mean},
+                           {"stages", nlohmann::json::array()}};
         for (const auto& f : all) {
           std::printf(" %.3f (%.4f, %.4f, %.4f)", f.bubble_fraction, f.compute_s, f.p2p_s, f.wall_s);
           row["stages"].push_back({{"bubble_fraction", f.bubble_fraction}, {"wall_s", f.wall_s},
-                                   {"compute_s", f.compute_s}, {"p2p_s", f.p2p_s}, {"bubble_s", f.bubble_s},
+                                   {"compute_s", f.compute_s}, {"forward_s", f.forward_s}, {"backward_s", f.backward_s}, {"p2p_s", f.p2p_s}, {"bubble_s", f.bubble_s},
                                    {"input_transfer_s", f.input_transfer_s},
                                    {"gradient_transfer_s", f.gradient_transfer_s}, {"peak_slots", f.peak_slots},
                                    {"peak_activation_bytes", f.peak_activation_bytes}});

@@ -84,10 +84,31 @@ PipelineSimulation simulate_pipeline(PipelineSchedule schedule, int stages, i64 
   return simulate_pipeline_ops(ops, micro_batches, forward_time, backward_time, transfer);
 }
 
+PipelineSimulation simulate_pipeline(PipelineSchedule schedule, i64 micro_batches,
+                                     const std::vector<double>& forward_time,
+                                     const std::vector<double>& backward_time, double transfer) {
+  const int stages = static_cast<int>(forward_time.size());
+  std::vector<std::vector<PipelineOp>> ops(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) ops[s] = pipeline_stage_ops(schedule, stages, s, micro_batches);
+  return simulate_pipeline_ops(ops, micro_batches, forward_time, backward_time, transfer);
+}
+
 PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineOp>>& ops,
                                          i64 micro_batches, double forward_time,
                                          double backward_time, double transfer) {
+  return simulate_pipeline_ops(ops, micro_batches, std::vector<double>(ops.size(), forward_time),
+                               std::vector<double>(ops.size(), backward_time), transfer);
+}
+
+PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineOp>>& ops,
+                                         i64 micro_batches,
+                                         const std::vector<double>& forward_time,
+                                         const std::vector<double>& backward_time,
+                                         double transfer) {
   const std::size_t p = ops.size();
+  SB_CHECK(forward_time.size() == p && backward_time.size() == p,
+           "{} stages with {} forward and {} backward times", p, forward_time.size(),
+           backward_time.size());
   const auto m = static_cast<std::size_t>(micro_batches);
   for (const auto& stage_ops : ops) {
     for (const PipelineOp& op : stage_ops) {
@@ -127,7 +148,8 @@ PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineO
             ready = std::max(ready, backward_end[s + 1][i] + transfer);
           }
         }
-        const double duration = op.kind == PipelineOpKind::forward ? forward_time : backward_time;
+        const double duration =
+            op.kind == PipelineOpKind::forward ? forward_time[s] : backward_time[s];
         sim.op_start[s].push_back(ready);
         sim.op_end[s].push_back(ready + duration);
         (op.kind == PipelineOpKind::forward ? forward_end : backward_end)[s][i] = ready + duration;

@@ -72,9 +72,20 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(PipelineSchedule schedule, int stages,
                                      std::int64_t micro_batches, double forward_time,
                                      double backward_time, double transfer = 0.0);
+// The same with each stage's own forward and backward time (unbalanced stages: the bubble a
+// measured step should be compared with).
+PipelineSimulation simulate_pipeline(PipelineSchedule schedule, std::int64_t micro_batches,
+                                     const std::vector<double>& forward_time,
+                                     const std::vector<double>& backward_time,
+                                     double transfer = 0.0);
 // The same for any operation lists, one per stage (a schedule under test).
 PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineOp>>& ops,
                                          std::int64_t micro_batches, double forward_time,
                                          double backward_time, double transfer = 0.0);
+PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineOp>>& ops,
+                                         std::int64_t micro_batches,
+                                         const std::vector<double>& forward_time,
+                                         const std::vector<double>& backward_time,
+                                         double transfer = 0.0);
 
 }  // namespace sb::train

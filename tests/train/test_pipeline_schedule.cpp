@@ -119,5 +119,19 @@ TEST(PipelineSchedule, SimulationDetectsDeadlockAndChargesTransfers) {
   EXPECT_DOUBLE_EQ(sim.makespan, 4 * 3.0 + 4 * 0.25);
 }
 
+// Unbalanced stages, GPipe, m = 3: stage 0 (tf 2, tb 4) twice as slow as stage 1 (1, 2).
+// Stage 0 forwards 0..6; stage 1 forwards 2..3, 4..5, 6..7 and backwards 7..9, 9..11, 11..13;
+// stage 0's backwards wait for those: 9..13, 13..17, 17..21.
+TEST(PipelineSchedule, UnbalancedStagesAreBoundByTheSlowest) {
+  const PipelineSimulation sim = simulate_pipeline(gpipe, 3, {2.0, 1.0}, {4.0, 2.0});
+  ASSERT_TRUE(sim.completed);
+  EXPECT_DOUBLE_EQ(sim.makespan, 21.0);
+  EXPECT_DOUBLE_EQ(sim.idle_fraction[0], 1.0 - 18.0 / 21.0);
+  EXPECT_DOUBLE_EQ(sim.idle_fraction[1], 1.0 - 9.0 / 21.0);
+  // balanced again when both are slow: the ideal
+  const PipelineSimulation even = simulate_pipeline(one_f_one_b, 3, {2.0, 2.0}, {4.0, 4.0});
+  EXPECT_NEAR(even.idle_fraction[0], pipeline_ideal_bubble_fraction(2, 3), 1e-12);
+}
+
 }  // namespace
 }  // namespace sb::train
