@@ -158,7 +158,7 @@ using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64
 // Bytes of the forward activations (the input copy included, labels not) of `slots`
 // activation sets for N images each, plus the one shortcut scratch tensor (N, max C·H·W)
 // that every block of every slot reuses; and of the backward scratch for N images; float32.
-// Slots(·) − slots(·−1) is one micro-batch's activation set: resnet_slot_activation_bytes.
+// Each slot more adds resnet_slot_activation_bytes: one micro-batch's activation set.
 std::int64_t resnet_activation_bytes(const ResnetConfig& config, std::int64_t N,
                                      ResnetPartition partition = {}, std::int64_t slots = 1);
 std::int64_t resnet_slot_activation_bytes(const ResnetConfig& config, std::int64_t N,
