@@ -10,148 +10,20 @@
 
 #include "core/check.hpp"
 #include "core/rng.hpp"
+#include "models/resnet/resnet_layout.hpp"
 
 namespace sb::resnet {
 
 using i64 = std::int64_t;
+using detail::count_floats;
+using detail::for_each_parameter;
+using detail::for_each_statistic;
+using detail::Layout;
+using detail::layout_of;
+using detail::point_views;
+using detail::whole_network;
 
 namespace {
-
-// The largest (C, H, W) tensor of one image between the stem and the pool: the size of the
-// scratch tensors that every layer reuses.
-i64 max_image_floats(const ResnetConfig& c, const std::vector<ResnetBlockShape>& blocks) {
-  const i64 stem = resnet_stem_output_size(c);
-  i64 floats = c.stem_channels * stem * stem;
-  for (const auto& b : blocks) floats = std::max(floats, b.out_channels * b.out_size * b.out_size);
-  return floats;
-}
-
-// Calls f(spec, view) for every parameter tensor in storage order: the one place that knows
-// the parameter layout, names and initialisation.
-template <class F>
-void for_each_parameter(ParameterTensors& p, const ResnetConfig& c,
-                        const std::vector<ResnetBlockShape>& blocks, F&& f) {
-  using enum ParameterInit;
-  const auto conv = [&](const std::string& name, float*& weight, i64 OC, i64 IC, i64 K) {
-    const double fan_out_std = std::sqrt(2.0 / static_cast<double>(OC * K * K));
-    f(ParameterSpec{name + ".weight", {OC, IC, K, K}, kaiming_normal_fan_out, fan_out_std},
-      weight);
-  };
-  const auto batchnorm = [&](const std::string& name, BatchNormTensors& bn, i64 C) {
-    f(ParameterSpec{name + ".weight", {C}, ones, 1.0}, bn.weight);
-    f(ParameterSpec{name + ".bias", {C}, zeros, 0.0}, bn.bias);
-  };
-  conv("stem.conv", p.stem_conv, c.stem_channels, c.image_channels, c.stem_kernel);
-  batchnorm("stem.bn", p.stem_bn, c.stem_channels);
-  p.blocks.resize(blocks.size());
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const ResnetBlockShape& s = blocks[i];
-    BlockTensors& t = p.blocks[i];
-    conv(s.name + ".conv1", t.conv1, s.out_channels, s.in_channels, 3);
-    batchnorm(s.name + ".bn1", t.bn1, s.out_channels);
-    conv(s.name + ".conv2", t.conv2, s.out_channels, s.out_channels, 3);
-    batchnorm(s.name + ".bn2", t.bn2, s.out_channels);
-    if (s.shortcut_conv) {
-      conv(s.name + ".shortcut.conv", t.shortcut_conv, s.out_channels, s.in_channels, 1);
-      batchnorm(s.name + ".shortcut.bn", t.shortcut_bn, s.out_channels);
-    }
-  }
-  const i64 features = blocks.back().out_channels;
-  const double bound = 1.0 / std::sqrt(static_cast<double>(features));  // fan_in of the head
-  f(ParameterSpec{"fc.weight", {c.classes, features}, linear_uniform, bound}, p.fc_weight);
-  f(ParameterSpec{"fc.bias", {c.classes}, linear_uniform, bound}, p.fc_bias);
-}
-
-// The same for the running statistics: f(name, numel, view), mean then variance per BatchNorm.
-template <class F>
-void for_each_statistic(RunningStatisticsTensors& r, const ResnetConfig& c,
-                        const std::vector<ResnetBlockShape>& blocks, F&& f) {
-  const auto batchnorm = [&](const std::string& name, RunningStatistics& s, i64 C) {
-    f(name + ".running_mean", C, s.mean);
-    f(name + ".running_var", C, s.var);
-  };
-  batchnorm("stem.bn", r.stem_bn, c.stem_channels);
-  r.blocks.resize(blocks.size());
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const ResnetBlockShape& s = blocks[i];
-    batchnorm(s.name + ".bn1", r.blocks[i].bn1, s.out_channels);
-    batchnorm(s.name + ".bn2", r.blocks[i].bn2, s.out_channels);
-    if (s.shortcut_conv) {
-      batchnorm(s.name + ".shortcut.bn", r.blocks[i].shortcut_bn, s.out_channels);
-    }
-  }
-}
-
-// Calls f(view, numel) for every activation tensor for N images, in storage order.
-template <class F>
-void for_each_view(ActivationTensors& a, const ResnetConfig& c,
-                   const std::vector<ResnetBlockShape>& blocks, i64 N, F&& f) {
-  const i64 S = c.image_size, stem = resnet_stem_output_size(c), C0 = c.stem_channels;
-  const auto statistics = [&](BatchStatistics& s, i64 C) {
-    f(s.mean, C);
-    f(s.rstd, C);
-  };
-  f(a.images, N * c.image_channels * S * S);
-  f(a.stem_conv, N * C0 * stem * stem);
-  statistics(a.stem_bn, C0);
-  f(a.stem_relu, N * C0 * stem * stem);
-  a.blocks.resize(blocks.size());
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const ResnetBlockShape& s = blocks[i];
-    BlockActivations& b = a.blocks[i];
-    const i64 n = N * s.out_channels * s.out_size * s.out_size;
-    f(b.conv1, n);
-    statistics(b.bn1, s.out_channels);
-    f(b.relu1, n);
-    f(b.conv2, n);
-    statistics(b.bn2, s.out_channels);
-    if (s.shortcut_conv) {
-      f(b.shortcut_conv, n);
-      statistics(b.shortcut_bn, s.out_channels);
-    }
-    f(b.out, n);
-  }
-  const i64 features = blocks.back().out_channels, scratch = N * max_image_floats(c, blocks);
-  f(a.pooled, N * features);
-  f(a.logits, N * c.classes);
-  f(a.probs, N * c.classes);
-  f(a.losses, N);
-  f(a.shortcut_bn_out, scratch);
-}
-
-// The same for the backward scratch.
-template <class F>
-void for_each_view(ActivationGradients& g, const ResnetConfig& c,
-                   const std::vector<ResnetBlockShape>& blocks, i64 N, F&& f) {
-  const i64 features = blocks.back().out_channels, scratch = N * max_image_floats(c, blocks);
-  f(g.dlosses, N);
-  f(g.dlogits, N * c.classes);
-  f(g.dpooled, N * features);
-  for (float** view :
-       {&g.dblock_out, &g.dblock_in, &g.dconv2, &g.drelu1, &g.dconv1, &g.dshortcut_conv}) {
-    f(*view, scratch);
-  }
-}
-
-template <class Tensors>
-i64 count_floats(const ResnetConfig& c, const std::vector<ResnetBlockShape>& blocks, i64 N) {
-  Tensors views{};
-  i64 n = 0;
-  for_each_view(views, c, blocks, N, [&](float*&, i64 numel) { n += numel; });
-  return n;
-}
-
-// Points every view into base for the layout at N and returns the floats used.
-template <class Tensors>
-i64 point_views(Tensors& views, float* base, const ResnetConfig& c,
-                const std::vector<ResnetBlockShape>& blocks, i64 N) {
-  i64 n = 0;
-  for_each_view(views, c, blocks, N, [&](float*& view, i64 numel) {
-    view = base + n;
-    n += numel;
-  });
-  return n;
-}
 
 void zero(float* x, i64 n) { std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(float)); }
 
@@ -162,21 +34,31 @@ constexpr i64 kFloat = static_cast<i64>(sizeof(float));
 std::vector<ParameterSpec> resnet_parameter_specs(const ResnetConfig& config) {
   ParameterTensors views{};
   std::vector<ParameterSpec> specs;
-  for_each_parameter(views, config, resnet_blocks(config),
-                     [&](const ParameterSpec& spec, float*&) { specs.push_back(spec); });
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  for_each_parameter(views, whole_network(config, blocks),
+                     [&](const ParameterSpec& spec, float*&, std::uint64_t) { specs.push_back(spec); });
   return specs;
 }
 
-i64 resnet_activation_bytes(const ResnetConfig& config, i64 N) {
-  return kFloat * count_floats<ActivationTensors>(config, resnet_blocks(config), N);
+i64 resnet_slot_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  return kFloat * count_floats<ActivationTensors>(layout_of(config, blocks, partition), N);
 }
 
-i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N) {
-  return kFloat * count_floats<ActivationGradients>(config, resnet_blocks(config), N);
+i64 resnet_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition,
+                            i64 slots) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  const Layout l = layout_of(config, blocks, partition);
+  return kFloat * (slots * count_floats<ActivationTensors>(l, N) + N * l.max_image_floats());
+}
+
+i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  return kFloat * count_floats<ActivationGradients>(layout_of(config, blocks, partition), N);
 }
 
 ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
-                         MemoryTracker& tracker)
+                         MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -191,32 +73,57 @@ ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Bac
                 config_.name);
   SB_USER_CHECK(max_batch > 0, "resnet '{}': batch must be positive, got {}", config_.name,
                 max_batch);
+  SB_USER_CHECK(activation_slots > 0, "resnet '{}': activation slots must be positive, got {}",
+                config_.name, activation_slots);
   blocks_ = resnet_blocks(config_);
-  parameter_count_ = resnet_parameter_count(config_);
-  i64 spec_count = 0;
-  for (const auto& spec : resnet_parameter_specs(config_)) spec_count += spec.shape.numel();
-  SB_CHECK(spec_count == parameter_count_, "resnet parameter shapes sum to {}, layers give {}",
-           spec_count, parameter_count_);
+  const Layout l = layout_of(config_, blocks_, partition);
+  first_unit_ = l.first;
+  end_unit_ = l.end;
+  input_floats_ = l.in_floats(l.first);
+  output_floats_ = l.out_floats(l.end - 1);
+  {
+    ParameterTensors views{};
+    for_each_parameter(views, l, [&](const ParameterSpec& spec, float*&, std::uint64_t) {
+      parameter_count_ += spec.shape.numel();
+    });
+  }
+  if (l.stem() && l.head()) {
+    SB_CHECK(parameter_count_ == resnet_parameter_count(config_),
+             "resnet parameter shapes sum to {}, layers give {}", parameter_count_,
+             resnet_parameter_count(config_));
+  }
+  i64 statistics_floats = 0;
+  {
+    RunningStatisticsTensors views{};
+    for_each_statistic(views, l, [&](const std::string&, i64 C, float*&) { statistics_floats += C; });
+  }
 
   const i64 param_bytes = kFloat * parameter_count_;
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, param_bytes, "resnet params");
   grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, param_bytes, "resnet grads");
   // Running statistics are model state saved with the weights but never trained: charged to
   // params, kept out of parameter_slices().
-  statistics_memory_ =
-      TrackedBuffer(tracker, MemoryCategory::params,
-                    2 * kFloat * resnet_batchnorm_channels(config_), "resnet running statistics");
+  statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,
+                                     "resnet running statistics");
+  const i64 slot_floats = count_floats<ActivationTensors>(l, max_batch);
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                               resnet_activation_bytes(config_, max_batch), "resnet activations");
+                               kFloat * activation_slots * slot_floats, "resnet activations");
+  scratch_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
+                                  kFloat * max_batch * l.max_image_floats(),
+                                  "resnet shortcut scratch");
+  const i64 label_count = l.head() ? activation_slots * max_batch : 0;
   labels_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                                 max_batch * static_cast<i64>(sizeof(std::int32_t)),
+                                 label_count * static_cast<i64>(sizeof(std::int32_t)),
                                  "resnet labels");
   acts_grads_memory_ = TrackedBuffer(tracker, MemoryCategory::workspace,
-                                     resnet_activation_gradient_bytes(config_, max_batch),
+                                     kFloat * count_floats<ActivationGradients>(l, max_batch),
                                      "resnet activation grads");
+  SB_CHECK(acts_memory_.bytes() + scratch_memory_.bytes() ==
+               resnet_activation_bytes(config_, max_batch, partition, activation_slots),
+           "resnet activation layout and resnet_activation_bytes disagree");
 
-  const auto point = [this](ParameterTensors& views, float* base) {
-    for_each_parameter(views, config_, blocks_, [&](const ParameterSpec& spec, float*& view) {
+  const auto point = [&](ParameterTensors& views, float* base) {
+    for_each_parameter(views, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t) {
       view = base;
       base += spec.shape.numel();
     });
@@ -224,15 +131,23 @@ ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Bac
   point(params_, params_memory_.as<float>());
   point(grads_, grads_memory_.as<float>());
   float* base = statistics_memory_.as<float>();
-  for_each_statistic(statistics_, config_, blocks_, [&](const std::string&, i64 C, float*& view) {
+  for_each_statistic(statistics_, l, [&](const std::string&, i64 C, float*& view) {
     view = base;
     base += C;
   });
-  labels_ = labels_memory_.as<std::int32_t>();
+  slots_.resize(static_cast<std::size_t>(activation_slots));
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (l.head()) slots_[i].labels = labels_memory_.as<std::int32_t>() + i * max_batch;
+  }
+  shortcut_bn_out_ = scratch_memory_.as<float>();
   i64 max_channels = config_.stem_channels;
   for (const auto& b : blocks_) max_channels = std::max(max_channels, b.out_channels);
   batchnorm_sums_.resize(static_cast<std::size_t>(2 * max_channels + 1));
   reset_running_statistics();
+}
+
+i64 ResnetModel::slot_activation_bytes() const {
+  return acts_memory_.bytes() / activation_slots() + labels_memory_.bytes() / activation_slots();
 }
 
 void ResnetModel::reset_running_statistics() {
@@ -243,11 +158,12 @@ void ResnetModel::reset_running_statistics() {
 }
 
 void ResnetModel::init_weights(std::uint64_t seed) {
-  std::uint64_t k = 0;  // tensor index in storage order: the random stream
-  for_each_parameter(params_, config_, blocks_, [&](const ParameterSpec& spec, float*& view) {
+  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  // k: the tensor's index over the whole network, its random stream
+  for_each_parameter(params_, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t k) {
     float* p = view;
     const i64 n = spec.shape.numel();
-    const CounterRng rng(seed, k++);
+    const CounterRng rng(seed, k);
     switch (spec.init) {
       case ParameterInit::zeros: std::fill(p, p + n, 0.0f); break;
       case ParameterInit::ones: std::fill(p, p + n, 1.0f); break;
@@ -274,7 +190,7 @@ void ResnetModel::reduce_batchnorm_sums(i64 C) {
 }
 
 void ResnetModel::gradient_ready(const float* first, i64 count) {
-  if (gradient_ready_) gradient_ready_(first - grads_.stem_conv, count);
+  if (gradient_ready_) gradient_ready_(first - grads_memory_.as<float>(), count);
 }
 
 void ResnetModel::batchnorm_forward(float* out, const BatchStatistics& saved,
@@ -314,11 +230,12 @@ void ResnetModel::batchnorm_backward(float* dinp, const BatchNormTensors& grad, 
 }
 
 // inp (N, IC, H, W) -> a.blocks[b].out (N, OC, OH, OW)
-void ResnetModel::block_forward(std::size_t b, const float* inp, i64 N, bool training) {
+void ResnetModel::block_forward(const ActivationTensors& acts, std::size_t b, const float* inp,
+                                i64 N, bool training) {
   const ResnetBlockShape& s = blocks_[b];
   const BlockTensors& p = params_.blocks[b];
   const BlockRunningStatistics& r = statistics_.blocks[b];
-  const BlockActivations& a = acts_.blocks[b];
+  const BlockActivations& a = acts.blocks[b];
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   const i64 OHW = OH * OH;
 
@@ -327,9 +244,9 @@ void ResnetModel::block_forward(std::size_t b, const float* inp, i64 N, bool tra
   if (s.shortcut_conv) {
     k_->conv2d_forward(a.shortcut_conv, inp, p.shortcut_conv, nullptr, N, IC, H, H, OC, 1, 1,
                        s.stride, 0);
-    batchnorm_forward(acts_.shortcut_bn_out, a.shortcut_bn, r.shortcut_bn, a.shortcut_conv,
+    batchnorm_forward(shortcut_bn_out_, a.shortcut_bn, r.shortcut_bn, a.shortcut_conv,
                       p.shortcut_bn, nullptr, false, N, OC, OHW, training);
-    shortcut = acts_.shortcut_bn_out;
+    shortcut = shortcut_bn_out_;
   }
   // main path: relu(bn1(conv1(x))) -> relu(bn2(conv2(.)) + shortcut)
   k_->conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
@@ -338,47 +255,78 @@ void ResnetModel::block_forward(std::size_t b, const float* inp, i64 N, bool tra
   batchnorm_forward(a.out, a.bn2, r.bn2, a.conv2, p.bn2, shortcut, true, N, OC, OHW, training);
 }
 
-float ResnetModel::forward(const float* images, const std::int32_t* labels, i64 N, bool training) {
+float ResnetModel::forward(i64 slot, const float* input, const std::int32_t* labels, i64 N,
+                           bool training) {
+  SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet forward: slot {} of {}", slot,
+           activation_slots());
   SB_CHECK(N >= 1 && N <= max_batch_, "resnet forward: N = {} outside [1, {}]", N, max_batch_);
-  SB_CHECK(images != nullptr, "resnet forward: no images");
+  SB_CHECK(input != nullptr, "resnet forward: no input");
   const i64 classes = config_.classes;
-  for (i64 i = 0; labels && i < N; ++i) {
+  const bool head = has_head();
+  for (i64 i = 0; head && labels && i < N; ++i) {
     SB_CHECK(labels[i] >= 0 && labels[i] < classes,
              "resnet forward: label {} at {} outside [0, {})", labels[i], i, classes);
   }
-  point_views(acts_, acts_memory_.as<float>(), config_, blocks_, N);
-  const i64 IC = config_.image_channels, S = config_.image_size;
-  std::copy(images, images + N * IC * S * S, acts_.images);
-  if (labels) std::copy(labels, labels + N, labels_);
-  last_N_ = N;
-  backward_ready_ = training && labels != nullptr;
+  Slot& st = slots_[static_cast<std::size_t>(slot)];
+  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  point_views(st.acts, acts_memory_.as<float>() + slot * count_floats<ActivationTensors>(l, max_batch_),
+              l, N);
+  std::copy(input, input + N * input_floats_, st.acts.input);
+  if (head && labels) std::copy(labels, labels + N, st.labels);
+  st.N = N;
+  st.backward_ready = training && (!head || labels != nullptr);
+  last_slot_ = slot;
 
   const ParameterTensors& p = params_;
-  ActivationTensors& a = acts_;
-  // stem: relu(bn(conv(images)))
-  const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
-  k_->conv2d_forward(a.stem_conv, a.images, p.stem_conv, nullptr, N, IC, S, S, C0,
-                     config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
-                     config_.stem_kernel / 2);
-  batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn, nullptr,
-                    true, N, C0, S0 * S0, training);
-  // the stages
-  const float* x = a.stem_relu;  // (N, C, H, W), the input of the next block
-  for (std::size_t b = 0; b < blocks_.size(); ++b) {
-    block_forward(b, x, N, training);
+  const ActivationTensors& a = st.acts;
+  const float* x = a.input;  // (N, C, H, W), the input of the next unit
+  if (has_stem()) {          // relu(bn(conv(images)))
+    const i64 IC = config_.image_channels, S = config_.image_size;
+    const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
+    k_->conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, S, S, C0,
+                       config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
+                       config_.stem_kernel / 2);
+    batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn,
+                      nullptr, true, N, C0, S0 * S0, training);
+    x = a.stem_relu;
+  }
+  for (std::size_t b = 0; b < blocks_.size(); ++b) {  // the stages
+    if (!has_block(b)) continue;
+    block_forward(a, b, x, N, training);
     x = a.blocks[b].out;
   }
+  st.output = x;
+  if (!head) return std::numeric_limits<float>::quiet_NaN();
+
   // head: global average pool, linear
   const ResnetBlockShape& last = blocks_.back();
   const i64 features = last.out_channels;
   k_->global_avgpool_forward(a.pooled, x, N, features, last.out_size * last.out_size);
   k_->matmul_forward(a.logits, a.pooled, p.fc_weight, p.fc_bias, N, features, classes);
-
+  st.output = a.logits;
   if (!labels) return std::numeric_limits<float>::quiet_NaN();
-  k_->crossentropy_forward(a.losses, a.probs, a.logits, labels_, N, classes);
+  k_->crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
   double sum = 0.0;
   for (i64 i = 0; i < N; ++i) sum += a.losses[i];
   return static_cast<float>(sum / static_cast<double>(N));
+}
+
+const float* ResnetModel::output(i64 slot) const {
+  SB_CHECK(!has_head(), "resnet output: a partition with the head outputs the loss");
+  SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet output: slot {} of {}", slot,
+           activation_slots());
+  return slots_[static_cast<std::size_t>(slot)].output;
+}
+
+const float* ResnetModel::logits() const {
+  SB_CHECK(has_head(), "resnet logits: this partition has no head");
+  return slots_[static_cast<std::size_t>(last_slot_)].acts.logits;
+}
+
+const float* ResnetModel::input_gradient() const {
+  SB_CHECK(!has_stem(), "resnet input_gradient: the images need no gradient");
+  SB_CHECK(input_gradient_ != nullptr, "resnet input_gradient: no backward yet");
+  return input_gradient_;
 }
 
 void ResnetModel::zero_grad() {
@@ -387,12 +335,12 @@ void ResnetModel::zero_grad() {
 
 // dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=, each
 // layer's reported as soon as it is final. inp is the block's forward input.
-void ResnetModel::block_backward(std::size_t b, float* dinp, const float* dout, const float* inp,
-                                 i64 N) {
+void ResnetModel::block_backward(const ActivationTensors& acts, std::size_t b, float* dinp,
+                                 const float* dout, const float* inp, i64 N) {
   const ResnetBlockShape& s = blocks_[b];
   const BlockTensors& p = params_.blocks[b];
   const BlockTensors& g = grads_.blocks[b];
-  const BlockActivations& a = acts_.blocks[b];
+  const BlockActivations& a = acts.blocks[b];
   const ActivationGradients& d = acts_grads_;
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   const i64 OHW = OH * OH, n = N * OC * OHW;
@@ -419,37 +367,53 @@ void ResnetModel::block_backward(std::size_t b, float* dinp, const float* dout, 
   gradient_ready(g.conv1, OC * IC * 9);
 }
 
-void ResnetModel::backward() {
-  SB_CHECK(backward_ready_, "resnet backward needs a training forward with labels first");
-  const i64 N = last_N_, classes = config_.classes;
+void ResnetModel::backward(i64 slot, const float* doutput) {
+  SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet backward: slot {} of {}", slot,
+           activation_slots());
+  const Slot& st = slots_[static_cast<std::size_t>(slot)];
+  SB_CHECK(st.backward_ready, "resnet backward needs a training forward with labels first");
+  SB_CHECK(has_head() == (doutput == nullptr),
+           "resnet backward: a partition {} the head takes {} output gradient",
+           has_head() ? "with" : "without", has_head() ? "no" : "an");
+  const i64 N = st.N, classes = config_.classes;
   const ParameterTensors& p = params_;
   const ParameterTensors& g = grads_;
-  const ActivationTensors& a = acts_;
+  const ActivationTensors& a = st.acts;
   ActivationGradients& d = acts_grads_;
-  point_views(d, acts_grads_memory_.as<float>(), config_, blocks_, N);
+  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  point_views(d, acts_grads_memory_.as<float>(), l, N);
 
-  // head: mean loss -> logits -> pooled features -> the last block's output
-  const ResnetBlockShape& last = blocks_.back();
-  const i64 features = last.out_channels, last_hw = last.out_size * last.out_size;
-  zero(d.dlogits, N * classes);
-  zero(d.dpooled, N * features);
-  zero(d.dblock_out, N * features * last_hw);
-  std::fill(d.dlosses, d.dlosses + N, static_cast<float>(1.0 / static_cast<double>(N)));
-  k_->crossentropy_backward(d.dlogits, a.probs, labels_, d.dlosses, N, classes);
-  k_->matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
-                      features, classes);
-  gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
-  k_->global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
+  if (has_head()) {  // mean loss -> logits -> pooled features -> the last block's output
+    const ResnetBlockShape& last = blocks_.back();
+    const i64 features = last.out_channels, last_hw = last.out_size * last.out_size;
+    zero(d.dlogits, N * classes);
+    zero(d.dpooled, N * features);
+    zero(d.dblock_out, N * features * last_hw);
+    std::fill(d.dlosses, d.dlosses + N, static_cast<float>(1.0 / static_cast<double>(N)));
+    k_->crossentropy_backward(d.dlogits, a.probs, st.labels, d.dlosses, N, classes);
+    k_->matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
+                        features, classes);
+    gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
+    k_->global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
+  } else {
+    std::copy(doutput, doutput + N * output_floats_, d.dblock_out);
+  }
 
   // the blocks, last to first; dout is the gradient of block b's output, din of its input
   float* dout = d.dblock_out;
   float* din = d.dblock_in;
   for (std::size_t b = blocks_.size(); b-- > 0;) {
+    if (!has_block(b)) continue;
     const ResnetBlockShape& s = blocks_[b];
-    const float* inp = b == 0 ? a.stem_relu : a.blocks[b - 1].out;
+    const bool first_here = static_cast<i64>(b) + 1 == first_unit_;
+    const float* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
     zero(din, N * s.in_channels * s.in_size * s.in_size);
-    block_backward(b, din, dout, inp, N);
+    block_backward(a, b, din, dout, inp, N);
     std::swap(din, dout);
+  }
+  if (!has_stem()) {  // dout: the gradient of this partition's input
+    input_gradient_ = dout;
+    return;
   }
 
   // stem, dout = d(stem_relu); the images need no gradient
@@ -457,7 +421,7 @@ void ResnetModel::backward() {
   const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
   batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,
                      C0, S0 * S0);
-  k_->conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.images, p.stem_conv, N, IC, S, S,
+  k_->conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, S, S,
                       C0, config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                       config_.stem_kernel / 2);
   gradient_ready(g.stem_conv, C0 * IC * config_.stem_kernel * config_.stem_kernel);
@@ -466,7 +430,8 @@ void ResnetModel::backward() {
 std::vector<ParameterView> ResnetModel::parameter_views() {
   std::vector<ParameterView> views;
   float* grad = grads_memory_.as<float>();
-  for_each_parameter(params_, config_, blocks_, [&](const ParameterSpec& spec, float*& param) {
+  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  for_each_parameter(params_, l, [&](const ParameterSpec& spec, float*& param, std::uint64_t) {
     views.push_back({spec.name, param, grad, spec.shape.numel()});
     grad += spec.shape.numel();
   });
@@ -475,10 +440,10 @@ std::vector<ParameterView> ResnetModel::parameter_views() {
 
 std::vector<StatisticsView> ResnetModel::statistics_views() {
   std::vector<StatisticsView> views;
-  for_each_statistic(statistics_, config_, blocks_,
-                     [&](const std::string& name, i64 C, float*& values) {
-                       views.push_back({name, values, C});
-                     });
+  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  for_each_statistic(statistics_, l, [&](const std::string& name, i64 C, float*& values) {
+    views.push_back({name, values, C});
+  });
   return views;
 }
 

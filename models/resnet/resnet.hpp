@@ -1,8 +1,11 @@
 // resnet-mini, llm.c style: parameters, gradients, BatchNorm running statistics, activations
-// each in one tracked allocation with named views. Leaves out bottleneck blocks, the max-pool
-// stem (resnet-18/50 are cost-model specs only), mixed precision and communication itself:
-// data parallelism plugs in through two hooks (a BatchNorm sum reducer, a gradient-ready
-// callback), so models never depend on MPI.
+// each in one tracked allocation with named views. A model instance may hold a contiguous range
+// of the network's units (a pipeline stage: resnet_partition.hpp) and several independent
+// activation sets ("slots", one per micro-batch in flight). Leaves out bottleneck blocks, the
+// max-pool stem (resnet-18/50 are cost-model specs only), mixed precision and communication
+// itself: data parallelism plugs in through two hooks (a BatchNorm sum reducer, a
+// gradient-ready callback) and pipeline parallelism through plain float buffers (a stage's input
+// and output activation and their gradients), so models never depend on MPI.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include "kernels/kernels.hpp"
 #include "models/resnet/resnet_config.hpp"
 #include "models/resnet/resnet_flops.hpp"
+#include "models/resnet/resnet_partition.hpp"
 #include "optim/parameter_slice.hpp"
 
 namespace sb::resnet {
@@ -40,6 +44,7 @@ struct BlockTensors {
   BatchNormTensors shortcut_bn;  // (OC); nullptr for the identity shortcut
 };
 
+// A partition's model points only the views of its own units; the others stay nullptr.
 struct ParameterTensors {
   float* stem_conv;          // (16, 1, 3, 3)
   BatchNormTensors stem_bn;  // (16)
@@ -112,9 +117,11 @@ struct BlockActivations {
   float* out;                    // relu(bn2 + shortcut): the next block's input
 };
 
-// What the backward reads, for N images; a smaller batch packs into the front.
+// What the backward reads, for N images; a smaller batch packs into the front. One such set
+// per activation slot, holding the views of the model's own units (the others stay nullptr).
 struct ActivationTensors {
-  float* images;       // (N, 1, 28, 28) a copy of the input
+  float* input;        // (N, C, H, W) a copy of the first unit's input: the images (N, 1, 28, 28)
+                       // for the stem, the previous stage's output otherwise
   float* stem_conv;    // (N, 16, 28, 28)
   BatchStatistics stem_bn;
   float* stem_relu;    // (N, 16, 28, 28) stage1.0's input
@@ -123,16 +130,14 @@ struct ActivationTensors {
   float* logits;       // (N, classes)
   float* probs;        // (N, classes)
   float* losses;       // (N)
-  // Scratch, (N, max C·H·W), reused by every block: the shortcut's BatchNorm output dies at
-  // the residual add, which is fused (with the ReLUs) into the BatchNorm passes.
-  float* shortcut_bn_out;
 };
 
 // Backward scratch, each (N, max C·H·W) after the head's: the gradients of a block's output
 // and input (swapped block by block) and of one block's convolution outputs, reused by every
 // block (dconv1 also by the stem). The ReLU masks and the residual split are fused into the
 // BatchNorm backward, which overwrites dconv*: only dblock_in and drelu1 (sums of
-// convolution backwards) are zeroed each block.
+// convolution backwards) are zeroed each block. Shared by every slot: one backward at a time.
+// A partition without the head has no dlosses, dlogits, dpooled (nullptr).
 struct ActivationGradients {
   float* dlosses;           // (N) 1/N: the loss is the mean
   float* dlogits;           // (N, classes)
@@ -150,31 +155,62 @@ using BatchnormReducer = std::function<void(std::span<double>)>;
 // (offset, count) in floats into gradients_flat(): that range is final for this backward().
 using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64_t count)>;
 
-// Bytes of the forward activations (images included, labels not) and of the backward
-// scratch for N images, float32.
-std::int64_t resnet_activation_bytes(const ResnetConfig& config, std::int64_t N);
-std::int64_t resnet_activation_gradient_bytes(const ResnetConfig& config, std::int64_t N);
+// Bytes of the forward activations (the input copy included, labels not) of `slots`
+// activation sets for N images each, plus the one shortcut scratch tensor (N, max C·H·W)
+// that every block of every slot reuses; and of the backward scratch for N images; float32.
+// Each slot more adds resnet_slot_activation_bytes: one micro-batch's activation set.
+std::int64_t resnet_activation_bytes(const ResnetConfig& config, std::int64_t N,
+                                     ResnetPartition partition = {}, std::int64_t slots = 1);
+std::int64_t resnet_slot_activation_bytes(const ResnetConfig& config, std::int64_t N,
+                                          ResnetPartition partition = {});
+std::int64_t resnet_activation_gradient_bytes(const ResnetConfig& config, std::int64_t N,
+                                              ResnetPartition partition = {});
 
 class ResnetModel {
  public:
-  // Allocates everything for batches up to max_batch; parameters start at zero, running
-  // statistics at mean 0, variance 1. Throws UserError for a spec-only config.
+  // Allocates everything for batches up to max_batch, for the units of `partition` (the
+  // whole network by default) and `activation_slots` independent activation sets; parameters
+  // start at zero, running statistics at mean 0, variance 1. Throws UserError for a spec-only
+  // config or a partition outside the network's units.
   ResnetModel(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
-              MemoryTracker& tracker);
+              MemoryTracker& tracker, ResnetPartition partition = {},
+              std::int64_t activation_slots = 1);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
-  // draws from CounterRng(seed, k) at index i: independent of thread count.
+  // (k counted over the whole network, whatever the partition) draws from
+  // CounterRng(seed, k) at index i: independent of thread count and of the split.
   void init_weights(std::uint64_t seed);
 
-  // images (N, 1, 28, 28), labels (N) in [0, classes) or nullptr; 1 <= N <= max_batch.
-  // training: BatchNorm uses batch statistics and updates the running ones; else it uses
-  // the running statistics. Returns the mean cross-entropy, or NaN without labels. Only a
-  // training forward with labels can be followed by backward().
-  float forward(const float* images, const std::int32_t* labels, std::int64_t N, bool training);
+  // The whole network on slot 0: images (N, 1, 28, 28), labels (N) in [0, classes) or
+  // nullptr; 1 <= N <= max_batch. training: BatchNorm uses batch statistics and updates the
+  // running ones; else it uses the running statistics. Returns the mean cross-entropy, or NaN
+  // without labels. Only a training forward with labels can be followed by backward().
+  float forward(const float* images, const std::int32_t* labels, std::int64_t N, bool training) {
+    return forward(0, images, labels, N, training);
+  }
   void zero_grad();
   // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients.
-  void backward();
+  void backward() { backward(0, nullptr); }
+
+  // ---- a pipeline stage: this partition on one activation slot ---------------------------
+  // input (N, in_floats of the first unit): the images for a partition with the stem, the
+  // previous stage's output otherwise. labels: used by a partition with the head (as above);
+  // the others ignore them. Keeps everything the slot's backward needs until the slot's next
+  // forward. Returns the mean loss (head, with labels) or NaN.
+  float forward(std::int64_t slot, const float* input, const std::int32_t* labels, std::int64_t N,
+                bool training);
+  // (N, out_floats of the last unit) of the slot's last forward, for a partition without the
+  // head; valid until the slot's next forward.
+  const float* output(std::int64_t slot) const;
+  // Accumulates the slot's parameter gradients: of the mean loss (doutput nullptr, a
+  // partition with the head) or of Σ output·doutput (doutput (N, out_floats) the gradient of
+  // output(slot), a partition without the head). The slot's last forward must be a training
+  // forward (with labels when the head is here).
+  void backward(std::int64_t slot, const float* doutput);
+  // (N, in_floats of the first unit): d/d(input) of the last backward, for a partition
+  // without the stem (the images need no gradient); valid until the next backward.
+  const float* input_gradient() const;
 
   // Synchronised BatchNorm: when set, training-mode BatchNorm forms its batch statistics (and
   // its backward its Σdy, Σdy·norm) over every rank's batch, the per-channel sums and the
@@ -192,12 +228,24 @@ class ResnetModel {
   const ResnetConfig& config() const { return config_; }
   kernels::Backend backend() const { return backend_; }
   std::int64_t max_batch() const { return max_batch_; }
+  // The units [first, end) this instance holds, end resolved (never kResnetAllUnits).
+  ResnetPartition partition() const { return {first_unit_, end_unit_}; }
+  bool has_stem() const { return first_unit_ == 0; }
+  bool has_head() const { return end_unit_ == static_cast<std::int64_t>(blocks_.size()) + 2; }
+  std::int64_t activation_slots() const { return static_cast<std::int64_t>(slots_.size()); }
+  // Floats per image of the partition's input and output (resnet_pipeline_units).
+  std::int64_t input_floats_per_image() const { return input_floats_; }
+  std::int64_t output_floats_per_image() const { return output_floats_; }
+  // Tracked bytes of one activation slot (max_batch images; labels included): what each
+  // micro-batch in flight costs this partition.
+  std::int64_t slot_activation_bytes() const;
+  // This partition's parameters (the whole network's: resnet_parameter_count).
   std::int64_t parameter_count() const { return parameter_count_; }
-  const float* logits() const { return acts_.logits; }  // (N, classes) of the last forward
+  const float* logits() const;  // (N, classes) of the last forward (a partition with the head)
   const ParameterTensors& params() const { return params_; }
   const ParameterTensors& grads() const { return grads_; }
-  std::span<float> parameters_flat() { return {params_.stem_conv, flat_size()}; }
-  std::span<float> gradients_flat() { return {grads_.stem_conv, flat_size()}; }
+  std::span<float> parameters_flat() { return {params_memory_.as<float>(), flat_size()}; }
+  std::span<float> gradients_flat() { return {grads_memory_.as<float>(), flat_size()}; }
   std::span<float> running_statistics_flat() {
     return {statistics_memory_.as<float>(),
             static_cast<std::size_t>(statistics_memory_.bytes()) / sizeof(float)};
@@ -226,31 +274,49 @@ class ResnetModel {
   void reduce_batchnorm_sums(std::int64_t C);
   // Reports [first, first + count) of the gradients as final.
   void gradient_ready(const float* first, std::int64_t count);
-  void block_forward(std::size_t b, const float* inp, std::int64_t N, bool training);
-  void block_backward(std::size_t b, float* dinp, const float* dout, const float* inp,
-                      std::int64_t N);
+  void block_forward(const ActivationTensors& a, std::size_t b, const float* inp, std::int64_t N,
+                     bool training);
+  void block_backward(const ActivationTensors& a, std::size_t b, float* dinp, const float* dout,
+                      const float* inp, std::int64_t N);
+  bool has_block(std::size_t b) const {
+    return static_cast<std::int64_t>(b) + 1 >= first_unit_ &&
+           static_cast<std::int64_t>(b) + 1 < end_unit_;
+  }
+
+  // One micro-batch's activations and what its backward needs to know.
+  struct Slot {
+    ActivationTensors acts{};
+    std::int32_t* labels = nullptr;  // (max_batch) when the head is here
+    const float* output = nullptr;   // the last unit's output
+    std::int64_t N = 0;
+    bool backward_ready = false;     // a training forward (with labels when the head is here)
+  };
 
   ResnetConfig config_;
   std::vector<ResnetBlockShape> blocks_;
   kernels::Backend backend_;
   const kernels::KernelTable* k_;
   std::int64_t max_batch_, parameter_count_;
+  std::int64_t first_unit_ = 0, end_unit_ = 0;  // the partition
+  std::int64_t input_floats_ = 0, output_floats_ = 0;
 
   TrackedBuffer params_memory_;      // params
   TrackedBuffer grads_memory_;       // grads
   TrackedBuffer statistics_memory_;  // params: running mean and variance, 2·(BN channels)
-  TrackedBuffer acts_memory_;        // activations
-  TrackedBuffer labels_memory_;      // activations: labels, int32 (N)
+  TrackedBuffer acts_memory_;        // activations: every slot's set
+  TrackedBuffer scratch_memory_;     // activations: the shortcut scratch (N, max C·H·W)
+  TrackedBuffer labels_memory_;      // activations: labels, int32 (slots, N), with the head
   TrackedBuffer acts_grads_memory_;  // workspace
   ParameterTensors params_{};
   ParameterTensors grads_{};
   RunningStatisticsTensors statistics_{};
-  ActivationTensors acts_{};
+  std::vector<Slot> slots_;
+  // The shortcut's BatchNorm output dies at the residual add, which is fused (with the ReLUs)
+  // into the BatchNorm passes: one tensor serves every block of every slot.
+  float* shortcut_bn_out_ = nullptr;
   ActivationGradients acts_grads_{};
-  std::int32_t* labels_ = nullptr;
-
-  std::int64_t last_N_ = 0;
-  bool backward_ready_ = false;  // the last forward was a training forward with labels
+  const float* input_gradient_ = nullptr;
+  std::int64_t last_slot_ = 0;  // of the last forward
 
   BatchnormReducer batchnorm_reducer_;
   GradientReadyCallback gradient_ready_;

@@ -1,0 +1,45 @@
+// ResnetModel behind the PipelineStage interface.
+#include "train/resnet_pipeline_stage.hpp"
+
+#include "core/check.hpp"
+
+namespace sb::train {
+
+ResnetPipelineStage::ResnetPipelineStage(resnet::ResnetModel& model, std::int64_t micro_batch)
+    : model_(model), micro_(micro_batch) {
+  SB_CHECK(micro_batch >= 1 && micro_batch <= model.max_batch(),
+           "resnet pipeline stage: micro-batch of {} images for a model of at most {}", micro_batch,
+           model.max_batch());
+}
+
+void ResnetPipelineStage::set_batch(const float* images, const std::int32_t* labels) {
+  images_ = images;
+  labels_ = labels;
+}
+
+std::int64_t ResnetPipelineStage::input_floats() const {
+  return model_.has_stem() ? 0 : micro_ * model_.input_floats_per_image();
+}
+
+std::int64_t ResnetPipelineStage::output_floats() const {
+  return model_.has_head() ? 0 : micro_ * model_.output_floats_per_image();
+}
+
+double ResnetPipelineStage::forward(std::int64_t slot, std::int64_t micro, const float* input) {
+  if (model_.has_stem()) {
+    SB_CHECK(images_ != nullptr, "resnet pipeline stage: the first stage has no images (set_batch)");
+    input = images_ + micro * micro_ * model_.input_floats_per_image();
+  }
+  const std::int32_t* labels = nullptr;
+  if (model_.has_head()) {
+    SB_CHECK(labels_ != nullptr, "resnet pipeline stage: the last stage has no labels (set_batch)");
+    labels = labels_ + micro * micro_;
+  }
+  return model_.forward(slot, input, labels, micro_, true);
+}
+
+void ResnetPipelineStage::backward(std::int64_t slot, std::int64_t, const float* doutput) {
+  model_.backward(slot, doutput);
+}
+
+}  // namespace sb::train

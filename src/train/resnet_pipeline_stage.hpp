@@ -1,0 +1,40 @@
+// A ResnetModel partition as a pipeline stage: micro-batch i of the step's batch is images
+// and labels [i·micro, (i+1)·micro), read by the stage that holds the stem (images) and the
+// one that holds the head (labels); training-mode forwards and backwards on the model's slots.
+// Leaves out building the partition (resnet_partition.hpp) and the messages (the executor).
+#pragma once
+
+#include <cstdint>
+
+#include "models/resnet/resnet.hpp"
+#include "train/pipeline_stage.hpp"
+
+namespace sb::train {
+
+class ResnetPipelineStage final : public PipelineStage {
+ public:
+  // micro_batch: images per micro-batch, at most model.max_batch(). model must outlive the stage.
+  ResnetPipelineStage(resnet::ResnetModel& model, std::int64_t micro_batch);
+
+  // The step's batch, (m·micro, C, H, W) images and (m·micro) labels: the first stage reads the
+  // images, the last the labels; a stage may pass nullptr for what it does not read. The
+  // buffers must stay unchanged while the step runs.
+  void set_batch(const float* images, const std::int32_t* labels);
+
+  std::int64_t activation_slots() const override { return model_.activation_slots(); }
+  std::int64_t slot_activation_bytes() const override { return model_.slot_activation_bytes(); }
+  std::int64_t input_floats() const override;
+  std::int64_t output_floats() const override;
+  double forward(std::int64_t slot, std::int64_t micro, const float* input) override;
+  const float* output(std::int64_t slot) const override { return model_.output(slot); }
+  void backward(std::int64_t slot, std::int64_t micro, const float* doutput) override;
+  const float* input_gradient() const override { return model_.input_gradient(); }
+
+ private:
+  resnet::ResnetModel& model_;
+  std::int64_t micro_;
+  const float* images_ = nullptr;
+  const std::int32_t* labels_ = nullptr;
+};
+
+}  // namespace sb::train
