@@ -223,6 +223,11 @@ void GptModel::init_weights(std::uint64_t seed) {
   }
 }
 
+i64 GptModel::slot_activation_bytes() const {
+  return gpt_shard_activation_bytes(shard_, max_batch_, max_seq_len_).total +
+         2 * max_batch_ * max_seq_len_ * static_cast<i64>(sizeof(std::int32_t));
+}
+
 GptModel::Slot& GptModel::slot_at(i64 slot) {
   SB_CHECK(slot >= 0 && slot < shard_.activation_slots, "gpt: activation slot {} outside [0, {})",
            slot, shard_.activation_slots);

@@ -190,6 +190,10 @@ class GptModel {
   std::int64_t max_batch() const { return max_batch_; }
   std::int64_t max_seq_len() const { return max_seq_len_; }
   std::int64_t parameter_count() const { return parameter_count_; }  // this rank's
+  std::int64_t activation_slots() const { return shard_.activation_slots; }
+  // Tracked activation bytes of one slot (activations, tokens and targets) at the allocated
+  // (batch, seq_len): what each micro-batch in flight costs.
+  std::int64_t slot_activation_bytes() const;
   // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
   const float* logits() const { return slots_.front().acts.logits; }
   const ParameterTensors& params() const { return params_; }

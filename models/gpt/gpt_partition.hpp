@@ -59,7 +59,8 @@ inline constexpr int kGptTensorCount = 16;
 // How tensor k (llm.c order: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b fcw fcb
 // fcprojw fcprojb lnfw lnfb) is cut over the tp group.
 enum class TensorSplit {
-  replicated,  // every tp rank holds an identical copy (LayerNorms, wpe, row-parallel biases)
+  replicated,  // every tp rank holds an identical copy (LayerNorms, wpe, lnf, row-parallel
+               // biases: tp rank 0 adds those before the all-reduce, so they count once)
   vocab_rows,  // wte: rows [vocab_begin, vocab_begin + V_tp)
   qkv_rows,    // qkvw, qkvb: the q, k and v rows of this rank's heads, [q_r | k_r | v_r]
   rows,        // fcw, fcb (column-parallel): output rows r·4C/t ..

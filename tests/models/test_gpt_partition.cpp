@@ -185,6 +185,8 @@ TEST(GptStages, ActivationSlotsAreTrackedAndStagesHoldTheirTensors) {
   const i64 slot = gpt_shard_activation_bytes(a.shard(), kB, kT).total + 2 * kB * kT * 4;
   EXPECT_EQ(one.usage().of(MemoryCategory::activations), slot);
   EXPECT_EQ(two.usage().of(MemoryCategory::activations), 3 * slot);
+  EXPECT_EQ(b.slot_activation_bytes(), slot);
+  EXPECT_EQ(b.activation_slots(), 3);
   EXPECT_EQ(one.usage().of(MemoryCategory::params), two.usage().of(MemoryCategory::params));
   // first stage: wte, wpe and one block; no final LayerNorm
   std::vector<std::string> names;
