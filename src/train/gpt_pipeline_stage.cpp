@@ -20,10 +20,6 @@ void GptPipelineStage::set_batch(const std::int32_t* tokens, const std::int32_t*
   around_last_backward_ = std::move(around_last_backward);
 }
 
-std::int64_t GptPipelineStage::slot_activation_bytes() const {
-  return gpt::gpt_shard_activation_bytes(model_.shard(), B_, T_).total;
-}
-
 std::int64_t GptPipelineStage::input_floats() const { return model_.shard().embedding ? 0 : B_ * T_ * model_.shard().C; }
 
 std::int64_t GptPipelineStage::output_floats() const { return model_.shard().head ? 0 : B_ * T_ * model_.shard().C; }

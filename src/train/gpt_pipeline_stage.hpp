@@ -25,8 +25,8 @@ class GptPipelineStage final : public PipelineStage {
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t micro_batches,
                  std::function<void(bool last)> around_last_backward = {});
 
-  std::int64_t activation_slots() const override { return model_.shard().activation_slots; }
-  std::int64_t slot_activation_bytes() const override;
+  std::int64_t activation_slots() const override { return model_.activation_slots(); }
+  std::int64_t slot_activation_bytes() const override { return model_.slot_activation_bytes(); }
   std::int64_t input_floats() const override;
   std::int64_t output_floats() const override;
   double forward(std::int64_t slot, std::int64_t micro, const float* input) override;

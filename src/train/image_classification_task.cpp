@@ -1,28 +1,47 @@
 // ResNet on labelled images: per-epoch shuffled batches, gradient accumulation over
-// micro-batches, test-set and training-subset evaluation with BatchNorm in eval mode.
+// micro-batches, test-set and training-subset evaluation with BatchNorm in eval mode; under
+// pipeline parallelism one stage driven by the pipeline executor.
 #include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "core/check.hpp"
 #include "data/image_dataset.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_flops.hpp"
+#include "models/resnet/resnet_partition.hpp"
+#include "train/model_parallel_plumbing.hpp"
+#include "train/pipeline_executor.hpp"
+#include "train/resnet_pipeline_stage.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
 
 namespace {
 
+// This rank's stage: its units (stem, blocks, head) balanced by FLOPs, or strategy.stages.
+resnet::ResnetPartition partition_of(const TrainConfig& c, const resnet::ResnetConfig& r, int stage, int stages) {
+  if (stages == 1) return {};
+  const std::vector<std::int64_t> sizes =
+      c.strategy.stages.empty() ? resnet::resnet_balanced_units_per_stage(r, stages) : c.strategy.stages;
+  return resnet::resnet_stage_partitions(r, sizes)[static_cast<std::size_t>(stage)];
+}
+
 class ImageClassificationTask final : public TrainingTask {
  public:
   ImageClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
-                          DataShard shard)
+                          parallel::ProcessGrid& grid)
       : config_(c),
-        shard_(shard),
+        shard_{grid.dp_rank(), grid.dp()},
+        grid_(grid),
         model_config_(resnet::resnet_config_by_name(c.model.name)),
         micro_(micro_batch_of(c)),
         train_(load(c, "train")),
         test_(load(c, "test")),
-        model_(model_config_, micro_, backend, tracker),
+        model_(model_config_, micro_, backend, tracker, partition_of(c, model_config_, grid.pp_rank(), grid.pp()),
+               grid.pp() == 1 ? 1
+                              : pipeline_peak_in_flight(pipeline_schedule_from_string(c.strategy.schedule), grid.pp(),
+                                                        grid.pp_rank(), local_batch_of(c) / micro_)),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -32,6 +51,13 @@ class ImageClassificationTask final : public TrainingTask {
                   model_config_.name, model_config_.image_size, model_config_.image_size, model_config_.image_channels,
                   train_.name, train_.height, train_.width, train_.channels);
     model_.init_weights(c.seed);
+    if (grid.pp() > 1) {
+      stage_.emplace(model_, micro_);
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
+                                                     pipeline_schedule_from_string(c.strategy.schedule),
+                                                     local_batch_of(c) / micro_, tracker);
+      stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
+    }
   }
 
   std::string model_name() const override { return model_config_.name; }
@@ -55,6 +81,7 @@ class ImageClassificationTask final : public TrainingTask {
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
+    if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const std::int64_t first = shard_.rank * local + m * micro_;
@@ -74,7 +101,27 @@ class ImageClassificationTask final : public TrainingTask {
             evaluate_split("train", train_, std::min(train_.count, config_.eval_batches * config_.global_batch))};
   }
 
+  PipelineTimes pipeline_times() const override { return pipeline_times_; }
+
  private:
+  // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
+  double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
+    const std::int64_t first = shard_.rank * local;
+    stage_->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first, accumulation,
+                      [this](bool before) {
+                        if (!sync_) return;
+                        if (before)
+                          model_.set_gradient_ready_callback(
+                              [this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
+                        else
+                          model_.set_gradient_ready_callback({});
+                      });
+    const PipelineStepFigures figures = executor_->run_step();
+    pipeline_times_ = {figures.p2p_s, figures.bubble_s()};
+    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
+    return from_last_stage(grid_.pp_comm(), figures.loss);
+  }
+
   static data::ImageDataset load(const TrainConfig& c, const std::string& split) {
     SB_USER_CHECK(c.optimizer.type == "sgd" || c.optimizer.type == "adamw",
                   "{}: unknown optimizer.type '{}'", c.source, c.optimizer.type);
@@ -91,21 +138,33 @@ class ImageClassificationTask final : public TrainingTask {
     const std::int64_t classes = model_config_.classes;
     for (std::int64_t b = 0; seen < count; ++b) {
       const std::int64_t n = std::min(batches.batch(b, images_.data(), labels_.data()), count - seen);
-      r.loss += static_cast<double>(model_.forward(images_.data(), labels_.data(), n, false)) * static_cast<double>(n);
+      seen += n;
+      const float* input = images_.data();
+      if (!model_.has_stem()) {
+        const std::span<float> received(stage_activation_.data(), static_cast<std::size_t>(n * model_.input_floats_per_image()));
+        receive_from_previous_stage(grid_.pp_comm(), received);
+        input = received.data();
+      }
+      const float loss = model_.forward(0, input, labels_.data(), n, false);
+      if (!model_.has_head()) {
+        send_to_next_stage(grid_.pp_comm(), {model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image())});
+        continue;
+      }
+      r.loss += static_cast<double>(loss) * static_cast<double>(n);
       const float* logits = model_.logits();
       for (std::int64_t i = 0; i < n; ++i) {
         const float* row = logits + i * classes;
         correct += std::max_element(row, row + classes) - row == labels_[static_cast<std::size_t>(i)];
       }
-      seen += n;
     }
-    r.loss /= static_cast<double>(seen);
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+    r.loss = from_last_stage(grid_.pp_comm(), r.loss / static_cast<double>(seen));
+    r.accuracy = from_last_stage(grid_.pp_comm(), static_cast<double>(correct) / static_cast<double>(seen));
     return r;
   }
 
   TrainConfig config_;
   DataShard shard_;
+  parallel::ProcessGrid& grid_;
   resnet::ResnetConfig model_config_;
   std::int64_t micro_;
   data::ImageDataset train_, test_;
@@ -114,13 +173,18 @@ class ImageClassificationTask final : public TrainingTask {
   data::ImageBatcher train_batches_;
   std::vector<float> images_;
   std::vector<std::int32_t> labels_;
+  // pipeline parallel only
+  std::optional<ResnetPipelineStage> stage_;
+  std::unique_ptr<PipelineExecutor> executor_;
+  std::vector<float> stage_activation_;
+  PipelineTimes pipeline_times_;
 };
 
 }  // namespace
 
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config, kernels::Backend backend,
-                                                             MemoryTracker& tracker, DataShard shard) {
-  return std::make_unique<ImageClassificationTask>(config, backend, tracker, shard);
+                                                             MemoryTracker& tracker, parallel::ProcessGrid& grid) {
+  return std::make_unique<ImageClassificationTask>(config, backend, tracker, grid);
 }
 
 }  // namespace sb::train

@@ -67,8 +67,7 @@ class LanguageModelTask final : public TrainingTask {
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
                                                      pipeline_schedule_from_string(c.strategy.schedule),
                                                      local_batch_of(c) / micro_, tracker);
-      const std::span<float> tied = model_.tied_embedding_gradient();
-      if (!tied.empty()) tied_scratch_.resize(tied.size());
+      if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
       stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
     }
   }
@@ -126,9 +125,12 @@ class LanguageModelTask final : public TrainingTask {
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s()};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
-    sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), tied_scratch_);
+    if (holds_tied_embedding()) sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), tied_scratch_);
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }
+
+  // The first and the last stage each hold the tied token embedding (wte); middle stages do not.
+  bool holds_tied_embedding() const { return model_.shard().embedding || model_.shard().head; }
 
   // The index of each row's largest logit over the whole vocabulary (the first, on ties): this
   // rank's rows are [vocab_begin, vocab_begin + V_r); the maxima meet over the tp group.

@@ -12,9 +12,12 @@ ResnetPipelineStage::ResnetPipelineStage(resnet::ResnetModel& model, std::int64_
            model.max_batch());
 }
 
-void ResnetPipelineStage::set_batch(const float* images, const std::int32_t* labels) {
+void ResnetPipelineStage::set_batch(const float* images, const std::int32_t* labels, std::int64_t micro_batches,
+                                    std::function<void(bool before)> around_last_backward) {
   images_ = images;
   labels_ = labels;
+  micro_batches_ = micro_batches;
+  around_last_backward_ = std::move(around_last_backward);
 }
 
 std::int64_t ResnetPipelineStage::input_floats() const {
@@ -38,8 +41,12 @@ double ResnetPipelineStage::forward(std::int64_t slot, std::int64_t micro, const
   return model_.forward(slot, input, labels, micro_, true);
 }
 
-void ResnetPipelineStage::backward(std::int64_t slot, std::int64_t, const float* doutput) {
+void ResnetPipelineStage::backward(std::int64_t slot, std::int64_t micro, const float* doutput) {
+  // Backwards run in micro-batch order (pipeline_schedule.hpp): micro m−1 finishes every gradient.
+  const bool last = around_last_backward_ && micro + 1 == micro_batches_;
+  if (last) around_last_backward_(true);
   model_.backward(slot, doutput);
+  if (last) around_last_backward_(false);
 }
 
 }  // namespace sb::train

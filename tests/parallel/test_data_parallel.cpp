@@ -21,6 +21,7 @@
 #include "mpi_test_environment.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/config.hpp"
+#include "parallel/process_grid.hpp"
 #include "train/distributed_step.hpp"
 #include "train/training_task.hpp"
 
@@ -69,11 +70,13 @@ struct Trained {
   int buckets = 0;
 };
 
-// kSteps steps of `config` on communicator `dp` (its size is the config's dp).
-Trained train(const TrainConfig& config, parallel::Communicator& dp) {
+// kSteps steps of `config` on the ranks of `ranks` (dp×tp×pp of the config).
+Trained train(const TrainConfig& config, parallel::Communicator& ranks) {
   MemoryTracker tracker;
-  auto task = make_training_task(config, kernels::Backend::cpu, tracker, {dp.rank(), dp.size()});
-  DistributedStep distributed(config, *task, dp, kernels::Backend::cpu, tracker);
+  parallel::ProcessGrid grid(ranks, static_cast<int>(config.strategy.dp), static_cast<int>(config.strategy.tp),
+                             static_cast<int>(config.strategy.pp));
+  auto task = make_training_task(config, kernels::Backend::cpu, tracker, grid);
+  DistributedStep distributed(config, *task, grid, kernels::Backend::cpu, tracker);
   Trained t;
   t.initial.assign(task->parameters_flat().begin(), task->parameters_flat().end());
   for (int step = 0; step < kSteps; ++step) {
