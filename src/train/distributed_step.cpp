@@ -88,9 +88,10 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.backward_end_s = comm_clock_seconds();
   const auto& tp_records = tp_.stats().records();
   for (std::size_t i = tp_first; i < tp_records.size(); ++i) r.tp_comm_s += tp_records[i].seconds;
-  const PipelineTimes pipeline = task_.pipeline_times();
+  PipelineTimes pipeline = task_.pipeline_times();
   r.p2p_s = pipeline.p2p_s;
   r.bubble_s = pipeline.bubble_s;
+  r.pipeline_ops = std::move(pipeline.ops);
   if (all_reduce_) r.exchange = all_reduce_->last_step();
   if (zero_) r.exchange = zero_->last_step();
   r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;

@@ -27,6 +27,7 @@ struct StepResult {
   GradientExchangeFigures exchange;
   // inside forward/backward: tensor-parallel collectives, pipeline transfers and bubble
   double tp_comm_s = 0, p2p_s = 0, bubble_s = 0;
+  std::vector<PipelineOpRecord> pipeline_ops;  // this stage's forwards and backwards
   double step_s() const { return end_s - start_s; }
   double compute_s() const {
     return backward_end_s - start_s - exchange.exposed_s - tp_comm_s - p2p_s - bubble_s;

@@ -117,7 +117,7 @@ class ImageClassificationTask final : public TrainingTask {
                           model_.set_gradient_ready_callback({});
                       });
     const PipelineStepFigures figures = executor_->run_step();
-    pipeline_times_ = {figures.p2p_s, figures.bubble_s()};
+    pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }

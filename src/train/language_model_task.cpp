@@ -123,7 +123,7 @@ class LanguageModelTask final : public TrainingTask {
         model_.set_gradient_ready_callback({});
     });
     const PipelineStepFigures figures = executor_->run_step();
-    pipeline_times_ = {figures.p2p_s, figures.bubble_s()};
+    pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     if (holds_tied_embedding()) sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), tied_scratch_);
     return from_last_stage(grid_.pp_comm(), figures.loss);

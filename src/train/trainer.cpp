@@ -254,7 +254,14 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       if (exchange.bytes_sent >= 0) bytes_sent.push_back(static_cast<double>(exchange.bytes_sent));
       if (!trace.empty()) {
         timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
-        timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
+        if (r.pipeline_ops.empty()) timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
+        for (const PipelineOpRecord& op : r.pipeline_ops) {  // each micro-batch, and the wait for its message
+          const char kind = op.op.kind == PipelineOpKind::forward ? 'F' : 'B';
+          if (op.start_s > op.wait_start_s)
+            timeline.add(fmt::format("wait {}{}", kind, op.op.micro), "pipeline-wait", op.wait_start_s,
+                         op.start_s - op.wait_start_s, step + 1);
+          timeline.add(fmt::format("{}{}", kind, op.op.micro), "compute", op.start_s, op.end_s - op.start_s, step + 1);
+        }
         for (std::size_t k = 0; k < communicators.size(); ++k) {
           const auto& records = communicators[k]->stats().records();
           for (std::size_t i = first_record[k]; i < records.size(); ++i)

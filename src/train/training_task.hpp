@@ -17,6 +17,7 @@
 #include "parallel/process_grid.hpp"
 #include "train/config.hpp"
 #include "train/gradient_sync.hpp"
+#include "train/pipeline_executor.hpp"
 
 namespace sb::train {
 
@@ -29,6 +30,7 @@ struct DataShard {
 // point-to-point waits and bubble (pipeline_executor.hpp defines both); zero without pipeline.
 struct PipelineTimes {
   double p2p_s = 0, bubble_s = 0;
+  std::vector<PipelineOpRecord> ops;  // the stage's forwards and backwards, for the trace
 };
 
 struct EvalResult {
