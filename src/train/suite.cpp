@@ -1,6 +1,8 @@
 // Suite expansion: cases × matrix combinations over a base case.
 #include "train/suite.hpp"
 
+#include "train/model_parallel_check.hpp"
+
 #include <fmt/format.h>
 
 #include <set>
@@ -95,6 +97,7 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
       for (const auto& assignment : overrides) apply_override(config, assignment, source);
       const std::string case_label = fmt::format("{} (case {})", source, suite.cases.size() + 1);
       const TrainConfig parsed = parse_train_config(config, case_label);
+      check_model_parallel_grid(parsed);
       std::string id;
       for (const auto& part : id_parts) id += (id.empty() ? "" : ",") + part;
       if (id.empty()) id = parsed.model.name;

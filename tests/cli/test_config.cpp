@@ -1,6 +1,8 @@
 // Config parsing, overrides, suite expansion, learning-rate schedule and the SOTU sampler.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cstdlib>
 
 #include "cli_harness.hpp"
@@ -97,6 +99,41 @@ TEST(Suite, MatrixTimesCasesWithIdsAndValidation) {
   EXPECT_EQ(last.eval_batches, 2);
   const auto bad = scratch.write("bad.yaml", "base: {model: gpt-nano, data: sotu}\nmatrix: {stepz: [1]}\n");
   EXPECT_THROW(load_suite(bad, {}), UserError);
+}
+
+// Every suite shipped in suites/ expands, and each of its cases parses and fits its grid.
+TEST(Suite, EveryShippedSuiteIsValid) {
+  int suites = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(SB_SOURCE_DIR) / "suites")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const Suite suite = load_suite(entry.path(), {});
+    EXPECT_FALSE(suite.cases.empty());
+    for (const SuiteCase& c : suite.cases) EXPECT_GE(c.world_size, 1);
+    ++suites;
+  }
+  EXPECT_GE(suites, 2);  // quickstart and model-parallel at least
+}
+
+// The model-parallel suite covers what its issue names: tp 1/2/4, pp 2/4 × m 1/2/4/8 × both
+// schedules, and the three 4-rank hybrids.
+TEST(Suite, ModelParallelSuiteCoversTheGrid) {
+  const Suite suite = load_suite(std::filesystem::path(SB_SOURCE_DIR) / "suites" / "model-parallel.yaml", {});
+  std::set<std::string> seen;
+  for (const SuiteCase& c : suite.cases) {
+    const TrainConfig t = parse_train_config(c.config, c.id);
+    if (t.model.name != "gpt-tiny") continue;
+    seen.insert(fmt::format("{}x{}x{} m{} {}", t.strategy.dp, t.strategy.tp, t.strategy.pp,
+                            t.strategy.pp > 1 ? t.strategy.micro_batches : 0, t.strategy.pp > 1 ? t.strategy.schedule : ""));
+  }
+  for (int tp : {1, 2, 4}) EXPECT_TRUE(seen.count(fmt::format("1x{}x1 m0 ", tp))) << "tp " << tp;
+  for (int pp : {2, 4})
+    for (int m : {1, 2, 4, 8})
+      for (const char* schedule : {"gpipe", "1f1b"})
+        EXPECT_TRUE(seen.count(fmt::format("1x1x{} m{} {}", pp, m, schedule))) << pp << " " << m << " " << schedule;
+  EXPECT_TRUE(seen.count("2x2x1 m0 "));
+  EXPECT_TRUE(seen.count("2x1x2 m4 1f1b"));
+  EXPECT_TRUE(seen.count("1x2x2 m4 1f1b"));
 }
 
 TEST(SotuCorpus, SplitAndDeterministicWindows) {
