@@ -27,6 +27,7 @@ namespace {
 // smallest MPI_TAG_UB the MPI standard allows.
 constexpr int kSizeTag = 32766;
 constexpr int kPingPongTag = 32765;
+constexpr int kStepEndTag = 32764;
 constexpr i64 kMaxMicroBatches = kPingPongTag / 2;
 constexpr int kPingPongWarmup = 3;
 
@@ -260,6 +261,11 @@ const float* PipelineExecutor::send_gradient(i64 micro, PipelineStepFigures& fig
 PipelineStepFigures PipelineExecutor::run_step() {
   PipelineStepFigures f;
   f.start_s = comm_clock_seconds();
+  // The first stage's last backward is the step's last operation (it depends on every
+  // other's); it tells the others when it has finished.
+  std::int32_t step_end = 0;
+  Request step_end_request;
+  if (stage_ > 0) step_end_request = pp_.irecv(&step_end, 1, DataType::i32, 0, kStepEndTag);
   if (inputs_) inputs_->start_step();
   if (gradients_) gradients_->start_step();
   const i64 slots = stage_model_.activation_slots();
@@ -341,10 +347,18 @@ PipelineStepFigures PipelineExecutor::run_step() {
     if (!request.test()) drain_transfer = std::max(drain_transfer, gradient_transfer_s_);
     wait_yielding(request);
   }
-  f.end_s = comm_clock_seconds();
-  const double drain = f.end_s - drain_start;
-  f.wait_s += drain;
+  const double drain = comm_clock_seconds() - drain_start;
   f.p2p_s += std::min(drain, drain_transfer);
+  // The wait for the first stage's end: the drain of the pipeline, all bubble.
+  if (stage_ == 0) {
+    std::vector<Request> ends;
+    for (int s = 1; s < stages_; ++s) ends.push_back(pp_.isend(&step_end, 1, DataType::i32, s, kStepEndTag));
+    for (Request& request : ends) wait_yielding(request);
+  } else {
+    wait_yielding(step_end_request);
+  }
+  f.end_s = comm_clock_seconds();
+  f.wait_s += f.end_s - drain_start;
   f.peak_activation_bytes = f.peak_slots_in_use * stage_model_.slot_activation_bytes();
   if (last) f.loss = loss_sum / static_cast<double>(micro_batches_);
   return f;

@@ -8,16 +8,20 @@
 // buffers (messages are host memory).
 //
 // How waiting is split (all on parallel::comm_clock_seconds()):
-//   wall      = end of the step's last send − entry into run_step().
+//   wall      = the step's end − entry into run_step(). The step ends when the first stage's
+//               last backward (the step's last operation: it depends on every other) is done
+//               and its sends have completed; the first stage then tells the others (a 4-byte
+//               message each), so every stage's wall includes the pipeline's drain.
 //   forward, backward = Σ the stage's compute, each op fenced (Kokkos::fence).
 //   wait_i    = time blocked before op i for its message; plus, once, the time blocked at the
-//               end for this stage's sends to complete.
+//               end for this stage's sends to complete and for the first stage's end.
 //   transfer_i = the modelled time of moving that message, latency + bytes / bandwidth
 //               (measured at construction by a ping-pong of the real message sizes between
 //               neighbouring stages, or given in the options).
 //   p2p       = Σ min(wait_i, transfer_i): a wait no longer than the message's own transfer is
 //               exposed communication; whatever is longer was spent waiting for the other stage
-//               to produce the message (the pipeline's fill and drain, and imbalance).
+//               to produce the message (the pipeline's fill and drain, and imbalance). The wait
+//               for the first stage's end counts as bubble entirely.
 //   bubble    = wall − forward − backward − p2p: that waiting for data, plus the executor's
 //               bookkeeping (microseconds). With balanced stages and free communication it is
 //               the ideal (p − 1)/(m + p − 1) of the wall time on every stage.
