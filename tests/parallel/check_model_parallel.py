@@ -80,6 +80,9 @@ for name, dp, tp, pp, schedule in [("gpt_tp2", 1, 2, 1, "1f1b"), ("gpt_tp4", 1, 
                                    ("gpt_2x2x1", 2, 2, 1, "1f1b"), ("gpt_2x1x2", 2, 1, 2, "1f1b"),
                                    ("gpt_1x2x2", 1, 2, 2, "gpipe")]:
     compare(name, train(name, GPT, dp, tp, pp, schedule), gpt_one, dp, tp, pp)
+# ZeRO-1 shards each tp rank's optimizer state over dp; the clipping norm spans both groups.
+compare("gpt_2x2x1_zero1", train("gpt_2x2x1_zero1", GPT, 2, 2, 1, "1f1b", ["--set", "strategy.zero=1"]),
+        gpt_one, 2, 2, 1)
 
 resnet_one = train("resnet_one", RESNET)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),

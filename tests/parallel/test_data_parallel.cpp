@@ -19,6 +19,7 @@
 
 #include "core/memory.hpp"
 #include "mpi_test_environment.hpp"
+#include "one_thread_runtime.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/config.hpp"
 #include "parallel/process_grid.hpp"
@@ -29,15 +30,6 @@ namespace sb::train {
 namespace {
 
 using parallel::testing::world;
-
-class OneThreadRuntime : public ::testing::Environment {
- public:
-  void SetUp() override { runtime_ = std::make_unique<ParallelRuntime>(1); }
-  void TearDown() override { runtime_.reset(); }
-  std::unique_ptr<ParallelRuntime> runtime_;
-};
-[[maybe_unused]] ::testing::Environment* const runtime_environment =
-    ::testing::AddGlobalTestEnvironment(new OneThreadRuntime);
 
 constexpr int kSteps = 5;
 constexpr double kLr = 0.002;

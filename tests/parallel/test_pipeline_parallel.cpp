@@ -25,6 +25,7 @@
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
 #include "mpi_test_environment.hpp"
+#include "one_thread_runtime.hpp"
 #include "optim/sgd.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/pipeline_executor.hpp"
@@ -35,15 +36,6 @@ namespace sb::train {
 namespace {
 
 using parallel::testing::world;
-
-class OneThreadRuntime : public ::testing::Environment {
- public:
-  void SetUp() override { runtime_ = std::make_unique<ParallelRuntime>(1); }
-  void TearDown() override { runtime_.reset(); }
-  std::unique_ptr<ParallelRuntime> runtime_;
-};
-[[maybe_unused]] ::testing::Environment* const runtime_environment =
-    ::testing::AddGlobalTestEnvironment(new OneThreadRuntime);
 
 constexpr int kSteps = 5;
 constexpr std::int64_t kMicro = 2;  // images per micro-batch

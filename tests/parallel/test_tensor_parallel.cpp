@@ -35,6 +35,7 @@
 #include "core/rng.hpp"
 #include "models/gpt/gpt.hpp"
 #include "mpi_test_environment.hpp"
+#include "one_thread_runtime.hpp"
 #include "optim/adamw.hpp"
 #include "optim/gradient_clipping.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -45,15 +46,6 @@ namespace {
 using parallel::ReduceOp;
 using parallel::testing::world;
 using i64 = std::int64_t;
-
-class OneThreadRuntime : public ::testing::Environment {
- public:
-  void SetUp() override { runtime_ = std::make_unique<ParallelRuntime>(1); }
-  void TearDown() override { runtime_.reset(); }
-  std::unique_ptr<ParallelRuntime> runtime_;
-};
-[[maybe_unused]] ::testing::Environment* const runtime_environment =
-    ::testing::AddGlobalTestEnvironment(new OneThreadRuntime);
 
 constexpr int kSteps = 5;
 constexpr double kLr = 2e-3;
