@@ -16,8 +16,8 @@ template <class Op>
 class CudaKernelOpTest : public CudaTest {};
 
 using CudaKernelOps = ::testing::Types<MatmulOp, EmbeddingOp, LayernormOp, AttentionOp, GeluOp,
-                                       ResidualOp, CrossentropyOp, Conv2dOp, Batchnorm2dOp, ReluOp,
-                                       GlobalAvgpoolOp>;
+                                       ResidualOp, CrossentropyOp, EmbeddingShardOp, CrossentropyShardOp,
+                                       Conv2dOp, Batchnorm2dOp, ReluOp, GlobalAvgpoolOp>;
 
 struct OpNames {
   template <class Op>

@@ -183,4 +183,65 @@ struct CrossentropyOp {
   static CrossentropyOp gradient_case() { return {5, 7}; }
 };
 
+// One rank's vocabulary shard of the tensor-parallel embedding: rows [vocab_begin, vocab_begin + V)
+// of a vocabulary of V_total; tokens outside the shard contribute no row (and get no gradient).
+struct EmbeddingShardOp {
+  static constexpr const char* name = "embedding_shard";
+  i64 B, T, C, V, V_total, vocab_begin, max_T;
+
+  std::string label() const {
+    return fmt::format("B={} T={} C={} rows [{}, {}) of {}", B, T, C, vocab_begin, vocab_begin + V, V_total);
+  }
+  std::vector<TensorSpec> tensors() const {
+    return {{"wte", V * C, Role::input}, {"wpe", max_T * C, Role::input}, {"out", B * T * C, Role::output}};
+  }
+  std::vector<IndexSpec> indices() const { return {{"tokens", B * T, V_total}}; }
+  template <class K, class T_>
+  void forward(const K& k, OpState<T_>& s) const {
+    k.embedding_shard_forward(s["out"], s.index("tokens"), s["wte"], s["wpe"], vocab_begin, V, B, T, C);
+  }
+  template <class K, class T_>
+  void backward(const K& k, OpState<T_>& s) const {
+    k.embedding_shard_backward(s.grad("wte"), s.grad("wpe"), s.grad("out"), s.index("tokens"), vocab_begin, V, B,
+                               T, C);
+  }
+  static std::vector<EmbeddingShardOp> backend_cases() {
+    return {{3, 37, 45, 23, 67, 22, 40}, {3, 37, 45, 5, 13, 8, 37}, {1, 1, 45, 67, 67, 0, 1}};
+  }
+  static EmbeddingShardOp gradient_case() { return {2, 5, 6, 3, 7, 2, 7}; }
+};
+
+// The vocabulary-parallel cross-entropy of one shard as if it were the only one (the all-reduces
+// between its three forward kernels are the identity): log Σ exp over the shard minus the target
+// logit when the target is in the shard. Targets outside it make the loss log Σ exp alone, whose
+// gradient the same backward gives (probs without the one-hot).
+struct CrossentropyShardOp {
+  static constexpr const char* name = "crossentropy_shard";
+  i64 BT, V, V_total, vocab_begin;
+
+  std::string label() const { return fmt::format("BT={} rows [{}, {}) of {}", BT, vocab_begin, vocab_begin + V, V_total); }
+  std::vector<TensorSpec> tensors() const {
+    return {{"logits", BT * V, Role::input, 4.0}, {"losses", BT, Role::output}, {"probs", BT * V, Role::saved},
+            {"row_max", BT, Role::saved}, {"sumexp", BT, Role::saved}, {"target_logit", BT, Role::saved}};
+  }
+  std::vector<IndexSpec> indices() const { return {{"targets", BT, V_total}}; }
+  template <class K, class T>
+  void forward(const K& k, OpState<T>& s) const {
+    k.crossentropy_shard_max(s["row_max"], s["logits"], BT, V);
+    k.crossentropy_shard_partials(s["sumexp"], s["target_logit"], s["logits"], s["row_max"], s.index("targets"),
+                                  vocab_begin, BT, V);
+    k.crossentropy_shard_finish(s["losses"], s["probs"], s["logits"], s["row_max"], s["sumexp"], s["target_logit"],
+                                BT, V);
+  }
+  template <class K, class T>
+  void backward(const K& k, OpState<T>& s) const {
+    k.crossentropy_shard_backward(s.grad("logits"), s["probs"], s.index("targets"), s.grad("losses"), vocab_begin,
+                                  BT, V);
+  }
+  static std::vector<CrossentropyShardOp> backend_cases() {
+    return {{3 * 37, 67, 257, 64}, {1, 67, 67, 0}, {7, 300, 1000, 700}};
+  }
+  static CrossentropyShardOp gradient_case() { return {5, 7, 13, 3}; }
+};
+
 }  // namespace sb::kernels::testing

@@ -11,7 +11,7 @@ template <class Op>
 class KernelOpTest : public ::testing::Test {};
 
 using KernelOps = ::testing::Types<MatmulOp, EmbeddingOp, LayernormOp, AttentionOp, GeluOp,
-                                   ResidualOp, CrossentropyOp>;
+                                   ResidualOp, CrossentropyOp, EmbeddingShardOp, CrossentropyShardOp>;
 
 struct OpNames {
   template <class Op>
