@@ -280,6 +280,35 @@ std::string summarize_memory(const OpenResults& results, const std::string& run)
                             human_bytes(column_max(numeric_column(results, memory, "peak_rss"))));
 }
 
+// Where a step's time went: per rank the median over the steps after the first, then the mean
+// over ranks. Files written before the timeline table existed say nothing.
+std::string summarize_timeline(const OpenResults& results, const std::string& run) {
+  const std::string timeline = run + "/timeline";
+  if (!h5_path_exists(results.file.get(), timeline) || open_table(results, timeline).rows == 0) return "";
+  const std::vector<double> step = numeric_column(results, timeline, "step"),
+                            rank = numeric_column(results, timeline, "rank");
+  const double first_step = *std::min_element(step.begin(), step.end());
+  const bool several_steps = *std::max_element(step.begin(), step.end()) > first_step;
+  const double ranks = *std::max_element(rank.begin(), rank.end()) + 1;
+  std::string text = "  time per step (median, mean over ranks):";
+  const char* sep = " ";
+  for (const char* part : {"compute_s", "tp_comm_s", "p2p_s", "bubble_s", "dp_comm_s", "optimizer_s"}) {
+    const std::vector<double> values = numeric_column(results, timeline, part);
+    double total = 0;
+    for (double r = 0; r < ranks; ++r) {
+      std::vector<double> mine;
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (rank[i] == r && (!several_steps || step[i] > first_step)) mine.push_back(values[i]);
+      if (!mine.empty()) total += median(mine);
+    }
+    const std::string name(part, std::string_view(part).size() - 2);
+    text += fmt::format("{}{} {}", sep, name == "tp_comm" ? "tp comm" : name == "dp_comm" ? "dp comm" : name,
+                        human_seconds(total / ranks));
+    sep = ", ";
+  }
+  return text + "\n";
+}
+
 std::string summarize_run(const OpenResults& results, const std::string& id) {
   const std::string run = "/runs/" + id;
   const Attributes a = attributes_if_present(results, run);
@@ -302,6 +331,7 @@ std::string summarize_run(const OpenResults& results, const std::string& id) {
   text += step_lines.losses;
   text += summarize_eval(results, run, number_of(a, "seq_len").value_or(0.0) > 0);
   text += step_lines.throughput;
+  text += summarize_timeline(results, run);
   text += summarize_memory(results, run);
   if (!context.empty()) {
     text += fmt::format("  context: host {}, cpu {} ({} cores, {} threads), blas {}\n",

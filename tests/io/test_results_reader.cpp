@@ -20,6 +20,7 @@ void write_example_file(const std::filesystem::path& path) {
   for (const EvalRow& row : testing::example_evals()) run.append_eval(row);
   run.write_memory(testing::example_memory());
   run.write_ranks(testing::example_ranks());
+  run.append_timeline(testing::example_timeline());
   run.write_context({{"hostnames", std::string("node1,node2")},
                      {"cpu_model", std::string("Test CPU 9000")},
                      {"cores", std::int64_t{2}},
@@ -91,6 +92,7 @@ TEST(ResultsReader, SummaryCoversEveryRun) {
         "world 2 = dp 2 x tp 1 x pp 1", "steps recorded 4, final train loss 4.7500",
         "last held-out loss 4.9000 nats/token at step 2, accuracy 25.00%",
         "median step time 11.50 ms", "MFU 12.5%",
+        "time per step (median, mean over ranks): compute 6.25 ms, tp comm 1.05 ms, p2p 700.0 us, bubble 2.00 ms",
         "activations 5.0 MiB", "total 9.0 MiB; peak RSS 110.0 MiB",
         "context: host node1,node2, cpu Test CPU 9000 (2 cores, 1 threads), blas OpenBLAS 0.3.21",
         "warning: measured in a Debug build", "run empty: status failed",
