@@ -22,14 +22,19 @@ Backend parse_backend(std::string_view name) {
 
 const KernelTable& kernels_for(Backend backend) {
 #define SB_REFERENCE_ENTRY(name, DECLARE) &reference::name<float>,
+#define SB_REFERENCE_PLAIN_ENTRY(name, DECLARE) &reference::name,
 #define SB_CPU_ENTRY(name, DECLARE) &cpu::name,
-  static const KernelTable reference_table{SB_FOR_EACH_KERNEL(SB_REFERENCE_ENTRY)};
-  static const KernelTable cpu_table{SB_FOR_EACH_KERNEL(SB_CPU_ENTRY)};
+  static const KernelTable reference_table{SB_FOR_EACH_KERNEL(SB_REFERENCE_ENTRY)
+                                               SB_FOR_EACH_CONVERSION_KERNEL(SB_REFERENCE_PLAIN_ENTRY)};
+  static const KernelTable cpu_table{SB_FOR_EACH_KERNEL(SB_CPU_ENTRY)
+                                         SB_FOR_EACH_CONVERSION_KERNEL(SB_CPU_ENTRY)};
 #undef SB_REFERENCE_ENTRY
+#undef SB_REFERENCE_PLAIN_ENTRY
 #undef SB_CPU_ENTRY
 #ifdef SB_HAVE_CUDA
 #define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
-  static const KernelTable cuda_table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)};
+  static const KernelTable cuda_table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)
+                                          SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
 #undef SB_CUDA_ENTRY
 #endif
   switch (backend) {

@@ -11,6 +11,11 @@
 #include <cstdint>
 #include <string_view>
 
+namespace sb {
+struct bf16;  // precision/bf16.hpp
+struct fp16;  // precision/fp16.hpp
+}  // namespace sb
+
 namespace sb::kernels {
 
 using i64 = std::int64_t;
@@ -181,6 +186,14 @@ using i64 = std::int64_t;
   void sgd_update(T* params, const T* grads, T* momentum_buffer, i64 N, double lr,          \
                   double momentum, double weight_decay, i64 step)
 
+// ---- 16-bit storage conversions (precision/bf16.hpp, precision/fp16.hpp): the same in every
+// precision, so the macros take no T; float -> 16-bit rounds to nearest, ties to even; 16-bit ->
+// float is exact. inp (N) -> out (N)   (OVERWRITTEN; out and inp do not overlap)
+#define SB_DECLARE_CONVERT_F32_TO_BF16 void convert_f32_to_bf16(bf16* out, const float* inp, i64 N)
+#define SB_DECLARE_CONVERT_BF16_TO_F32 void convert_bf16_to_f32(float* out, const bf16* inp, i64 N)
+#define SB_DECLARE_CONVERT_F32_TO_FP16 void convert_f32_to_fp16(fp16* out, const float* inp, i64 N)
+#define SB_DECLARE_CONVERT_FP16_TO_F32 void convert_fp16_to_f32(float* out, const fp16* inp, i64 N)
+
 // X-macro over all kernels: X(name, DECLARE_MACRO)
 #define SB_FOR_EACH_KERNEL(X)                          \
   X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)         \
@@ -222,17 +235,31 @@ using i64 = std::int64_t;
   X(global_avgpool_backward, SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD) \
   X(sgd_update, SB_DECLARE_SGD_UPDATE)
 
+// X-macro over the kernels without a precision parameter: X(name, DECLARE), DECLARE a plain
+// declaration (no T). The reference implements them as plain functions, not templates.
+#define SB_FOR_EACH_CONVERSION_KERNEL(X)                   \
+  X(convert_f32_to_bf16, SB_DECLARE_CONVERT_F32_TO_BF16)   \
+  X(convert_bf16_to_f32, SB_DECLARE_CONVERT_BF16_TO_F32)   \
+  X(convert_f32_to_fp16, SB_DECLARE_CONVERT_F32_TO_FP16)   \
+  X(convert_fp16_to_f32, SB_DECLARE_CONVERT_FP16_TO_F32)
+
 // ---- backends ---------------------------------------------------------------------------
 namespace reference {  // templates, instantiated for float and double in reference/*.cpp
 #define SB_DECLARE_REFERENCE(name, DECLARE) template <class T> DECLARE(T);
 SB_FOR_EACH_KERNEL(SB_DECLARE_REFERENCE)
 #undef SB_DECLARE_REFERENCE
+#define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
+SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+#undef SB_DECLARE_PLAIN
 }  // namespace reference
 
 namespace cpu {
 #define SB_DECLARE_CPU(name, DECLARE) DECLARE(float);
 SB_FOR_EACH_KERNEL(SB_DECLARE_CPU)
 #undef SB_DECLARE_CPU
+#define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
+SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+#undef SB_DECLARE_PLAIN
 }  // namespace cpu
 
 // Every pointer is a device pointer; kernels run on the calling thread's default CUDA context
@@ -242,6 +269,9 @@ namespace cuda {
 #define SB_DECLARE_CUDA(name, DECLARE) DECLARE(float);
 SB_FOR_EACH_KERNEL(SB_DECLARE_CUDA)
 #undef SB_DECLARE_CUDA
+#define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
+SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+#undef SB_DECLARE_PLAIN
 }  // namespace cuda
 
 // ---- runtime dispatch (precision and backend are runtime choices) -----------------------
@@ -250,10 +280,12 @@ std::string_view to_string(Backend backend);
 // "reference" | "cpu" | "cuda"; throws UserError on anything else.
 Backend parse_backend(std::string_view name);
 
-// One function pointer per kernel, float precision.
+// One function pointer per kernel, float precision, then the conversion kernels; initialised
+// in that order: {SB_FOR_EACH_KERNEL(...) SB_FOR_EACH_CONVERSION_KERNEL(...)}.
 struct KernelTable {
 #define SB_TABLE_MEMBER(name, DECLARE) decltype(&cpu::name) name;
   SB_FOR_EACH_KERNEL(SB_TABLE_MEMBER)
+  SB_FOR_EACH_CONVERSION_KERNEL(SB_TABLE_MEMBER)
 #undef SB_TABLE_MEMBER
 };
 

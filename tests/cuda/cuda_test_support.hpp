@@ -23,7 +23,8 @@ class CudaTest : public ::testing::Test {
 // and with it Kokkos, OpenBLAS and MPI, absent on a bare GPU node).
 inline const KernelTable& cuda_kernels() {
 #define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
-  static const KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)};
+  static const KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)
+                                     SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
 #undef SB_CUDA_ENTRY
   return table;
 }

@@ -12,6 +12,8 @@ TEST(CudaDispatch, KernelsForCudaIsTheCudaTable) {
   EXPECT_EQ(table.matmul_forward, &cuda::matmul_forward);
   EXPECT_EQ(table.attention_backward, &cuda::attention_backward);
   EXPECT_EQ(table.sgd_update, &cuda::sgd_update);
+  EXPECT_EQ(table.convert_f32_to_bf16, &cuda::convert_f32_to_bf16);
+  EXPECT_EQ(table.convert_fp16_to_f32, &cuda::convert_fp16_to_f32);
   EXPECT_EQ(parse_backend("cuda"), Backend::cuda);
 }
 

@@ -1,0 +1,84 @@
+// The cpu float <-> bf16/fp16 conversion kernels equal the reference bit for bit (NaN payloads
+// included) on a few million values, at lengths that end inside a chunk; the dispatch tables
+// hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "conversion_inputs.hpp"
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels::testing {
+namespace {
+
+constexpr i64 kValues = 3'000'017;  // not a multiple of the cpu chunk (8192)
+
+TEST(PrecisionConvert, CpuFloatToBf16EqualsReference) {
+  const std::vector<float> inp = conversion_test_floats(kValues);
+  std::vector<bf16> expected(inp.size(), bf16{0xDEAD}), actual(inp.size(), bf16{0xBEEF});
+  reference::convert_f32_to_bf16(expected.data(), inp.data(), kValues);
+  cpu::convert_f32_to_bf16(actual.data(), inp.data(), kValues);
+  EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+TEST(PrecisionConvert, CpuFloatToFp16EqualsReference) {
+  const std::vector<float> inp = conversion_test_floats(kValues);
+  std::vector<fp16> expected(inp.size(), fp16{0xDEAD}), actual(inp.size(), fp16{0xBEEF});
+  reference::convert_f32_to_fp16(expected.data(), inp.data(), kValues);
+  cpu::convert_f32_to_fp16(actual.data(), inp.data(), kValues);
+  EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+TEST(PrecisionConvert, CpuBf16ToFloatEqualsReference) {
+  const std::vector<bf16> inp = conversion_test_halves<bf16>(kValues);
+  std::vector<float> expected(inp.size(), -1.0f), actual(inp.size(), -2.0f);
+  reference::convert_bf16_to_f32(expected.data(), inp.data(), kValues);
+  cpu::convert_bf16_to_f32(actual.data(), inp.data(), kValues);
+  EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+TEST(PrecisionConvert, CpuFp16ToFloatEqualsReference) {
+  const std::vector<fp16> inp = conversion_test_halves<fp16>(kValues);
+  std::vector<float> expected(inp.size(), -1.0f), actual(inp.size(), -2.0f);
+  reference::convert_fp16_to_f32(expected.data(), inp.data(), kValues);
+  cpu::convert_fp16_to_f32(actual.data(), inp.data(), kValues);
+  EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+// The reference kernel applies the header's scalar functions (spot check against them).
+TEST(PrecisionConvert, ReferenceAppliesTheScalarConversions) {
+  const std::vector<float> inp{1.0f + 0x1p-8f, 65520.0f, 0x1p-25f, -0.0f};
+  std::vector<bf16> b(inp.size());
+  std::vector<fp16> h(inp.size());
+  reference::convert_f32_to_bf16(b.data(), inp.data(), 4);
+  reference::convert_f32_to_fp16(h.data(), inp.data(), 4);
+  EXPECT_EQ(b[0].bits, 0x3F80);
+  EXPECT_EQ(h[1].bits, 0x7C00);
+  EXPECT_EQ(h[2].bits, 0x0000);
+  EXPECT_EQ(h[3].bits, 0x8000);
+  EXPECT_EQ(b[3].bits, 0x8000);
+}
+
+TEST(PrecisionConvert, ShortAndEmptyInputs) {
+  for (i64 n : {0, 1, 7, 8193}) {
+    const std::vector<float> inp = conversion_test_floats(4 * 65536 + 64);
+    std::vector<fp16> expected(inp.size(), fp16{0x1234}), actual(inp.size(), fp16{0x1234});
+    reference::convert_f32_to_fp16(expected.data(), inp.data() + 100000, n);
+    cpu::convert_f32_to_fp16(actual.data(), inp.data() + 100000, n);
+    EXPECT_EQ(first_bit_difference(actual, expected), -1) << "n=" << n;  // nothing past n written
+  }
+}
+
+TEST(PrecisionConvert, DispatchTablesHoldTheConversions) {
+  const KernelTable& ref = kernels_for(Backend::reference);
+  const KernelTable& cpu_table = kernels_for(Backend::cpu);
+  EXPECT_EQ(ref.convert_f32_to_bf16, &reference::convert_f32_to_bf16);
+  EXPECT_EQ(ref.convert_fp16_to_f32, &reference::convert_fp16_to_f32);
+  EXPECT_EQ(cpu_table.convert_f32_to_bf16, &cpu::convert_f32_to_bf16);
+  EXPECT_EQ(cpu_table.convert_bf16_to_f32, &cpu::convert_bf16_to_f32);
+  EXPECT_EQ(cpu_table.convert_f32_to_fp16, &cpu::convert_f32_to_fp16);
+  EXPECT_EQ(cpu_table.convert_fp16_to_f32, &cpu::convert_fp16_to_f32);
+}
+
+}  // namespace
+}  // namespace sb::kernels::testing
