@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_threads.hpp"
 #include "core/rng.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -259,22 +260,11 @@ void register_cnn_benchmarks() {
   }
 }
 
-int threads_from_environment() {
-  const char* text = std::getenv("SB_THREADS");
-  if (!text || !*text) return 1;
-  char* end = nullptr;
-  const long threads = std::strtol(text, &end, 10);
-  if (*end != '\0' || threads < 1 || threads > 4096) {
-    std::fprintf(stderr, "bench_kernels: SB_THREADS='%s' is not a thread count (1, 2, ...)\n", text);
-    std::exit(2);
-  }
-  return static_cast<int>(threads);
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = threads_from_environment();
+  const int threads = sb::bench::threads_from_environment("bench_kernels");
   sb::ParallelRuntime runtime(threads);
   benchmark::AddCustomContext("sb_threads", std::to_string(runtime.threads()));
   benchmark::AddCustomContext("sb_build_type", SB_BUILD_TYPE);

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_threads.hpp"
 #include "core/rng.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/kernels.hpp"
@@ -124,22 +125,11 @@ void register_benchmarks() {
   }
 }
 
-int threads_from_environment() {
-  const char* text = std::getenv("SB_THREADS");
-  if (!text || !*text) return 1;
-  char* end = nullptr;
-  const long threads = std::strtol(text, &end, 10);
-  if (*end != '\0' || threads < 1 || threads > 4096) {
-    std::fprintf(stderr, "bench_precision_convert: SB_THREADS='%s' is not a thread count (1, 2, ...)\n", text);
-    std::exit(2);
-  }
-  return static_cast<int>(threads);
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  sb::ParallelRuntime runtime(threads_from_environment());
+  sb::ParallelRuntime runtime(sb::bench::threads_from_environment("bench_precision_convert"));
   benchmark::AddCustomContext("sb_threads", std::to_string(runtime.threads()));
   benchmark::AddCustomContext("sb_build_type", SB_BUILD_TYPE);
   benchmark::AddCustomContext("sb_git_sha", SB_GIT_SHA);
