@@ -108,14 +108,7 @@ class ImageClassificationTask final : public TrainingTask {
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const std::int64_t first = shard_.rank * local;
     stage_->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first, accumulation,
-                      [this](bool before) {
-                        if (!sync_) return;
-                        if (before)
-                          model_.set_gradient_ready_callback(
-                              [this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
-                        else
-                          model_.set_gradient_ready_callback({});
-                      });
+                      sync_around_last_backward(model_));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);

@@ -115,13 +115,8 @@ class LanguageModelTask final : public TrainingTask {
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const auto offset = static_cast<std::size_t>(shard_.rank * local * T_);
-    stage_->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation, [this](bool before) {
-      if (!sync_) return;
-      if (before)
-        model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
-      else
-        model_.set_gradient_ready_callback({});
-    });
+    stage_->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation,
+                      sync_around_last_backward(model_));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);

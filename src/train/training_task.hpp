@@ -66,6 +66,20 @@ class TrainingTask {
   virtual std::vector<optim::ParameterSlice> parameter_slices() = 0;
 
  protected:
+  // For a pipeline stage's set_batch: reports the model's gradient ranges to the GradientSync
+  // during the step's last backward only (called with true before it, false after); does
+  // nothing without a sync.
+  template <class Model>
+  std::function<void(bool before)> sync_around_last_backward(Model& model) {
+    return [this, &model](bool before) {
+      if (!sync_) return;
+      if (before)
+        model.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
+      else
+        model.set_gradient_ready_callback({});
+    };
+  }
+
   GradientSync* sync_ = nullptr;
 };
 
