@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "core/check.hpp"
@@ -15,7 +16,8 @@ namespace sb::gpt {
 
 using i64 = std::int64_t;
 
-std::array<float**, kParameterTensorCount> ParameterTensors::members() {
+template <class S>
+std::array<S**, kParameterTensorCount> ParameterTensorsT<S>::members() {
   return {&wte,     &wpe,  &ln1w, &ln1b, &qkvw,    &qkvb,    &attprojw, &attprojb,
           &ln2w,    &ln2b, &fcw,  &fcb,  &fcprojw, &fcprojb, &lnfw,     &lnfb};
 }
@@ -47,9 +49,10 @@ namespace {
 
 // Calls f(view, numel, tp_split) for every activation tensor in storage order: the one place
 // that knows the activation layout, used both to size the allocation and to point the views.
-// tp_split: the tensor is cut over the tp group (1/t of the unsplit one).
-template <class F>
-void for_each_view(ActivationTensors& a, const GptShard& s, i64 B, i64 T, F&& f) {
+// tp_split: the tensor is cut over the tp group (1/t of the unsplit one). Views are S* or
+// float* (statistics).
+template <class S, class F>
+void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&& f) {
   const i64 L = s.L, C = s.C, BT = B * T;
   const i64 H = s.head ? 1 : 0;
   f(a.encoded, BT * C, false);
@@ -79,8 +82,8 @@ void for_each_view(ActivationTensors& a, const GptShard& s, i64 B, i64 T, F&& f)
 
 // The same for the backward scratch. The per-block tensors come last, from dresidual_in
 // on, so zeroing them before each block is one memset.
-template <class F>
-void for_each_view(ActivationGradients& g, const GptShard& s, i64 B, i64 T, F&& f) {
+template <class S, class F>
+void for_each_view(ActivationGradientsT<S>& g, const GptShard& s, i64 B, i64 T, F&& f) {
   const i64 C = s.C, BT = B * T, H = s.head ? 1 : 0;
   f(g.dlosses, H * BT, false);
   f(g.dlogits, H * BT * s.V_tp, true);
@@ -98,30 +101,37 @@ void for_each_view(ActivationGradients& g, const GptShard& s, i64 B, i64 T, F&& 
   f(g.dfcproj, BT * C, false);
 }
 
+// Each view starts at a multiple of 4 bytes, so float statistics after an odd count of 16-bit
+// values stay aligned (no padding at all in fp32).
+constexpr i64 kViewAlignment = 4;
+
+i64 aligned(i64 bytes) { return (bytes + kViewAlignment - 1) / kViewAlignment * kViewAlignment; }
+
 template <class Tensors>
 GptActivationBytes count_bytes(const GptShard& s, i64 B, i64 T) {
   Tensors views{};
   GptActivationBytes bytes;
-  for_each_view(views, s, B, T, [&](float*&, i64 numel, bool split) {
-    bytes.total += numel * static_cast<i64>(sizeof(float));
-    if (split) bytes.tp_split += numel * static_cast<i64>(sizeof(float));
+  for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool split) {
+    const i64 n = aligned(numel * static_cast<i64>(sizeof(*view)));
+    bytes.total += n;
+    if (split) bytes.tp_split += n;
   });
   return bytes;
 }
 
-// Points every view into base for the layout at (B, T) and returns the floats used.
+// Points every view into base for the layout at (B, T) and returns the bytes used.
 template <class Tensors>
-i64 point_views(Tensors& views, float* base, const GptShard& s, i64 B, i64 T) {
+i64 point_views(Tensors& views, std::byte* base, const GptShard& s, i64 B, i64 T) {
   i64 n = 0;
-  for_each_view(views, s, B, T, [&](float*& view, i64 numel, bool) {
-    view = base + n;
-    n += numel;
+  for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool) {
+    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + n);
+    n += aligned(numel * static_cast<i64>(sizeof(*view)));
   });
   return n;
 }
 
-void point_parameter_views(ParameterTensors& views, float* base, const GptConfig& config,
-                           const GptShard& shard) {
+template <class S>
+void point_parameter_views(ParameterTensorsT<S>& views, S* base, const GptConfig& config, const GptShard& shard) {
   const auto shapes = gpt_shard_shapes(config, shard);
   const auto members = views.members();
   for (int k = 0; k < kParameterTensorCount; ++k) {
@@ -136,29 +146,34 @@ GptShard whole_model(const GptConfig& config) { return resolve_gpt_partition(con
 
 }  // namespace
 
+template <class S>
 i64 gpt_activation_bytes(const GptConfig& config, i64 B, i64 T) {
-  return count_bytes<ActivationTensors>(whole_model(config), B, T).total;
+  return count_bytes<ActivationTensorsT<S>>(whole_model(config), B, T).total;
 }
 
+template <class S>
 i64 gpt_activation_gradient_bytes(const GptConfig& config, i64 B, i64 T) {
-  return count_bytes<ActivationGradients>(whole_model(config), B, T).total;
+  return count_bytes<ActivationGradientsT<S>>(whole_model(config), B, T).total;
 }
 
+template <class S>
 GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, i64 B, i64 T) {
-  return count_bytes<ActivationTensors>(shard, B, T);
+  return count_bytes<ActivationTensorsT<S>>(shard, B, T);
 }
 
+template <class S>
 i64 gpt_shard_activation_gradient_bytes(const GptShard& shard, i64 B, i64 T) {
-  return count_bytes<ActivationGradients>(shard, B, T).total;
+  return count_bytes<ActivationGradientsT<S>>(shard, B, T).total;
 }
 
-GptModel::GptModel(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
-                   MemoryTracker& tracker, GptPartition partition)
+template <class S>
+GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
+                        MemoryTracker& tracker, GptPartition partition)
     : config_(config),
       shard_(resolve_gpt_partition(config, partition)),
       tp_(std::move(partition.tp)),
       backend_(backend),
-      k_(&kernels::kernels_for(backend)),
+      k_(backend, tracker),
       max_batch_(batch),
       max_seq_len_(seq_len),
       parameter_count_(gpt_shard_parameter_count(config, shard_)) {
@@ -174,11 +189,15 @@ GptModel::GptModel(const GptConfig& config, i64 batch, i64 seq_len, kernels::Bac
              gpt_parameter_count(config_));
   }
 
+  constexpr bool mixed = !std::is_same_v<S, float>;
   const i64 slots = shard_.activation_slots;
-  const i64 param_bytes = kFloat * parameter_count_;
-  const i64 slot_bytes = gpt_shard_activation_bytes(shard_, batch, seq_len).total;
-  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, param_bytes, "gpt params");
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, param_bytes, "gpt grads");
+  const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;
+  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
+                                 mixed ? "gpt 16-bit params" : "gpt params");
+  if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
+    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
+                                   "gpt fp32 master params");
+  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "gpt grads");
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,
                                "gpt activations");
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
@@ -186,22 +205,30 @@ GptModel::GptModel(const GptConfig& config, i64 batch, i64 seq_len, kernels::Bac
                                  "gpt tokens, targets");
   acts_grads_memory_ =
       TrackedBuffer(tracker, MemoryCategory::workspace,
-                    gpt_shard_activation_gradient_bytes(shard_, batch, seq_len), "gpt activation grads");
-  point_parameter_views(params_, params_memory_.as<float>(), config_, shard_);
+                    gpt_shard_activation_gradient_bytes<S>(shard_, batch, seq_len), "gpt activation grads");
+  if (mixed && shard_.tp_size > 1)
+    tp_widened_memory_ = TrackedBuffer(tracker, MemoryCategory::comm, kFloat * batch * seq_len * config_.channels,
+                                       "gpt tp all-reduce in fp32");
+  point_parameter_views(params_, params_memory_.as<S>(), config_, shard_);
+  if constexpr (mixed)
+    point_parameter_views(master_, master_memory_.as<float>(), config_, shard_);
+  else
+    master_ = params_;
   point_parameter_views(grads_, grads_memory_.as<float>(), config_, shard_);
   slots_.resize(static_cast<std::size_t>(slots));
   for (i64 s = 0; s < slots; ++s) {
     Slot& slot = slots_[static_cast<std::size_t>(s)];
-    slot.base = acts_memory_.as<float>() + s * (slot_bytes / kFloat);
+    slot.base = acts_memory_.as<std::byte>() + s * slot_bytes;
     slot.tokens = inputs_memory_.as<std::int32_t>() + s * 2 * batch * seq_len;
     slot.targets = slot.tokens + batch * seq_len;
   }
 }
 
-void GptModel::init_weights(std::uint64_t seed) {
+template <class S>
+void GptModelT<S>::init_weights(std::uint64_t seed) {
   const auto specs = gpt_parameter_specs(config_);
   const auto shapes = gpt_shard_shapes(config_, shard_);
-  const auto members = params_.members();
+  const auto members = master_.members();
   const bool whole = shard_.whole() && shard_.layer_begin == 0 && shard_.L == config_.layers;
   for (int k = 0; k < kParameterTensorCount; ++k) {
     const ParameterSpec& spec = specs[static_cast<std::size_t>(k)];
@@ -221,28 +248,49 @@ void GptModel::init_weights(std::uint64_t seed) {
         break;
     }
   }
+  sync_storage_parameters();
 }
 
-i64 GptModel::slot_activation_bytes() const {
-  return gpt_shard_activation_bytes(shard_, max_batch_, max_seq_len_).total +
+template <class S>
+void GptModelT<S>::sync_storage_parameters() {
+  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_.wte, master_.wte, parameter_count_);
+}
+
+template <class S>
+i64 GptModelT<S>::slot_activation_bytes() const {
+  return gpt_shard_activation_bytes<S>(shard_, max_batch_, max_seq_len_).total +
          2 * max_batch_ * max_seq_len_ * static_cast<i64>(sizeof(std::int32_t));
 }
 
-GptModel::Slot& GptModel::slot_at(i64 slot) {
+template <class S>
+typename GptModelT<S>::Slot& GptModelT<S>::slot_at(i64 slot) {
   SB_CHECK(slot >= 0 && slot < shard_.activation_slots, "gpt: activation slot {} outside [0, {})",
            slot, shard_.activation_slots);
   return slots_[static_cast<std::size_t>(slot)];
 }
 
-void GptModel::tp_all_reduce_sum(float* data, i64 count) const {
-  if (shard_.tp_size > 1) tp_.all_reduce_sum({data, static_cast<std::size_t>(count)});
+// A 16-bit tensor is summed in fp32 (widened, all-reduced, rounded once): no rounding per hop.
+template <class S>
+void GptModelT<S>::tp_all_reduce_sum(S* data, i64 count) {
+  if (shard_.tp_size == 1) return;
+  if constexpr (std::is_same_v<S, float>) {
+    tp_.all_reduce_sum({data, static_cast<std::size_t>(count)});
+  } else {
+    float* wide = tp_widened_memory_.as<float>();
+    SB_CHECK(count * kFloat <= tp_widened_memory_.bytes(), "gpt: tp all-reduce of {} values", count);
+    k_.widen(wide, data, count);
+    tp_.all_reduce_sum({wide, static_cast<std::size_t>(count)});
+    k_.narrow(data, wide, count);
+  }
 }
 
-float GptModel::forward(const std::int32_t* tokens, const std::int32_t* targets, i64 B, i64 T) {
+template <class S>
+float GptModelT<S>::forward(const std::int32_t* tokens, const std::int32_t* targets, i64 B, i64 T) {
   return forward_stage(0, tokens, nullptr, targets, B, T);
 }
 
-float GptModel::forward_stage(i64 slot_index, const std::int32_t* tokens, const float* input,
+template <class S>
+float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, const S* input,
                               const std::int32_t* targets, i64 B, i64 T) {
   SB_CHECK(B >= 1 && B <= max_batch_, "gpt forward: B = {} outside [1, {}]", B, max_batch_);
   SB_CHECK(T >= 1 && T <= max_seq_len_, "gpt forward: T = {} outside [1, {}]", T, max_seq_len_);
@@ -269,85 +317,85 @@ float GptModel::forward_stage(i64 slot_index, const std::int32_t* tokens, const 
   slot.has_targets = read_targets;
   point_views(slot.acts, slot.base, s, B, T);
 
-  const ParameterTensors& p = params_;
-  ActivationTensors& a = slot.acts;
+  const ParameterTensorsT<S>& p = params_;
+  ActivationTensorsT<S>& a = slot.acts;
   const bool tp = s.tp_size > 1;
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
   if (!s.embedding) {
     std::copy(input, input + BT * C, a.encoded);
   } else if (!tp) {
-    k_->embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
+    k_.embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
   } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
-    k_->embedding_shard_forward(a.encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
+    k_.embedding_shard_forward(a.encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
                                 s.vocab_begin, Vr, B, T, C);
     tp_all_reduce_sum(a.encoded, BT * C);
   }
   for (i64 l = 0; l < L; ++l) {
-    const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
+    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
     // this block's weights (this rank's shard of them)
-    const float* ln1w = p.ln1w + l * C;
-    const float* ln1b = p.ln1b + l * C;
-    const float* qkvw = p.qkvw + l * 3 * Ct * C;
-    const float* qkvb = p.qkvb + l * 3 * Ct;
-    const float* attprojw = p.attprojw + l * C * Ct;
-    const float* attprojb = p.attprojb + l * C;
-    const float* ln2w = p.ln2w + l * C;
-    const float* ln2b = p.ln2b + l * C;
-    const float* fcw = p.fcw + l * F * C;
-    const float* fcb = p.fcb + l * F;
-    const float* fcprojw = p.fcprojw + l * C * F;
-    const float* fcprojb = p.fcprojb + l * C;
+    const S* ln1w = p.ln1w + l * C;
+    const S* ln1b = p.ln1b + l * C;
+    const S* qkvw = p.qkvw + l * 3 * Ct * C;
+    const S* qkvb = p.qkvb + l * 3 * Ct;
+    const S* attprojw = p.attprojw + l * C * Ct;
+    const S* attprojb = p.attprojb + l * C;
+    const S* ln2w = p.ln2w + l * C;
+    const S* ln2b = p.ln2b + l * C;
+    const S* fcw = p.fcw + l * F * C;
+    const S* fcb = p.fcb + l * F;
+    const S* fcprojw = p.fcprojw + l * C * F;
+    const S* fcprojb = p.fcprojb + l * C;
     // this block's activations
-    float* ln1 = a.ln1 + l * BT * C;
+    S* ln1 = a.ln1 + l * BT * C;
     float* ln1_mean = a.ln1_mean + l * BT;
     float* ln1_rstd = a.ln1_rstd + l * BT;
-    float* qkv = a.qkv + l * BT * 3 * Ct;
-    float* att = a.att + l * B * NH * T * T;
-    float* atty = a.atty + l * BT * Ct;
-    float* attproj = a.attproj + l * BT * C;
-    float* residual2 = a.residual2 + l * BT * C;
-    float* ln2 = a.ln2 + l * BT * C;
+    S* qkv = a.qkv + l * BT * 3 * Ct;
+    S* att = a.att + l * B * NH * T * T;
+    S* atty = a.atty + l * BT * Ct;
+    S* attproj = a.attproj + l * BT * C;
+    S* residual2 = a.residual2 + l * BT * C;
+    S* ln2 = a.ln2 + l * BT * C;
     float* ln2_mean = a.ln2_mean + l * BT;
     float* ln2_rstd = a.ln2_rstd + l * BT;
-    float* fch = a.fch + l * BT * F;
-    float* fch_gelu = a.fch_gelu + l * BT * F;
-    float* fcproj = a.fcproj + l * BT * C;
-    float* residual3 = a.residual3 + l * BT * C;
+    S* fch = a.fch + l * BT * F;
+    S* fch_gelu = a.fch_gelu + l * BT * F;
+    S* fcproj = a.fcproj + l * BT * C;
+    S* residual3 = a.residual3 + l * BT * C;
 
     // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
     // counts once in the all-reduce), then the sum over the tp group (Megatron's g).
-    k_->layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, BT, C);
-    k_->matmul_forward(qkv, ln1, qkvw, qkvb, BT, C, 3 * Ct);
-    k_->attention_forward(atty, att, qkv, B, T, Ct, NH);
-    k_->matmul_forward(attproj, atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
+    k_.layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, BT, C);
+    k_.matmul_forward(qkv, ln1, qkvw, qkvb, BT, C, 3 * Ct);
+    k_.attention_forward(atty, att, qkv, B, T, Ct, NH);
+    k_.matmul_forward(attproj, atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
     tp_all_reduce_sum(attproj, BT * C);
-    k_->residual_forward(residual2, residual, attproj, BT * C);
-    k_->layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, ln2w, ln2b, BT, C);
-    k_->matmul_forward(fch, ln2, fcw, fcb, BT, C, F);
-    k_->gelu_forward(fch_gelu, fch, BT * F);
-    k_->matmul_forward(fcproj, fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
+    k_.residual_forward(residual2, residual, attproj, BT * C);
+    k_.layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, ln2w, ln2b, BT, C);
+    k_.matmul_forward(fch, ln2, fcw, fcb, BT, C, F);
+    k_.gelu_forward(fch_gelu, fch, BT * F);
+    k_.matmul_forward(fcproj, fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
     tp_all_reduce_sum(fcproj, BT * C);
-    k_->residual_forward(residual3, residual2, fcproj, BT * C);
+    k_.residual_forward(residual3, residual2, fcproj, BT * C);
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
-  const float* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
-  k_->layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
-  k_->matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
+  const S* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
+  k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
+  k_.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
   if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
   if (!tp) {
-    k_->crossentropy_forward(a.losses, a.probs, a.logits, slot.targets, BT, V);
+    k_.crossentropy_forward(a.losses, a.probs, a.logits, slot.targets, BT, V);
   } else {  // vocabulary-parallel cross-entropy: three row statistics reduced, logits never gathered
     float* row_max = a.ce_stats;
     float* sumexp = a.ce_stats + BT;
     float* target_logit = a.ce_stats + 2 * BT;
-    k_->crossentropy_shard_max(row_max, a.logits, BT, Vr);
+    k_.crossentropy_shard_max(row_max, a.logits, BT, Vr);
     tp_.all_reduce_max({row_max, static_cast<std::size_t>(BT)});
-    k_->crossentropy_shard_partials(sumexp, target_logit, a.logits, row_max, slot.targets,
+    k_.crossentropy_shard_partials(sumexp, target_logit, a.logits, row_max, slot.targets,
                                     s.vocab_begin, BT, Vr);
-    tp_all_reduce_sum(sumexp, 2 * BT);  // sumexp and target_logit are adjacent
-    k_->crossentropy_shard_finish(a.losses, a.probs, a.logits, row_max, sumexp, target_logit,
+    tp_.all_reduce_sum({sumexp, static_cast<std::size_t>(2 * BT)});  // sumexp, target_logit: adjacent, float
+    k_.crossentropy_shard_finish(a.losses, a.probs, a.logits, row_max, sumexp, target_logit,
                                   BT, Vr);
   }
   double sum = 0.0;
@@ -355,7 +403,8 @@ float GptModel::forward_stage(i64 slot_index, const std::int32_t* tokens, const 
   return static_cast<float>(sum / static_cast<double>(BT));
 }
 
-const float* GptModel::stage_output(i64 slot_index) const {
+template <class S>
+const S* GptModelT<S>::stage_output(i64 slot_index) const {
   SB_CHECK(!shard_.head, "gpt: stage_output is for stages without the head");
   SB_CHECK(slot_index >= 0 && slot_index < shard_.activation_slots,
            "gpt: activation slot {} outside [0, {})", slot_index, shard_.activation_slots);
@@ -364,24 +413,29 @@ const float* GptModel::stage_output(i64 slot_index) const {
   return slot.acts.residual3 + (shard_.L - 1) * slot.B * slot.T * shard_.C;
 }
 
-const float* GptModel::stage_input_gradient() const {
+template <class S>
+const S* GptModelT<S>::stage_input_gradient() const {
   SB_CHECK(!shard_.embedding, "gpt: stage_input_gradient is for stages without the embedding");
   SB_CHECK(input_gradient_ != nullptr, "gpt: stage_input_gradient before any backward_stage");
   return input_gradient_;
 }
 
-std::span<float> GptModel::tied_embedding_gradient() {
+template <class S>
+std::span<float> GptModelT<S>::tied_embedding_gradient() {
   SB_CHECK(shard_.embedding || shard_.head, "gpt: a middle stage holds no wte");
   return {grads_.wte, static_cast<std::size_t>(shard_.V_tp * shard_.C)};
 }
 
-void GptModel::zero_grad() {
+template <class S>
+void GptModelT<S>::zero_grad() {
   std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
 }
 
-void GptModel::backward() { backward_stage(0, nullptr); }
+template <class S>
+void GptModelT<S>::backward() { backward_stage(0, nullptr); }
 
-void GptModel::backward_stage(i64 slot_index, const float* doutput) {
+template <class S>
+void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
   Slot& slot = slot_at(slot_index);
   const GptShard& s = shard_;
   SB_CHECK(slot.forwarded, "gpt backward of slot {} needs its forward first", slot_index);
@@ -390,15 +444,15 @@ void GptModel::backward_stage(i64 slot_index, const float* doutput) {
   const i64 B = slot.B, T = slot.T, BT = B * T;
   const i64 L = s.L, C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
   const bool tp = s.tp_size > 1;
-  const ParameterTensors& p = params_;
+  const ParameterTensorsT<S>& p = params_;
   const ParameterTensors& g = grads_;
-  const ActivationTensors& a = slot.acts;
-  ActivationGradients& d = acts_grads_;
-  const i64 used = point_views(d, acts_grads_memory_.as<float>(), s, B, T);
-  const float* scratch_end = acts_grads_memory_.as<float>() + used;
+  const ActivationTensorsT<S>& a = slot.acts;
+  ActivationGradientsT<S>& d = acts_grads_;
+  const i64 used = point_views(d, acts_grads_memory_.as<std::byte>(), s, B, T);
+  const std::byte* scratch_end = acts_grads_memory_.as<std::byte>() + used;
   const float* grads_base = grads_memory_.as<float>();
-  const auto zero = [](float* begin, const float* end) {
-    std::memset(begin, 0, static_cast<std::size_t>(end - begin) * sizeof(float));
+  const auto zero = [](void* begin, const void* end) {  // whole views, any types, in storage order
+    std::memset(begin, 0, static_cast<std::size_t>(static_cast<const std::byte*>(end) - static_cast<std::byte*>(begin)));
   };
   const auto ready = [&](const float* grad, i64 count) {
     if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
@@ -406,16 +460,16 @@ void GptModel::backward_stage(i64 slot_index, const float* doutput) {
 
   zero(d.dlosses, d.dresidual_in);
   if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
-    std::fill(d.dlosses, d.dlosses + BT, static_cast<float>(1.0 / static_cast<double>(BT)));
+    std::fill(d.dlosses, d.dlosses + BT, static_cast<float>(loss_scale_ / static_cast<double>(BT)));
     if (!tp) {
-      k_->crossentropy_backward(d.dlogits, a.probs, slot.targets, d.dlosses, BT, Vr);
+      k_.crossentropy_backward(d.dlogits, a.probs, slot.targets, d.dlosses, BT, Vr);
     } else {
-      k_->crossentropy_shard_backward(d.dlogits, a.probs, slot.targets, d.dlosses, s.vocab_begin,
+      k_.crossentropy_shard_backward(d.dlogits, a.probs, slot.targets, d.dlosses, s.vocab_begin,
                                       BT, Vr);
     }
-    k_->matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, Vr);
+    k_.matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, Vr);
     tp_all_reduce_sum(d.dlnf, BT * C);  // the head is column-parallel over the vocabulary
-    k_->layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
+    k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
                            a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
@@ -425,18 +479,18 @@ void GptModel::backward_stage(i64 slot_index, const float* doutput) {
   }
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
-  float* dout = d.dresidual_out;
-  float* din = d.dresidual_in;
+  S* dout = d.dresidual_out;
+  S* din = d.dresidual_in;
   for (i64 l = L - 1; l >= 0; --l) {
     zero(din, din + BT * C);
     zero(d.dln1, scratch_end);
-    const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
-    const float* ln1w = p.ln1w + l * C;
-    const float* qkvw = p.qkvw + l * 3 * Ct * C;
-    const float* attprojw = p.attprojw + l * C * Ct;
-    const float* ln2w = p.ln2w + l * C;
-    const float* fcw = p.fcw + l * F * C;
-    const float* fcprojw = p.fcprojw + l * C * F;
+    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
+    const S* ln1w = p.ln1w + l * C;
+    const S* qkvw = p.qkvw + l * 3 * Ct * C;
+    const S* attprojw = p.attprojw + l * C * Ct;
+    const S* ln2w = p.ln2w + l * C;
+    const S* fcw = p.fcw + l * F * C;
+    const S* fcprojw = p.fcprojw + l * C * F;
     float* dln1w = g.ln1w + l * C;
     float* dln1b = g.ln1b + l * C;
     float* dqkvw = g.qkvw + l * 3 * Ct * C;
@@ -449,36 +503,36 @@ void GptModel::backward_stage(i64 slot_index, const float* doutput) {
     float* dfcb = g.fcb + l * F;
     float* dfcprojw = g.fcprojw + l * C * F;
     float* dfcprojb = g.fcprojb + l * C;
-    const float* ln1 = a.ln1 + l * BT * C;
+    const S* ln1 = a.ln1 + l * BT * C;
     const float* ln1_mean = a.ln1_mean + l * BT;
     const float* ln1_rstd = a.ln1_rstd + l * BT;
-    const float* qkv = a.qkv + l * BT * 3 * Ct;
-    const float* att = a.att + l * B * NH * T * T;
-    const float* atty = a.atty + l * BT * Ct;
-    const float* residual2 = a.residual2 + l * BT * C;
-    const float* ln2 = a.ln2 + l * BT * C;
+    const S* qkv = a.qkv + l * BT * 3 * Ct;
+    const S* att = a.att + l * B * NH * T * T;
+    const S* atty = a.atty + l * BT * Ct;
+    const S* residual2 = a.residual2 + l * BT * C;
+    const S* ln2 = a.ln2 + l * BT * C;
     const float* ln2_mean = a.ln2_mean + l * BT;
     const float* ln2_rstd = a.ln2_rstd + l * BT;
-    const float* fch = a.fch + l * BT * F;
-    const float* fch_gelu = a.fch_gelu + l * BT * F;
+    const S* fch = a.fch + l * BT * F;
+    const S* fch_gelu = a.fch_gelu + l * BT * F;
 
     // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))). The output gradient is
     // replicated over the tp group, so every rank gets the whole (replicated) bias gradient;
     // the input gradient of the column-parallel fc is a partial sum (Megatron's f).
-    k_->residual_backward(d.dresidual2, d.dfcproj, dout, BT * C);
-    k_->matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, fch_gelu, fcprojw, BT, F, C);
-    k_->gelu_backward(d.dfch, fch, d.dfch_gelu, BT * F);
-    k_->matmul_backward(d.dln2, dfcw, dfcb, d.dfch, ln2, fcw, BT, C, F);
+    k_.residual_backward(d.dresidual2, d.dfcproj, dout, BT * C);
+    k_.matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, fch_gelu, fcprojw, BT, F, C);
+    k_.gelu_backward(d.dfch, fch, d.dfch_gelu, BT * F);
+    k_.matmul_backward(d.dln2, dfcw, dfcb, d.dfch, ln2, fcw, BT, C, F);
     tp_all_reduce_sum(d.dln2, BT * C);
-    k_->layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, residual2, ln2w, ln2_mean,
+    k_.layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, residual2, ln2w, ln2_mean,
                            ln2_rstd, BT, C);
     // attention: residual2 = residual + attproj(attention(qkv(ln1(residual))))
-    k_->residual_backward(din, d.dattproj, d.dresidual2, BT * C);
-    k_->matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, atty, attprojw, BT, Ct, C);
-    k_->attention_backward(d.dqkv, d.datty, qkv, att, B, T, Ct, NH);
-    k_->matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * Ct);
+    k_.residual_backward(din, d.dattproj, d.dresidual2, BT * C);
+    k_.matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, atty, attprojw, BT, Ct, C);
+    k_.attention_backward(d.dqkv, d.datty, qkv, att, B, T, Ct, NH);
+    k_.matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * Ct);
     tp_all_reduce_sum(d.dln1, BT * C);
-    k_->layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, ln1_mean, ln1_rstd, BT, C);
+    k_.layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, ln1_mean, ln1_rstd, BT, C);
     for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * F}, {dfcprojb, C},
                                       {dfcw, F * C}, {dfcb, F}, {dln2w, C}, {dln2b, C},
                                       {dattprojw, C * Ct}, {dattprojb, C}, {dqkvw, 3 * Ct * C},
@@ -493,18 +547,19 @@ void GptModel::backward_stage(i64 slot_index, const float* doutput) {
     return;
   }
   if (!tp) {
-    k_->embedding_backward(g.wte, g.wpe, dout, slot.tokens, B, T, C);
+    k_.embedding_backward(g.wte, g.wpe, dout, slot.tokens, B, T, C);
   } else {  // d(encoded) is replicated: each rank adds its vocabulary rows and the whole dwpe
-    k_->embedding_shard_backward(g.wte, g.wpe, dout, slot.tokens, s.vocab_begin, Vr, B, T, C);
+    k_.embedding_shard_backward(g.wte, g.wpe, dout, slot.tokens, s.vocab_begin, Vr, B, T, C);
   }
   ready(g.wte, Vr * C);
   ready(g.wpe, config_.max_seq_len * C);
 }
 
-std::vector<ParameterView> GptModel::parameter_views() {
+template <class S>
+std::vector<ParameterView> GptModelT<S>::parameter_views() {
   const auto specs = gpt_parameter_specs(config_);
   const auto shapes = gpt_shard_shapes(config_, shard_);
-  const auto params = params_.members();
+  const auto params = master_.members();
   const auto grads = grads_.members();
   std::vector<ParameterView> views;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -515,10 +570,11 @@ std::vector<ParameterView> GptModel::parameter_views() {
   return views;
 }
 
-std::vector<optim::ParameterSlice> GptModel::parameter_slices() {
+template <class S>
+std::vector<optim::ParameterSlice> GptModelT<S>::parameter_slices() {
   const auto specs = gpt_parameter_specs(config_);
   const auto shapes = gpt_shard_shapes(config_, shard_);
-  const auto params = params_.members();
+  const auto params = master_.members();
   const auto grads = grads_.members();
   std::vector<optim::ParameterSlice> slices;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -533,5 +589,17 @@ std::vector<optim::ParameterSlice> GptModel::parameter_slices() {
   }
   return slices;
 }
+
+#define SB_INSTANTIATE_GPT(S)                                                                          \
+  template struct ParameterTensorsT<S>;                                                               \
+  template class GptModelT<S>;                                                                        \
+  template i64 gpt_activation_bytes<S>(const GptConfig&, i64, i64);                                   \
+  template i64 gpt_activation_gradient_bytes<S>(const GptConfig&, i64, i64);                          \
+  template GptActivationBytes gpt_shard_activation_bytes<S>(const GptShard&, i64, i64);               \
+  template i64 gpt_shard_activation_gradient_bytes<S>(const GptShard&, i64, i64);
+SB_INSTANTIATE_GPT(float)
+SB_INSTANTIATE_GPT(bf16)
+SB_INSTANTIATE_GPT(fp16)
+#undef SB_INSTANTIATE_GPT
 
 }  // namespace sb::gpt

@@ -3,10 +3,14 @@
 // model-parallel GPT: a pipeline stage (blocks [begin, end), with or without embedding and
 // head, several micro-batches' activations alive at once) and/or a Megatron tensor-parallel
 // shard. Leaves out sampling, mixed precision, communication (tp collectives are hooks) and the
-// pipeline schedule.
+// pipeline schedule. Under mixed precision (GptModelT<bf16>, GptModelT<fp16>) the weights the
+// kernels read, the activations and their gradients are 16-bit (kernels/storage_kernels.hpp); the
+// fp32 master weights (what optimizers update), the parameter gradients, LayerNorm statistics
+// and the losses stay float.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -16,6 +20,7 @@
 #include "core/memory.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "models/gpt/gpt_partition.hpp"
@@ -28,26 +33,28 @@ inline constexpr int kParameterTensorCount = kGptTensorCount;
 // Views into the one parameter (or gradient) allocation, in llm.c's order. Shapes of the unsplit
 // model; a partition holds L_s = end - begin blocks and, over t tp ranks, the shapes in
 // brackets (gpt_partition.hpp); a tensor it does not hold has no elements.
-struct ParameterTensors {
-  float* wte;       // (V, C)      token embedding, also the output head   [(V_r, C)]
-  float* wpe;       // (maxT, C)   position embedding
-  float* ln1w;      // (L, C)
-  float* ln1b;      // (L, C)
-  float* qkvw;      // (L, 3C, C)  rows [q | k | v]   [(L, 3C/t, C): [q_r | k_r | v_r]]
-  float* qkvb;      // (L, 3C)                        [(L, 3C/t)]
-  float* attprojw;  // (L, C, C)                      [(L, C, C/t)] row-parallel
-  float* attprojb;  // (L, C)
-  float* ln2w;      // (L, C)
-  float* ln2b;      // (L, C)
-  float* fcw;       // (L, 4C, C)                     [(L, 4C/t, C)] column-parallel
-  float* fcb;       // (L, 4C)                        [(L, 4C/t)]
-  float* fcprojw;   // (L, C, 4C)                     [(L, C, 4C/t)] row-parallel
-  float* fcprojb;   // (L, C)
-  float* lnfw;      // (C)
-  float* lnfb;      // (C)
+template <class S>
+struct ParameterTensorsT {
+  S* wte;       // (V, C)      token embedding, also the output head   [(V_r, C)]
+  S* wpe;       // (maxT, C)   position embedding
+  S* ln1w;      // (L, C)
+  S* ln1b;      // (L, C)
+  S* qkvw;      // (L, 3C, C)  rows [q | k | v]   [(L, 3C/t, C): [q_r | k_r | v_r]]
+  S* qkvb;      // (L, 3C)                        [(L, 3C/t)]
+  S* attprojw;  // (L, C, C)                      [(L, C, C/t)] row-parallel
+  S* attprojb;  // (L, C)
+  S* ln2w;      // (L, C)
+  S* ln2b;      // (L, C)
+  S* fcw;       // (L, 4C, C)                     [(L, 4C/t, C)] column-parallel
+  S* fcb;       // (L, 4C)                        [(L, 4C/t)]
+  S* fcprojw;   // (L, C, 4C)                     [(L, C, 4C/t)] row-parallel
+  S* fcprojb;   // (L, C)
+  S* lnfw;      // (C)
+  S* lnfb;      // (C)
 
-  std::array<float**, kParameterTensorCount> members();
+  std::array<S**, kParameterTensorCount> members();
 };
+using ParameterTensors = ParameterTensorsT<float>;
 
 enum class ParameterInit { normal_0_02, zeros, ones };
 
@@ -73,77 +80,92 @@ struct ParameterView {
 // for the B and T of the current call, so a smaller batch packs into the front. On a partition
 // L is the stage's block count and 3C, NH, 4C, V read 3C/t, NH/t, 4C/t, V_r; lnf..ce_stats
 // exist on the head stage only. `encoded` is the stage input on a stage without embedding.
-struct ActivationTensors {
-  float* encoded;    // (B, T, C)        wte[token] + wpe[t]
-  float* ln1;        // (L, B, T, C)
+template <class S>
+struct ActivationTensorsT {
+  S* encoded;    // (B, T, C)        wte[token] + wpe[t]
+  S* ln1;        // (L, B, T, C)
   float* ln1_mean;   // (L, B, T)
   float* ln1_rstd;   // (L, B, T)
-  float* qkv;        // (L, B, T, 3C)
-  float* att;        // (L, B, NH, T, T) causal softmax probabilities
-  float* atty;       // (L, B, T, C)     attention output before the projection
-  float* attproj;    // (L, B, T, C)
-  float* residual2;  // (L, B, T, C)
-  float* ln2;        // (L, B, T, C)
+  S* qkv;        // (L, B, T, 3C)
+  S* att;        // (L, B, NH, T, T) causal softmax probabilities
+  S* atty;       // (L, B, T, C)     attention output before the projection
+  S* attproj;    // (L, B, T, C)
+  S* residual2;  // (L, B, T, C)
+  S* ln2;        // (L, B, T, C)
   float* ln2_mean;   // (L, B, T)
   float* ln2_rstd;   // (L, B, T)
-  float* fch;        // (L, B, T, 4C)
-  float* fch_gelu;   // (L, B, T, 4C)
-  float* fcproj;     // (L, B, T, C)
-  float* residual3;  // (L, B, T, C)     output of block l
-  float* lnf;        // (B, T, C)
+  S* fch;        // (L, B, T, 4C)
+  S* fch_gelu;   // (L, B, T, 4C)
+  S* fcproj;     // (L, B, T, C)
+  S* residual3;  // (L, B, T, C)     output of block l
+  S* lnf;        // (B, T, C)
   float* lnf_mean;   // (B, T)
   float* lnf_rstd;   // (B, T)
-  float* logits;     // (B, T, V)
-  float* probs;      // (B, T, V)
+  S* logits;     // (B, T, V)
+  S* probs;      // (B, T, V)
   float* losses;     // (B, T)
   float* ce_stats;   // (3, B, T)  tp > 1: row max | exp-sum | target logit over the vocabulary
 };
+using ActivationTensors = ActivationTensorsT<float>;
 
 // Backward scratch: gradients of the activations of ONE block (reused for every block),
 // two residual-stream gradients (into and out of the block) and the head's.
-struct ActivationGradients {
+template <class S>
+struct ActivationGradientsT {
   float* dlosses;        // (B, T)     1/(B·T): the loss is the mean
-  float* dlogits;        // (B, T, V)
-  float* dlnf;           // (B, T, C)
-  float* dresidual_out;  // (B, T, C)  gradient of the block's output
-  float* dresidual_in;   // (B, T, C)  gradient of the block's input
-  float* dln1;           // (B, T, C)
-  float* dqkv;           // (B, T, 3C)
-  float* datty;          // (B, T, C)
-  float* dattproj;       // (B, T, C)
-  float* dresidual2;     // (B, T, C)
-  float* dln2;           // (B, T, C)
-  float* dfch;           // (B, T, 4C)
-  float* dfch_gelu;      // (B, T, 4C)
-  float* dfcproj;        // (B, T, C)
+  S* dlogits;        // (B, T, V)
+  S* dlnf;           // (B, T, C)
+  S* dresidual_out;  // (B, T, C)  gradient of the block's output
+  S* dresidual_in;   // (B, T, C)  gradient of the block's input
+  S* dln1;           // (B, T, C)
+  S* dqkv;           // (B, T, 3C)
+  S* datty;          // (B, T, C)
+  S* dattproj;       // (B, T, C)
+  S* dresidual2;     // (B, T, C)
+  S* dln2;           // (B, T, C)
+  S* dfch;           // (B, T, 4C)
+  S* dfch_gelu;      // (B, T, 4C)
+  S* dfcproj;        // (B, T, C)
 };
+using ActivationGradients = ActivationGradientsT<float>;
 
-// Bytes of the forward activations and of the backward scratch for (B, T), float32.
+// Bytes of the forward activations and of the backward scratch for (B, T) with storage S
+// (float32 by default; statistics are float in every precision).
+template <class S = float>
 std::int64_t gpt_activation_bytes(const GptConfig& config, std::int64_t B, std::int64_t T);
-std::int64_t gpt_activation_gradient_bytes(const GptConfig& config, std::int64_t B,
-                                           std::int64_t T);
+template <class S = float>
+std::int64_t gpt_activation_gradient_bytes(const GptConfig& config, std::int64_t B, std::int64_t T);
 // The same for one activation slot of a shard; tp_split: the bytes of the tensors cut over
 // the tp group (qkv, att, atty, fch, fch_gelu, logits, probs), 1/t of the unsplit ones.
 struct GptActivationBytes {
   std::int64_t total = 0, tp_split = 0;
 };
-GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, std::int64_t B,
-                                              std::int64_t T);
-std::int64_t gpt_shard_activation_gradient_bytes(const GptShard& shard, std::int64_t B,
-                                                 std::int64_t T);
+template <class S = float>
+GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
+template <class S = float>
+std::int64_t gpt_shard_activation_gradient_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
 
-class GptModel {
+template <class S>
+class GptModelT {
  public:
   // Allocates everything for batches up to (batch, seq_len); parameters start at zero. The
   // default partition is the whole model on one rank.
-  GptModel(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
-           kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {});
+  GptModelT(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
+            kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {});
 
   // normal(0, 0.02) matrices and embeddings, zero biases, LayerNorm weight 1. Element i of
   // tensor k draws CounterRng(seed, k).normal(i): independent of thread count. A partition's
   // element draws the number of its index in the unsplit tensor, so every shard starts equal
   // to its slice of the one-rank model.
   void init_weights(std::uint64_t seed);
+
+  // Mixed precision: rounds the fp32 master weights into the 16-bit weights the kernels read;
+  // call after every change of parameters_flat() (an optimizer step, a broadcast). Nothing to
+  // do in fp32, where the two are one.
+  void sync_storage_parameters();
+  // The factor d(loss)/d(loss) starts backward with (fp16 loss scaling); 1 by default. The
+  // parameter gradients then carry this factor until the optimizer divides it out.
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
 
   // tokens, targets (B, T) in [0, V); B <= batch, T <= seq_len. Returns the mean
   // cross-entropy, or NaN when targets is nullptr (logits only, no backward possible).
@@ -160,17 +182,17 @@ class GptModel {
   // stage reads tokens (B, T); another stage reads input (B, T, C), the previous stage's
   // output. targets (B, T) are read on the head stage only; returns its mean loss, else NaN.
   // With tp > 1 every tp rank calls this with the same tokens/input/targets (collectives).
-  float forward_stage(std::int64_t slot, const std::int32_t* tokens, const float* input,
+  float forward_stage(std::int64_t slot, const std::int32_t* tokens, const S* input,
                       const std::int32_t* targets, std::int64_t B, std::int64_t T);
   // Residual output of the last block held (B, T, C) of slot's last forward; non-head stages.
-  const float* stage_output(std::int64_t slot) const;
+  const S* stage_output(std::int64_t slot) const;
   // Accumulates the gradients of slot's micro-batch. The head stage starts from its own mean
   // loss (doutput nullptr); another stage from doutput (B, T, C) = d(loss)/d(stage_output).
   // The slot may be reused by the next forward_stage once this returns.
-  void backward_stage(std::int64_t slot, const float* doutput);
+  void backward_stage(std::int64_t slot, const S* doutput);
   // d(loss)/d(input) (B, T, C) of the last backward_stage; stages without embedding. Valid
   // until the next backward_stage.
-  const float* stage_input_gradient() const;
+  const S* stage_input_gradient() const;
   // This rank's shard of the wte gradient (V_r, C), on the embedding and on the head stage.
   // When they are different stages the trainer sums the two (as Megatron) so that both copies
   // of the tied weight take identical updates.
@@ -195,12 +217,15 @@ class GptModel {
   // (batch, seq_len): what each micro-batch in flight costs.
   std::int64_t slot_activation_bytes() const;
   // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
-  const float* logits() const { return slots_.front().acts.logits; }
-  const ParameterTensors& params() const { return params_; }
+  const S* logits() const { return slots_.front().acts.logits; }
+  // The weights the kernels read (16-bit under mixed precision), the fp32 master weights (the
+  // same memory in fp32) and the parameter gradients (always fp32).
+  const ParameterTensorsT<S>& params() const { return params_; }
+  const ParameterTensors& master_params() const { return master_; }
   const ParameterTensors& grads() const { return grads_; }
-  std::span<float> parameters_flat() { return {params_.wte, flat_size()}; }
+  std::span<float> parameters_flat() { return {master_.wte, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }
-  // The tensors this rank holds (empty ones left out), in storage order.
+  // The tensors this rank holds (empty ones left out), in storage order; param is the fp32 master.
   std::vector<ParameterView> parameter_views();
   // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the
   // head stage's copy of wte when the embedding is on another stage.
@@ -209,8 +234,8 @@ class GptModel {
  private:
   // One micro-batch's activations and inputs.
   struct Slot {
-    float* base = nullptr;  // activations of this slot: floats_per_slot_ from here
-    ActivationTensors acts{};
+    std::byte* base = nullptr;  // activations of this slot: slot bytes from here
+    ActivationTensorsT<S> acts{};
     std::int32_t* tokens = nullptr;   // (B, T)
     std::int32_t* targets = nullptr;  // (B, T)
     std::int64_t B = 0, T = 0;
@@ -220,26 +245,35 @@ class GptModel {
 
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
   Slot& slot_at(std::int64_t slot);
-  void tp_all_reduce_sum(float* data, std::int64_t count) const;
+  void tp_all_reduce_sum(S* data, std::int64_t count);
 
   GptConfig config_;
   GptShard shard_;
   TensorParallelGroup tp_;
   kernels::Backend backend_;
-  const kernels::KernelTable* k_;
+  kernels::StorageKernels<S> k_;
   std::int64_t max_batch_, max_seq_len_, parameter_count_;
+  double loss_scale_ = 1.0;
 
-  TrackedBuffer params_memory_;       // params
-  TrackedBuffer grads_memory_;        // grads
+  TrackedBuffer params_memory_;       // params: the weights the kernels read (S)
+  TrackedBuffer master_memory_;       // optimizer: fp32 master weights (16-bit S only)
+  TrackedBuffer grads_memory_;        // grads (float)
   TrackedBuffer acts_memory_;         // activations: activation_slots sets
   TrackedBuffer inputs_memory_;       // activations: tokens and targets, int32 (slots, 2, B, T)
   TrackedBuffer acts_grads_memory_;   // workspace
-  ParameterTensors params_{};
+  TrackedBuffer tp_widened_memory_;   // comm: a 16-bit tp all-reduce's float copy (B, T, C)
+  ParameterTensorsT<S> params_{};
+  ParameterTensors master_{};  // params_ itself in fp32
   ParameterTensors grads_{};
   std::vector<Slot> slots_;
-  ActivationGradients acts_grads_{};
-  const float* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
+  ActivationGradientsT<S> acts_grads_{};
+  const S* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
   GradientReadyCallback gradient_ready_;
 };
+
+using GptModel = GptModelT<float>;
+extern template class GptModelT<float>;
+extern template class GptModelT<bf16>;
+extern template class GptModelT<fp16>;
 
 }  // namespace sb::gpt

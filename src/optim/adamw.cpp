@@ -2,6 +2,7 @@
 // fused multi-tensor kernels: a GPT has 16 slices, so per-slice launches cost nothing here.
 #include "optim/adamw.hpp"
 
+#include <cmath>
 #include <utility>
 
 #include "core/check.hpp"
@@ -29,8 +30,10 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
                 config_.grad_clip);
 }
 
-double AdamW::clip_and_step(double lr) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1, reduce_norm_);
+double AdamW::clip_and_step(double lr, const GradientScaling& scaling) {
+  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1, reduce_norm_,
+                                                    scaling);
+  if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
   ++step_;
   float* m = state_.as<float>();
   float* v = m + numel_;

@@ -31,7 +31,9 @@ class AdamW {
   // Clips the gradients to config.grad_clip by their global L2 norm (scale max_norm /
   // (norm + 1e-6) when below 1, as clip_grad_norm_), then takes one AdamW step with this
   // lr. Returns the norm before clipping.
-  double clip_and_step(double lr);
+  // Under fp16 loss scaling the gradients are divided by scaling.loss_scale first, and an
+  // overflow (non-finite norm, returned) skips the step: parameters, state and step count stay.
+  double clip_and_step(double lr, const GradientScaling& scaling = {});
 
   // For a sharded optimizer (ZeRO-1): how this rank's squared gradient norm becomes the
   // whole model's, so clipping sees the global norm.

@@ -1,6 +1,7 @@
 // Global-norm gradient clipping shared by AdamW and SGD.
 #include "optim/gradient_clipping.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.hpp"
@@ -19,20 +20,22 @@ std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std:
 
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
-                                     std::int64_t step, const SquaredNormReducer& reduce) {
+                                     std::int64_t step, const SquaredNormReducer& reduce,
+                                     const GradientScaling& scaling) {
   double squared = 0.0;
   for (const auto& slice : slices) {
     if (reduce && slice.replica) continue;  // another rank counts it in the reduced sum
     squared += kernels.squared_norm(slice.grad, slice.numel);
   }
   if (reduce) squared = reduce(squared);
-  const double norm = std::sqrt(squared);
+  SB_CHECK(scaling.loss_scale > 0, "{}: loss scale {} at step {}", optimizer, scaling.loss_scale, step);
+  const double norm = std::sqrt(squared) / scaling.loss_scale;
+  if (!std::isfinite(norm) && scaling.skip_non_finite) return norm;
   SB_CHECK(std::isfinite(norm), "{}: gradient norm is {} at step {}", optimizer, norm, step);
-  if (max_norm > 0) {
-    const double coef = max_norm / (norm + 1e-6);  // torch.nn.utils.clip_grad_norm_
-    if (coef < 1.0)
-      for (const auto& slice : slices) kernels.scale_inplace(slice.grad, slice.numel, coef);
-  }
+  double coef = 1.0 / scaling.loss_scale;
+  if (max_norm > 0) coef *= std::min(1.0, max_norm / (norm + 1e-6));  // torch.nn.utils.clip_grad_norm_
+  if (coef != 1.0)
+    for (const auto& slice : slices) kernels.scale_inplace(slice.grad, slice.numel, coef);
   return norm;
 }
 

@@ -20,12 +20,22 @@ std::int64_t checked_total_numel(const std::vector<ParameterSlice>& slices, std:
 // all-reduce); empty when the slices hold the whole model.
 using SquaredNormReducer = std::function<double(double)>;
 
-// Returns the norm before clipping; scales every gradient by max_norm / (norm + 1e-6) when
-// that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`. With a
+// How a step's gradients reach the optimizer under fp16 loss scaling: they carry a factor
+// loss_scale, divided out before the update (in the same pass as clipping), and with
+// skip_non_finite an overflowed gradient (a non-finite norm) skips the step instead of failing.
+struct GradientScaling {
+  double loss_scale = 1.0;
+  bool skip_non_finite = false;
+};
+
+// Returns the norm before clipping (of the unscaled gradients); scales every gradient by max_norm / (norm + 1e-6) when
+// that is below 1 (max_norm 0 = off). A non-finite norm is an error naming `step`, unless
+// scaling.skip_non_finite: then it is returned and the gradients are left as they are. With a
 // reducer the norm is that of the whole model, the slices being this rank's shard; slices
 // marked replica are then left out of this rank's sum (another rank holds and counts them).
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
-                                     std::int64_t step, const SquaredNormReducer& reduce = {});
+                                     std::int64_t step, const SquaredNormReducer& reduce = {},
+                                     const GradientScaling& scaling = {});
 
 }  // namespace sb::optim

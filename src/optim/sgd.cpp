@@ -2,6 +2,7 @@
 // fused multi-tensor kernels and Nesterov momentum.
 #include "optim/sgd.hpp"
 
+#include <cmath>
 #include <utility>
 
 #include "core/check.hpp"
@@ -26,8 +27,10 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
                 config_.grad_clip);
 }
 
-double Sgd::clip_and_step(double lr) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "sgd", step_ + 1, reduce_norm_);
+double Sgd::clip_and_step(double lr, const GradientScaling& scaling) {
+  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "sgd", step_ + 1, reduce_norm_,
+                                                    scaling);
+  if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
   ++step_;
   float* buffer = state_.as<float>();
   for (const auto& slice : slices_) {

@@ -31,7 +31,9 @@ class Sgd {
   // (as clip_grad_norm_), then takes one SGD step with this lr:
   //   g = grad + wd·p;  buf = g (first step) or momentum·buf + g;  p -= lr·buf.
   // Returns the norm before clipping.
-  double clip_and_step(double lr);
+  // Under fp16 loss scaling the gradients are divided by scaling.loss_scale first, and an
+  // overflow (non-finite norm, returned) skips the step: parameters, state and step count stay.
+  double clip_and_step(double lr, const GradientScaling& scaling = {});
 
   // For a sharded optimizer (ZeRO-1): how this rank's squared gradient norm becomes the
   // whole model's, so clipping sees the global norm.

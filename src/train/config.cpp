@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -236,11 +237,21 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     if (p.IsScalar()) {
       c.precision.dtype = p.as<std::string>();
     } else {
-      MapReader m(p, "precision", source, {"dtype", "loss_scale"});
+      MapReader m(p, "precision", source, {"dtype", "loss_scale", "growth_interval"});
       m.read("dtype", c.precision.dtype);
       m.read("loss_scale", c.precision.loss_scale);
+      m.read("growth_interval", c.precision.growth_interval);
     }
     require_one_of(c.precision.dtype, {"fp32", "fp16", "bf16"}, "precision", source);
+    const std::string& scale = c.precision.loss_scale;
+    if (scale != "dynamic" && scale != "none") {
+      char* end = nullptr;
+      const double value = std::strtod(scale.c_str(), &end);
+      SB_USER_CHECK(end != scale.c_str() && *end == '\0' && std::isfinite(value) && value > 0,
+                    "{}: 'precision.loss_scale' must be dynamic, none or a positive number, got '{}'", source, scale);
+    }
+    SB_USER_CHECK(c.precision.growth_interval >= 1, "{}: 'precision.growth_interval' must be at least 1, got {}",
+                  source, c.precision.growth_interval);
   }
 
   if (top.has("batch")) {

@@ -4,6 +4,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "core/check.hpp"
@@ -20,7 +23,7 @@ using parallel::comm_clock_seconds;
 // AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
 // the gradient norm before clipping. With ZeRO-1 the slices are this rank's shard and
 // `reduce_norm` makes the clipping norm the whole model's.
-std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
+std::function<double(double, const optim::GradientScaling&)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
                                                   kernels::Backend backend, MemoryTracker& tracker,
                                                   optim::SquaredNormReducer reduce_norm) {
   const auto& o = c.optimizer;
@@ -32,7 +35,7 @@ std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vec
     config.grad_clip = o.grad_clip;
     auto sgd = std::make_shared<optim::Sgd>(std::move(slices), config, backend, tracker);
     sgd->set_norm_reducer(std::move(reduce_norm));
-    return [sgd](double lr) { return sgd->clip_and_step(lr); };
+    return [sgd](double lr, const optim::GradientScaling& scaling) { return sgd->clip_and_step(lr, scaling); };
   }
   optim::AdamWConfig config;
   config.lr = o.lr;
@@ -43,20 +46,49 @@ std::function<double(double)> make_optimizer_step(const TrainConfig& c, std::vec
   config.grad_clip = o.grad_clip;
   auto adamw = std::make_shared<optim::AdamW>(std::move(slices), config, backend, tracker);
   adamw->set_norm_reducer(std::move(reduce_norm));
-  return [adamw](double lr) { return adamw->clip_and_step(lr); };
+  return [adamw](double lr, const optim::GradientScaling& scaling) { return adamw->clip_and_step(lr, scaling); };
+}
+
+// fp16 scales its loss unless precision.loss_scale is none; bf16 and fp32 never do.
+std::optional<optim::LossScaler> loss_scaler_of(const PrecisionSpec& p) {
+  if (p.dtype != "fp16" || p.loss_scale == "none") return std::nullopt;
+  optim::LossScalerConfig config;
+  config.growth_interval = p.growth_interval;
+  if (p.loss_scale != "dynamic") {
+    config.initial_scale = std::strtod(p.loss_scale.c_str(), nullptr);  // checked by the config reader
+    config.dynamic = false;
+  }
+  return optim::LossScaler(config);
+}
+
+// SB_INJECT_OVERFLOW=STEP (1-based) makes that step's gradients overflow on every rank: the
+// test of loss scaling's skipped step. 0 when unset.
+std::int64_t overflow_step_to_inject() {
+  const char* spec = std::getenv("SB_INJECT_OVERFLOW");
+  if (!spec || !*spec) return 0;
+  char* end = nullptr;
+  const long long step = std::strtoll(spec, &end, 10);
+  SB_USER_CHECK(*end == '\0' && step >= 1, "SB_INJECT_OVERFLOW '{}' is not a step number (1-based)", spec);
+  return step;
 }
 
 }  // namespace
 
 DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                                  kernels::Backend backend, MemoryTracker& tracker)
-    : config_(config), task_(task), dp_(grid.dp_comm()), tp_(grid.tp_comm()) {
+    : config_(config),
+      task_(task),
+      dp_(grid.dp_comm()),
+      tp_(grid.tp_comm()),
+      scaler_(loss_scaler_of(config.precision)),
+      inject_overflow_step_(overflow_step_to_inject()) {
   parallel::Communicator& dp = dp_;
   parallel::Communicator& mp = grid.mp_comm();
   SB_CHECK(dp.size() == config.strategy.dp, "data-parallel group of {} ranks for strategy.dp {}", dp.size(),
            config.strategy.dp);
   const std::span<float> parameters = task.parameters_flat();
   dp.broadcast(parameters.data(), static_cast<std::int64_t>(parameters.size()), parallel::DataType::f32, 0);
+  task.parameters_updated();
   std::vector<optim::ParameterSlice> slices = task.parameter_slices();
   optim::SquaredNormReducer reduce_norm;
   if (mp.size() > 1) reduce_norm = [&mp](double squared) { return mp.all_reduce_value(squared); };
@@ -83,7 +115,13 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   StepResult r;
   r.start_s = comm_clock_seconds();
   const std::size_t tp_first = tp_.stats().records().size();
+  if (scaler_) task_.set_loss_scale(scaler_->scale());
+  r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
   const double local_loss = task_.forward_backward(step);
+  if (step + 1 == inject_overflow_step_) {
+    const std::span<float> gradients = task_.gradients_flat();
+    if (!gradients.empty()) gradients.front() = std::numeric_limits<float>::infinity();
+  }
   Kokkos::fence();
   r.backward_end_s = comm_clock_seconds();
   const auto& tp_records = tp_.stats().records();
@@ -97,13 +135,16 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;
   r.loss_end_s = comm_clock_seconds();
   r.lr = learning_rate_at(config_.optimizer, step, config_.warmup_steps, total_steps);
-  r.grad_norm = optimizer_step_(r.lr);
+  r.grad_norm = optimizer_step_(r.lr, {.loss_scale = r.loss_scale, .skip_non_finite = scaler_.has_value()});
+  r.skipped = !std::isfinite(r.grad_norm);
+  if (scaler_) scaler_->update(r.skipped);
   Kokkos::fence();
   r.optimizer_end_s = comm_clock_seconds();
-  if (zero_) {
+  if (zero_ && !r.skipped) {
     zero_->gather_parameters();
     r.exchange = zero_->last_step();  // the all-gather's time and bytes added
   }
+  if (!r.skipped) task_.parameters_updated();
   r.end_s = comm_clock_seconds();
   return r;
 }

@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
+#include "optim/gradient_clipping.hpp"
+#include "optim/loss_scaler.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/process_grid.hpp"
 #include "train/config.hpp"
@@ -21,6 +24,10 @@ namespace sb::train {
 
 struct StepResult {
   double loss = 0, lr = 0, grad_norm = 0;  // loss: the mean over the global batch
+  // the loss scale backward started from (1 without fp16 loss scaling); skipped: the gradients
+  // overflowed, so the optimizer did not step (grad_norm is then inf or NaN)
+  double loss_scale = 1;
+  bool skipped = false;
   // on parallel::comm_clock_seconds(): start, end of backward (exchange included), end of the
   // loss all-reduce, end of the optimizer, end of the step
   double start_s = 0, backward_end_s = 0, loss_end_s = 0, optimizer_end_s = 0, end_s = 0;
@@ -46,6 +53,8 @@ class DistributedStep {
   DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                   kernels::Backend backend, MemoryTracker& tracker);
   StepResult run(std::int64_t step, std::int64_t total_steps);
+  // Steps skipped for overflowed gradients so far (fp16 loss scaling).
+  std::int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
 
  private:
   const TrainConfig& config_;
@@ -54,7 +63,10 @@ class DistributedStep {
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroOneSharding> zero_;
-  std::function<double(double)> optimizer_step_;  // lr -> gradient norm before clipping
+  // lr, scaling -> gradient norm before clipping (not finite: skipped)
+  std::function<double(double, const optim::GradientScaling&)> optimizer_step_;
+  std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
+  std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
 };
 
 }  // namespace sb::train

@@ -7,9 +7,11 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "core/check.hpp"
 #include "data/text_corpus.hpp"
+#include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "train/gpt_pipeline_stage.hpp"
@@ -43,6 +45,9 @@ gpt::GptPartition partition_of(const TrainConfig& c, const gpt::GptConfig& g, st
   return p;
 }
 
+// S: the model's storage (float, or bf16/fp16 under mixed precision; one rank's whole model or
+// a tensor-parallel shard, not a pipeline stage: the pipeline exchanges fp32 activations).
+template <class S>
 class LanguageModelTask final : public TrainingTask {
  public:
   LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
@@ -62,13 +67,17 @@ class LanguageModelTask final : public TrainingTask {
         tokens_(static_cast<std::size_t>(c.global_batch * T_)),
         targets_(tokens_.size()) {
     model_.init_weights(c.seed);
-    if (grid.pp() > 1) {
-      stage_.emplace(model_, micro_, T_);
+    if constexpr (std::is_same_v<S, float>) {
+      if (grid.pp() > 1) {
+        stage_.emplace(model_, micro_, T_);
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
                                                      pipeline_schedule_from_string(c.strategy.schedule),
                                                      local_batch_of(c) / micro_, tracker);
-      if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
-      stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
+        if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
+        stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
+      }
+    } else {
+      SB_CHECK(grid.pp() == 1, "{} pipeline stages", kernels::storage_name<S>());
     }
   }
 
@@ -84,6 +93,8 @@ class LanguageModelTask final : public TrainingTask {
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  void parameters_updated() override { model_.sync_storage_parameters(); }
+  void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
 
   // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {
@@ -91,7 +102,8 @@ class LanguageModelTask final : public TrainingTask {
     model_.zero_grad();
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
-    if (executor_) return pipeline_forward_backward(local, accumulation);
+    if constexpr (std::is_same_v<S, float>)
+      if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const auto offset = static_cast<std::size_t>((shard_.rank * local + m * micro_) * T_);
@@ -131,13 +143,15 @@ class LanguageModelTask final : public TrainingTask {
   // rank's rows are [vocab_begin, vocab_begin + V_r); the maxima meet over the tp group.
   void predictions(std::int64_t rows, std::vector<std::int32_t>& predicted) {
     const gpt::GptShard& sh = model_.shard();
-    const float* logits = model_.logits();
+    const S* logits = model_.logits();
     std::vector<float> best(static_cast<std::size_t>(rows));
     predicted.resize(static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r) {
-      const float* row = logits + r * sh.V_tp;
-      const float* top = std::max_element(row, row + sh.V_tp);
-      best[static_cast<std::size_t>(r)] = *top;
+      const S* row = logits + r * sh.V_tp;
+      const S* top = std::max_element(row, row + sh.V_tp, [](S a, S b) {
+        return kernels::widen_value(a) < kernels::widen_value(b);
+      });
+      best[static_cast<std::size_t>(r)] = kernels::widen_value(*top);
       predicted[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(sh.vocab_begin + (top - row));
     }
     if (grid_.tp() == 1) return;
@@ -169,13 +183,18 @@ class LanguageModelTask final : public TrainingTask {
     std::vector<std::int32_t> predicted;
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
-      if (!first) receive_from_previous_stage(grid_.pp_comm(), stage_activation_);
-      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr,
-                                              first ? nullptr : stage_activation_.data(),
+      const S* input = nullptr;
+      if constexpr (std::is_same_v<S, float>) {
+        if (!first) receive_from_previous_stage(grid_.pp_comm(), stage_activation_);
+        input = first ? nullptr : stage_activation_.data();
+      }
+      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr, input,
                                               last ? targets_.data() : nullptr, micro_, T_);
-      if (!last) {
-        send_to_next_stage(grid_.pp_comm(), {model_.stage_output(0), stage_activation_.size()});
-        continue;
+      if constexpr (std::is_same_v<S, float>) {
+        if (!last) {
+          send_to_next_stage(grid_.pp_comm(), {model_.stage_output(0), stage_activation_.size()});
+          continue;
+        }
       }
       r.loss += loss;
       predictions(micro_ * T_, predicted);
@@ -194,11 +213,11 @@ class LanguageModelTask final : public TrainingTask {
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
   data::TextCorpus corpus_;
-  gpt::GptModel model_;
+  gpt::GptModelT<S> model_;
   const kernels::KernelTable& kernels_;
   data::WindowSampler train_windows_, heldout_eval_, train_eval_;
   std::vector<std::int32_t> tokens_, targets_;
-  // pipeline parallel only
+  // pipeline parallel only (fp32)
   std::optional<GptPipelineStage> stage_;
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<float> tied_scratch_, stage_activation_;
@@ -209,7 +228,10 @@ class LanguageModelTask final : public TrainingTask {
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
                                                        MemoryTracker& tracker, parallel::ProcessGrid& grid) {
-  return std::make_unique<LanguageModelTask>(config, backend, tracker, grid);
+  const std::string& precision = config.precision.dtype;
+  if (precision == "bf16") return std::make_unique<LanguageModelTask<bf16>>(config, backend, tracker, grid);
+  if (precision == "fp16") return std::make_unique<LanguageModelTask<fp16>>(config, backend, tracker, grid);
+  return std::make_unique<LanguageModelTask<float>>(config, backend, tracker, grid);
 }
 
 }  // namespace sb::train

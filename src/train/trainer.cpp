@@ -51,8 +51,15 @@ void check_supported(const TrainConfig& c) {
                 "{}: the trainer shards optimizer state (strategy.zero 1) but not gradients or parameters; "
                 "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
-  SB_USER_CHECK(c.precision.dtype == "fp32", "{}: precision '{}' is not available in this build; use fp32",
-                c.source, c.precision.dtype);
+  if (c.precision.dtype != "fp32") {
+    SB_USER_CHECK(!trains_resnet(c), "{}: precision {} is built for the GPT so far; train {} in fp32", c.source,
+                  c.precision.dtype, c.model.name);
+    SB_USER_CHECK(c.strategy.pp == 1,
+                  "{}: precision {} with pipeline parallelism (strategy.pp {}) is not built yet; use fp32 or pp 1",
+                  c.source, c.precision.dtype, c.strategy.pp);
+    SB_USER_CHECK(c.device == "cpu", "{}: precision {} runs on device cpu so far, not '{}'", c.source,
+                  c.precision.dtype, c.device);
+  }
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
 }
@@ -273,7 +280,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
         timeline.add("optimizer", "optimizer", r.loss_end_s, optimizer_s, step + 1);
       }
       if (root)
-        run->append_step({.step = step + 1, .loss = loss, .lr = r.lr, .grad_norm = r.grad_norm, .loss_scale = 1.0,
+        run->append_step({.step = step + 1, .loss = loss, .lr = r.lr, .grad_norm = r.grad_norm, .loss_scale = r.loss_scale,
                           .step_time_s = step_s, .compute_s = compute_s,
                           .comm_s = comm_s + r.tp_comm_s + r.p2p_s, .bubble_s = r.bubble_s,
                           .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
@@ -325,7 +332,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"steps", steps},
                           {"dp_exchange_bytes", exchanged_bytes},
                           {"dp_bytes_sent_per_step", bytes_sent.empty() ? nan : median(bytes_sent)},
-                          {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)}});
+                          {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)},
+                          {"skipped_steps", distributed.skipped_steps()}});
       run->finish("ok", "");
     }
     return outcome;

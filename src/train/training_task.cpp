@@ -34,6 +34,10 @@ std::int64_t micro_batch_of(const TrainConfig& c) {
   return micro;
 }
 
+void TrainingTask::set_loss_scale(double scale) {
+  SB_CHECK(scale == 1.0, "{}: loss scale {} for a task without 16-bit storage", model_name(), scale);
+}
+
 void TrainingTask::synchronise_batchnorm(std::function<void(std::span<double>)>) {
   throw UserError(fmt::format("strategy.batchnorm 'sync' needs a model with BatchNorm; {} has none", model_name()));
 }

@@ -57,8 +57,15 @@ class TrainingTask {
   // BatchNorm statistics summed over every data-parallel rank (models without BatchNorm
   // refuse); `all_reduce_sum` adds a vector of doubles over the ranks in place.
   virtual void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum);
+  // fp32: the weights; under mixed precision the fp32 master weights. Gradients are fp32 always.
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;
+  // Mixed precision: after parameters_flat() changed (optimizer step, broadcast, ZeRO-1
+  // all-gather), rounds them into the 16-bit weights forward and backward read; nothing in fp32.
+  virtual void parameters_updated() {}
+  // fp16 loss scaling: the next backward starts from loss·scale (its gradients carry the
+  // factor until the optimizer divides it out). Tasks without 16-bit storage take only 1.
+  virtual void set_loss_scale(double scale);
   // Collective over the ranks that hold one model replica (tp×pp of data-parallel rank 0, who
   // alone call it); the results are valid on the replica's first rank (world rank 0).
   virtual std::vector<EvalResult> evaluate() = 0;

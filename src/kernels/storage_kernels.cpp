@@ -1,0 +1,285 @@
+// The storage-policy kernels: one float kernel call each, its 16-bit operands widened into
+// scratch before and its 16-bit outputs rounded back after (nothing to do for float).
+#include "kernels/storage_kernels.hpp"
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
+#include "core/check.hpp"
+
+namespace sb::kernels {
+
+namespace {
+
+constexpr i64 kChunkFloats = i64{1} << 20;  // 4 MiB: a new chunk is at least this large
+constexpr i64 kAlignFloats = 16;            // 64 bytes
+
+void convert(const KernelTable& k, float* out, const float* inp, i64 n) { std::copy(inp, inp + n, out); }
+void convert(const KernelTable& k, float* out, const bf16* inp, i64 n) { k.convert_bf16_to_f32(out, inp, n); }
+void convert(const KernelTable& k, float* out, const fp16* inp, i64 n) { k.convert_fp16_to_f32(out, inp, n); }
+void convert(const KernelTable& k, bf16* out, const float* inp, i64 n) { k.convert_f32_to_bf16(out, inp, n); }
+void convert(const KernelTable& k, fp16* out, const float* inp, i64 n) { k.convert_f32_to_fp16(out, inp, n); }
+
+// One kernel call's float views of its S operands. in(): read only; inout(): read and written
+// (the backward kernels' +=); out(): written whole. Outputs are rounded back to S when the call
+// ends. For float every view is the operand itself.
+template <class S>
+class Widened {
+ public:
+  Widened(const KernelTable& k, WideningScratch* scratch) : k_(k), scratch_(scratch) {}
+  Widened(const Widened&) = delete;
+  Widened& operator=(const Widened&) = delete;
+  ~Widened() {
+    if constexpr (!std::is_same_v<S, float>) {
+      for (const auto& [wide, narrow, n] : outputs_) convert(k_, narrow, wide, n);
+      scratch_->release_all();
+    }
+  }
+
+  const float* in(const S* p, i64 n) {
+    if constexpr (std::is_same_v<S, float>) {
+      return p;
+    } else {
+      if (!p) return nullptr;
+      float* wide = scratch_->take(n);
+      convert(k_, wide, p, n);
+      return wide;
+    }
+  }
+  float* inout(S* p, i64 n) {
+    if constexpr (std::is_same_v<S, float>) {
+      return p;
+    } else {
+      if (!p) return nullptr;
+      float* wide = scratch_->take(n);
+      convert(k_, wide, p, n);
+      outputs_.push_back({wide, p, n});
+      return wide;
+    }
+  }
+  float* out(S* p, i64 n) {
+    if constexpr (std::is_same_v<S, float>) {
+      return p;
+    } else {
+      if (!p) return nullptr;
+      float* wide = scratch_->take(n);
+      outputs_.push_back({wide, p, n});
+      return wide;
+    }
+  }
+
+ private:
+  struct Output {
+    float* wide;
+    S* narrow;
+    i64 n;
+  };
+  const KernelTable& k_;
+  WideningScratch* scratch_;
+  std::vector<Output> outputs_;
+};
+
+// Rows of an embedding table a lookup touches: 1 + the largest token (the table's own row
+// count is not a kernel argument).
+i64 vocab_rows(const std::int32_t* tokens, i64 n) {
+  std::int32_t largest = 0;
+  for (i64 i = 0; i < n; ++i) largest = std::max(largest, tokens[i]);
+  return static_cast<i64>(largest) + 1;
+}
+
+}  // namespace
+
+WideningScratch::WideningScratch(MemoryTracker& tracker, std::string label)
+    : tracker_(&tracker), label_(std::move(label)) {}
+
+float* WideningScratch::take(i64 count) {
+  const i64 n = (count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  while (used_chunk_ < chunks_.size()) {
+    const i64 capacity = chunks_[used_chunk_].bytes() / static_cast<i64>(sizeof(float));
+    if (used_floats_ + n <= capacity) {
+      float* p = chunks_[used_chunk_].as<float>() + used_floats_;
+      used_floats_ += n;
+      return p;
+    }
+    ++used_chunk_, used_floats_ = 0;
+  }
+  const i64 floats = std::max(n, kChunkFloats);
+  chunks_.emplace_back(*tracker_, MemoryCategory::workspace, floats * static_cast<i64>(sizeof(float)), label_);
+  used_chunk_ = chunks_.size() - 1;
+  used_floats_ = n;
+  return chunks_.back().as<float>();
+}
+
+template <class S>
+StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker) : k_(&kernels_for(backend)) {
+  if constexpr (!std::is_same_v<S, float>) {
+    SB_USER_CHECK(backend != Backend::cuda,
+                  "precision {} runs on the cpu back-end; 16-bit storage on the cuda back-end is not built yet",
+                  storage_name<S>());
+    scratch_ = std::make_unique<WideningScratch>(tracker, std::string("widened ") + storage_name<S>() + " operands");
+  }
+}
+
+template <class S>
+void StorageKernels<S>::widen(float* out, const S* inp, i64 N) const {
+  convert(*k_, out, inp, N);
+}
+
+template <class S>
+void StorageKernels<S>::narrow(S* out, const float* inp, i64 N) const {
+  if constexpr (std::is_same_v<S, float>)
+    std::copy(inp, inp + N, out);
+  else
+    convert(*k_, out, inp, N);
+}
+
+template <class S>
+void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C,
+                                       i64 OC) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->matmul_forward(w.out(out, BT * OC), w.in(inp, BT * C), w.in(weight, OC * C), w.in(bias, OC), BT, C, OC);
+}
+
+template <class S>
+void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
+                                        const S* weight, i64 BT, i64 C, i64 OC) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->matmul_backward(w.inout(dinp, BT * C), dweight, dbias, w.in(dout, BT * OC), w.in(inp, BT * C),
+                      w.in(weight, OC * C), BT, C, OC);
+}
+
+template <class S>
+void StorageKernels<S>::embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B,
+                                          i64 T, i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  const i64 V = vocab_rows(tokens, B * T);
+  k_->embedding_forward(w.out(out, B * T * C), tokens, w.in(wte, V * C), w.in(wpe, T * C), B, T, C);
+}
+
+template <class S>
+void StorageKernels<S>::embedding_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens,
+                                           i64 B, i64 T, i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->embedding_backward(dwte, dwpe, w.in(dout, B * T * C), tokens, B, T, C);
+}
+
+template <class S>
+void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, const S* inp, const S* weight,
+                                          const S* bias, i64 N, i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->layernorm_forward(w.out(out, N * C), mean, rstd, w.in(inp, N * C), w.in(weight, C), w.in(bias, C), N, C);
+}
+
+template <class S>
+void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
+                                           const S* weight, const float* mean, const float* rstd, i64 N, i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->layernorm_backward(w.inout(dinp, N * C), dweight, dbias, w.in(dout, N * C), w.in(inp, N * C),
+                         w.in(weight, C), mean, rstd, N, C);
+}
+
+template <class S>
+void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->attention_forward(w.out(out, B * T * C), w.out(att, B * NH * T * T), w.in(qkv, B * T * 3 * C), B, T, C, NH);
+}
+
+template <class S>
+void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T,
+                                           i64 C, i64 NH) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->attention_backward(w.inout(dqkv, B * T * 3 * C), w.in(dout, B * T * C), w.in(qkv, B * T * 3 * C),
+                         w.in(att, B * NH * T * T), B, T, C, NH);
+}
+
+template <class S>
+void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->gelu_forward(w.out(out, N), w.in(inp, N), N);
+}
+
+template <class S>
+void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 N) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->gelu_backward(w.inout(dinp, N), w.in(inp, N), w.in(dout, N), N);
+}
+
+template <class S>
+void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->residual_forward(w.out(out, N), w.in(a, N), w.in(b, N), N);
+}
+
+template <class S>
+void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->residual_backward(w.inout(da, N), w.inout(db, N), w.in(dout, N), N);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets,
+                                             i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_forward(losses, w.out(probs, BT * V), w.in(logits, BT * V), targets, BT, V);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets,
+                                              const float* dlosses, i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, BT, V);
+}
+
+template <class S>
+void StorageKernels<S>::embedding_shard_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe,
+                                                i64 vocab_begin, i64 V, i64 B, i64 T, i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->embedding_shard_forward(w.out(out, B * T * C), tokens, w.in(wte, V * C), w.in(wpe, T * C), vocab_begin, V,
+                              B, T, C);
+}
+
+template <class S>
+void StorageKernels<S>::embedding_shard_backward(float* dwte, float* dwpe, const S* dout,
+                                                 const std::int32_t* tokens, i64 vocab_begin, i64 V, i64 B, i64 T,
+                                                 i64 C) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->embedding_shard_backward(dwte, dwpe, w.in(dout, B * T * C), tokens, vocab_begin, V, B, T, C);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_shard_max(float* row_max, const S* logits, i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_shard_max(row_max, w.in(logits, BT * V), BT, V);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_shard_partials(float* sumexp, float* target_logit, const S* logits,
+                                                    const float* row_max, const std::int32_t* targets,
+                                                    i64 vocab_begin, i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_shard_partials(sumexp, target_logit, w.in(logits, BT * V), row_max, targets, vocab_begin, BT,
+                                  V);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_shard_finish(float* losses, S* probs, const S* logits, const float* row_max,
+                                                  const float* sumexp, const float* target_logit, i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_shard_finish(losses, w.out(probs, BT * V), w.in(logits, BT * V), row_max, sumexp, target_logit,
+                                BT, V);
+}
+
+template <class S>
+void StorageKernels<S>::crossentropy_shard_backward(S* dlogits, const S* probs, const std::int32_t* targets,
+                                                    const float* dlosses, i64 vocab_begin, i64 BT, i64 V) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->crossentropy_shard_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, vocab_begin, BT,
+                                  V);
+}
+
+template class StorageKernels<float>;
+template class StorageKernels<bf16>;
+template class StorageKernels<fp16>;
+
+}  // namespace sb::kernels

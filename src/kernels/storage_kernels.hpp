@@ -1,0 +1,109 @@
+// Mixed precision's storage policy at the kernel boundary: the kernels a model calls with its
+// activations, weights and activation gradients stored in S (float, bf16 or fp16), while the
+// parameter gradients (fp32 main gradients, as Megatron-LM keeps them), LayerNorm and BatchNorm
+// statistics, per-token losses and the cross-entropy's row statistics stay float. With S = float
+// every call goes straight to the backend's float kernel. With a 16-bit S each call widens its
+// 16-bit operands into float scratch (round-to-nearest-even is only ever needed on the way
+// back), runs the backend's float kernel — so GEMMs, reductions and statistics accumulate in
+// fp32 — and rounds the outputs it wrote back to S. That is what a tensor core does with bf16
+// operands, and what PyTorch does on a CPU without native 16-bit arithmetic; the conversions cost
+// time here that a GPU does not pay (the cost model carries the tensor-core ratio).
+// Leaves out 16-bit GEMM instructions (AVX512-BF16, tensor cores) and the CUDA back-end, whose
+// scratch would live on the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "kernels/kernels.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
+
+namespace sb::kernels {
+
+// A value of S as float and back (host code; float is the identity).
+inline float widen_value(float x) { return x; }
+inline float widen_value(bf16 x) { return to_float(x); }
+inline float widen_value(fp16 x) { return to_float(x); }
+
+// "fp32" | "bf16" | "fp16": the precision a storage type stands for in configs and results.
+template <class S>
+constexpr const char* storage_name();
+template <> constexpr const char* storage_name<float>() { return "fp32"; }
+template <> constexpr const char* storage_name<bf16>() { return "bf16"; }
+template <> constexpr const char* storage_name<fp16>() { return "fp16"; }
+
+// Float scratch for one kernel call's widened operands: a bump allocator over tracked chunks
+// (category workspace) that keeps its chunks, so after the first step no call allocates.
+class WideningScratch {
+ public:
+  WideningScratch(MemoryTracker& tracker, std::string label);
+  float* take(i64 count);  // 64-byte aligned; valid until release_all()
+  void release_all() { used_chunk_ = 0, used_floats_ = 0; }
+
+ private:
+  MemoryTracker* tracker_;
+  std::string label_;
+  std::vector<TrackedBuffer> chunks_;
+  std::size_t used_chunk_ = 0;  // the chunk being filled
+  i64 used_floats_ = 0;         // floats used in it
+};
+
+template <class S>
+class StorageKernels {
+ public:
+  StorageKernels(Backend backend, MemoryTracker& tracker);
+
+  const KernelTable& table() const { return *k_; }
+
+  // inp (N) -> out (N), whole arrays (OVERWRITTEN)
+  void widen(float* out, const S* inp, i64 N) const;
+  void narrow(S* out, const float* inp, i64 N) const;
+
+  // The kernels of kernels.hpp with S storage; shapes and semantics as there. Parameter
+  // gradients (dweight, dbias, dwte, dwpe) and statistics (mean, rstd, losses, dlosses, row_max,
+  // sumexp, target_logit) are float.
+  void matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C, i64 OC);
+  void matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
+                       i64 BT, i64 C, i64 OC);
+  void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B, i64 T, i64 C);
+  void embedding_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens, i64 B, i64 T,
+                          i64 C);
+  void layernorm_forward(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
+                         i64 C);
+  void layernorm_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
+                          const float* mean, const float* rstd, i64 N, i64 C);
+  void attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH);
+  void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T, i64 C, i64 NH);
+  void gelu_forward(S* out, const S* inp, i64 N);
+  void gelu_backward(S* dinp, const S* inp, const S* dout, i64 N);
+  void residual_forward(S* out, const S* a, const S* b, i64 N);
+  void residual_backward(S* da, S* db, const S* dout, i64 N);
+  void crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets, i64 BT, i64 V);
+  void crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses,
+                             i64 BT, i64 V);
+  void embedding_shard_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 vocab_begin,
+                               i64 V, i64 B, i64 T, i64 C);
+  void embedding_shard_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens,
+                                i64 vocab_begin, i64 V, i64 B, i64 T, i64 C);
+  void crossentropy_shard_max(float* row_max, const S* logits, i64 BT, i64 V);
+  void crossentropy_shard_partials(float* sumexp, float* target_logit, const S* logits, const float* row_max,
+                                   const std::int32_t* targets, i64 vocab_begin, i64 BT, i64 V);
+  void crossentropy_shard_finish(float* losses, S* probs, const S* logits, const float* row_max,
+                                 const float* sumexp, const float* target_logit, i64 BT, i64 V);
+  void crossentropy_shard_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses,
+                                   i64 vocab_begin, i64 BT, i64 V);
+
+ private:
+  const KernelTable* k_;
+  std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
+};
+
+extern template class StorageKernels<float>;
+extern template class StorageKernels<bf16>;
+extern template class StorageKernels<fp16>;
+
+}  // namespace sb::kernels
