@@ -38,7 +38,8 @@ TEST(GptConfig, NamedConfigsAndUnknownName) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown model 'gpt-huge' (known: gpt-nano, gpt-tiny, gpt-small, gpt2-124m)");
+                 "unknown model 'gpt-huge' (known: gpt-nano, gpt-tiny, gpt-small, gpt2-124m, "
+                 "gpt-1.3b, gpt-6.7b, gpt-13b, gpt-175b, gpt-530b, gpt-1t)");
   }
 }
 
