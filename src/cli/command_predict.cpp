@@ -23,9 +23,10 @@ struct PredictOptions {
 
 std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteProfile& site) {
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  std::string out = fmt::format("{} on {} × {} (site {}), dp {} tp {} pp {}, {} micro-batches of {}, {}\n",
-                                p.model, p.devices, site.device, site.name, p.dp, p.tp, p.pp,
-                                p.micro_batches, p.micro_batch, p.precision);
+  std::string out = fmt::format("{} on {} × {} (site {}), dp {} tp {} pp {}", p.model, p.devices,
+                                site.device, site.name, p.dp, p.tp, p.pp);
+  if (p.micro_batch > 0) out += fmt::format(", {} micro-batches of {}", p.micro_batches, p.micro_batch);
+  out += fmt::format(", {}\n", p.precision);
   if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
   out += fmt::format("step time     {:10.4f} s\n", p.step_time_s);
   out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
@@ -41,7 +42,9 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
                      "total {:.2f} of {:.1f} GiB\n", p.memory.params / GiB, p.memory.grads / GiB,
                      p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.total() / GiB,
                      p.memory_available / GiB);
-  if (p.cost_per_hour > 0) out += fmt::format("cost          {:.2f} per hour\n", p.cost_per_hour);
+  if (p.cost_per_hour > 0)
+    out += fmt::format("cost          {:.2f} per hour ({} devices × {:.2f})\n", p.cost_per_hour, p.devices,
+                       site.price_per_device_hour.value_or(0.0));
   return out;
 }
 

@@ -24,6 +24,10 @@ double sum_units(const std::vector<UnitCost>& units, F&& field) {
   return std::accumulate(units.begin(), units.end(), 0.0,
                          [&](double acc, const UnitCost& u) { return acc + field(u); });
 }
+void fill_weight_bytes(ModelDescription& d) {
+  for (UnitCost& unit : d.units)
+    for (LayerCost& layer : unit.layers) layer.weight_bytes = layer.parameters * d.element_bytes;
+}
 }  // namespace
 
 double UnitCost::forward_flops() const {
@@ -64,7 +68,7 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
                      {{"embedding", fmt::format("wte (V,C) = ({},{}), wpe (maxT,C) = ({},{})",
                                                 config.vocab, config.channels, config.max_seq_len,
                                                 config.channels),
-                       0.0, static_cast<double>(gpt::gpt_embedding_parameter_count(config)), 0.0}},
+                       0.0, static_cast<double>(gpt::gpt_embedding_parameter_count(config)), 0.0, 0.0}},
                      boundary});
   const double block_activations =
       activation_bytes_per_layer(s, b, C, static_cast<double>(config.heads), 1.0, false,
@@ -76,16 +80,17 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
                          fmt::format("in (b,s,C) = ({},{},{}), {} heads", micro_batch, seq_len,
                                      config.channels, config.heads),
                          gpt::gpt_block_forward_flops(config, micro_batch, seq_len),
-                         static_cast<double>(gpt::gpt_block_parameter_count(config)), block_activations}},
+                         static_cast<double>(gpt::gpt_block_parameter_count(config)), 0.0, block_activations}},
                        boundary});
   }
   d.units.push_back(
       {"head",
        {{"final_layernorm", fmt::format("(b,s,C) = ({},{},{})", micro_batch, seq_len, config.channels),
-         0.0, static_cast<double>(gpt::gpt_final_layernorm_parameter_count(config)), 0.0},
+         0.0, static_cast<double>(gpt::gpt_final_layernorm_parameter_count(config)), 0.0, 0.0},
         {"logits", fmt::format("(b,s,V) = ({},{},{}), tied to wte", micro_batch, seq_len, config.vocab),
-         gpt::gpt_head_forward_flops(config, micro_batch, seq_len), 0.0, b * s * V * 4.0}},
+         gpt::gpt_head_forward_flops(config, micro_batch, seq_len), 0.0, 0.0, b * s * V * 4.0}},
        0.0});
+  fill_weight_bytes(d);
   return d;
 }
 
@@ -117,8 +122,9 @@ ModelDescription describe_resnet(const resnet::ResnetConfig& config, std::int64_
                      layer.in_size, layer.in_size, micro_batch, layer.out_channels, layer.out_size,
                      layer.out_size),
          layer.forward_flops(micro_batch), static_cast<double>(layer.parameter_count()),
-         out * element_bytes});
+         0.0, out * element_bytes});
   }
+  fill_weight_bytes(d);
   return d;
 }
 

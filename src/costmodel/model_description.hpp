@@ -22,6 +22,7 @@ struct LayerCost {
   std::string shape;            // "in (b,s,C) = (1,2048,12288)"
   double forward_flops = 0;     // one micro-batch, a multiply-add counted as 2
   double parameters = 0;        // elements
+  double weight_bytes = 0;      // parameters × the description's element bytes
   double activation_bytes = 0;  // kept for the backward, one micro-batch, no parallelism
 };
 
@@ -42,7 +43,7 @@ struct ModelDescription {
   double element_bytes = 4;      // activations and weights as stored: 4 (fp32) or 2 (fp16, bf16)
   gpt::GptConfig gpt;            // family gpt
   resnet::ResnetConfig resnet;   // family resnet
-  std::vector<UnitCost> units;
+  std::vector<UnitCost> units;  // in execution order; every layer's weight_bytes filled in
 
   double parameters() const;
   double forward_flops() const;

@@ -30,6 +30,7 @@ TEST(ModelDescription, GptBlockActivationsAreKorthikantisFormula) {
   const ModelDescription half = describe_gpt(g, 1, 2048, 2);
   const double sbh = 2048.0 * 12288;
   EXPECT_DOUBLE_EQ(half.units[1].activation_bytes(), sbh * (34 + 5.0 * 96 * 2048 / 12288));
+  EXPECT_DOUBLE_EQ(half.units[1].layers[0].weight_bytes, 2.0 * (12.0 * 12288 * 12288 + 13 * 12288));
   // fp32 activations: twice the 16-bit bytes
   EXPECT_DOUBLE_EQ(describe_gpt(g, 1, 2048, 4).units[1].activation_bytes(), 2 * half.units[1].activation_bytes());
   // the head keeps fp32 logits (b, s, V)
