@@ -1,5 +1,5 @@
-// Named GPT configs and their validation. Leaves out spec-only sizes for the cost model
-// (1.3B ... 1T), which are never instantiated as models.
+// Named GPT configs (trainable and spec-only) and their validation. Leaves out the model:
+// spec-only sizes are never instantiated (resolve_gpt_partition refuses them).
 #include "models/gpt/gpt_config.hpp"
 
 #include <array>
@@ -10,12 +10,25 @@
 namespace sb::gpt {
 
 namespace {
-const std::array<GptConfig, 4>& named_configs() {
-  static const std::array<GptConfig, 4> configs{{
+const std::array<GptConfig, 10>& named_configs() {
+  // Spec-only sizes: layers, hidden and heads of the GPT-3 family as trained with Megatron-LM
+  // (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 1.3B, 6.7B, 13B,
+  // 175B) and of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
+  // Clusters Using Megatron-LM", Table 1: the 530B and 1T rows), sequence 2048, vocabulary
+  // 51,200 (GPT-2's 50,257 padded, as Megatron-LM does). Two GPT-3 entries are taken as
+  // Megatron-LM's examples run them: 1.3B with 16 heads of 128 (the table's 24 heads of 128 do
+  // not multiply to its width 2048) and 13B 5120 wide (the table's 5140 is not 40 × 128).
+  static const std::array<GptConfig, 10> configs{{
       {"gpt-nano", 2, 64, 4, 64, 256},
       {"gpt-tiny", 4, 256, 8, 128, 256},
       {"gpt-small", 6, 384, 6, 256, 256},
       {"gpt2-124m", 12, 768, 12, 1024, 50304},  // GPT-2 vocab 50257 padded to 64·786
+      {"gpt-1.3b", 24, 2048, 16, 2048, 51200, true},
+      {"gpt-6.7b", 32, 4096, 32, 2048, 51200, true},
+      {"gpt-13b", 40, 5120, 40, 2048, 51200, true},
+      {"gpt-175b", 96, 12288, 96, 2048, 51200, true},
+      {"gpt-530b", 105, 20480, 128, 2048, 51200, true},
+      {"gpt-1t", 128, 25600, 160, 2048, 51200, true},
   }};
   return configs;
 }
@@ -52,9 +65,22 @@ void validate_gpt_config(const GptConfig& config) {
                 config.channels, config.heads);
 }
 
+std::int64_t gpt_embedding_parameter_count(const GptConfig& config) {
+  return (config.vocab + config.max_seq_len) * config.channels;
+}
+
+std::int64_t gpt_block_parameter_count(const GptConfig& config) {
+  const std::int64_t C = config.channels;
+  return 12 * C * C + 13 * C;
+}
+
+std::int64_t gpt_final_layernorm_parameter_count(const GptConfig& config) {
+  return 2 * config.channels;
+}
+
 std::int64_t gpt_parameter_count(const GptConfig& config) {
-  const std::int64_t L = config.layers, C = config.channels;
-  return config.vocab * C + config.max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C;
+  return gpt_embedding_parameter_count(config) + config.layers * gpt_block_parameter_count(config) +
+         gpt_final_layernorm_parameter_count(config);
 }
 
 }  // namespace sb::gpt

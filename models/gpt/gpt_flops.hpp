@@ -16,9 +16,16 @@ namespace sb::gpt {
 //   head        2·B·T·C·V  logits against the tied token embedding
 // Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
 // is bandwidth-bound and under 1% of the total at these shapes.
+// The attention core 4·B·T²·C (scores and probabilities·V) is also what selective
+// recomputation (Korthikanti et al. 2022) runs a second time in the backward.
+inline double gpt_block_attention_core_forward_flops(const GptConfig& config, std::int64_t B,
+                                                     std::int64_t T) {
+  const double b = static_cast<double>(B), t = static_cast<double>(T), C = static_cast<double>(config.channels);
+  return 4.0 * b * t * t * C;
+}
 inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   const double b = static_cast<double>(B), t = static_cast<double>(T), C = static_cast<double>(config.channels);
-  return 24.0 * b * t * C * C + 4.0 * b * t * t * C;
+  return 24.0 * b * t * C * C + gpt_block_attention_core_forward_flops(config, B, T);
 }
 inline double gpt_head_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   return 2.0 * static_cast<double>(B) * static_cast<double>(T) * static_cast<double>(config.channels) *

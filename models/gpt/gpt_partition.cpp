@@ -10,6 +10,9 @@ using i64 = std::int64_t;
 
 GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& p) {
   validate_gpt_config(config);
+  SB_USER_CHECK(!config.spec_only, "gpt '{}' is spec only: its shapes serve the cost model, it "
+                "cannot be trained (trainable: gpt-nano, gpt-tiny, gpt-small, gpt2-124m)",
+                config.name);
   GptShard s;
   const i64 end = p.layer_end < 0 ? config.layers : p.layer_end;
   SB_USER_CHECK(p.layer_begin >= 0 && p.layer_begin < end && end <= config.layers,

@@ -26,7 +26,8 @@ using kernels::Backend;
 
 TEST(GptConfig, NamedConfigsAndUnknownName) {
   EXPECT_EQ(gpt_config_names(),
-            (std::vector<std::string>{"gpt-nano", "gpt-tiny", "gpt-small", "gpt2-124m"}));
+            (std::vector<std::string>{"gpt-nano", "gpt-tiny", "gpt-small", "gpt2-124m", "gpt-1.3b",
+                                      "gpt-6.7b", "gpt-13b", "gpt-175b", "gpt-530b", "gpt-1t"}));
   const GptConfig tiny = gpt_config_by_name("gpt-tiny");
   EXPECT_EQ(tiny.layers, 4);
   EXPECT_EQ(tiny.channels, 256);
@@ -38,7 +39,8 @@ TEST(GptConfig, NamedConfigsAndUnknownName) {
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown model 'gpt-huge' (known: gpt-nano, gpt-tiny, gpt-small, gpt2-124m)");
+                 "unknown model 'gpt-huge' (known: gpt-nano, gpt-tiny, gpt-small, gpt2-124m, "
+                 "gpt-1.3b, gpt-6.7b, gpt-13b, gpt-175b, gpt-530b, gpt-1t)");
   }
 }
 

@@ -1,0 +1,73 @@
+// `scalebench predict --config CASE.yaml --site SITE.yaml [--devices N] [--set k=v]... [--json]`:
+// the cost model's prediction of one training step. Leaves out the model (src/costmodel).
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "costmodel/predict_case.hpp"
+#include "costmodel/prediction_json.hpp"
+#include "costmodel/site_profile.hpp"
+#include "costmodel/step_prediction.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+struct PredictOptions {
+  std::string config, site;
+  std::vector<std::string> overrides;
+  int devices = 0;
+  bool json = false;
+};
+
+std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteProfile& site) {
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  std::string out = fmt::format("{} on {} × {} (site {}), dp {} tp {} pp {}", p.model, p.devices,
+                                site.device, site.name, p.dp, p.tp, p.pp);
+  if (p.micro_batch > 0) out += fmt::format(", {} micro-batches of {}", p.micro_batches, p.micro_batch);
+  out += fmt::format(", {}\n", p.precision);
+  if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
+  out += fmt::format("step time     {:10.4f} s\n", p.step_time_s);
+  out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
+                     p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
+  out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f})\n", p.comm_s,
+                     p.tp_comm_s, p.p2p_s, p.dp_comm_s);
+  out += fmt::format("  bubble      {:10.4f} s\n", p.bubble_s);
+  out += fmt::format("  optimizer   {:10.4f} s\n", p.optimizer_s);
+  if (p.gpt) out += fmt::format("throughput    {:10.4g} tokens/s\n", p.tokens_per_s);
+  else out += fmt::format("throughput    {:10.4g} samples/s\n", p.samples_per_s);
+  out += fmt::format("TFLOP/s/device {:9.2f}   MFU {:.1f}%\n", p.tflops_per_device, 100.0 * p.mfu);
+  out += fmt::format("memory/rank   params {:.2f}, grads {:.2f}, optimizer {:.2f}, activations {:.2f}, "
+                     "total {:.2f} of {:.1f} GiB\n", p.memory.params / GiB, p.memory.grads / GiB,
+                     p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.total() / GiB,
+                     p.memory_available / GiB);
+  if (p.cost_per_hour > 0)
+    out += fmt::format("cost          {:.2f} per hour ({} devices × {:.2f})\n", p.cost_per_hour, p.devices,
+                       site.price_per_device_hour.value_or(0.0));
+  return out;
+}
+
+}  // namespace
+
+std::function<int()> add_predict_command(CLI::App& app) {
+  auto options = std::make_shared<PredictOptions>();
+  CLI::App* cmd = app.add_subcommand("predict", "predict a case's step time, memory, throughput and MFU on a site");
+  cmd->add_option("--config", options->config, "case config (YAML; a named model or an inline one)")->required();
+  cmd->add_option("--site", options->site, "site profile (jobs/sites/*.yaml)")->required();
+  cmd->add_option("--devices", options->devices, "device count (default dp × tp × pp)")->check(CLI::PositiveNumber);
+  cmd->add_option("--set", options->overrides, "override a config key: key=value (repeatable)");
+  cmd->add_flag("--json", options->json, "answer in JSON");
+  return [options]() {
+    const train::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
+    const costmodel::SiteProfile site = costmodel::load_site_profile(options->site);
+    const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
+    if (options->json)
+      std::puts(costmodel::prediction_json(p).dump(2).c_str());
+    else
+      std::fputs(human_summary(p, site).c_str(), stdout);
+    return p.feasible ? 0 : 1;
+  };
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,72 @@
+// The cost model's closed forms from the literature, each a pure function with its source:
+// training FLOPs, activation memory, ZeRO model-state memory, the pipeline bubble and the time
+// of a collective on one link level. Leaves out which of them a configuration calls (predict).
+#pragma once
+
+#include <string_view>
+
+namespace sb::costmodel {
+
+enum class Recompute { none, selective, full };
+// "none" | "selective" | "full" (the config has already checked the spelling).
+Recompute recompute_from_string(std::string_view name);
+
+// ---- FLOPs (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+// Clusters Using Megatron-LM", §5.1 and appendix) -------------------------------------------
+// One iteration of B sequences of s tokens, l layers, hidden h, vocabulary V, without
+// recomputation (eq. 2): 72·B·s·l·h²·(1 + s/(6h) + V/(12·h·l)).
+double megatron_training_flops(double B, double s, double l, double h, double V);
+// With full recomputation, which runs every block's forward twice (eq. 3):
+// 96·B·s·l·h²·(1 + s/(6h) + V/(16·h·l)).
+double megatron_training_flops_full_recompute(double B, double s, double l, double h, double V);
+// Per token: 6N + 12·l·s·h, N the parameters that enter a GEMM (12·l·h² + V·h for the GPT;
+// 6N is Kaplan et al. 2020's rule, 12·l·s·h the attention scores and their product with V,
+// forward 4·s·h per layer and token, backward twice that). Times B·s it is eq. 2 exactly.
+double training_flops_per_token(double N, double l, double s, double h);
+
+// ---- activation memory (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+// Transformer Models", §4 and Table 2) -----------------------------------------------------------
+// Bytes one transformer layer keeps for its backward: sequence s, micro-batch b, hidden h,
+// heads a, tensor parallelism t, 16-bit activations and 1-byte dropout masks:
+//   no recomputation   sbh·(10 + 24/t + 5as/(ht))     sequence parallel: sbh/t·(34 + 5as/h)
+//   selective          sbh·(10 + 24/t)                sequence parallel: 34·sbh/t
+//   full               2·sbh (the layer's input)      sequence parallel: 2·sbh/t
+// With t = 1 the first line is sbh·(34 + 5as/h).
+double activation_bytes_per_layer(double s, double b, double h, double a, double t,
+                                  bool sequence_parallel, Recompute recompute);
+
+// ---- ZeRO (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+// Parameter Models", §5 and Figure 1) -------------------------------------------------------------
+// Model states of Ψ parameters over Nd data-parallel ranks with mixed-precision Adam: 2Ψ
+// fp16 parameters, 2Ψ fp16 gradients, KΨ optimizer states (K = 12: fp32 master, momentum,
+// variance). Stage 1 shards the optimizer states, 2 also the gradients, 3 also the parameters:
+//   stage 0  (2 + 2 + K)Ψ      stage 2  2Ψ + (2 + K)Ψ/Nd
+//   stage 1  4Ψ + KΨ/Nd        stage 3  (2 + 2 + K)Ψ/Nd
+// The byte counts per parameter are arguments so fp32 training (4, 4, 8) uses the same form.
+struct ModelStateBytes {
+  double params = 0, grads = 0, optimizer = 0;
+  double total() const { return params + grads + optimizer; }
+};
+ModelStateBytes zero_model_state_bytes(double psi, int nd, int stage, double param_bytes = 2,
+                                       double grad_bytes = 2, double optimizer_bytes = 12);
+
+// ---- pipeline (Huang et al. 2019 GPipe; Narayanan et al. 2021 §2.2) -----------------------------
+// The idle fraction of a pipeline step with p stages, m micro-batches and v virtual stages per
+// device (the interleaved schedule): ((p−1)/v) / (m + (p−1)/v); v = 1 gives (p−1)/(m+p−1).
+double pipeline_bubble_fraction(int p, int m, int v = 1);
+
+// ---- communication on one link level (Patarasuk & Yuan 2009, Thakur et al. 2005) -----------------
+// bandwidth in bytes/s per device and direction, latency α in seconds per message step.
+struct LinkCost {
+  double bandwidth = 0;
+  double latency = 0;
+};
+// Ring all-reduce of S bytes over n ranks: 2(n−1)/n · S/B + 2(n−1)·α (0 for n = 1).
+double ring_all_reduce_seconds(double bytes, int n, LinkCost link);
+// Ring reduce-scatter or all-gather, S the full buffer: (n−1)/n · S/B + (n−1)·α.
+double ring_reduce_scatter_seconds(double bytes, int n, LinkCost link);
+double ring_all_gather_seconds(double bytes, int n, LinkCost link);
+// Point-to-point message: α + S/B.
+double p2p_seconds(double bytes, LinkCost link);
+
+}  // namespace sb::costmodel

@@ -1,0 +1,19 @@
+// load_predict_case: the train config parser with a default data set. Leaves out checks that
+// the data exist: a prediction never opens them.
+#include "costmodel/predict_case.hpp"
+
+namespace sb::costmodel {
+
+train::TrainConfig load_predict_case(const std::filesystem::path& path,
+                                     const std::vector<std::string>& overrides) {
+  YAML::Node root = train::load_yaml_file(path);
+  for (const auto& assignment : overrides) train::apply_override(root, assignment, path.string());
+  if (root.IsMap() && !root["data"]) {
+    const YAML::Node model = root["model"];
+    const bool resnet = model && model.IsScalar() && model.Scalar().rfind("resnet", 0) == 0;
+    root["data"] = resnet ? "mnist" : "sotu";
+  }
+  return train::parse_train_config(root, path.string());
+}
+
+}  // namespace sb::costmodel

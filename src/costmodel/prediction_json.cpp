@@ -1,0 +1,31 @@
+// prediction_json: the contract fields only, so scripts can rely on them.
+#include "costmodel/prediction_json.hpp"
+
+namespace sb::costmodel {
+
+nlohmann::json prediction_json(const Prediction& p) {
+  nlohmann::json j;
+  j["feasible"] = p.feasible;
+  j["reason"] = p.feasible ? nlohmann::json(nullptr) : nlohmann::json(p.reason);
+  const auto number = [&](double value) { return p.feasible ? nlohmann::json(value) : nlohmann::json(nullptr); };
+  j["step_time_s"] = number(p.step_time_s);
+  j["compute_s"] = number(p.compute_s);
+  j["comm_s"] = number(p.comm_s);
+  j["bubble_s"] = number(p.bubble_s);
+  j["optimizer_s"] = number(p.optimizer_s);
+  j[p.gpt ? "tokens_per_s" : "samples_per_s"] = number(p.gpt ? p.tokens_per_s : p.samples_per_s);
+  j["tflops_per_device"] = number(p.tflops_per_device);
+  j["mfu"] = number(p.mfu);
+  if (p.feasible) {
+    j["memory_bytes"] = {{"params", p.memory.params},
+                         {"grads", p.memory.grads},
+                         {"optimizer", p.memory.optimizer},
+                         {"activations", p.memory.activations},
+                         {"total", p.memory.total()}};
+  } else {
+    j["memory_bytes"] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace sb::costmodel

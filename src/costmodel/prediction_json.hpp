@@ -1,0 +1,16 @@
+// The JSON form of a Prediction, with the field names DESIGN.md fixes for `predict --json`
+// and `plan --json`. Leaves out the human table (cli/command_predict.cpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/step_prediction.hpp"
+
+namespace sb::costmodel {
+
+// feasible, reason, step_time_s, compute_s, comm_s, bubble_s, optimizer_s, tokens_per_s (GPT)
+// or samples_per_s (ResNet), tflops_per_device, mfu, memory_bytes {params, grads, optimizer,
+// activations, total}. An infeasible prediction carries its reason and null numbers.
+nlohmann::json prediction_json(const Prediction& p);
+
+}  // namespace sb::costmodel

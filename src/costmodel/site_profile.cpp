@@ -1,0 +1,170 @@
+// Parsing and checking of site profiles: unknown keys, missing fields and impossible values
+// are one sentence naming the file and key. Leaves out where the figures come from (the
+// comments of each jobs/sites/*.yaml).
+#include "costmodel/site_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "core/check.hpp"
+#include "train/config.hpp"
+
+namespace sb::costmodel {
+
+namespace {
+
+// Checks a mapping's keys against the allowed ones and reads its values with the file and
+// dotted key in every message.
+class Mapping {
+ public:
+  Mapping(const YAML::Node& node, std::string prefix, const std::string& source,
+          const std::vector<std::string>& allowed)
+      : node_(node), prefix_(std::move(prefix)), source_(source) {
+    SB_USER_CHECK(node && node.IsMap(), "{}: '{}' must be a mapping", source_, where());
+    for (const auto& item : node_) {
+      const std::string key = item.first.as<std::string>();
+      SB_USER_CHECK(std::find(allowed.begin(), allowed.end(), key) != allowed.end(),
+                    "{}: unknown key '{}' (allowed: {})", source_, qualified(key),
+                    fmt::join(allowed, ", "));
+    }
+  }
+  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  std::string qualified(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
+  YAML::Node child(const std::string& key) const {
+    SB_USER_CHECK(has(key), "{}: '{}' is missing", source_, qualified(key));
+    return node_[key];
+  }
+  template <class T>
+  T required(const std::string& key) const {
+    return convert<T>(child(key), key);
+  }
+  // A positive number.
+  double positive(const std::string& key) const {
+    const double value = required<double>(key);
+    SB_USER_CHECK(value > 0, "{}: '{}' must be positive, got {}", source_, qualified(key), value);
+    return value;
+  }
+  std::optional<double> optional_positive(const std::string& key) const {
+    if (!has(key)) return std::nullopt;
+    return positive(key);
+  }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  std::string where() const { return prefix_.empty() ? "the profile" : prefix_; }
+  template <class T>
+  T convert(const YAML::Node& value, const std::string& key) const {
+    try {
+      return value.as<T>();
+    } catch (const YAML::Exception&) {
+      throw UserError(fmt::format("{}: '{}' has the wrong type (got '{}')", source_, qualified(key),
+                                  value.IsScalar() ? value.Scalar() : std::string("a collection")));
+    }
+  }
+  YAML::Node node_;
+  std::string prefix_;
+  const std::string& source_;
+};
+
+const std::vector<std::string> kPrecisions{"fp32", "tf32", "bf16", "fp16"};
+
+std::map<std::string, double> read_per_precision(const Mapping& parent, const std::string& key,
+                                                 const std::string& source, bool required_set,
+                                                 bool at_most_one) {
+  Mapping m(parent.child(key), parent.qualified(key), source, kPrecisions);
+  std::map<std::string, double> values;
+  for (const auto& precision : kPrecisions) {
+    if (m.has(precision)) {
+      values[precision] = m.positive(precision);
+      SB_USER_CHECK(!at_most_one || values[precision] <= 1.0,
+                    "{}: '{}' must lie in (0, 1], got {}", source, m.qualified(precision),
+                    values[precision]);
+    } else if (required_set && precision != "tf32") {
+      throw UserError(fmt::format("{}: '{}' is missing (fp32, bf16 and fp16 are required; tf32 "
+                                  "where the device has it)", source, m.qualified(precision)));
+    }
+  }
+  return values;
+}
+
+SiteLink read_link(const Mapping& parent, const std::string& key, const std::string& source,
+                   const char* bandwidth_key, const char* latency_key) {
+  Mapping m(parent.child(key), parent.qualified(key), source, {bandwidth_key, latency_key});
+  SiteLink link;
+  link.bandwidth = m.positive(bandwidth_key);
+  link.latency = m.required<double>(latency_key);
+  SB_USER_CHECK(link.latency >= 0, "{}: '{}' must not be negative, got {}", source,
+                m.qualified(latency_key), link.latency);
+  return link;
+}
+
+}  // namespace
+
+double SiteProfile::peak(const std::string& precision) const {
+  const auto it = peak_flops.find(precision);
+  SB_USER_CHECK(it != peak_flops.end(), "{}: 'peak_flops.{}' is not given: this device has no {} peak",
+                source, precision, precision);
+  return it->second;
+}
+
+double SiteProfile::efficiency(const std::string& precision) const {
+  const auto it = gemm_efficiency.find(precision);
+  return it == gemm_efficiency.end() ? 1.0 : it->second;
+}
+
+SiteLink SiteProfile::link(bool inter) const {
+  const auto& calibrated = inter ? calibrated_inter_node : calibrated_intra_node;
+  if (calibrated) return *calibrated;
+  return inter ? inter_node : intra_node;
+}
+
+SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source) {
+  SB_USER_CHECK(root && root.IsMap(), "{}: a site profile must be a mapping of keys to values",
+                source);
+  const Mapping top(root, "", source,
+                    {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
+                     "memory_bandwidth", "links", "price_per_device_hour", "power_watts",
+                     "calibrated"});
+  SiteProfile p;
+  p.source = source;
+  p.name = top.required<std::string>("name");
+  p.device = top.required<std::string>("device");
+  p.devices_per_node = top.required<int>("devices_per_node");
+  SB_USER_CHECK(p.devices_per_node >= 1, "{}: 'devices_per_node' must be at least 1, got {}", source,
+                p.devices_per_node);
+  p.peak_flops = read_per_precision(top, "peak_flops", source, true, false);
+  p.memory_bytes = top.positive("memory_bytes");
+  p.memory_bandwidth = top.positive("memory_bandwidth");
+  const Mapping links(top.child("links"), "links", source, {"intra_node", "inter_node"});
+  p.intra_node = read_link(links, "intra_node", source, "bandwidth", "latency");
+  p.inter_node = read_link(links, "inter_node", source, "bandwidth", "latency");
+  p.price_per_device_hour = top.optional_positive("price_per_device_hour");
+  p.power_watts = top.positive("power_watts");
+  if (top.has("calibrated")) {
+    const Mapping c(top.child("calibrated"), "calibrated", source,
+                    {"gemm_efficiency", "memory_efficiency", "links"});
+    if (c.has("gemm_efficiency"))
+      p.gemm_efficiency = read_per_precision(c, "gemm_efficiency", source, false, true);
+    p.memory_efficiency = c.optional_positive("memory_efficiency");
+    SB_USER_CHECK(!p.memory_efficiency || *p.memory_efficiency <= 1.0,
+                  "{}: 'calibrated.memory_efficiency' must lie in (0, 1], got {}", source,
+                  p.memory_efficiency.value_or(0));
+    if (c.has("links")) {
+      const Mapping l(c.child("links"), "calibrated.links", source, {"intra_node", "inter_node"});
+      if (l.has("intra_node")) p.calibrated_intra_node = read_link(l, "intra_node", source, "beta", "alpha");
+      if (l.has("inter_node")) p.calibrated_inter_node = read_link(l, "inter_node", source, "beta", "alpha");
+    }
+  }
+  return p;
+}
+
+SiteProfile load_site_profile(const std::filesystem::path& path) {
+  return parse_site_profile(train::load_yaml_file(path), path.string());
+}
+
+}  // namespace sb::costmodel

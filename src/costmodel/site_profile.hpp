@@ -1,0 +1,50 @@
+// A site profile (jobs/sites/*.yaml): one node's devices, their dense peaks per precision,
+// memory, the links inside and between nodes, price and power, and the efficiencies that
+// `calibrate` fits. Loading checks every key. Leaves out scheduler settings (sched) and how
+// the figures are used (step_prediction).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+namespace sb::costmodel {
+
+struct SiteLink {
+  double bandwidth = 0;  // bytes/s per device and direction
+  double latency = 0;    // seconds per message step
+};
+
+struct SiteProfile {
+  std::string source;  // the file, for messages
+  std::string name;
+  std::string device;  // "NVIDIA A100-SXM4-80GB"
+  int devices_per_node = 0;
+  // Dense peak FLOP/s per precision: fp32, bf16 and fp16 always; tf32 where the device has it.
+  std::map<std::string, double> peak_flops;
+  double memory_bytes = 0;      // per device
+  double memory_bandwidth = 0;  // bytes/s per device
+  SiteLink intra_node, inter_node;
+  std::optional<double> price_per_device_hour;  // currency units; absent: no cost predicted
+  double power_watts = 0;                       // per device
+  // calibrated: (absent = the datasheet figure is taken as reached, efficiency 1)
+  std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]
+  std::optional<double> memory_efficiency;
+  std::optional<SiteLink> calibrated_intra_node, calibrated_inter_node;  // α/β fitted
+
+  // Dense peak of a precision ("fp32", "bf16", ...); UserError naming the file when absent.
+  double peak(const std::string& precision) const;
+  // The calibrated GEMM efficiency of a precision, 1 when not calibrated.
+  double efficiency(const std::string& precision) const;
+  // The link of a level with its calibrated α/β when present.
+  SiteLink link(bool inter) const;
+  bool calibrated() const { return !gemm_efficiency.empty(); }
+};
+
+SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source);
+SiteProfile load_site_profile(const std::filesystem::path& path);
+
+}  // namespace sb::costmodel

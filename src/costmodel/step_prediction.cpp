@@ -1,0 +1,331 @@
+// The analytic step model of step_prediction.hpp. Every formula it applies lives in
+// closed_forms.hpp or the model sources; this file decides which applies where (stages, link
+// levels, overlap) and how much memory traffic the non-GEMM work makes. Leaves out the event
+// simulation and the interleaved schedule's extra activations.
+#include "costmodel/step_prediction.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "core/balanced_partition.hpp"
+#include "core/check.hpp"
+#include "costmodel/closed_forms.hpp"
+#include "costmodel/model_description.hpp"
+#include "models/gpt/gpt_flops.hpp"
+#include "models/resnet/resnet_config.hpp"
+#include "train/training_task.hpp"
+
+namespace sb::costmodel {
+
+namespace {
+
+using i64 = std::int64_t;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// What one rank of a pipeline stage holds and does for one micro-batch.
+struct StageCost {
+  double executed_flops = 0;     // forward + backward + recomputation, this rank's tp share
+  double elementwise_bytes = 0;  // memory traffic of the non-GEMM work, this rank
+  double parameters = 0;         // this rank's share
+  double activation_bytes = 0;   // kept for the backward, one micro-batch
+  double boundary_bytes = 0;     // the p2p message to the next stage (and its gradient back)
+  i64 tp_all_reduces = 0;        // per micro-batch
+  i64 in_flight = 1;             // micro-batches whose activations are held at once
+};
+
+// Parameter, gradient and optimizer bytes per parameter (ZeRO's 2, 2, K).
+struct StateBytes {
+  double param, grad, optimizer;
+};
+StateBytes state_bytes(const train::TrainConfig& c, double element_bytes) {
+  const bool mixed = element_bytes < 4;
+  const double master = mixed ? 4.0 : 0.0;  // fp32 master weights beside 16-bit ones
+  const double moments = c.optimizer.type == "adamw" ? 8.0 : 4.0;  // m and v, or momentum
+  return {element_bytes, element_bytes, master + moments};
+}
+
+// Bytes the optimizer reads and writes per parameter: the gradient, each fp32 state read and
+// written, and the 16-bit copy of the updated weight in mixed precision.
+double optimizer_bytes_per_parameter(const train::TrainConfig& c, double element_bytes) {
+  const StateBytes s = state_bytes(c, element_bytes);
+  const double fp32_weights = element_bytes < 4 ? s.optimizer : s.optimizer + 4.0;
+  return s.grad + 2.0 * fp32_weights + (element_bytes < 4 ? element_bytes : 0.0);
+}
+
+// Units per stage: strategy.stages, or the GPT's blocks split evenly (Megatron-LM), or the
+// ResNet's units balanced by FLOPs (the trainer's rule).
+std::vector<i64> stage_sizes(const train::TrainConfig& c, const ModelDescription& d, i64 stageable) {
+  const auto& s = c.strategy;
+  if (!s.stages.empty()) {
+    const i64 total = std::accumulate(s.stages.begin(), s.stages.end(), i64{0});
+    SB_USER_CHECK(static_cast<i64>(s.stages.size()) == s.pp && total == stageable &&
+                      std::all_of(s.stages.begin(), s.stages.end(), [](i64 n) { return n >= 1; }),
+                  "{}: 'strategy.stages' needs pp = {} positive entries summing to {} ({}), got [{}]",
+                  c.source, s.pp, stageable, d.family == ModelFamily::gpt ? "the blocks" : "the layers",
+                  fmt::join(s.stages, ", "));
+    return s.stages;
+  }
+  if (d.family == ModelFamily::gpt) {
+    std::vector<i64> sizes(static_cast<std::size_t>(s.pp), stageable / s.pp);
+    for (i64 i = 0; i < stageable % s.pp; ++i) sizes[static_cast<std::size_t>(i)] += 1;
+    return sizes;
+  }
+  std::vector<double> costs;
+  for (const UnitCost& u : d.units) costs.push_back(u.forward_flops());
+  return balanced_contiguous_partition(costs, static_cast<int>(s.pp));
+}
+
+std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescription& d,
+                                  Recompute recompute) {
+  const auto& s = c.strategy;
+  const gpt::GptConfig& g = d.gpt;
+  const double t = static_cast<double>(s.tp), b = static_cast<double>(d.micro_batch);
+  const double T = static_cast<double>(d.seq_len), C = static_cast<double>(g.channels);
+  const double V = static_cast<double>(g.vocab);
+  const std::vector<i64> sizes = stage_sizes(c, d, g.layers);
+  const double block_forward = gpt::gpt_block_forward_flops(g, d.micro_batch, d.seq_len);
+  const double block_recompute =
+      recompute == Recompute::full ? block_forward
+      : recompute == Recompute::selective ? gpt::gpt_block_attention_core_forward_flops(g, d.micro_batch, d.seq_len)
+                                          : 0.0;
+  const double a = static_cast<double>(g.heads), scale = d.element_bytes / 2.0;
+  const double block_activations =
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute) * scale;
+  // The non-GEMM work (LayerNorm, softmax, GELU, dropout, residuals) is bound by memory: its
+  // forward writes the tensors Korthikanti et al. count, the backward reads them and writes
+  // their gradients (3 passes), and each recomputed forward writes them again.
+  const double written = activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::none) * scale;
+  const double recomputed =
+      recompute == Recompute::full ? written
+      : recompute == Recompute::selective
+          ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective) * scale
+          : 0.0;
+  const double block_traffic = 3.0 * written + recomputed;
+  std::vector<StageCost> stages;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const bool first = i == 0, last = i + 1 == sizes.size();
+    const double blocks = static_cast<double>(sizes[i]);
+    StageCost st;
+    double forward = blocks * block_forward;
+    st.parameters = blocks * static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
+    st.activation_bytes = blocks * block_activations;
+    st.elementwise_bytes = blocks * block_traffic;
+    st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
+    if (first) {
+      // wte vocabulary-parallel, wpe replicated; the embedding's output is all-reduced
+      st.parameters += V * C / t + static_cast<double>(g.max_seq_len) * C;
+      st.tp_all_reduces += 1;
+    }
+    if (last) {
+      forward += gpt::gpt_head_forward_flops(g, d.micro_batch, d.seq_len);
+      st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
+      if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
+      st.activation_bytes += b * T * V * 4.0 / t;  // fp32 logits, vocabulary-parallel
+      st.elementwise_bytes += 3.0 * b * T * V * 4.0 / t;  // softmax forward, its gradient
+    }
+    st.executed_flops = (3.0 * forward + blocks * block_recompute) / t;
+    // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
+    st.boundary_bytes = b * T * C * d.element_bytes / t;
+    stages.push_back(st);
+  }
+  return stages;
+}
+
+std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDescription& d) {
+  const std::vector<i64> sizes = stage_sizes(c, d, static_cast<i64>(d.units.size()));
+  std::vector<StageCost> stages;
+  std::size_t unit = 0;
+  for (i64 size : sizes) {
+    StageCost st;
+    double forward = 0;
+    for (i64 k = 0; k < size; ++k, ++unit) {
+      forward += d.units[unit].forward_flops();
+      st.parameters += d.units[unit].parameters();
+      st.activation_bytes += d.units[unit].activation_bytes();
+      // BatchNorm, ReLU, pools, residual adds: forward write, backward read and gradient write
+      st.elementwise_bytes += 3.0 * d.units[unit].activation_bytes();
+      st.boundary_bytes = d.units[unit].output_bytes;
+    }
+    st.executed_flops = 3.0 * forward;
+    stages.push_back(st);
+  }
+  return stages;
+}
+
+// A group of n ranks whose members sit `stride` world ranks apart (tp 1, dp tp, pp tp·dp:
+// the grid's order) stays inside a node when it spans at most devices_per_node ranks.
+bool crosses_nodes(int stride, int n, int devices_per_node) {
+  return static_cast<i64>(stride) * n > devices_per_node;
+}
+
+}  // namespace
+
+Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, int devices) {
+  Prediction p;
+  const auto& s = c.strategy;
+  p.dp = static_cast<int>(s.dp);
+  p.tp = static_cast<int>(s.tp);
+  p.pp = static_cast<int>(s.pp);
+  p.devices = devices > 0 ? devices : static_cast<int>(s.world_size());
+  p.precision = c.precision.dtype;
+  p.model = c.model.name;
+  p.memory_available = site.memory_bytes;
+  const bool resnet = train::trains_resnet(c);
+  p.gpt = !resnet;
+  const auto refuse = [&p](std::string reason) {
+    p.feasible = false;
+    p.reason = std::move(reason);
+    return p;
+  };
+
+  if (s.world_size() != p.devices)
+    return refuse(fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given",
+                              s.dp, s.tp, s.pp, s.world_size(), p.devices));
+  if (s.tp > site.devices_per_node)
+    return refuse(fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-"
+                              "parallel collectives must stay inside a node",
+                              s.tp, site.devices_per_node, site.name));
+  if (c.global_batch % s.dp != 0)
+    return refuse(fmt::format("batch.global = {} does not split over dp = {} replicas", c.global_batch, s.dp));
+  const i64 local = c.global_batch / s.dp;
+  i64 m = 1;
+  if (s.micro_batches > 0) m = s.micro_batches;
+  else if (c.micro_batch > 0) m = local / c.micro_batch;
+  if (m < 1 || local % m != 0 || (s.micro_batches == 0 && c.micro_batch > 0 && local % c.micro_batch != 0))
+    return refuse(fmt::format("the local batch of {} (batch.global {} / dp {}) does not split into "
+                              "equal micro-batches (strategy.micro_batches {}, batch.micro {})",
+                              local, c.global_batch, s.dp, s.micro_batches, c.micro_batch));
+  p.micro_batches = static_cast<int>(m);
+  p.micro_batch = local / m;
+
+  const double element_bytes = c.precision.dtype == "fp32" ? 4.0 : 2.0;
+  const Recompute recompute = recompute_from_string(s.recompute);
+  ModelDescription d;
+  std::vector<StageCost> stages;
+  if (resnet) {
+    SB_USER_CHECK(recompute == Recompute::none, "{}: 'strategy.recompute' is modelled for the GPT only",
+                  c.source);
+    const resnet::ResnetConfig r = resnet::resnet_config_by_name(c.model.name);
+    d = describe_resnet(r, p.micro_batch, element_bytes);
+    if (s.tp > 1) return refuse(fmt::format("{} takes no tensor parallelism (tp = {})", r.name, s.tp));
+    if (s.pp > static_cast<i64>(d.units.size()))
+      return refuse(fmt::format("pp = {} exceeds the {} pipeline units of {}", s.pp, d.units.size(), r.name));
+    stages = resnet_stages(c, d);
+  } else {
+    const gpt::GptConfig g = train::gpt_config_of(c);
+    const i64 seq = c.seq_len > 0 ? c.seq_len : g.max_seq_len;
+    d = describe_gpt(g, p.micro_batch, seq, element_bytes);
+    if (g.heads % s.tp != 0)
+      return refuse(fmt::format("tp = {} does not divide the {} attention heads of {}", s.tp, g.heads, g.name));
+    if (s.pp > g.layers)
+      return refuse(fmt::format("pp = {} exceeds the {} blocks of {}", s.pp, g.layers, g.name));
+    stages = gpt_stages(c, d, recompute);
+  }
+
+  // ---- memory per rank, the most loaded stage ---------------------------------------------
+  const StateBytes bytes = state_bytes(c, element_bytes);
+  std::size_t heaviest = 0;
+  std::vector<RankMemory> memory;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    StageCost& st = stages[i];
+    st.in_flight = s.schedule == "gpipe" ? m : std::min<i64>(m, s.pp - static_cast<i64>(i));
+    const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(s.zero),
+                                                          bytes.param, bytes.grad, bytes.optimizer);
+    memory.push_back({states.params, states.grads, states.optimizer,
+                      static_cast<double>(st.in_flight) * st.activation_bytes});
+    if (memory[i].total() > memory[heaviest].total()) heaviest = i;
+  }
+  p.memory = memory[heaviest];
+  if (p.memory.total() > site.memory_bytes)
+    return refuse(fmt::format(
+        "needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
+        "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
+        p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
+        p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device, site.memory_bytes / kGiB));
+
+  // ---- time -------------------------------------------------------------------------------
+  p.peak_flops = site.peak(c.precision.dtype);
+  p.gemm_efficiency = site.efficiency(c.precision.dtype);
+  p.calibrated = site.calibrated();
+  const double flops_per_s = p.peak_flops * p.gemm_efficiency;
+  const double memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0);
+  const SiteLink tp_link = site.link(crosses_nodes(1, p.tp, site.devices_per_node));
+  const SiteLink dp_link = site.link(crosses_nodes(p.tp, p.dp, site.devices_per_node));
+  const SiteLink pp_link = site.link(crosses_nodes(p.tp * p.dp, p.pp, site.devices_per_node));
+  const auto lc = [](const SiteLink& l) { return LinkCost{l.bandwidth, l.latency}; };
+  const double tp_message = static_cast<double>(p.micro_batch * d.seq_len) *
+                            (resnet ? 0.0 : static_cast<double>(d.gpt.channels)) * element_bytes;
+  // a sequence-parallel pair (reduce-scatter + all-gather) costs what the all-reduce costs
+  const double tp_collective =
+      s.sequence_parallel ? ring_reduce_scatter_seconds(tp_message, p.tp, lc(tp_link)) +
+                                ring_all_gather_seconds(tp_message, p.tp, lc(tp_link))
+                          : ring_all_reduce_seconds(tp_message, p.tp, lc(tp_link));
+
+  struct MicroBatchTime { double compute, tp, p2p; double total() const { return compute + tp + p2p; } };
+  std::vector<MicroBatchTime> per_stage;
+  double slowest = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const StageCost& st = stages[i];
+    const double messages = (i + 1 < stages.size() ? 1.0 : 0.0) + (i > 0 ? 1.0 : 0.0);
+    per_stage.push_back({st.executed_flops / flops_per_s + st.elementwise_bytes / memory_speed,
+                         static_cast<double>(st.tp_all_reduces) * tp_collective,
+                         p.pp > 1 ? messages * p2p_seconds(st.boundary_bytes, lc(pp_link)) : 0.0});
+    slowest = std::max(slowest, per_stage.back().total());
+  }
+  const double busy = static_cast<double>(m) * slowest;
+  const double bubble_fraction = pipeline_bubble_fraction(p.pp, p.micro_batches, static_cast<int>(s.interleave));
+  const double bubble = busy * bubble_fraction / (1.0 - bubble_fraction);
+
+  const double bucket_bytes = s.bucket_mb * 1024.0 * 1024.0;
+  double step = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const StageCost& st = stages[i];
+    const MicroBatchTime& t = per_stage[i];
+    const double gradient_bytes = st.parameters * bytes.grad;
+    double reduce = ring_all_reduce_seconds(gradient_bytes, p.dp, lc(dp_link));
+    if (s.zero == 3) reduce += ring_all_gather_seconds(gradient_bytes, p.dp, lc(dp_link));  // params again for the backward
+    double exposed = reduce;
+    if (s.overlap && p.dp > 1) {
+      // buckets reduce while the last micro-batch's backward (2/3 of its work) still runs;
+      // the last bucket always waits
+      const double last_bucket = ring_all_reduce_seconds(std::min(bucket_bytes, gradient_bytes), p.dp, lc(dp_link));
+      exposed = std::max(reduce - t.compute * 2.0 / 3.0, last_bucket);
+    }
+    const double owned = st.parameters / (s.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
+    const double optimizer = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
+    const double total = busy + bubble + exposed + optimizer;
+    if (total > step) {
+      step = total;
+      // the breakdown of the slowest micro-batch's stage carries the pipeline terms
+      const MicroBatchTime& w = *std::max_element(per_stage.begin(), per_stage.end(),
+          [](const MicroBatchTime& a, const MicroBatchTime& b) { return a.total() < b.total(); });
+      p.compute_s = static_cast<double>(m) * w.compute;
+      p.tp_comm_s = static_cast<double>(m) * w.tp;
+      p.p2p_s = static_cast<double>(m) * w.p2p;
+      p.dp_comm_s = exposed;
+      p.optimizer_s = optimizer;
+    }
+  }
+  p.bubble_s = bubble;
+  p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;
+  p.step_time_s = step;
+
+  const double micro_batches_per_step = static_cast<double>(c.global_batch) / static_cast<double>(p.micro_batch);
+  p.model_flops_per_step = d.training_flops() * micro_batches_per_step;
+  double executed = 0;
+  for (const StageCost& st : stages) executed += st.executed_flops * static_cast<double>(p.tp);
+  p.executed_flops_per_step = executed * micro_batches_per_step;
+  const double device_seconds = step * static_cast<double>(p.devices);
+  p.tflops_per_device = p.executed_flops_per_step / device_seconds / 1e12;
+  p.mfu = p.model_flops_per_step / (device_seconds * p.peak_flops);
+  p.samples_per_s = static_cast<double>(c.global_batch) / step;
+  p.tokens_per_s = resnet ? 0.0 : p.samples_per_s * static_cast<double>(d.seq_len);
+  p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices);
+  p.feasible = true;
+  return p;
+}
+
+}  // namespace sb::costmodel

@@ -1,0 +1,51 @@
+// `predict`'s analytic model of one training step of a case on a site: compute from GEMM FLOPs
+// over peak × efficiency plus the element-wise work's memory traffic over the memory
+// bandwidth, tp collectives, pipeline p2p and bubble, the dp gradient reduction
+// partly hidden behind the backward, and a memory-bound optimizer; memory per rank by category;
+// throughput and MFU. Leaves out the per-rank event simulation (a later slice) and calibration.
+#pragma once
+
+#include <string>
+
+#include "costmodel/site_profile.hpp"
+#include "train/config.hpp"
+
+namespace sb::costmodel {
+
+struct RankMemory {  // bytes on the most loaded rank
+  double params = 0, grads = 0, optimizer = 0, activations = 0;
+  double total() const { return params + grads + optimizer + activations; }
+};
+
+struct Prediction {
+  bool feasible = false;
+  std::string reason;  // why not, when !feasible
+  std::string model, precision;
+  bool gpt = true;  // tokens_per_s for the GPT, samples_per_s for the ResNet
+  int devices = 0, dp = 1, tp = 1, pp = 1, micro_batches = 1;
+  std::int64_t micro_batch = 0;
+  double step_time_s = 0;
+  double compute_s = 0;    // forward, backward and recomputation on the slowest stage: GEMMs
+                           // and memory-bound element-wise work
+  double comm_s = 0;       // tp_comm_s + p2p_s + dp_comm_s
+  double tp_comm_s = 0, p2p_s = 0;
+  double dp_comm_s = 0;    // the part of the gradient reduction the backward does not hide
+  double bubble_s = 0;
+  double optimizer_s = 0;
+  double tokens_per_s = 0, samples_per_s = 0;
+  double tflops_per_device = 0;  // executed FLOPs (recomputation included) per second and device
+  double mfu = 0;                // model FLOPs (3 × forward) over the dense peak of the precision
+  double model_flops_per_step = 0, executed_flops_per_step = 0;
+  double peak_flops = 0, gemm_efficiency = 1;
+  bool calibrated = false;  // the site carried a fitted GEMM efficiency
+  RankMemory memory;
+  double memory_available = 0;  // the site's bytes per device
+  double cost_per_hour = 0;     // devices × price; 0 when the site gives no price
+};
+
+// devices 0: dp·tp·pp. Impossible configurations (devices ≠ dp·tp·pp, tp beyond a node, tp not
+// dividing the heads, a batch that does not split, too little memory) come back with
+// feasible = false and a reason; config mistakes that no device count could fix are UserError.
+Prediction predict_step(const train::TrainConfig& config, const SiteProfile& site, int devices = 0);
+
+}  // namespace sb::costmodel

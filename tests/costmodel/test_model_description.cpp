@@ -1,0 +1,81 @@
+// The model descriptions against the trainer's own counts (parameter counts, FLOPs) and the
+// published sizes of the spec-only models. Leaves out strategies (test_step_prediction.cpp).
+#include <gtest/gtest.h>
+
+#include "core/check.hpp"
+#include "costmodel/closed_forms.hpp"
+#include "costmodel/model_description.hpp"
+#include "models/gpt/gpt_flops.hpp"
+#include "models/gpt/gpt_partition.hpp"
+#include "models/resnet/resnet_flops.hpp"
+
+namespace sb::costmodel {
+namespace {
+
+TEST(ModelDescription, GptSumsToTheTrainersCounts) {
+  for (const char* name : {"gpt-nano", "gpt-tiny", "gpt2-124m", "gpt-1.3b", "gpt-175b", "gpt-1t"}) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    const ModelDescription d = describe_gpt(g, 2, g.max_seq_len, 2);
+    EXPECT_EQ(d.parameters(), static_cast<double>(gpt::gpt_parameter_count(g))) << name;
+    EXPECT_NEAR(d.forward_flops() / gpt::gpt_forward_flops(g, 2, g.max_seq_len), 1.0, 1e-12) << name;
+    EXPECT_NEAR(d.training_flops() / gpt::gpt_training_flops(g, 2, g.max_seq_len), 1.0, 1e-12) << name;
+    ASSERT_EQ(d.units.size(), static_cast<std::size_t>(g.layers + 2)) << name;  // embedding, blocks, head
+    EXPECT_EQ(d.units.front().name, "embedding");
+    EXPECT_EQ(d.units.back().name, "head");
+  }
+}
+
+TEST(ModelDescription, GptBlockActivationsAreKorthikantisFormula) {
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-175b");
+  const ModelDescription half = describe_gpt(g, 1, 2048, 2);
+  const double sbh = 2048.0 * 12288;
+  EXPECT_DOUBLE_EQ(half.units[1].activation_bytes(), sbh * (34 + 5.0 * 96 * 2048 / 12288));
+  EXPECT_DOUBLE_EQ(half.units[1].layers[0].weight_bytes, 2.0 * (12.0 * 12288 * 12288 + 13 * 12288));
+  // fp32 activations: twice the 16-bit bytes
+  EXPECT_DOUBLE_EQ(describe_gpt(g, 1, 2048, 4).units[1].activation_bytes(), 2 * half.units[1].activation_bytes());
+  // the head keeps fp32 logits (b, s, V)
+  EXPECT_DOUBLE_EQ(half.units.back().activation_bytes(), 2048.0 * 51200 * 4);
+}
+
+TEST(ModelDescription, SpecOnlyGptSizesMatchTheirNames) {
+  const std::pair<const char*, double> sizes[] = {{"gpt-1.3b", 1.3e9}, {"gpt-6.7b", 6.7e9},
+                                                  {"gpt-13b", 13e9},   {"gpt-175b", 175e9},
+                                                  {"gpt-530b", 530e9}, {"gpt-1t", 1.0e12}};
+  for (const auto& [name, params] : sizes) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    EXPECT_TRUE(g.spec_only) << name;
+    EXPECT_EQ(g.max_seq_len, 2048);
+    EXPECT_EQ(g.vocab, 51200);
+    EXPECT_NEAR(static_cast<double>(gpt::gpt_parameter_count(g)) / params, 1.0, 0.035) << name;
+  }
+  EXPECT_FALSE(gpt::gpt_config_by_name("gpt-tiny").spec_only);
+}
+
+TEST(ModelDescription, TheTrainerRefusesSpecOnlyGpt) {
+  try {
+    gpt::resolve_gpt_partition(gpt::gpt_config_by_name("gpt-175b"), gpt::GptPartition{});
+    FAIL() << "a spec-only size was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec only"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelDescription, Resnet50MatchesTorchvision) {
+  const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-50");
+  const ModelDescription d = describe_resnet(r, 32, 2);
+  EXPECT_EQ(d.parameters(), 25557032.0);  // torchvision's resnet50
+  // torchvision: 4.09 GMACs per 224² image = 2 × 4,089,184,256 FLOPs
+  EXPECT_DOUBLE_EQ(d.forward_flops(), 32 * 2.0 * 4089184256.0);
+  EXPECT_DOUBLE_EQ(d.training_flops(), resnet::resnet_training_flops(r, 32));
+  // stem, 3 + 4 + 6 + 3 bottleneck blocks, head
+  ASSERT_EQ(d.units.size(), 18u);
+  EXPECT_EQ(d.units[1].name, "stage1.0");
+  // the stem hands on 64 × 56 × 56 per image (after the max pool)
+  EXPECT_DOUBLE_EQ(d.units[0].output_bytes, 32.0 * 64 * 56 * 56 * 2);
+  // each layer keeps its output: the stem conv's is 64 × 112 × 112 per image
+  EXPECT_EQ(d.units[0].layers[0].name, "stem.conv");
+  EXPECT_DOUBLE_EQ(d.units[0].layers[0].activation_bytes, 32.0 * 64 * 112 * 112 * 2);
+}
+
+}  // namespace
+}  // namespace sb::costmodel

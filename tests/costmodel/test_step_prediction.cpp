@@ -1,0 +1,172 @@
+// predict_step: impossible configurations come back with a reason, the step's parts obey the
+// closed forms they are built from, and the JSON carries DESIGN.md's fields. Leaves out the
+// Narayanan acceptance (test_narayanan_table1.cpp).
+#include <gtest/gtest.h>
+
+#include "costmodel/closed_forms.hpp"
+#include "costmodel/prediction_json.hpp"
+#include "costmodel/step_prediction.hpp"
+#include "costmodel_test_support.hpp"
+#include "models/gpt/gpt_config.hpp"
+#include "models/gpt/gpt_flops.hpp"
+
+namespace sb::costmodel {
+namespace {
+
+using testing::gpt_case;
+using testing::site;
+
+train::TrainConfig named(const std::string& model, std::int64_t dp, std::int64_t tp, std::int64_t pp,
+                         std::int64_t global_batch) {
+  train::TrainConfig c = gpt_case(1, 1, 1, dp, tp, pp, global_batch, 1);
+  c.model = train::ModelSpec{};
+  c.model.name = model;
+  return c;
+}
+
+TEST(StepPrediction, TooLittleMemoryIsAReasonNotANumber) {
+  const Prediction p = predict_step(named("gpt-175b", 8, 1, 1, 8), site("a100-80gb-dgx"));
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("needs"), std::string::npos) << p.reason;
+  EXPECT_NE(p.reason.find("but a NVIDIA A100-SXM4-80GB has 80.0 GiB"), std::string::npos) << p.reason;
+  const nlohmann::json j = prediction_json(p);
+  EXPECT_EQ(j["feasible"], false);
+  EXPECT_EQ(j["reason"], p.reason);
+  EXPECT_TRUE(j["step_time_s"].is_null());
+  EXPECT_TRUE(j["memory_bytes"].is_null());
+}
+
+TEST(StepPrediction, TensorParallelismBeyondANodeIsRefused) {
+  const Prediction p = predict_step(named("gpt-175b", 1, 16, 8, 64), site("a100-80gb-dgx"));
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("tp = 16 exceeds the 8 devices of one node"), std::string::npos) << p.reason;
+}
+
+TEST(StepPrediction, GridThatDoesNotMatchTheDevicesIsRefused) {
+  const Prediction p = predict_step(named("gpt-1.3b", 8, 1, 1, 64), site("a100-80gb-dgx"), 10);
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.reason.find("= 8 ranks, but 10 devices"), std::string::npos) << p.reason;
+  const Prediction heads = predict_step(named("gpt-1.3b", 1, 3, 1, 8), site("a100-80gb-dgx"));
+  EXPECT_FALSE(heads.feasible);
+  EXPECT_NE(heads.reason.find("does not divide the 16 attention heads"), std::string::npos) << heads.reason;
+}
+
+TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const train::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
+  const Prediction p = predict_step(c, a100);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-1.3b");
+  // GEMMs at the fp16 peak, and 8 micro-batches × (24 blocks × 3 passes over Korthikanti's
+  // tensors + 3 passes over the fp32 logits) at the memory bandwidth
+  const double traffic = 8 * (24 * 3 * activation_bytes_per_layer(2048, 1, 2048, 16, 1, false, Recompute::none) +
+                              3 * 2048.0 * 51200 * 4);
+  EXPECT_NEAR(p.compute_s, gpt::gpt_training_flops(g, 8, 2048) / 312e12 + traffic / 2.039e12, 1e-9);
+  EXPECT_DOUBLE_EQ(p.comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(p.bubble_s, 0.0);
+  EXPECT_NEAR(p.step_time_s, p.compute_s + p.optimizer_s, 1e-12);
+  // mixed-precision AdamW touches 28 bytes per parameter at 2.039 TB/s
+  EXPECT_NEAR(p.optimizer_s, static_cast<double>(gpt::gpt_parameter_count(g)) * 28 / 2.039e12, 1e-9);
+  EXPECT_NEAR(p.mfu, gpt::gpt_training_flops(g, 8, 2048) / 312e12 / p.step_time_s, 1e-12);
+  EXPECT_NEAR(p.tokens_per_s, 8 * 2048 / p.step_time_s, 1e-6);
+  const nlohmann::json j = prediction_json(p);
+  for (const char* key : {"feasible", "reason", "step_time_s", "compute_s", "comm_s", "bubble_s",
+                          "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j.size(), 11u);
+  for (const char* key : {"params", "grads", "optimizer", "activations", "total"})
+    EXPECT_TRUE(j["memory_bytes"].contains(key)) << key;
+  EXPECT_DOUBLE_EQ(j["memory_bytes"]["total"].get<double>(), p.memory.total());
+}
+
+TEST(StepPrediction, PipelineBubbleIsTheClosedForm) {
+  train::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 4, 8, 1);
+  c.model.vocab = 256;
+  const Prediction p = predict_step(c, site("a100-80gb-dgx"));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_EQ(p.micro_batches, 8);
+  EXPECT_NEAR(p.bubble_s / (p.compute_s + p.tp_comm_s + p.p2p_s + p.bubble_s), pipeline_bubble_fraction(4, 8),
+              1e-12);
+  EXPECT_GT(p.p2p_s, 0.0);
+  c.strategy.interleave = 2;
+  const Prediction interleaved = predict_step(c, site("a100-80gb-dgx"));
+  EXPECT_NEAR(interleaved.bubble_s, p.bubble_s / 2, 1e-12);
+}
+
+TEST(StepPrediction, ZeroMemoryOfTheSevenAndAHalfBillionModel) {
+  // Narayanan et al.'s 7.5B shape on 64 replicas, as in the ZeRO paper's example
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::GptConfig{"7.5b", 36, 4096, 32, 2048, 51200}));
+  EXPECT_NEAR(psi / 7.5e9, 1.0, 0.01);
+  const double paper_gb[4] = {120.0, 31.4, 16.6, 1.9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    train::TrainConfig c = gpt_case(36, 4096, 32, 64, 1, 1, 64, 1);
+    c.strategy.zero = stage;
+    const Prediction p = predict_step(c, a100);
+    const ModelStateBytes expected = zero_model_state_bytes(psi, 64, stage);
+    if (stage == 0) {  // 120 GB of model states do not fit 80 GiB
+      EXPECT_FALSE(p.feasible);
+      EXPECT_NE(p.reason.find("needs 1"), std::string::npos) << p.reason;
+    } else {
+      ASSERT_TRUE(p.feasible) << p.reason;
+    }
+    EXPECT_DOUBLE_EQ(p.memory.params, expected.params);
+    EXPECT_DOUBLE_EQ(p.memory.grads, expected.grads);
+    EXPECT_DOUBLE_EQ(p.memory.optimizer, expected.optimizer);
+    const double states_gb = (p.memory.params + p.memory.grads + p.memory.optimizer) / 1e9;
+    EXPECT_NEAR(states_gb / paper_gb[stage], 1.0, 0.02) << "stage " << stage << ": " << states_gb;
+  }
+}
+
+TEST(StepPrediction, RecomputationTradesMemoryForCompute) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  train::TrainConfig c = named("gpt-13b", 1, 8, 1, 8);
+  const Prediction none = predict_step(c, a100);
+  c.strategy.recompute = "selective";
+  const Prediction selective = predict_step(c, a100);
+  c.strategy.recompute = "full";
+  const Prediction full = predict_step(c, a100);
+  ASSERT_TRUE(none.feasible && selective.feasible && full.feasible);
+  EXPECT_LT(full.memory.activations, selective.memory.activations);
+  EXPECT_LT(selective.memory.activations, none.memory.activations);
+  EXPECT_GT(full.compute_s, selective.compute_s);
+  EXPECT_GT(selective.compute_s, none.compute_s);
+  // recomputation is executed work but not model work: MFU falls, TFLOP/s counts it
+  EXPECT_LT(full.mfu, none.mfu);
+  EXPECT_NEAR(full.executed_flops_per_step / full.model_flops_per_step, 4.0 / 3.0, 0.02);
+  c.strategy.sequence_parallel = true;
+  c.strategy.recompute = "none";
+  EXPECT_LT(predict_step(c, a100).memory.activations, none.memory.activations);
+}
+
+TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  train::TrainConfig c = named("gpt-1.3b", 16, 1, 1, 64);
+  c.strategy.overlap = false;
+  const Prediction exposed = predict_step(c, a100);
+  c.strategy.overlap = true;
+  const Prediction hidden = predict_step(c, a100);
+  ASSERT_TRUE(exposed.feasible && hidden.feasible);
+  // 16 ranks over 2 nodes: the ring crosses InfiniBand, 2 × 15/16 × 2.6 GB / 25 GB/s
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-1.3b")));
+  EXPECT_NEAR(exposed.dp_comm_s, ring_all_reduce_seconds(2 * psi, 16, {25e9, 5e-6}), 1e-12);
+  EXPECT_LT(hidden.dp_comm_s, exposed.dp_comm_s);
+  EXPECT_GT(hidden.dp_comm_s, 0.0);
+}
+
+TEST(StepPrediction, Resnet50AnswersInSamples) {
+  train::TrainConfig c = named("resnet-50", 8, 1, 1, 256);
+  c.data.dataset = "mnist";
+  const Prediction p = predict_step(c, site("a100-80gb-dgx"));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const nlohmann::json j = prediction_json(p);
+  EXPECT_TRUE(j.contains("samples_per_s"));
+  EXPECT_FALSE(j.contains("tokens_per_s"));
+  EXPECT_NEAR(p.samples_per_s, 256 / p.step_time_s, 1e-9);
+  c.strategy.tp = 2;
+  c.strategy.dp = 4;
+  EXPECT_FALSE(predict_step(c, site("a100-80gb-dgx")).feasible);
+}
+
+}  // namespace
+}  // namespace sb::costmodel
