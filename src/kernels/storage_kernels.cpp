@@ -15,7 +15,7 @@ namespace {
 constexpr i64 kChunkFloats = i64{1} << 20;  // 4 MiB: a new chunk is at least this large
 constexpr i64 kAlignFloats = 16;            // 64 bytes
 
-void convert(const KernelTable& k, float* out, const float* inp, i64 n) { std::copy(inp, inp + n, out); }
+void convert(const KernelTable&, float* out, const float* inp, i64 n) { std::copy(inp, inp + n, out); }
 void convert(const KernelTable& k, float* out, const bf16* inp, i64 n) { k.convert_bf16_to_f32(out, inp, n); }
 void convert(const KernelTable& k, float* out, const fp16* inp, i64 n) { k.convert_fp16_to_f32(out, inp, n); }
 void convert(const KernelTable& k, bf16* out, const float* inp, i64 n) { k.convert_f32_to_bf16(out, inp, n); }
