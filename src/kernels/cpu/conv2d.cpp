@@ -1,10 +1,12 @@
-// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images (or groups of small
-// images) with single-threaded sgemm inside. Leaves out Winograd/FFT and direct (im2col-free)
-// kernels, dilation and groups.
+// 2-D convolution (NCHW), Kokkos over images (or groups of small images): stride-1
+// convolutions of outputs at least kShiftedMinWidth wide as shifted-plane products
+// (conv2d_shifted.hpp, AVX2), the rest as im2col + single-threaded OpenBLAS sgemm. Leaves out
+// Winograd/FFT kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
 
+#include "kernels/cpu/conv2d_shifted.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 
 namespace sb::kernels::cpu {
@@ -180,12 +182,123 @@ void transpose_flip_weight(float* flipped, const float* weight, const ConvGeomet
               weight[((o * g.C + c) * g.KH + kh) * g.KW + kw];
 }
 
-// The calling thread's buffer for the per-group partial dweights, reused across calls; kept
-// apart from thread_scratch, which the calling thread also uses inside the parallel loop.
+// The calling thread's buffer for the per-group partial dweights (and packed weights), reused
+// across calls; kept apart from thread_scratch, which the calling thread also uses inside the
+// parallel loop.
 float* weight_partials_scratch(i64 count) {
   thread_local std::vector<float> partials;
   if (static_cast<i64>(partials.size()) < count) partials.resize(static_cast<std::size_t>(count));
   return partials.data();
+}
+
+// The calling thread's tap offsets of the shifted-plane products, reused across calls.
+i64* tap_offsets_scratch(i64 count) {
+  thread_local std::vector<i64> offsets;
+  if (static_cast<i64>(offsets.size()) < count) offsets.resize(static_cast<std::size_t>(count));
+  return offsets.data();
+}
+
+// Shifted-plane products compute Wp = W + 2·pad columns per output row and keep OW: at 7x7
+// (9 computed per 7 kept, 63 grid columns per image in tiles of 24) im2col + sgemm over 16
+// images side by side was measured faster, at 14x14 and 28x28 the shifted products.
+constexpr i64 kShiftedMinWidth = 12;
+
+bool shifted_forward(const ConvGeometry& g) {
+  return g.stride == 1 && !g.is_pointwise() && g.OW >= kShiftedMinWidth &&
+         shifted_convolution_supported();
+}
+
+// The backward's dinp is a stride-1 convolution of dout (see dinp_as_convolution), so it needs
+// a square kernel and pad <= KH - 1 as well.
+bool shifted_backward(const ConvGeometry& g) {
+  return shifted_forward(g) && g.KH == g.KW && g.pad <= g.KH - 1;
+}
+
+// Per image: out_n (OC, OH, OW) = the kept columns of grid (OC, OH·Wp) = packed weight ·
+// shifted planes of image n, plus bias.
+void conv2d_forward_shifted(float* out, const float* inp, const float* weight, const float* bias,
+                            i64 N, const ConvGeometry& g) {
+  const ShiftedConvolution s{g.C, g.H, g.W, g.OC, g.KH, g.KW, g.pad};
+  const i64 K = s.taps(), ldg = s.grid_stride(), Wp = s.Wp(), OC = g.OC, OH = g.OH, OW = g.OW;
+  const i64 image_size = g.C * g.H * g.W;
+  float* packed = weight_partials_scratch(shifted_grid_rows(OC) * K);
+  i64* offsets = tap_offsets_scratch(K);
+  shifted_pack_weight(packed, weight, OC, K);
+  shifted_tap_offsets(offsets, s);
+  parallel_for_each_dynamic("sb::conv2d_forward::shifted", N, [=](i64 n) {
+    float* padded = thread_scratch(s.padded_floats() + shifted_grid_rows(OC) * ldg);
+    float* grid = padded + s.padded_floats();
+    shifted_pad_planes(padded, inp + n * image_size, s);
+    shifted_product(grid, packed, padded, offsets, OC, s);
+    float* out_n = out + n * OC * OH * OW;
+    for (i64 o = 0; o < OC; ++o) {
+      const float b = bias ? bias[o] : 0.0f;
+      for (i64 y = 0; y < OH; ++y) {
+        const float* src = grid + o * ldg + y * Wp;
+        float* dst = out_n + (o * OH + y) * OW;
+        for (i64 x = 0; x < OW; ++x) dst[x] = src[x] + b;
+      }
+    }
+  });
+}
+
+// Per group of images, in image order: dweight partial (OC, C·KH·KW) (+)= dout grid · the
+// shifted planes of image nᵀ; dinp_n += the kept columns of flipped weight (C, OC·KH·KW) ·
+// the shifted planes of dout_n padded by KH - 1 - pad (the transposed convolution).
+void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const float* dout,
+                             const float* inp, const float* weight, i64 N, const ConvGeometry& g) {
+  const ShiftedConvolution s{g.C, g.H, g.W, g.OC, g.KH, g.KW, g.pad};
+  const ShiftedConvolution t{g.OC, g.OH, g.OW, g.C, g.KH, g.KW, g.KH - 1 - g.pad};
+  const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
+  const i64 K = s.taps(), Kt = t.taps(), weight_size = OC * K;
+  const i64 ldg = s.grid_stride(), Wp = s.Wp(), ldt = t.grid_stride(), Wpt = t.Wp();
+  float* packed = partials + groups * weight_size;  // flipped weight, (C, OC·KH·KW) packed
+  i64* offsets = tap_offsets_scratch(K + Kt);
+  i64* offsets_t = offsets + K;
+  shifted_tap_offsets(offsets, s);
+  if (dinp) {
+    shifted_tap_offsets(offsets_t, t);
+    float* flipped = thread_scratch(C * Kt);  // free again before the loop below
+    transpose_flip_weight(flipped, weight, g);
+    shifted_pack_weight(packed, flipped, C, Kt);
+  }
+  const i64 dout_grid_floats = shifted_grid_rows(OC) * ldg;
+  const i64 scratch_size = s.padded_floats() + dout_grid_floats +
+                           (dinp ? t.padded_floats() + shifted_grid_rows(C) * ldt : 0);
+  parallel_for_each_dynamic("sb::conv2d_backward::shifted", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
+    float* partial = partials + group * weight_size;
+    float* padded = thread_scratch(scratch_size);
+    float* dout_grid = padded + s.padded_floats();  // (OC rounded up to 4, ldg)
+    float* dout_padded = dout_grid + dout_grid_floats;
+    float* dinp_grid = dout_padded + t.padded_floats();
+    std::fill(dout_grid + OC * ldg, dout_grid + dout_grid_floats, 0.0f);
+    for (i64 n = n_begin; n < n_end; ++n) {
+      const float* dout_n = dout + n * OC * OH * OW;
+      shifted_pad_planes(padded, inp + n * C * H * W, s);
+      for (i64 o = 0; o < OC; ++o) {  // dout on the grid, zero in the discarded columns
+        float* row = dout_grid + o * ldg;
+        for (i64 y = 0; y < OH; ++y) {
+          const float* src = dout_n + (o * OH + y) * OW;
+          float* dst = row + y * Wp;
+          for (i64 x = 0; x < OW; ++x) dst[x] = src[x];
+          for (i64 x = OW; x < Wp; ++x) dst[x] = 0.0f;
+        }
+        std::fill(row + s.grid(), row + ldg, 0.0f);
+      }
+      shifted_weight_gradient(partial, n != n_begin, dout_grid, padded, offsets, s);
+      if (!dinp) continue;
+      shifted_pad_planes(dout_padded, dout_n, t);
+      shifted_product(dinp_grid, packed, dout_padded, offsets_t, C, t);
+      float* dinp_n = dinp + n * C * H * W;
+      for (i64 c = 0; c < C; ++c)
+        for (i64 y = 0; y < H; ++y) {
+          const float* src = dinp_grid + c * ldt + y * Wpt;
+          float* dst = dinp_n + (c * H + y) * W;
+          for (i64 x = 0; x < W; ++x) dst[x] += src[x];
+        }
+    }
+  });
 }
 
 }  // namespace
@@ -200,6 +313,10 @@ constexpr i64 kGroupPositions = 800;
 // written first and accumulated onto (beta = 1). Groups are independent, one per task.
 SB_DECLARE_CONV2D_FORWARD(float) {
   const ConvGeometry g = make_geometry("conv2d_forward", C, H, W, OC, KH, KW, stride, pad);
+  if (shifted_forward(g)) {
+    conv2d_forward_shifted(out, inp, weight, bias, N, g);
+    return;
+  }
   const i64 patch = g.patch(), positions = g.positions();
   // As many groups as that allows, at least one per thread, images spread evenly.
   const i64 widest = g.is_pointwise() ? 1 : std::max<i64>(1, kGroupPositions / positions);
@@ -232,6 +349,7 @@ SB_DECLARE_CONV2D_FORWARD(float) {
 }
 
 // Per image n:
+//   shifted (see shifted_backward): conv2d_backward_shifted, no patch matrices;
 //   transposed (stride 1, see dinp_as_convolution): one patch matrix, tcols_n = the transposed
 //   im2col of dout_n (OC·KH·KW, H·W), serves both products: dinp_n += flipped · tcols_n, and
 //   tcols_n · image_nᵀ (OC·KH·KW, C) is dweight with (kh, kw) flipped and c innermost, so
@@ -250,10 +368,14 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   const i64 patch = g.patch(), positions = g.positions(), weight_size = OC * patch;
   const i64 concurrency = HostSpace().concurrency();
   const i64 groups = std::min(N, std::max(kMinWeightPartials, concurrency));
-  const bool transposed = dinp && dinp_as_convolution(g);
+  const bool shifted = shifted_backward(g);
+  const bool transposed = !shifted && dinp && dinp_as_convolution(g);
   const ConvGeometry gt = transposed_geometry(g);
-  float* partials = weight_partials_scratch((groups + 1) * weight_size);
-  float* flipped = partials + groups * weight_size;  // (C, OC·KH·KW) when transposed
+  // the partials, then the flipped weight (C, OC·KH·KW), packed in blocks of 4 rows if shifted
+  float* partials = weight_partials_scratch(
+      groups * weight_size + std::max(weight_size, shifted_grid_rows(C) * OC * KH * KW));
+  float* flipped = partials + groups * weight_size;
+  if (shifted) conv2d_backward_shifted(dinp, partials, groups, dout, inp, weight, N, g);
   if (transposed) transpose_flip_weight(flipped, weight, g);
   // cols_n, then dcols (patch, positions) or the transposed im2col of dout_n (OC·KH·KW, H·W)
   const i64 cols_size = g.is_pointwise() || transposed ? 0 : patch * positions;
@@ -263,7 +385,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
                                 : transposed ? (gt.patch() + 2 * C) * chunk * H * W
                                              : patch * positions;
-  parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
+  if (!shifted) parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
     float* scratch = thread_scratch(cols_size + dinp_scratch_size);
