@@ -1,11 +1,11 @@
 // 2-D convolution (NCHW), Kokkos over images (or groups of small images): stride-1
-// convolutions of outputs at least kShiftedMinWidth wide as shifted-plane products
-// (conv2d_shifted.hpp, AVX2), the rest as im2col + single-threaded OpenBLAS sgemm. Leaves out
-// Winograd/FFT kernels, dilation and groups.
+// convolutions as shifted-plane products (conv2d_shifted.hpp, on AVX2 CPUs), the rest as
+// im2col + single-threaded OpenBLAS sgemm. Leaves out Winograd/FFT kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
 
+#include "kernels/cpu/conv2d_im2col.hpp"
 #include "kernels/cpu/conv2d_shifted.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 
@@ -198,14 +198,15 @@ i64* tap_offsets_scratch(i64 count) {
   return offsets.data();
 }
 
-// Shifted-plane products compute Wp = W + 2·pad columns per output row and keep OW: at 7x7
-// (9 computed per 7 kept, 63 grid columns per image in tiles of 24) im2col + sgemm over 16
-// images side by side was measured faster, at 14x14 and 28x28 the shifted products.
-constexpr i64 kShiftedMinWidth = 12;
+// Stride-1 convolutions take the shifted-plane products (conv2d_shifted.hpp) where the CPU has
+// them. A task takes as many images side by side as make about kShiftedGroupPositions output
+// positions (1 of 28x28, 4 of 14x14, 16 of 7x7), so that the discarded columns are one per
+// image row and the products' rows are long; its padded planes stay within L2 (at most 64 x 9
+// x 129 floats).
+constexpr i64 kShiftedGroupPositions = 800;
 
 bool shifted_forward(const ConvGeometry& g) {
-  return g.stride == 1 && !g.is_pointwise() && g.OW >= kShiftedMinWidth &&
-         shifted_convolution_supported();
+  return g.stride == 1 && !g.is_pointwise() && shifted_convolution_supported();
 }
 
 // The backward's dinp is a stride-1 convolution of dout (see dinp_as_convolution), so it needs
@@ -214,94 +215,100 @@ bool shifted_backward(const ConvGeometry& g) {
   return shifted_forward(g) && g.KH == g.KW && g.pad <= g.KH - 1;
 }
 
-// Per image: out_n (OC, OH, OW) = the kept columns of grid (OC, OH·Wp) = packed weight ·
-// shifted planes of image n, plus bias.
+i64 shifted_group_images(const ConvGeometry& g) {
+  return std::max<i64>(1, kShiftedGroupPositions / g.positions());
+}
+
+// Per group of images: grid (OC, OH·Wrow) = packed weight · the group's shifted planes, then
+// each image's kept columns (plus bias) to out_n (OC, OH, OW).
 void conv2d_forward_shifted(float* out, const float* inp, const float* weight, const float* bias,
                             i64 N, const ConvGeometry& g) {
-  const ShiftedConvolution s{g.C, g.H, g.W, g.OC, g.KH, g.KW, g.pad};
-  const i64 K = s.taps(), ldg = s.grid_stride(), Wp = s.Wp(), OC = g.OC, OH = g.OH, OW = g.OW;
-  const i64 image_size = g.C * g.H * g.W;
+  const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
+  const i64 K = g.patch(), widest = shifted_group_images(g);
+  const i64 groups =
+      std::min(N, std::max((N + widest - 1) / widest, i64{HostSpace().concurrency()}));
   float* packed = weight_partials_scratch(shifted_grid_rows(OC) * K);
-  i64* offsets = tap_offsets_scratch(K);
   shifted_pack_weight(packed, weight, OC, K);
-  shifted_tap_offsets(offsets, s);
-  parallel_for_each_dynamic("sb::conv2d_forward::shifted", N, [=](i64 n) {
+  parallel_for_each_dynamic("sb::conv2d_forward::shifted", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
+    const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, count};
+    const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
+    i64* offsets = tap_offsets_scratch(K);
     float* padded = thread_scratch(s.padded_floats() + shifted_grid_rows(OC) * ldg);
     float* grid = padded + s.padded_floats();
-    shifted_pad_planes(padded, inp + n * image_size, s);
+    shifted_tap_offsets(offsets, s);
+    shifted_pad_planes(padded, inp + n_begin * C * H * W, s);
     shifted_product(grid, packed, padded, offsets, OC, s);
-    float* out_n = out + n * OC * OH * OW;
-    for (i64 o = 0; o < OC; ++o) {
-      const float b = bias ? bias[o] : 0.0f;
-      for (i64 y = 0; y < OH; ++y) {
-        const float* src = grid + o * ldg + y * Wp;
-        float* dst = out_n + (o * OH + y) * OW;
-        for (i64 x = 0; x < OW; ++x) dst[x] = src[x] + b;
+    for (i64 n = 0; n < count; ++n) {
+      float* out_n = out + (n_begin + n) * OC * OH * OW;
+      for (i64 o = 0; o < OC; ++o) {
+        const float b = bias ? bias[o] : 0.0f;
+        for (i64 y = 0; y < OH; ++y) {
+          const float* src = grid + o * ldg + y * Wrow + n * Wi;
+          float* dst = out_n + (o * OH + y) * OW;
+          for (i64 x = 0; x < OW; ++x) dst[x] = src[x] + b;
+        }
       }
     }
   });
 }
 
-// Per group of images, in image order: dweight partial (OC, C·KH·KW) (+)= dout grid · the
-// shifted planes of image nᵀ; dinp_n += the kept columns of flipped weight (C, OC·KH·KW) ·
-// the shifted planes of dout_n padded by KH - 1 - pad (the transposed convolution).
+// Per group of images (the weight gradient's partial), in chunks of images side by side, in
+// image order: partial (OC, C·KH·KW) (+)= dout grid · the chunk's shifted planesᵀ; dinp_n +=
+// the kept columns of flipped weight (C, OC·KH·KW) · the shifted planes of dout padded by
+// KH - 1 - pad (the transposed convolution).
 void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const float* dout,
                              const float* inp, const float* weight, i64 N, const ConvGeometry& g) {
-  const ShiftedConvolution s{g.C, g.H, g.W, g.OC, g.KH, g.KW, g.pad};
-  const ShiftedConvolution t{g.OC, g.OH, g.OW, g.C, g.KH, g.KW, g.KH - 1 - g.pad};
   const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
-  const i64 K = s.taps(), Kt = t.taps(), weight_size = OC * K;
-  const i64 ldg = s.grid_stride(), Wp = s.Wp(), ldt = t.grid_stride(), Wpt = t.Wp();
+  const i64 K = g.patch(), Kt = OC * g.KH * g.KW, weight_size = OC * K;
+  const i64 chunk = shifted_group_images(g);
   float* packed = partials + groups * weight_size;  // flipped weight, (C, OC·KH·KW) packed
-  i64* offsets = tap_offsets_scratch(K + Kt);
-  i64* offsets_t = offsets + K;
-  shifted_tap_offsets(offsets, s);
   if (dinp) {
-    shifted_tap_offsets(offsets_t, t);
     float* flipped = thread_scratch(C * Kt);  // free again before the loop below
     transpose_flip_weight(flipped, weight, g);
     shifted_pack_weight(packed, flipped, C, Kt);
   }
-  const i64 dout_grid_floats = shifted_grid_rows(OC) * ldg;
-  const i64 scratch_size = s.padded_floats() + dout_grid_floats +
-                           (dinp ? t.padded_floats() + shifted_grid_rows(C) * ldt : 0);
   parallel_for_each_dynamic("sb::conv2d_backward::shifted", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
-    float* padded = thread_scratch(scratch_size);
-    float* dout_grid = padded + s.padded_floats();  // (OC rounded up to 4, ldg)
-    float* dout_padded = dout_grid + dout_grid_floats;
-    float* dinp_grid = dout_padded + t.padded_floats();
-    std::fill(dout_grid + OC * ldg, dout_grid + dout_grid_floats, 0.0f);
-    for (i64 n = n_begin; n < n_end; ++n) {
-      const float* dout_n = dout + n * OC * OH * OW;
-      shifted_pad_planes(padded, inp + n * C * H * W, s);
-      for (i64 o = 0; o < OC; ++o) {  // dout on the grid, zero in the discarded columns
-        float* row = dout_grid + o * ldg;
-        for (i64 y = 0; y < OH; ++y) {
-          const float* src = dout_n + (o * OH + y) * OW;
-          float* dst = row + y * Wp;
-          for (i64 x = 0; x < OW; ++x) dst[x] = src[x];
-          for (i64 x = OW; x < Wp; ++x) dst[x] = 0.0f;
-        }
-        std::fill(row + s.grid(), row + ldg, 0.0f);
-      }
-      shifted_weight_gradient(partial, n != n_begin, dout_grid, padded, offsets, s);
+    for (i64 n0 = n_begin; n0 < n_end; n0 += chunk) {
+      const i64 count = std::min(chunk, n_end - n0);
+      const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, count};
+      const ShiftedConvolution t{OC, OH, OW, C, g.KH, g.KW, g.KH - 1 - g.pad, count};
+      const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
+      const i64 ldt = t.grid_stride(), Wrow_t = t.Wrow(), Wi_t = t.Wi();
+      const i64 dout_grid_floats = shifted_grid_rows(OC) * ldg;
+      i64* offsets = tap_offsets_scratch(K + Kt);
+      float* padded = thread_scratch(s.padded_floats() + dout_grid_floats +
+                                     (dinp ? t.padded_floats() + shifted_grid_rows(C) * ldt : 0));
+      float* dout_grid = padded + s.padded_floats();  // (OC rounded up to 4, ldg)
+      const float* dout_first = dout + n0 * OC * OH * OW;
+      shifted_tap_offsets(offsets, s);
+      shifted_pad_planes(padded, inp + n0 * C * H * W, s);
+      std::fill(dout_grid, dout_grid + dout_grid_floats, 0.0f);  // discarded columns: zero
+      for (i64 n = 0; n < count; ++n)
+        for (i64 o = 0; o < OC; ++o)
+          for (i64 y = 0; y < OH; ++y) {
+            const float* src = dout_first + ((n * OC + o) * OH + y) * OW;
+            std::copy(src, src + OW, dout_grid + o * ldg + y * Wrow + n * Wi);
+          }
+      shifted_weight_gradient(partial, n0 != n_begin, dout_grid, padded, offsets, s);
       if (!dinp) continue;
-      shifted_pad_planes(dout_padded, dout_n, t);
-      shifted_product(dinp_grid, packed, dout_padded, offsets_t, C, t);
-      float* dinp_n = dinp + n * C * H * W;
-      for (i64 c = 0; c < C; ++c)
-        for (i64 y = 0; y < H; ++y) {
-          const float* src = dinp_grid + c * ldt + y * Wpt;
-          float* dst = dinp_n + (c * H + y) * W;
-          for (i64 x = 0; x < W; ++x) dst[x] += src[x];
-        }
+      float* dout_padded = dout_grid + dout_grid_floats;
+      float* dinp_grid = dout_padded + t.padded_floats();
+      shifted_tap_offsets(offsets + K, t);
+      shifted_pad_planes(dout_padded, dout_first, t);
+      shifted_product(dinp_grid, packed, dout_padded, offsets + K, C, t);
+      for (i64 n = 0; n < count; ++n)
+        for (i64 c = 0; c < C; ++c)
+          for (i64 y = 0; y < H; ++y) {
+            const float* src = dinp_grid + c * ldt + y * Wrow_t + n * Wi_t;
+            float* dst = dinp + (((n0 + n) * C + c) * H + y) * W;
+            for (i64 x = 0; x < W; ++x) dst[x] += src[x];
+          }
     }
   });
 }
-
-}  // namespace
 
 // Images with few output positions (7x7, 14x14) are taken in groups whose patch matrices
 // sit side by side, cols (C·KH·KW, g·OH·OW), so that one product has up to kGroupPositions
@@ -311,9 +318,11 @@ constexpr i64 kGroupPositions = 800;
 // Per group of images: out_g (OC, g·OH·OW) = weight (OC, C·KH·KW) · cols_g, then each image's
 // columns copied to out_n (OC, OH·OW) (a single image writes out_n directly); bias rows are
 // written first and accumulated onto (beta = 1). Groups are independent, one per task.
-SB_DECLARE_CONV2D_FORWARD(float) {
+void conv2d_forward_paths(float* out, const float* inp, const float* weight, const float* bias,
+                          i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad,
+                          bool allow_shifted) {
   const ConvGeometry g = make_geometry("conv2d_forward", C, H, W, OC, KH, KW, stride, pad);
-  if (shifted_forward(g)) {
+  if (allow_shifted && shifted_forward(g)) {
     conv2d_forward_shifted(out, inp, weight, bias, N, g);
     return;
   }
@@ -362,13 +371,15 @@ SB_DECLARE_CONV2D_FORWARD(float) {
 //   dbias += row sums of dout_n, per output channel.
 // Groups are contiguous image ranges, each summed in image order, and the partials are added
 // in group order: the result does not depend on which thread ran which group.
-SB_DECLARE_CONV2D_BACKWARD(float) {
+void conv2d_backward_paths(float* dinp, float* dweight, float* dbias, const float* dout,
+                           const float* inp, const float* weight, i64 N, i64 C, i64 H, i64 W,
+                           i64 OC, i64 KH, i64 KW, i64 stride, i64 pad, bool allow_shifted) {
   const ConvGeometry g = make_geometry("conv2d_backward", C, H, W, OC, KH, KW, stride, pad);
   if (N <= 0) return;
   const i64 patch = g.patch(), positions = g.positions(), weight_size = OC * patch;
   const i64 concurrency = HostSpace().concurrency();
   const i64 groups = std::min(N, std::max(kMinWeightPartials, concurrency));
-  const bool shifted = shifted_backward(g);
+  const bool shifted = allow_shifted && shifted_backward(g);
   const bool transposed = !shifted && dinp && dinp_as_convolution(g);
   const ConvGeometry gt = transposed_geometry(g);
   // the partials, then the flipped weight (C, OC·KH·KW), packed in blocks of 4 rows if shifted
@@ -477,6 +488,30 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
     }
     dbias[o] += static_cast<float>(sum);
   });
+}
+
+}  // namespace
+
+SB_DECLARE_CONV2D_FORWARD(float) {
+  conv2d_forward_paths(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad, true);
+}
+
+SB_DECLARE_CONV2D_BACKWARD(float) {
+  conv2d_backward_paths(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride,
+                        pad, true);
+}
+
+void conv2d_forward_im2col(float* out, const float* inp, const float* weight, const float* bias,
+                           i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                           i64 pad) {
+  conv2d_forward_paths(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad, false);
+}
+
+void conv2d_backward_im2col(float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, i64 N, i64 C, i64 H, i64 W,
+                            i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  conv2d_backward_paths(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride,
+                        pad, false);
 }
 
 }  // namespace sb::kernels::cpu

@@ -17,28 +17,32 @@
 
 namespace sb::kernels::cpu {
 
-void shifted_pad_planes(float* padded, const float* image, const ShiftedConvolution& s) {
-  const i64 Hp = s.Hp(), Wp = s.Wp(), plane = Hp * Wp;
+void shifted_pad_planes(float* padded, const float* images, const ShiftedConvolution& s) {
+  const i64 Wrow = s.Wrow(), Wi = s.Wi(), plane = s.plane(), image_size = s.C * s.H * s.W;
   for (i64 c = 0; c < s.C; ++c) {
     float* p = padded + c * plane;
-    std::fill(p, p + s.pad * Wp, 0.0f);  // top rows
+    std::fill(p, p + s.pad * Wrow, 0.0f);  // top rows
     for (i64 y = 0; y < s.H; ++y) {
-      float* row = p + (y + s.pad) * Wp;
-      const float* src = image + (c * s.H + y) * s.W;
-      for (i64 x = 0; x < s.pad; ++x) row[x] = 0.0f;
-      std::copy(src, src + s.W, row + s.pad);
-      for (i64 x = s.pad + s.W; x < Wp; ++x) row[x] = 0.0f;
+      float* row = p + (y + s.pad) * Wrow;
+      for (i64 n = 0; n < s.images; ++n) {
+        float* dst = row + n * Wi;
+        const float* src = images + n * image_size + (c * s.H + y) * s.W;
+        for (i64 x = 0; x < s.pad; ++x) dst[x] = 0.0f;
+        std::copy(src, src + s.W, dst + s.pad);
+        for (i64 x = s.pad + s.W; x < Wi; ++x) dst[x] = 0.0f;
+      }
+      for (i64 x = s.images * Wi; x < Wrow; ++x) row[x] = 0.0f;
     }
-    std::fill(p + (s.pad + s.H) * Wp, p + plane, 0.0f);  // bottom rows
+    std::fill(p + (s.pad + s.H) * Wrow, p + plane, 0.0f);  // bottom rows
   }
   std::fill(padded + s.C * plane, padded + s.padded_floats(), 0.0f);
 }
 
 void shifted_tap_offsets(i64* offsets, const ShiftedConvolution& s) {
-  const i64 Wp = s.Wp(), plane = s.Hp() * Wp;
+  const i64 Wrow = s.Wrow(), plane = s.plane();
   for (i64 c = 0; c < s.C; ++c)
     for (i64 kh = 0; kh < s.KH; ++kh)
-      for (i64 kw = 0; kw < s.KW; ++kw) *offsets++ = c * plane + kh * Wp + kw;
+      for (i64 kw = 0; kw < s.KW; ++kw) *offsets++ = c * plane + kh * Wrow + kw;
 }
 
 void shifted_pack_weight(float* packed, const float* weight, i64 rows, i64 K) {
