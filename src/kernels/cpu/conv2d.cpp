@@ -1,6 +1,7 @@
-// 2-D convolution (NCHW), Kokkos over images (or groups of small images): stride-1
-// convolutions as shifted-plane products (conv2d_shifted.hpp, on AVX2 CPUs), the rest as
-// im2col + single-threaded OpenBLAS sgemm. Leaves out Winograd/FFT kernels, dilation and groups.
+// 2-D convolution (NCHW), Kokkos over images (or groups of small images): convolutions with
+// kernels of at least stride x stride taps as shifted-plane products (conv2d_shifted.hpp, on
+// AVX2 CPUs), the rest (1x1) as im2col + single-threaded OpenBLAS sgemm. Leaves out
+// Winograd/FFT kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
@@ -198,21 +199,26 @@ i64* tap_offsets_scratch(i64 count) {
   return offsets.data();
 }
 
-// Stride-1 convolutions take the shifted-plane products (conv2d_shifted.hpp) where the CPU has
-// them. A task takes as many images side by side as make about kShiftedGroupPositions output
-// positions (1 of 28x28, 4 of 14x14, 16 of 7x7), so that the discarded columns are one per
-// image row and the products' rows are long; its padded planes stay within L2 (at most 64 x 9
-// x 129 floats).
+// Convolutions with a kernel of at least stride × stride taps (every phase plane read) take the
+// shifted-plane products (conv2d_shifted.hpp) where the CPU has them; 1x1 ones stay products
+// on the (subsampled) images. A task takes as many images side by side as make about
+// kShiftedGroupPositions output positions (1 of 28x28, 4 of 14x14, 16 of 7x7), so that the
+// discarded columns are one per image row and the products' rows are long; its padded planes
+// stay within L2 (at most 64 x 9 x 129 floats).
 constexpr i64 kShiftedGroupPositions = 800;
 
 bool shifted_forward(const ConvGeometry& g) {
-  return g.stride == 1 && !g.is_pointwise() && shifted_convolution_supported();
+  return g.KH >= g.stride && g.KW >= g.stride && !(g.KH == 1 && g.KW == 1) &&
+         shifted_convolution_supported();
 }
 
-// The backward's dinp is a stride-1 convolution of dout (see dinp_as_convolution), so it needs
-// a square kernel and pad <= KH - 1 as well.
-bool shifted_backward(const ConvGeometry& g) {
-  return shifted_forward(g) && g.KH == g.KW && g.pad <= g.KH - 1;
+// The backward's dweight takes the same products; its dinp (stride 1) is a stride-1
+// convolution of dout (see dinp_as_convolution), which needs a square kernel and pad <= KH - 1.
+// With a larger stride, or where that does not hold, dinp is weightᵀ · dout, col2im-added.
+bool shifted_backward(const ConvGeometry& g) { return shifted_forward(g); }
+
+bool shifted_transposed_dinp(const ConvGeometry& g) {
+  return g.stride == 1 && g.KH == g.KW && g.pad <= g.KH - 1;
 }
 
 i64 shifted_group_images(const ConvGeometry& g) {
@@ -231,7 +237,7 @@ void conv2d_forward_shifted(float* out, const float* inp, const float* weight, c
   shifted_pack_weight(packed, weight, OC, K);
   parallel_for_each_dynamic("sb::conv2d_forward::shifted", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
-    const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, count};
+    const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, g.stride, count};
     const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
     i64* offsets = tap_offsets_scratch(K);
     float* padded = thread_scratch(s.padded_floats() + shifted_grid_rows(OC) * ldg);
@@ -254,16 +260,17 @@ void conv2d_forward_shifted(float* out, const float* inp, const float* weight, c
 }
 
 // Per group of images (the weight gradient's partial), in chunks of images side by side, in
-// image order: partial (OC, C·KH·KW) (+)= dout grid · the chunk's shifted planesᵀ; dinp_n +=
-// the kept columns of flipped weight (C, OC·KH·KW) · the shifted planes of dout padded by
-// KH - 1 - pad (the transposed convolution).
+// image order: partial (OC, C·KH·KW) (+)= dout grid · the chunk's shifted planesᵀ; then
+// dinp_n += either the kept columns of flipped weight (C, OC·KH·KW) · the shifted planes of
+// dout padded by KH - 1 - pad (the transposed convolution), or col2im(weightᵀ · dout_n).
 void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const float* dout,
                              const float* inp, const float* weight, i64 N, const ConvGeometry& g) {
   const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
   const i64 K = g.patch(), Kt = OC * g.KH * g.KW, weight_size = OC * K;
-  const i64 chunk = shifted_group_images(g);
+  const i64 positions = g.positions(), chunk = shifted_group_images(g);
+  const bool transposed = dinp && shifted_transposed_dinp(g);
   float* packed = partials + groups * weight_size;  // flipped weight, (C, OC·KH·KW) packed
-  if (dinp) {
+  if (transposed) {
     float* flipped = thread_scratch(C * Kt);  // free again before the loop below
     transpose_flip_weight(flipped, weight, g);
     shifted_pack_weight(packed, flipped, C, Kt);
@@ -273,15 +280,17 @@ void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const flo
     float* partial = partials + group * weight_size;
     for (i64 n0 = n_begin; n0 < n_end; n0 += chunk) {
       const i64 count = std::min(chunk, n_end - n0);
-      const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, count};
-      const ShiftedConvolution t{OC, OH, OW, C, g.KH, g.KW, g.KH - 1 - g.pad, count};
+      const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, g.stride, count};
+      const ShiftedConvolution t{OC, OH, OW, C, g.KH, g.KW, g.KH - 1 - g.pad, 1, count};
       const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
-      const i64 ldt = t.grid_stride(), Wrow_t = t.Wrow(), Wi_t = t.Wi();
       const i64 dout_grid_floats = shifted_grid_rows(OC) * ldg;
+      const i64 dinp_floats = !dinp        ? 0
+                              : transposed ? t.padded_floats() + shifted_grid_rows(C) * t.grid_stride()
+                                           : K * positions;
       i64* offsets = tap_offsets_scratch(K + Kt);
-      float* padded = thread_scratch(s.padded_floats() + dout_grid_floats +
-                                     (dinp ? t.padded_floats() + shifted_grid_rows(C) * ldt : 0));
+      float* padded = thread_scratch(s.padded_floats() + dout_grid_floats + dinp_floats);
       float* dout_grid = padded + s.padded_floats();  // (OC rounded up to 4, ldg)
+      float* dinp_scratch = dout_grid + dout_grid_floats;
       const float* dout_first = dout + n0 * OC * OH * OW;
       shifted_tap_offsets(offsets, s);
       shifted_pad_planes(padded, inp + n0 * C * H * W, s);
@@ -294,11 +303,19 @@ void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const flo
           }
       shifted_weight_gradient(partial, n0 != n_begin, dout_grid, padded, offsets, s);
       if (!dinp) continue;
-      float* dout_padded = dout_grid + dout_grid_floats;
-      float* dinp_grid = dout_padded + t.padded_floats();
+      if (!transposed) {  // dcols (C·KH·KW, OH·OW) = weightᵀ · dout_n, col2im-added
+        for (i64 n = n0; n < n0 + count; ++n) {
+          sgemm(CblasTrans, CblasNoTrans, K, positions, OC, weight, K, dout + n * OC * positions,
+                positions, 0.0f, dinp_scratch, positions);
+          col2im_add(dinp + n * C * H * W, dinp_scratch, g);
+        }
+        continue;
+      }
+      const i64 ldt = t.grid_stride(), Wrow_t = t.Wrow(), Wi_t = t.Wi();
+      float* dinp_grid = dinp_scratch + t.padded_floats();
       shifted_tap_offsets(offsets + K, t);
-      shifted_pad_planes(dout_padded, dout_first, t);
-      shifted_product(dinp_grid, packed, dout_padded, offsets + K, C, t);
+      shifted_pad_planes(dinp_scratch, dout_first, t);
+      shifted_product(dinp_grid, packed, dinp_scratch, offsets + K, C, t);
       for (i64 n = 0; n < count; ++n)
         for (i64 c = 0; c < C; ++c)
           for (i64 y = 0; y < H; ++y) {

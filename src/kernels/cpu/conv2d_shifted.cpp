@@ -18,31 +18,44 @@
 namespace sb::kernels::cpu {
 
 void shifted_pad_planes(float* padded, const float* images, const ShiftedConvolution& s) {
-  const i64 Wrow = s.Wrow(), Wi = s.Wi(), plane = s.plane(), image_size = s.C * s.H * s.W;
-  for (i64 c = 0; c < s.C; ++c) {
-    float* p = padded + c * plane;
-    std::fill(p, p + s.pad * Wrow, 0.0f);  // top rows
-    for (i64 y = 0; y < s.H; ++y) {
-      float* row = p + (y + s.pad) * Wrow;
-      for (i64 n = 0; n < s.images; ++n) {
-        float* dst = row + n * Wi;
-        const float* src = images + n * image_size + (c * s.H + y) * s.W;
-        for (i64 x = 0; x < s.pad; ++x) dst[x] = 0.0f;
-        std::copy(src, src + s.W, dst + s.pad);
-        for (i64 x = s.pad + s.W; x < Wi; ++x) dst[x] = 0.0f;
+  const i64 Wrow = s.Wrow(), Wi = s.Wi(), Hq = s.Hq(), plane = s.plane(), top = s.top();
+  const i64 left = s.left(), st = s.stride, image_size = s.C * s.H * s.W;
+  for (i64 c = 0; c < s.C; ++c)
+    for (i64 a = 0; a < st; ++a)
+      for (i64 b = 0; b < st; ++b) {
+        float* p = padded + ((c * st + a) * st + b) * plane;
+        const i64 rows = (s.H - a + st - 1) / st, cols = (s.W - b + st - 1) / st;
+        std::fill(p, p + top * Wrow, 0.0f);  // top rows
+        for (i64 i = 0; i < rows; ++i) {
+          float* row = p + (top + i) * Wrow;
+          for (i64 n = 0; n < s.images; ++n) {
+            float* dst = row + n * Wi;
+            const float* src = images + n * image_size + (c * s.H + st * i + a) * s.W + b;
+            for (i64 x = 0; x < left; ++x) dst[x] = 0.0f;
+            if (st == 1) {
+              std::copy(src, src + cols, dst + left);
+            } else {
+              for (i64 j = 0; j < cols; ++j) dst[left + j] = src[st * j];
+            }
+            for (i64 x = left + cols; x < Wi; ++x) dst[x] = 0.0f;
+          }
+          for (i64 x = s.images * Wi; x < Wrow; ++x) row[x] = 0.0f;
+        }
+        std::fill(p + (top + rows) * Wrow, p + Hq * Wrow, 0.0f);  // bottom rows
       }
-      for (i64 x = s.images * Wi; x < Wrow; ++x) row[x] = 0.0f;
-    }
-    std::fill(p + (s.pad + s.H) * Wrow, p + plane, 0.0f);  // bottom rows
-  }
-  std::fill(padded + s.C * plane, padded + s.padded_floats(), 0.0f);
+  std::fill(padded + s.planes() * plane, padded + s.padded_floats(), 0.0f);
 }
 
 void shifted_tap_offsets(i64* offsets, const ShiftedConvolution& s) {
-  const i64 Wrow = s.Wrow(), plane = s.plane();
+  const i64 Wrow = s.Wrow(), plane = s.plane(), st = s.stride;
   for (i64 c = 0; c < s.C; ++c)
     for (i64 kh = 0; kh < s.KH; ++kh)
-      for (i64 kw = 0; kw < s.KW; ++kw) *offsets++ = c * plane + kh * Wrow + kw;
+      for (i64 kw = 0; kw < s.KW; ++kw) {
+        const i64 dy = ShiftedConvolution::floor_div(kh - s.pad, st);
+        const i64 dx = ShiftedConvolution::floor_div(kw - s.pad, st);
+        const i64 a = kh - s.pad - st * dy, b = kw - s.pad - st * dx;
+        *offsets++ = ((c * st + a) * st + b) * plane + (s.top() + dy) * Wrow + s.left() + dx;
+      }
 }
 
 void shifted_pack_weight(float* packed, const float* weight, i64 rows, i64 K) {
