@@ -15,6 +15,7 @@
 
 #include "bench_threads.hpp"
 #include "core/rng.hpp"
+#include "kernels/cpu/conv2d_im2col.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/parallel_runtime.hpp"
 
@@ -236,10 +237,19 @@ void register_cnn_benchmarks() {
   using Body = void (*)(benchmark::State&, const KernelTable&);
   const std::pair<const char*, Body> bodies[] = {{"conv2d_forward", &conv2d_forward},
                                                  {"conv2d_fwd_bwd", &conv2d_forward_backward}};
+  // cpu_im2col: the cpu table with its im2col + BLAS convolution paths only, beside the
+  // shifted-plane ones the cpu backend takes on AVX2 CPUs.
+  static KernelTable im2col = kernels_for(Backend::cpu);
+  im2col.conv2d_forward = &sb::kernels::cpu::conv2d_forward_im2col;
+  im2col.conv2d_backward = &sb::kernels::cpu::conv2d_backward_im2col;
+  const std::pair<std::string, const KernelTable*> tables[] = {
+      {"cpu", &kernels_for(Backend::cpu)},
+      {"cpu_im2col", &im2col},
+      {"reference", &kernels_for(Backend::reference)}};
   for (const auto& [name, body] : bodies) {
-    for (Backend backend : {Backend::cpu, Backend::reference}) {
-      const std::string full = std::string(name) + "/" + std::string(to_string(backend));
-      auto* b = benchmark::RegisterBenchmark(full.c_str(), body, std::cref(kernels_for(backend)));
+    for (const auto& [table_name, table] : tables) {
+      const std::string full = std::string(name) + "/" + table_name;
+      auto* b = benchmark::RegisterBenchmark(full.c_str(), body, std::cref(*table));
       b->ArgNames({"N", "C", "H", "OC", "K", "stride"})
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);

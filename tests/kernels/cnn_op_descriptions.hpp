@@ -51,6 +51,14 @@ struct Conv2dOp {
   // transposed convolution (stride 1, square kernel, pad < K, OC <= C), col2im (the rest), or
   // direct (1x1). 5x5 taps on a 1-row input fall wholly in the padding; 2x2 with pad 2 is
   // stride 1 but not transposable; N = 37 spreads over 16 weight-gradient groups of 2-3 images.
+  // On AVX2 CPUs every convolution but the 1x1 ones takes the shifted-plane path instead (the
+  // strided ones on phase planes: stride 2 with odd extents, 3x2 stride 2, 5x3 stride 3), its
+  // dinp as a transposed convolution where the im2col path has one, else col2im; the im2col
+  // paths are checked on their own as well (Conv2dKernels.Im2colPathsMatchTheReference). The
+  // last seven cases are for the shifted path: output channels and grid widths that are
+  // multiples of neither 4 nor 24, padding 0, 1 and 2, one input channel without dinp, the
+  // untransposable 2x2 pad 2 (col2im dinp), and C·KH·KW = 20 taps, not a multiple of the weight
+  // gradient's 3-tap tiles; N = 37 and 19 give groups of several images side by side.
   static std::vector<Conv2dOp> backend_cases() {
     return {{3, 5, 11, 9, 7, 3, 3, 1, 1},          {3, 7, 11, 9, 5, 3, 3, 1, 1},
             {3, 5, 11, 9, 7, 3, 3, 2, 1},          {3, 5, 11, 9, 7, 1, 1, 2, 0, false},
@@ -58,7 +66,10 @@ struct Conv2dOp {
             {2, 3, 10, 12, 4, 3, 2, 2, 2},         {2, 3, 8, 7, 4, 3, 2, 1, 1},
             {2, 4, 6, 9, 3, 5, 5, 1, 2},           {1, 3, 1, 6, 2, 5, 5, 1, 2},
             {2, 3, 4, 5, 3, 2, 2, 1, 2},           {37, 6, 9, 10, 5, 3, 3, 1, 1},
-            {2, 3, 5, 6, 3, 5, 3, 3, 1}};
+            {2, 3, 5, 6, 3, 5, 3, 3, 1},          {3, 5, 13, 14, 7, 3, 3, 1, 1},
+            {2, 3, 12, 17, 6, 5, 5, 1, 2},         {2, 4, 12, 16, 5, 3, 3, 1, 0},
+            {2, 1, 14, 12, 5, 3, 3, 1, 1, true, false}, {2, 3, 14, 13, 4, 2, 2, 1, 2},
+            {19, 9, 7, 8, 10, 3, 3, 1, 1, false}, {2, 5, 12, 13, 6, 2, 2, 1, 1}};
   }
   static std::vector<Conv2dOp> gradient_cases() {
     return {{2, 3, 5, 4, 4, 3, 3, 1, 1}, {2, 3, 6, 5, 4, 3, 3, 2, 1}, {2, 3, 5, 4, 4, 1, 1, 2, 0},

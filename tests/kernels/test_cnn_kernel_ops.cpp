@@ -6,6 +6,7 @@
 
 #include "cnn_op_descriptions.hpp"
 #include "core/check.hpp"
+#include "kernels/cpu/conv2d_im2col.hpp"
 
 namespace sb::kernels::testing {
 namespace {
@@ -91,6 +92,16 @@ TEST(CnnKernelOpChecks, BackendCheckCatchesOneWrongOutput) {
 }
 
 // ---- contract details the generic checks do not pin down ---------------------------------------
+
+// The cpu conv2d takes its shifted-plane path for stride 1 on AVX2 CPUs: the im2col + BLAS
+// paths it keeps for the other convolutions and CPUs are checked on every case here.
+TEST(Conv2dKernels, Im2colPathsMatchTheReference) {
+  KernelTable im2col = kernels_for(Backend::cpu);
+  im2col.conv2d_forward = &cpu::conv2d_forward_im2col;
+  im2col.conv2d_backward = &cpu::conv2d_backward_im2col;
+  for (const Conv2dOp& op : Conv2dOp::backend_cases())
+    report(backend_mismatches(op, im2col, kernels_for(Backend::reference)), op.label());
+}
 
 // Cross-correlation (no kernel flip), zero padding, stride applied from the top-left corner.
 // inp (1,1,3,3) = 1..9, weight (1,1,2,2) = [[1,0],[0,-1]], bias 0.5, stride 2, pad 1:

@@ -1,10 +1,13 @@
-// 2-D convolution (NCHW) as im2col + OpenBLAS sgemm, Kokkos over images (or groups of small
-// images) with single-threaded sgemm inside. Leaves out Winograd/FFT and direct (im2col-free)
-// kernels, dilation and groups.
+// 2-D convolution (NCHW), Kokkos over images (or groups of small images): convolutions with
+// kernels of at least stride x stride taps as shifted-plane products (conv2d_shifted.hpp, on
+// AVX2 CPUs), the rest (1x1) as im2col + single-threaded OpenBLAS sgemm. Leaves out
+// Winograd/FFT kernels, dilation and groups.
 #include <cblas.h>
 
 #include <climits>
 
+#include "kernels/cpu/conv2d_im2col.hpp"
+#include "kernels/cpu/conv2d_shifted.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 
 namespace sb::kernels::cpu {
@@ -180,15 +183,149 @@ void transpose_flip_weight(float* flipped, const float* weight, const ConvGeomet
               weight[((o * g.C + c) * g.KH + kh) * g.KW + kw];
 }
 
-// The calling thread's buffer for the per-group partial dweights, reused across calls; kept
-// apart from thread_scratch, which the calling thread also uses inside the parallel loop.
+// The calling thread's buffer for the per-group partial dweights (and packed weights), reused
+// across calls; kept apart from thread_scratch, which the calling thread also uses inside the
+// parallel loop.
 float* weight_partials_scratch(i64 count) {
   thread_local std::vector<float> partials;
   if (static_cast<i64>(partials.size()) < count) partials.resize(static_cast<std::size_t>(count));
   return partials.data();
 }
 
-}  // namespace
+// The calling thread's tap offsets of the shifted-plane products, reused across calls.
+i64* tap_offsets_scratch(i64 count) {
+  thread_local std::vector<i64> offsets;
+  if (static_cast<i64>(offsets.size()) < count) offsets.resize(static_cast<std::size_t>(count));
+  return offsets.data();
+}
+
+// Convolutions with a kernel of at least stride × stride taps (every phase plane read) take the
+// shifted-plane products (conv2d_shifted.hpp) where the CPU has them; 1x1 ones stay products
+// on the (subsampled) images. A task takes as many images side by side as make about
+// kShiftedGroupPositions output positions (1 of 28x28, 4 of 14x14, 16 of 7x7), so that the
+// discarded columns are one per image row and the products' rows are long; its padded planes
+// stay within L2 (at most 64 x 9 x 129 floats).
+constexpr i64 kShiftedGroupPositions = 800;
+
+bool shifted_forward(const ConvGeometry& g) {
+  return g.KH >= g.stride && g.KW >= g.stride && !(g.KH == 1 && g.KW == 1) &&
+         shifted_convolution_supported();
+}
+
+// The backward's dweight takes the same products; its dinp (stride 1) is a stride-1
+// convolution of dout (see dinp_as_convolution), which needs a square kernel and pad <= KH - 1.
+// With a larger stride, or where that does not hold, dinp is weightᵀ · dout, col2im-added.
+bool shifted_backward(const ConvGeometry& g) { return shifted_forward(g); }
+
+bool shifted_transposed_dinp(const ConvGeometry& g) {
+  return g.stride == 1 && g.KH == g.KW && g.pad <= g.KH - 1;
+}
+
+i64 shifted_group_images(const ConvGeometry& g) {
+  return std::max<i64>(1, kShiftedGroupPositions / g.positions());
+}
+
+// Per group of images: grid (OC, OH·Wrow) = packed weight · the group's shifted planes, then
+// each image's kept columns (plus bias) to out_n (OC, OH, OW).
+void conv2d_forward_shifted(float* out, const float* inp, const float* weight, const float* bias,
+                            i64 N, const ConvGeometry& g) {
+  const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
+  const i64 K = g.patch(), widest = shifted_group_images(g);
+  const i64 groups =
+      std::min(N, std::max((N + widest - 1) / widest, i64{HostSpace().concurrency()}));
+  float* packed = weight_partials_scratch(shifted_grid_rows(OC) * K);
+  shifted_pack_weight(packed, weight, OC, K);
+  parallel_for_each_dynamic("sb::conv2d_forward::shifted", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, count = (group + 1) * N / groups - n_begin;
+    const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, g.stride, count};
+    const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
+    i64* offsets = tap_offsets_scratch(K);
+    float* padded = thread_scratch(s.padded_floats() + shifted_grid_rows(OC) * ldg);
+    float* grid = padded + s.padded_floats();
+    shifted_tap_offsets(offsets, s);
+    shifted_pad_planes(padded, inp + n_begin * C * H * W, s);
+    shifted_product(grid, packed, padded, offsets, OC, s);
+    for (i64 n = 0; n < count; ++n) {
+      float* out_n = out + (n_begin + n) * OC * OH * OW;
+      for (i64 o = 0; o < OC; ++o) {
+        const float b = bias ? bias[o] : 0.0f;
+        for (i64 y = 0; y < OH; ++y) {
+          const float* src = grid + o * ldg + y * Wrow + n * Wi;
+          float* dst = out_n + (o * OH + y) * OW;
+          for (i64 x = 0; x < OW; ++x) dst[x] = src[x] + b;
+        }
+      }
+    }
+  });
+}
+
+// Per group of images (the weight gradient's partial), in chunks of images side by side, in
+// image order: partial (OC, C·KH·KW) (+)= dout grid · the chunk's shifted planesᵀ; then
+// dinp_n += either the kept columns of flipped weight (C, OC·KH·KW) · the shifted planes of
+// dout padded by KH - 1 - pad (the transposed convolution), or col2im(weightᵀ · dout_n).
+void conv2d_backward_shifted(float* dinp, float* partials, i64 groups, const float* dout,
+                             const float* inp, const float* weight, i64 N, const ConvGeometry& g) {
+  const i64 C = g.C, H = g.H, W = g.W, OC = g.OC, OH = g.OH, OW = g.OW;
+  const i64 K = g.patch(), Kt = OC * g.KH * g.KW, weight_size = OC * K;
+  const i64 positions = g.positions(), chunk = shifted_group_images(g);
+  const bool transposed = dinp && shifted_transposed_dinp(g);
+  float* packed = partials + groups * weight_size;  // flipped weight, (C, OC·KH·KW) packed
+  if (transposed) {
+    float* flipped = thread_scratch(C * Kt);  // free again before the loop below
+    transpose_flip_weight(flipped, weight, g);
+    shifted_pack_weight(packed, flipped, C, Kt);
+  }
+  parallel_for_each_dynamic("sb::conv2d_backward::shifted", groups, [=](i64 group) {
+    const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
+    float* partial = partials + group * weight_size;
+    for (i64 n0 = n_begin; n0 < n_end; n0 += chunk) {
+      const i64 count = std::min(chunk, n_end - n0);
+      const ShiftedConvolution s{C, H, W, OC, g.KH, g.KW, g.pad, g.stride, count};
+      const ShiftedConvolution t{OC, OH, OW, C, g.KH, g.KW, g.KH - 1 - g.pad, 1, count};
+      const i64 ldg = s.grid_stride(), Wrow = s.Wrow(), Wi = s.Wi();
+      const i64 dout_grid_floats = shifted_grid_rows(OC) * ldg;
+      const i64 dinp_floats = !dinp        ? 0
+                              : transposed ? t.padded_floats() + shifted_grid_rows(C) * t.grid_stride()
+                                           : K * positions;
+      i64* offsets = tap_offsets_scratch(K + Kt);
+      float* padded = thread_scratch(s.padded_floats() + dout_grid_floats + dinp_floats);
+      float* dout_grid = padded + s.padded_floats();  // (OC rounded up to 4, ldg)
+      float* dinp_scratch = dout_grid + dout_grid_floats;
+      const float* dout_first = dout + n0 * OC * OH * OW;
+      shifted_tap_offsets(offsets, s);
+      shifted_pad_planes(padded, inp + n0 * C * H * W, s);
+      std::fill(dout_grid, dout_grid + dout_grid_floats, 0.0f);  // discarded columns: zero
+      for (i64 n = 0; n < count; ++n)
+        for (i64 o = 0; o < OC; ++o)
+          for (i64 y = 0; y < OH; ++y) {
+            const float* src = dout_first + ((n * OC + o) * OH + y) * OW;
+            std::copy(src, src + OW, dout_grid + o * ldg + y * Wrow + n * Wi);
+          }
+      shifted_weight_gradient(partial, n0 != n_begin, dout_grid, padded, offsets, s);
+      if (!dinp) continue;
+      if (!transposed) {  // dcols (C·KH·KW, OH·OW) = weightᵀ · dout_n, col2im-added
+        for (i64 n = n0; n < n0 + count; ++n) {
+          sgemm(CblasTrans, CblasNoTrans, K, positions, OC, weight, K, dout + n * OC * positions,
+                positions, 0.0f, dinp_scratch, positions);
+          col2im_add(dinp + n * C * H * W, dinp_scratch, g);
+        }
+        continue;
+      }
+      const i64 ldt = t.grid_stride(), Wrow_t = t.Wrow(), Wi_t = t.Wi();
+      float* dinp_grid = dinp_scratch + t.padded_floats();
+      shifted_tap_offsets(offsets + K, t);
+      shifted_pad_planes(dinp_scratch, dout_first, t);
+      shifted_product(dinp_grid, packed, dinp_scratch, offsets + K, C, t);
+      for (i64 n = 0; n < count; ++n)
+        for (i64 c = 0; c < C; ++c)
+          for (i64 y = 0; y < H; ++y) {
+            const float* src = dinp_grid + c * ldt + y * Wrow_t + n * Wi_t;
+            float* dst = dinp + (((n0 + n) * C + c) * H + y) * W;
+            for (i64 x = 0; x < W; ++x) dst[x] += src[x];
+          }
+    }
+  });
+}
 
 // Images with few output positions (7x7, 14x14) are taken in groups whose patch matrices
 // sit side by side, cols (C·KH·KW, g·OH·OW), so that one product has up to kGroupPositions
@@ -198,8 +335,14 @@ constexpr i64 kGroupPositions = 800;
 // Per group of images: out_g (OC, g·OH·OW) = weight (OC, C·KH·KW) · cols_g, then each image's
 // columns copied to out_n (OC, OH·OW) (a single image writes out_n directly); bias rows are
 // written first and accumulated onto (beta = 1). Groups are independent, one per task.
-SB_DECLARE_CONV2D_FORWARD(float) {
+void conv2d_forward_paths(float* out, const float* inp, const float* weight, const float* bias,
+                          i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad,
+                          bool allow_shifted) {
   const ConvGeometry g = make_geometry("conv2d_forward", C, H, W, OC, KH, KW, stride, pad);
+  if (allow_shifted && shifted_forward(g)) {
+    conv2d_forward_shifted(out, inp, weight, bias, N, g);
+    return;
+  }
   const i64 patch = g.patch(), positions = g.positions();
   // As many groups as that allows, at least one per thread, images spread evenly.
   const i64 widest = g.is_pointwise() ? 1 : std::max<i64>(1, kGroupPositions / positions);
@@ -232,6 +375,7 @@ SB_DECLARE_CONV2D_FORWARD(float) {
 }
 
 // Per image n:
+//   shifted (see shifted_backward): conv2d_backward_shifted, no patch matrices;
 //   transposed (stride 1, see dinp_as_convolution): one patch matrix, tcols_n = the transposed
 //   im2col of dout_n (OC·KH·KW, H·W), serves both products: dinp_n += flipped · tcols_n, and
 //   tcols_n · image_nᵀ (OC·KH·KW, C) is dweight with (kh, kw) flipped and c innermost, so
@@ -244,16 +388,22 @@ SB_DECLARE_CONV2D_FORWARD(float) {
 //   dbias += row sums of dout_n, per output channel.
 // Groups are contiguous image ranges, each summed in image order, and the partials are added
 // in group order: the result does not depend on which thread ran which group.
-SB_DECLARE_CONV2D_BACKWARD(float) {
+void conv2d_backward_paths(float* dinp, float* dweight, float* dbias, const float* dout,
+                           const float* inp, const float* weight, i64 N, i64 C, i64 H, i64 W,
+                           i64 OC, i64 KH, i64 KW, i64 stride, i64 pad, bool allow_shifted) {
   const ConvGeometry g = make_geometry("conv2d_backward", C, H, W, OC, KH, KW, stride, pad);
   if (N <= 0) return;
   const i64 patch = g.patch(), positions = g.positions(), weight_size = OC * patch;
   const i64 concurrency = HostSpace().concurrency();
   const i64 groups = std::min(N, std::max(kMinWeightPartials, concurrency));
-  const bool transposed = dinp && dinp_as_convolution(g);
+  const bool shifted = allow_shifted && shifted_backward(g);
+  const bool transposed = !shifted && dinp && dinp_as_convolution(g);
   const ConvGeometry gt = transposed_geometry(g);
-  float* partials = weight_partials_scratch((groups + 1) * weight_size);
-  float* flipped = partials + groups * weight_size;  // (C, OC·KH·KW) when transposed
+  // the partials, then the flipped weight (C, OC·KH·KW), packed in blocks of 4 rows if shifted
+  float* partials = weight_partials_scratch(
+      groups * weight_size + std::max(weight_size, shifted_grid_rows(C) * OC * KH * KW));
+  float* flipped = partials + groups * weight_size;
+  if (shifted) conv2d_backward_shifted(dinp, partials, groups, dout, inp, weight, N, g);
   if (transposed) transpose_flip_weight(flipped, weight, g);
   // cols_n, then dcols (patch, positions) or the transposed im2col of dout_n (OC·KH·KW, H·W)
   const i64 cols_size = g.is_pointwise() || transposed ? 0 : patch * positions;
@@ -263,7 +413,7 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
   const i64 dinp_scratch_size = !dinp || g.is_pointwise() ? 0
                                 : transposed ? (gt.patch() + 2 * C) * chunk * H * W
                                              : patch * positions;
-  parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
+  if (!shifted) parallel_for_each_dynamic("sb::conv2d_backward::images", groups, [=](i64 group) {
     const i64 n_begin = group * N / groups, n_end = (group + 1) * N / groups;
     float* partial = partials + group * weight_size;
     float* scratch = thread_scratch(cols_size + dinp_scratch_size);
@@ -355,6 +505,30 @@ SB_DECLARE_CONV2D_BACKWARD(float) {
     }
     dbias[o] += static_cast<float>(sum);
   });
+}
+
+}  // namespace
+
+SB_DECLARE_CONV2D_FORWARD(float) {
+  conv2d_forward_paths(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad, true);
+}
+
+SB_DECLARE_CONV2D_BACKWARD(float) {
+  conv2d_backward_paths(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride,
+                        pad, true);
+}
+
+void conv2d_forward_im2col(float* out, const float* inp, const float* weight, const float* bias,
+                           i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                           i64 pad) {
+  conv2d_forward_paths(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad, false);
+}
+
+void conv2d_backward_im2col(float* dinp, float* dweight, float* dbias, const float* dout,
+                            const float* inp, const float* weight, i64 N, i64 C, i64 H, i64 W,
+                            i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  conv2d_backward_paths(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride,
+                        pad, false);
 }
 
 }  // namespace sb::kernels::cpu
