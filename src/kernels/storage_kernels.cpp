@@ -37,39 +37,24 @@ class Widened {
     }
   }
 
-  const float* in(const S* p, i64 n) {
+  const float* in(const S* p, i64 n) { return view(const_cast<S*>(p), n, true, false); }
+  float* inout(S* p, i64 n) { return view(p, n, true, true); }
+  float* out(S* p, i64 n) { return view(p, n, false, true); }
+
+ private:
+  // A float view of p (n values): converted in when read, rounded back at the end when written.
+  float* view(S* p, i64 n, bool read, bool written) {
     if constexpr (std::is_same_v<S, float>) {
       return p;
     } else {
       if (!p) return nullptr;
       float* wide = scratch_->take(n);
-      convert(k_, wide, p, n);
-      return wide;
-    }
-  }
-  float* inout(S* p, i64 n) {
-    if constexpr (std::is_same_v<S, float>) {
-      return p;
-    } else {
-      if (!p) return nullptr;
-      float* wide = scratch_->take(n);
-      convert(k_, wide, p, n);
-      outputs_.push_back({wide, p, n});
-      return wide;
-    }
-  }
-  float* out(S* p, i64 n) {
-    if constexpr (std::is_same_v<S, float>) {
-      return p;
-    } else {
-      if (!p) return nullptr;
-      float* wide = scratch_->take(n);
-      outputs_.push_back({wide, p, n});
+      if (read) convert(k_, wide, p, n);
+      if (written) outputs_.push_back({wide, p, n});
       return wide;
     }
   }
 
- private:
   struct Output {
     float* wide;
     S* narrow;
