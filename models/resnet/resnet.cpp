@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "core/check.hpp"
@@ -15,7 +16,7 @@
 namespace sb::resnet {
 
 using i64 = std::int64_t;
-using detail::count_floats;
+using detail::count_bytes;
 using detail::for_each_parameter;
 using detail::for_each_statistic;
 using detail::Layout;
@@ -25,7 +26,8 @@ using detail::whole_network;
 
 namespace {
 
-void zero(float* x, i64 n) { std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(float)); }
+template <class T>
+void zero(T* x, i64 n) { std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(T)); }
 
 constexpr i64 kFloat = static_cast<i64>(sizeof(float));
 
@@ -40,29 +42,34 @@ std::vector<ParameterSpec> resnet_parameter_specs(const ResnetConfig& config) {
   return specs;
 }
 
+template <class S>
 i64 resnet_slot_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
-  return kFloat * count_floats<ActivationTensors>(layout_of(config, blocks, partition), N);
+  return count_bytes<ActivationTensorsT<S>>(layout_of(config, blocks, partition), N);
 }
 
+template <class S>
 i64 resnet_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition,
                             i64 slots) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
   const Layout l = layout_of(config, blocks, partition);
-  return kFloat * (slots * count_floats<ActivationTensors>(l, N) + N * l.max_image_floats());
+  return slots * count_bytes<ActivationTensorsT<S>>(l, N) +
+         static_cast<i64>(sizeof(S)) * N * l.max_image_floats();
 }
 
+template <class S>
 i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
-  return kFloat * count_floats<ActivationGradients>(layout_of(config, blocks, partition), N);
+  return count_bytes<ActivationGradientsT<S>>(layout_of(config, blocks, partition), N);
 }
 
-ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
-                         MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots)
+template <class S>
+ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
+                              MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots)
     : config_(config),
       blocks_(),
       backend_(backend),
-      k_(&kernels::kernels_for(backend)),
+      k_(backend, tracker),
       max_batch_(max_batch),
       parameter_count_(0) {
   validate_resnet_config(config_);
@@ -98,37 +105,48 @@ ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Bac
     for_each_statistic(views, l, [&](const std::string&, i64 C, float*&) { statistics_floats += C; });
   }
 
-  const i64 param_bytes = kFloat * parameter_count_;
-  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, param_bytes, "resnet params");
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, param_bytes, "resnet grads");
+  constexpr bool mixed = !std::is_same_v<S, float>;
+  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
+                                 mixed ? "resnet 16-bit params" : "resnet params");
+  if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
+    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
+                                   "resnet fp32 master params");
+  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "resnet grads");
   // Running statistics are model state saved with the weights but never trained: charged to
   // params, kept out of parameter_slices().
   statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,
                                      "resnet running statistics");
-  const i64 slot_floats = count_floats<ActivationTensors>(l, max_batch);
-  acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                               kFloat * activation_slots * slot_floats, "resnet activations");
+  const i64 slot_bytes = count_bytes<ActivationTensorsT<S>>(l, max_batch);
+  acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, activation_slots * slot_bytes,
+                               "resnet activations");
   scratch_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
-                                  kFloat * max_batch * l.max_image_floats(),
+                                  static_cast<i64>(sizeof(S)) * max_batch * l.max_image_floats(),
                                   "resnet shortcut scratch");
   const i64 label_count = l.head() ? activation_slots * max_batch : 0;
   labels_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
                                  label_count * static_cast<i64>(sizeof(std::int32_t)),
                                  "resnet labels");
   acts_grads_memory_ = TrackedBuffer(tracker, MemoryCategory::workspace,
-                                     kFloat * count_floats<ActivationGradients>(l, max_batch),
+                                     count_bytes<ActivationGradientsT<S>>(l, max_batch),
                                      "resnet activation grads");
   SB_CHECK(acts_memory_.bytes() + scratch_memory_.bytes() ==
-               resnet_activation_bytes(config_, max_batch, partition, activation_slots),
+               resnet_activation_bytes<S>(config_, max_batch, partition, activation_slots),
            "resnet activation layout and resnet_activation_bytes disagree");
 
-  const auto point = [&](ParameterTensors& views, float* base) {
-    for_each_parameter(views, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t) {
+  const auto point = [&]<class T>(ParameterTensorsT<T>& views, T* base) {
+    for_each_parameter(views, l, [&](const ParameterSpec& spec, T*& view, std::uint64_t) {
       view = base;
       base += spec.shape.numel();
     });
   };
-  point(params_, params_memory_.as<float>());
+  point(params_, params_memory_.as<S>());
+  if constexpr (mixed) {
+    point(master_, master_memory_.as<float>());
+    master_base_ = master_memory_.as<float>();
+  } else {
+    master_ = params_;
+    master_base_ = params_memory_.as<float>();
+  }
   point(grads_, grads_memory_.as<float>());
   float* base = statistics_memory_.as<float>();
   for_each_statistic(statistics_, l, [&](const std::string&, i64 C, float*& view) {
@@ -139,28 +157,31 @@ ResnetModel::ResnetModel(const ResnetConfig& config, i64 max_batch, kernels::Bac
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (l.head()) slots_[i].labels = labels_memory_.as<std::int32_t>() + i * max_batch;
   }
-  shortcut_bn_out_ = scratch_memory_.as<float>();
+  shortcut_bn_out_ = scratch_memory_.as<S>();
   i64 max_channels = config_.stem_channels;
   for (const auto& b : blocks_) max_channels = std::max(max_channels, b.out_channels);
   batchnorm_sums_.resize(static_cast<std::size_t>(2 * max_channels + 1));
   reset_running_statistics();
 }
 
-i64 ResnetModel::slot_activation_bytes() const {
+template <class S>
+i64 ResnetModelT<S>::slot_activation_bytes() const {
   return acts_memory_.bytes() / activation_slots() + labels_memory_.bytes() / activation_slots();
 }
 
-void ResnetModel::reset_running_statistics() {
+template <class S>
+void ResnetModelT<S>::reset_running_statistics() {
   for (const auto& view : statistics_views()) {
     const bool is_variance = view.name.ends_with("running_var");
     std::fill(view.values, view.values + view.numel, is_variance ? 1.0f : 0.0f);
   }
 }
 
-void ResnetModel::init_weights(std::uint64_t seed) {
+template <class S>
+void ResnetModelT<S>::init_weights(std::uint64_t seed) {
   const Layout l{config_, blocks_, first_unit_, end_unit_};
   // k: the tensor's index over the whole network, its random stream
-  for_each_parameter(params_, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t k) {
+  for_each_parameter(master_, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t k) {
     float* p = view;
     const i64 n = spec.shape.numel();
     const CounterRng rng(seed, k);
@@ -181,28 +202,36 @@ void ResnetModel::init_weights(std::uint64_t seed) {
         break;
     }
   });
+  sync_storage_parameters();
   reset_running_statistics();
 }
 
-void ResnetModel::reduce_batchnorm_sums(i64 C) {
+template <class S>
+void ResnetModelT<S>::sync_storage_parameters() {
+  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_memory_.as<S>(), master_base_, parameter_count_);
+}
+
+template <class S>
+void ResnetModelT<S>::reduce_batchnorm_sums(i64 C) {
   if (!batchnorm_reducer_) return;
   batchnorm_reducer_(std::span<double>(batchnorm_sums_.data(), static_cast<std::size_t>(2 * C + 1)));
 }
 
-void ResnetModel::gradient_ready(const float* first, i64 count) {
+template <class S>
+void ResnetModelT<S>::gradient_ready(const float* first, i64 count) {
   if (gradient_ready_) gradient_ready_(first - grads_memory_.as<float>(), count);
 }
 
-void ResnetModel::batchnorm_forward(float* out, const BatchStatistics& saved,
-                                    const RunningStatistics& running, const float* inp,
-                                    const BatchNormTensors& bn, const float* residual, bool relu,
-                                    i64 N, i64 C, i64 HW, bool training) {
+template <class S>
+void ResnetModelT<S>::batchnorm_forward(S* out, const BatchStatistics& saved, const RunningStatistics& running,
+                                        const S* inp, const BatchNormTensorsT<S>& bn, const S* residual,
+                                        bool relu, i64 N, i64 C, i64 HW, bool training) {
   if (training) {
     double* sums = batchnorm_sums_.data();
-    k_->batchnorm2d_channel_sums(sums, inp, N, C, HW);
+    k_.batchnorm2d_channel_sums(sums, inp, N, C, HW);
     sums[2 * C] = static_cast<double>(N * HW);
     reduce_batchnorm_sums(C);
-    k_->batchnorm2d_statistics(saved.mean, saved.rstd, running.mean, running.var, sums,
+    k_.batchnorm2d_statistics(saved.mean, saved.rstd, running.mean, running.var, sums,
                                sums[2 * C], C, kBatchNormMomentum, kBatchNormEps);
   } else {  // the running statistics, as batch statistics of the same shape
     for (i64 c = 0; c < C; ++c) {
@@ -211,52 +240,53 @@ void ResnetModel::batchnorm_forward(float* out, const BatchStatistics& saved,
           1.0 / std::sqrt(static_cast<double>(running.var[c]) + kBatchNormEps));
     }
   }
-  k_->batchnorm2d_forward_apply(out, inp, saved.mean, saved.rstd, bn.weight, bn.bias, residual,
+  k_.batchnorm2d_forward_apply(out, inp, saved.mean, saved.rstd, bn.weight, bn.bias, residual,
                                 relu, N, C, HW);
 }
 
-void ResnetModel::batchnorm_backward(float* dinp, const BatchNormTensors& grad, const float* dout,
-                                     const float* relu_out, const float* inp,
-                                     const BatchNormTensors& bn, const BatchStatistics& saved,
-                                     i64 N, i64 C, i64 HW) {
+template <class S>
+void ResnetModelT<S>::batchnorm_backward(S* dinp, const BatchNormTensors& grad, const S* dout, const S* relu_out,
+                                         const S* inp, const BatchNormTensorsT<S>& bn, const BatchStatistics& saved,
+                                         i64 N, i64 C, i64 HW) {
   double* sums = batchnorm_sums_.data();
-  k_->batchnorm2d_backward_sums(sums, grad.weight, grad.bias, dout, relu_out, inp, saved.mean,
+  k_.batchnorm2d_backward_sums(sums, grad.weight, grad.bias, dout, relu_out, inp, saved.mean,
                                 saved.rstd, N, C, HW);
   gradient_ready(grad.weight, 2 * C);  // weight and bias are adjacent: one range
   sums[2 * C] = static_cast<double>(N * HW);
   reduce_batchnorm_sums(C);
-  k_->batchnorm2d_backward_apply(dinp, dout, relu_out, inp, bn.weight, saved.mean, saved.rstd,
+  k_.batchnorm2d_backward_apply(dinp, dout, relu_out, inp, bn.weight, saved.mean, saved.rstd,
                                  sums, sums[2 * C], N, C, HW);
 }
 
 // inp (N, IC, H, W) -> a.blocks[b].out (N, OC, OH, OW)
-void ResnetModel::block_forward(const ActivationTensors& acts, std::size_t b, const float* inp,
-                                i64 N, bool training) {
+template <class S>
+void ResnetModelT<S>::block_forward(const ActivationTensorsT<S>& acts, std::size_t b, const S* inp, i64 N,
+                                    bool training) {
   const ResnetBlockShape& s = blocks_[b];
-  const BlockTensors& p = params_.blocks[b];
+  const BlockTensorsT<S>& p = params_.blocks[b];
   const BlockRunningStatistics& r = statistics_.blocks[b];
-  const BlockActivations& a = acts.blocks[b];
+  const BlockActivationsT<S>& a = acts.blocks[b];
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   const i64 OHW = OH * OH;
 
   // shortcut: x, or bn(conv1×1(x)) when the stride or the width changes
-  const float* shortcut = inp;
+  const S* shortcut = inp;
   if (s.shortcut_conv) {
-    k_->conv2d_forward(a.shortcut_conv, inp, p.shortcut_conv, nullptr, N, IC, H, H, OC, 1, 1,
+    k_.conv2d_forward(a.shortcut_conv, inp, p.shortcut_conv, nullptr, N, IC, H, H, OC, 1, 1,
                        s.stride, 0);
     batchnorm_forward(shortcut_bn_out_, a.shortcut_bn, r.shortcut_bn, a.shortcut_conv,
                       p.shortcut_bn, nullptr, false, N, OC, OHW, training);
     shortcut = shortcut_bn_out_;
   }
   // main path: relu(bn1(conv1(x))) -> relu(bn2(conv2(.)) + shortcut)
-  k_->conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
+  k_.conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
   batchnorm_forward(a.relu1, a.bn1, r.bn1, a.conv1, p.bn1, nullptr, true, N, OC, OHW, training);
-  k_->conv2d_forward(a.conv2, a.relu1, p.conv2, nullptr, N, OC, OH, OH, OC, 3, 3, 1, 1);
+  k_.conv2d_forward(a.conv2, a.relu1, p.conv2, nullptr, N, OC, OH, OH, OC, 3, 3, 1, 1);
   batchnorm_forward(a.out, a.bn2, r.bn2, a.conv2, p.bn2, shortcut, true, N, OC, OHW, training);
 }
 
-float ResnetModel::forward(i64 slot, const float* input, const std::int32_t* labels, i64 N,
-                           bool training) {
+template <class S>
+float ResnetModelT<S>::forward(i64 slot, const float* input, const std::int32_t* labels, i64 N, bool training) {
   SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet forward: slot {} of {}", slot,
            activation_slots());
   SB_CHECK(N >= 1 && N <= max_batch_, "resnet forward: N = {} outside [1, {}]", N, max_batch_);
@@ -269,21 +299,21 @@ float ResnetModel::forward(i64 slot, const float* input, const std::int32_t* lab
   }
   Slot& st = slots_[static_cast<std::size_t>(slot)];
   const Layout l{config_, blocks_, first_unit_, end_unit_};
-  point_views(st.acts, acts_memory_.as<float>() + slot * count_floats<ActivationTensors>(l, max_batch_),
+  point_views(st.acts, acts_memory_.as<std::byte>() + slot * count_bytes<ActivationTensorsT<S>>(l, max_batch_),
               l, N);
-  std::copy(input, input + N * input_floats_, st.acts.input);
+  k_.narrow(st.acts.input, input, N * input_floats_);
   if (head && labels) std::copy(labels, labels + N, st.labels);
   st.N = N;
   st.backward_ready = training && (!head || labels != nullptr);
   last_slot_ = slot;
 
-  const ParameterTensors& p = params_;
-  const ActivationTensors& a = st.acts;
-  const float* x = a.input;  // (N, C, H, W), the input of the next unit
+  const ParameterTensorsT<S>& p = params_;
+  const ActivationTensorsT<S>& a = st.acts;
+  const S* x = a.input;  // (N, C, H, W), the input of the next unit
   if (has_stem()) {          // relu(bn(conv(images)))
     const i64 IC = config_.image_channels, S = config_.image_size;
     const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
-    k_->conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, S, S, C0,
+    k_.conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, S, S, C0,
                        config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                        config_.stem_kernel / 2);
     batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn,
@@ -301,47 +331,52 @@ float ResnetModel::forward(i64 slot, const float* input, const std::int32_t* lab
   // head: global average pool, linear
   const ResnetBlockShape& last = blocks_.back();
   const i64 features = last.out_channels;
-  k_->global_avgpool_forward(a.pooled, x, N, features, last.out_size * last.out_size);
-  k_->matmul_forward(a.logits, a.pooled, p.fc_weight, p.fc_bias, N, features, classes);
+  k_.global_avgpool_forward(a.pooled, x, N, features, last.out_size * last.out_size);
+  k_.matmul_forward(a.logits, a.pooled, p.fc_weight, p.fc_bias, N, features, classes);
   st.output = a.logits;
   if (!labels) return std::numeric_limits<float>::quiet_NaN();
-  k_->crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
+  k_.crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
   double sum = 0.0;
   for (i64 i = 0; i < N; ++i) sum += a.losses[i];
   return static_cast<float>(sum / static_cast<double>(N));
 }
 
-const float* ResnetModel::output(i64 slot) const {
+template <class S>
+const S* ResnetModelT<S>::output(i64 slot) const {
   SB_CHECK(!has_head(), "resnet output: a partition with the head outputs the loss");
   SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet output: slot {} of {}", slot,
            activation_slots());
   return slots_[static_cast<std::size_t>(slot)].output;
 }
 
-const float* ResnetModel::logits() const {
+template <class S>
+const S* ResnetModelT<S>::logits() const {
   SB_CHECK(has_head(), "resnet logits: this partition has no head");
   return slots_[static_cast<std::size_t>(last_slot_)].acts.logits;
 }
 
-const float* ResnetModel::input_gradient() const {
+template <class S>
+const S* ResnetModelT<S>::input_gradient() const {
   SB_CHECK(!has_stem(), "resnet input_gradient: the images need no gradient");
   SB_CHECK(input_gradient_ != nullptr, "resnet input_gradient: no backward yet");
   return input_gradient_;
 }
 
-void ResnetModel::zero_grad() {
+template <class S>
+void ResnetModelT<S>::zero_grad() {
   std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
 }
 
 // dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=, each
 // layer's reported as soon as it is final. inp is the block's forward input.
-void ResnetModel::block_backward(const ActivationTensors& acts, std::size_t b, float* dinp,
-                                 const float* dout, const float* inp, i64 N) {
+template <class S>
+void ResnetModelT<S>::block_backward(const ActivationTensorsT<S>& acts, std::size_t b, S* dinp, const S* dout,
+                                     const S* inp, i64 N) {
   const ResnetBlockShape& s = blocks_[b];
-  const BlockTensors& p = params_.blocks[b];
+  const BlockTensorsT<S>& p = params_.blocks[b];
   const BlockTensors& g = grads_.blocks[b];
-  const BlockActivations& a = acts.blocks[b];
-  const ActivationGradients& d = acts_grads_;
+  const BlockActivationsT<S>& a = acts.blocks[b];
+  const ActivationGradientsT<S>& d = acts_grads_;
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   const i64 OHW = OH * OH, n = N * OC * OHW;
 
@@ -350,24 +385,25 @@ void ResnetModel::block_backward(const ActivationTensors& acts, std::size_t b, f
   if (s.shortcut_conv) {
     batchnorm_backward(d.dshortcut_conv, g.shortcut_bn, dout, a.out, a.shortcut_conv,
                        p.shortcut_bn, a.shortcut_bn, N, OC, OHW);
-    k_->conv2d_backward(dinp, g.shortcut_conv, nullptr, d.dshortcut_conv, inp, p.shortcut_conv, N,
+    k_.conv2d_backward(dinp, g.shortcut_conv, nullptr, d.dshortcut_conv, inp, p.shortcut_conv, N,
                         IC, H, H, OC, 1, 1, s.stride, 0);
     gradient_ready(g.shortcut_conv, OC * IC);
   } else {
-    k_->relu_backward(dinp, a.out, dout, n);  // identity: straight to dinp
+    k_.relu_backward(dinp, a.out, dout, n);  // identity: straight to dinp
   }
   // main path, last layer first
   zero(d.drelu1, n);
-  k_->conv2d_backward(d.drelu1, g.conv2, nullptr, d.dconv2, a.relu1, p.conv2, N, OC, OH, OH, OC, 3,
+  k_.conv2d_backward(d.drelu1, g.conv2, nullptr, d.dconv2, a.relu1, p.conv2, N, OC, OH, OH, OC, 3,
                       3, 1, 1);
   gradient_ready(g.conv2, OC * OC * 9);
   batchnorm_backward(d.dconv1, g.bn1, d.drelu1, a.relu1, a.conv1, p.bn1, a.bn1, N, OC, OHW);
-  k_->conv2d_backward(dinp, g.conv1, nullptr, d.dconv1, inp, p.conv1, N, IC, H, H, OC, 3, 3,
+  k_.conv2d_backward(dinp, g.conv1, nullptr, d.dconv1, inp, p.conv1, N, IC, H, H, OC, 3, 3,
                       s.stride, 1);
   gradient_ready(g.conv1, OC * IC * 9);
 }
 
-void ResnetModel::backward(i64 slot, const float* doutput) {
+template <class S>
+void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet backward: slot {} of {}", slot,
            activation_slots());
   const Slot& st = slots_[static_cast<std::size_t>(slot)];
@@ -376,12 +412,12 @@ void ResnetModel::backward(i64 slot, const float* doutput) {
            "resnet backward: a partition {} the head takes {} output gradient",
            has_head() ? "with" : "without", has_head() ? "no" : "an");
   const i64 N = st.N, classes = config_.classes;
-  const ParameterTensors& p = params_;
+  const ParameterTensorsT<S>& p = params_;
   const ParameterTensors& g = grads_;
-  const ActivationTensors& a = st.acts;
-  ActivationGradients& d = acts_grads_;
+  const ActivationTensorsT<S>& a = st.acts;
+  ActivationGradientsT<S>& d = acts_grads_;
   const Layout l{config_, blocks_, first_unit_, end_unit_};
-  point_views(d, acts_grads_memory_.as<float>(), l, N);
+  point_views(d, acts_grads_memory_.as<std::byte>(), l, N);
 
   if (has_head()) {  // mean loss -> logits -> pooled features -> the last block's output
     const ResnetBlockShape& last = blocks_.back();
@@ -389,24 +425,24 @@ void ResnetModel::backward(i64 slot, const float* doutput) {
     zero(d.dlogits, N * classes);
     zero(d.dpooled, N * features);
     zero(d.dblock_out, N * features * last_hw);
-    std::fill(d.dlosses, d.dlosses + N, static_cast<float>(1.0 / static_cast<double>(N)));
-    k_->crossentropy_backward(d.dlogits, a.probs, st.labels, d.dlosses, N, classes);
-    k_->matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
+    std::fill(d.dlosses, d.dlosses + N, static_cast<float>(loss_scale_ / static_cast<double>(N)));
+    k_.crossentropy_backward(d.dlogits, a.probs, st.labels, d.dlosses, N, classes);
+    k_.matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
                         features, classes);
     gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
-    k_->global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
+    k_.global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
   } else {
     std::copy(doutput, doutput + N * output_floats_, d.dblock_out);
   }
 
   // the blocks, last to first; dout is the gradient of block b's output, din of its input
-  float* dout = d.dblock_out;
-  float* din = d.dblock_in;
+  S* dout = d.dblock_out;
+  S* din = d.dblock_in;
   for (std::size_t b = blocks_.size(); b-- > 0;) {
     if (!has_block(b)) continue;
     const ResnetBlockShape& s = blocks_[b];
     const bool first_here = static_cast<i64>(b) + 1 == first_unit_;
-    const float* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
+    const S* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
     zero(din, N * s.in_channels * s.in_size * s.in_size);
     block_backward(a, b, din, dout, inp, N);
     std::swap(din, dout);
@@ -421,24 +457,26 @@ void ResnetModel::backward(i64 slot, const float* doutput) {
   const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
   batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,
                      C0, S0 * S0);
-  k_->conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, S, S,
+  k_.conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, S, S,
                       C0, config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                       config_.stem_kernel / 2);
   gradient_ready(g.stem_conv, C0 * IC * config_.stem_kernel * config_.stem_kernel);
 }
 
-std::vector<ParameterView> ResnetModel::parameter_views() {
+template <class S>
+std::vector<ParameterView> ResnetModelT<S>::parameter_views() {
   std::vector<ParameterView> views;
   float* grad = grads_memory_.as<float>();
   const Layout l{config_, blocks_, first_unit_, end_unit_};
-  for_each_parameter(params_, l, [&](const ParameterSpec& spec, float*& param, std::uint64_t) {
+  for_each_parameter(master_, l, [&](const ParameterSpec& spec, float*& param, std::uint64_t) {
     views.push_back({spec.name, param, grad, spec.shape.numel()});
     grad += spec.shape.numel();
   });
   return views;
 }
 
-std::vector<StatisticsView> ResnetModel::statistics_views() {
+template <class S>
+std::vector<StatisticsView> ResnetModelT<S>::statistics_views() {
   std::vector<StatisticsView> views;
   const Layout l{config_, blocks_, first_unit_, end_unit_};
   for_each_statistic(statistics_, l, [&](const std::string& name, i64 C, float*& values) {
@@ -447,12 +485,23 @@ std::vector<StatisticsView> ResnetModel::statistics_views() {
   return views;
 }
 
-std::vector<optim::ParameterSlice> ResnetModel::parameter_slices() {
+template <class S>
+std::vector<optim::ParameterSlice> ResnetModelT<S>::parameter_slices() {
   std::vector<optim::ParameterSlice> slices;
   for (auto& view : parameter_views()) {
     slices.push_back({std::move(view.name), view.param, view.grad, view.numel, true});
   }
   return slices;
 }
+
+#define SB_INSTANTIATE_RESNET(S)                                                                      \
+  template class ResnetModelT<S>;                                                                    \
+  template i64 resnet_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition, i64);          \
+  template i64 resnet_slot_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition);          \
+  template i64 resnet_activation_gradient_bytes<S>(const ResnetConfig&, i64, ResnetPartition);
+SB_INSTANTIATE_RESNET(float)
+SB_INSTANTIATE_RESNET(bf16)
+SB_INSTANTIATE_RESNET(fp16)
+#undef SB_INSTANTIATE_RESNET
 
 }  // namespace sb::resnet

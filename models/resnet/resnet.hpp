@@ -2,8 +2,10 @@
 // each in one tracked allocation with named views. A model instance may hold a contiguous range
 // of the network's units (a pipeline stage: resnet_partition.hpp) and several independent
 // activation sets ("slots", one per micro-batch in flight). Leaves out bottleneck blocks, the
-// max-pool stem (resnet-18/50 are cost-model specs only), mixed precision and communication
-// itself: data parallelism plugs in through two hooks (a BatchNorm sum reducer, a
+// max-pool stem (resnet-18/50 are cost-model specs only) and communication itself. Under mixed
+// precision (ResnetModelT<bf16>, <fp16>) weights, activations and activation gradients are
+// 16-bit (kernels/storage_kernels.hpp); fp32 master weights, parameter gradients, BatchNorm batch
+// and running statistics and the losses stay float. Further: data parallelism plugs in through two hooks (a BatchNorm sum reducer, a
 // gradient-ready callback) and pipeline parallelism through plain float buffers (a stage's input
 // and output activation and their gradients), so models never depend on MPI.
 #pragma once
@@ -17,6 +19,7 @@
 #include "core/memory.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/storage_kernels.hpp"
 #include "models/resnet/resnet_config.hpp"
 #include "models/resnet/resnet_flops.hpp"
 #include "models/resnet/resnet_partition.hpp"
@@ -29,29 +32,35 @@ inline constexpr double kBatchNormMomentum = 0.1;
 inline constexpr double kBatchNormEps = 1e-5;
 
 // ---- parameters (and, mirrored, gradients) ------------------------------------------------
-struct BatchNormTensors {
-  float* weight;  // (C) γ
-  float* bias;    // (C) β
+template <class S>
+struct BatchNormTensorsT {
+  S* weight;  // (C) γ
+  S* bias;    // (C) β
 };
+using BatchNormTensors = BatchNormTensorsT<float>;
 
 // One BasicBlock: conv1 (stride) → bn1 → ReLU → conv2 → bn2, + shortcut, ReLU.
-struct BlockTensors {
-  float* conv1;                  // (OC, IC, 3, 3)
-  BatchNormTensors bn1;          // (OC)
-  float* conv2;                  // (OC, OC, 3, 3)
-  BatchNormTensors bn2;          // (OC)
-  float* shortcut_conv;          // (OC, IC, 1, 1); nullptr for the identity shortcut
-  BatchNormTensors shortcut_bn;  // (OC); nullptr for the identity shortcut
+template <class S>
+struct BlockTensorsT {
+  S* conv1;                          // (OC, IC, 3, 3)
+  BatchNormTensorsT<S> bn1;          // (OC)
+  S* conv2;                          // (OC, OC, 3, 3)
+  BatchNormTensorsT<S> bn2;          // (OC)
+  S* shortcut_conv;                  // (OC, IC, 1, 1); nullptr for the identity shortcut
+  BatchNormTensorsT<S> shortcut_bn;  // (OC); nullptr for the identity shortcut
 };
+using BlockTensors = BlockTensorsT<float>;
 
 // A partition's model points only the views of its own units; the others stay nullptr.
-struct ParameterTensors {
-  float* stem_conv;          // (16, 1, 3, 3)
-  BatchNormTensors stem_bn;  // (16)
-  std::vector<BlockTensors> blocks;  // stage1.0, stage1.1, stage2.0, ...
-  float* fc_weight;          // (classes, 64)
-  float* fc_bias;            // (classes)
+template <class S>
+struct ParameterTensorsT {
+  S* stem_conv;                          // (16, 1, 3, 3)
+  BatchNormTensorsT<S> stem_bn;          // (16)
+  std::vector<BlockTensorsT<S>> blocks;  // stage1.0, stage1.1, stage2.0, ...
+  S* fc_weight;                          // (classes, 64)
+  S* fc_bias;                            // (classes)
 };
+using ParameterTensors = ParameterTensorsT<float>;
 
 enum class ParameterInit {
   kaiming_normal_fan_out,  // normal(0, sqrt(2 / (OC·KH·KW))): torchvision's ResNet convs
@@ -106,31 +115,34 @@ struct BatchStatistics {
 };
 
 // (N, OC, OH, OW) tensors of one block in the layout of the current N.
-struct BlockActivations {
-  float* conv1;                  // bn1's input
+template <class S>
+struct BlockActivationsT {
+  S* conv1;                      // bn1's input
   BatchStatistics bn1;
-  float* relu1;                  // conv2's input
-  float* conv2;                  // bn2's input
+  S* relu1;                      // conv2's input
+  S* conv2;                      // bn2's input
   BatchStatistics bn2;
-  float* shortcut_conv;          // shortcut bn's input; nullptr for the identity
+  S* shortcut_conv;              // shortcut bn's input; nullptr for the identity
   BatchStatistics shortcut_bn;
-  float* out;                    // relu(bn2 + shortcut): the next block's input
+  S* out;                        // relu(bn2 + shortcut): the next block's input
 };
 
 // What the backward reads, for N images; a smaller batch packs into the front. One such set
 // per activation slot, holding the views of the model's own units (the others stay nullptr).
-struct ActivationTensors {
-  float* input;        // (N, C, H, W) a copy of the first unit's input: the images (N, 1, 28, 28)
+template <class S>
+struct ActivationTensorsT {
+  S* input;            // (N, C, H, W) a copy of the first unit's input: the images (N, 1, 28, 28)
                        // for the stem, the previous stage's output otherwise
-  float* stem_conv;    // (N, 16, 28, 28)
+  S* stem_conv;        // (N, 16, 28, 28)
   BatchStatistics stem_bn;
-  float* stem_relu;    // (N, 16, 28, 28) stage1.0's input
-  std::vector<BlockActivations> blocks;
-  float* pooled;       // (N, 64)
-  float* logits;       // (N, classes)
-  float* probs;        // (N, classes)
+  S* stem_relu;        // (N, 16, 28, 28) stage1.0's input
+  std::vector<BlockActivationsT<S>> blocks;
+  S* pooled;           // (N, 64)
+  S* logits;           // (N, classes)
+  S* probs;            // (N, classes)
   float* losses;       // (N)
 };
+using ActivationTensors = ActivationTensorsT<float>;
 
 // Backward scratch, each (N, max C·H·W) after the head's: the gradients of a block's output
 // and input (swapped block by block) and of one block's convolution outputs, reused by every
@@ -138,17 +150,19 @@ struct ActivationTensors {
 // BatchNorm backward, which overwrites dconv*: only dblock_in and drelu1 (sums of
 // convolution backwards) are zeroed each block. Shared by every slot: one backward at a time.
 // A partition without the head has no dlosses, dlogits, dpooled (nullptr).
-struct ActivationGradients {
+template <class S>
+struct ActivationGradientsT {
   float* dlosses;           // (N) 1/N: the loss is the mean
-  float* dlogits;           // (N, classes)
-  float* dpooled;           // (N, 64)
-  float* dblock_out;
-  float* dblock_in;
-  float* dconv2;
-  float* drelu1;
-  float* dconv1;
-  float* dshortcut_conv;
+  S* dlogits;               // (N, classes)
+  S* dpooled;               // (N, 64)
+  S* dblock_out;    
+  S* dblock_in;    
+  S* dconv2;    
+  S* drelu1;    
+  S* dconv1;    
+  S* dshortcut_conv;    
 };
+using ActivationGradients = ActivationGradientsT<float>;
 
 // all_reduce_sum(values): replaces values by their sum over every data-parallel rank.
 using BatchnormReducer = std::function<void(std::span<double>)>;
@@ -157,30 +171,41 @@ using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64
 
 // Bytes of the forward activations (the input copy included, labels not) of `slots`
 // activation sets for N images each, plus the one shortcut scratch tensor (N, max C·H·W)
-// that every block of every slot reuses; and of the backward scratch for N images; float32.
+// that every block of every slot reuses; and of the backward scratch for N images; storage S
+// (float32 by default; BatchNorm statistics and losses are float in every precision).
 // Each slot more adds resnet_slot_activation_bytes: one micro-batch's activation set.
+template <class S = float>
 std::int64_t resnet_activation_bytes(const ResnetConfig& config, std::int64_t N,
                                      ResnetPartition partition = {}, std::int64_t slots = 1);
+template <class S = float>
 std::int64_t resnet_slot_activation_bytes(const ResnetConfig& config, std::int64_t N,
                                           ResnetPartition partition = {});
+template <class S = float>
 std::int64_t resnet_activation_gradient_bytes(const ResnetConfig& config, std::int64_t N,
                                               ResnetPartition partition = {});
 
-class ResnetModel {
+template <class S>
+class ResnetModelT {
  public:
   // Allocates everything for batches up to max_batch, for the units of `partition` (the
   // whole network by default) and `activation_slots` independent activation sets; parameters
   // start at zero, running statistics at mean 0, variance 1. Throws UserError for a spec-only
   // config or a partition outside the network's units.
-  ResnetModel(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
-              MemoryTracker& tracker, ResnetPartition partition = {},
-              std::int64_t activation_slots = 1);
+  ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
+               MemoryTracker& tracker, ResnetPartition partition = {},
+               std::int64_t activation_slots = 1);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
   // (k counted over the whole network, whatever the partition) draws from
   // CounterRng(seed, k) at index i: independent of thread count and of the split.
   void init_weights(std::uint64_t seed);
+
+  // Mixed precision: rounds the fp32 master weights into the 16-bit weights the kernels read;
+  // after every change of parameters_flat(). Nothing to do in fp32, where the two are one.
+  void sync_storage_parameters();
+  // The factor the loss gradient starts from (fp16 loss scaling); 1 by default.
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
 
   // The whole network on slot 0: images (N, 1, 28, 28), labels (N) in [0, classes) or
   // nullptr; 1 <= N <= max_batch. training: BatchNorm uses batch statistics and updates the
@@ -198,19 +223,21 @@ class ResnetModel {
   // previous stage's output otherwise. labels: used by a partition with the head (as above);
   // the others ignore them. Keeps everything the slot's backward needs until the slot's next
   // forward. Returns the mean loss (head, with labels) or NaN.
+  // input is float: under mixed precision it is rounded into the slot's 16-bit input copy (a
+  // 16-bit pipeline stage would take S; not built yet).
   float forward(std::int64_t slot, const float* input, const std::int32_t* labels, std::int64_t N,
                 bool training);
   // (N, out_floats of the last unit) of the slot's last forward, for a partition without the
   // head; valid until the slot's next forward.
-  const float* output(std::int64_t slot) const;
+  const S* output(std::int64_t slot) const;
   // Accumulates the slot's parameter gradients: of the mean loss (doutput nullptr, a
   // partition with the head) or of Σ output·doutput (doutput (N, out_floats) the gradient of
   // output(slot), a partition without the head). The slot's last forward must be a training
   // forward (with labels when the head is here).
-  void backward(std::int64_t slot, const float* doutput);
+  void backward(std::int64_t slot, const S* doutput);
   // (N, in_floats of the first unit): d/d(input) of the last backward, for a partition
   // without the stem (the images need no gradient); valid until the next backward.
-  const float* input_gradient() const;
+  const S* input_gradient() const;
 
   // Synchronised BatchNorm: when set, training-mode BatchNorm forms its batch statistics (and
   // its backward its Σdy, Σdy·norm) over every rank's batch, the per-channel sums and the
@@ -241,10 +268,12 @@ class ResnetModel {
   std::int64_t slot_activation_bytes() const;
   // This partition's parameters (the whole network's: resnet_parameter_count).
   std::int64_t parameter_count() const { return parameter_count_; }
-  const float* logits() const;  // (N, classes) of the last forward (a partition with the head)
-  const ParameterTensors& params() const { return params_; }
+  const S* logits() const;  // (N, classes) of the last forward (a partition with the head)
+  // The weights the kernels read (16-bit under mixed precision; parameters_flat() holds the fp32
+  // master weights, the same memory in fp32) and the parameter gradients (always fp32).
+  const ParameterTensorsT<S>& params() const { return params_; }
   const ParameterTensors& grads() const { return grads_; }
-  std::span<float> parameters_flat() { return {params_memory_.as<float>(), flat_size()}; }
+  std::span<float> parameters_flat() { return {master_base_, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_memory_.as<float>(), flat_size()}; }
   std::span<float> running_statistics_flat() {
     return {statistics_memory_.as<float>(),
@@ -260,24 +289,24 @@ class ResnetModel {
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
   void reset_running_statistics();
   // inp (N, C, HW) -> out (N, C, HW) = [relu](bn(inp) [+ residual]), training or eval.
-  void batchnorm_forward(float* out, const BatchStatistics& saved,
-                         const RunningStatistics& running, const float* inp,
-                         const BatchNormTensors& bn, const float* residual, bool relu,
+  void batchnorm_forward(S* out, const BatchStatistics& saved,
+                         const RunningStatistics& running, const S* inp,
+                         const BatchNormTensorsT<S>& bn, const S* residual, bool relu,
                          std::int64_t N, std::int64_t C, std::int64_t HW, bool training);
   // dout (N, C, HW), with relu_out the forward's output when it had a ReLU -> dinp (N, C, HW)
   // overwritten; dweight, dbias += and reported ready.
-  void batchnorm_backward(float* dinp, const BatchNormTensors& grad, const float* dout,
-                          const float* relu_out, const float* inp, const BatchNormTensors& bn,
+  void batchnorm_backward(S* dinp, const BatchNormTensors& grad, const S* dout,
+                          const S* relu_out, const S* inp, const BatchNormTensorsT<S>& bn,
                           const BatchStatistics& saved, std::int64_t N, std::int64_t C,
                           std::int64_t HW);
   // The reducer over sums (2C + 1: two per channel and the count), when one is set.
   void reduce_batchnorm_sums(std::int64_t C);
   // Reports [first, first + count) of the gradients as final.
   void gradient_ready(const float* first, std::int64_t count);
-  void block_forward(const ActivationTensors& a, std::size_t b, const float* inp, std::int64_t N,
+  void block_forward(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N,
                      bool training);
-  void block_backward(const ActivationTensors& a, std::size_t b, float* dinp, const float* dout,
-                      const float* inp, std::int64_t N);
+  void block_backward(const ActivationTensorsT<S>& a, std::size_t b, S* dinp, const S* dout,
+                      const S* inp, std::int64_t N);
   bool has_block(std::size_t b) const {
     return static_cast<std::int64_t>(b) + 1 >= first_unit_ &&
            static_cast<std::int64_t>(b) + 1 < end_unit_;
@@ -285,9 +314,9 @@ class ResnetModel {
 
   // One micro-batch's activations and what its backward needs to know.
   struct Slot {
-    ActivationTensors acts{};
+    ActivationTensorsT<S> acts{};
     std::int32_t* labels = nullptr;  // (max_batch) when the head is here
-    const float* output = nullptr;   // the last unit's output
+    const S* output = nullptr;       // the last unit's output
     std::int64_t N = 0;
     bool backward_ready = false;     // a training forward (with labels when the head is here)
   };
@@ -295,32 +324,41 @@ class ResnetModel {
   ResnetConfig config_;
   std::vector<ResnetBlockShape> blocks_;
   kernels::Backend backend_;
-  const kernels::KernelTable* k_;
+  kernels::StorageKernels<S> k_;
   std::int64_t max_batch_, parameter_count_;
+  double loss_scale_ = 1.0;
   std::int64_t first_unit_ = 0, end_unit_ = 0;  // the partition
   std::int64_t input_floats_ = 0, output_floats_ = 0;
 
-  TrackedBuffer params_memory_;      // params
-  TrackedBuffer grads_memory_;       // grads
+  TrackedBuffer params_memory_;      // params: the weights the kernels read (S)
+  TrackedBuffer master_memory_;      // optimizer: fp32 master weights (16-bit S only)
+  TrackedBuffer grads_memory_;       // grads (float)
   TrackedBuffer statistics_memory_;  // params: running mean and variance, 2·(BN channels)
   TrackedBuffer acts_memory_;        // activations: every slot's set
   TrackedBuffer scratch_memory_;     // activations: the shortcut scratch (N, max C·H·W)
   TrackedBuffer labels_memory_;      // activations: labels, int32 (slots, N), with the head
   TrackedBuffer acts_grads_memory_;  // workspace
-  ParameterTensors params_{};
+  ParameterTensorsT<S> params_{};
+  ParameterTensors master_{};  // params_ itself in fp32
+  float* master_base_ = nullptr;
   ParameterTensors grads_{};
   RunningStatisticsTensors statistics_{};
   std::vector<Slot> slots_;
   // The shortcut's BatchNorm output dies at the residual add, which is fused (with the ReLUs)
   // into the BatchNorm passes: one tensor serves every block of every slot.
-  float* shortcut_bn_out_ = nullptr;
-  ActivationGradients acts_grads_{};
-  const float* input_gradient_ = nullptr;
+  S* shortcut_bn_out_ = nullptr;
+  ActivationGradientsT<S> acts_grads_{};
+  const S* input_gradient_ = nullptr;
   std::int64_t last_slot_ = 0;  // of the last forward
 
   BatchnormReducer batchnorm_reducer_;
   GradientReadyCallback gradient_ready_;
   std::vector<double> batchnorm_sums_;  // (2·max C + 1) per-channel sums and the count
 };
+
+using ResnetModel = ResnetModelT<float>;
+extern template class ResnetModelT<float>;
+extern template class ResnetModelT<bf16>;
+extern template class ResnetModelT<fp16>;
 
 }  // namespace sb::resnet

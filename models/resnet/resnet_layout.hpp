@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/check.hpp"
@@ -79,22 +81,22 @@ inline Layout layout_of(const ResnetConfig& c, const std::vector<ResnetBlockShap
 // Calls f(spec, view, k) for every parameter tensor of the layout's units in storage order, k
 // the tensor's index over the whole network: the one place that knows the parameter layout,
 // names and initialisation.
-template <class F>
-void for_each_parameter(ParameterTensors& p, const Layout& l, F&& f) {
+template <class S, class F>
+void for_each_parameter(ParameterTensorsT<S>& p, const Layout& l, F&& f) {
   using enum ParameterInit;
   const ResnetConfig& c = l.c;
   std::uint64_t k = 0;
   bool here = false;  // the unit being walked belongs to the layout
-  const auto tensor = [&](const ParameterSpec& spec, float*& view) {
+  const auto tensor = [&](const ParameterSpec& spec, S*& view) {
     if (here) f(spec, view, k);
     ++k;
   };
-  const auto conv = [&](const std::string& name, float*& weight, i64 OC, i64 IC, i64 K) {
+  const auto conv = [&](const std::string& name, S*& weight, i64 OC, i64 IC, i64 K) {
     const double fan_out_std = std::sqrt(2.0 / static_cast<double>(OC * K * K));
     tensor(ParameterSpec{name + ".weight", {OC, IC, K, K}, kaiming_normal_fan_out, fan_out_std},
            weight);
   };
-  const auto batchnorm = [&](const std::string& name, BatchNormTensors& bn, i64 C) {
+  const auto batchnorm = [&](const std::string& name, BatchNormTensorsT<S>& bn, i64 C) {
     tensor(ParameterSpec{name + ".weight", {C}, ones, 1.0}, bn.weight);
     tensor(ParameterSpec{name + ".bias", {C}, zeros, 0.0}, bn.bias);
   };
@@ -104,7 +106,7 @@ void for_each_parameter(ParameterTensors& p, const Layout& l, F&& f) {
   p.blocks.resize(l.blocks.size());
   for (std::size_t i = 0; i < l.blocks.size(); ++i) {
     const ResnetBlockShape& s = l.blocks[i];
-    BlockTensors& t = p.blocks[i];
+    BlockTensorsT<S>& t = p.blocks[i];
     here = l.block(i);
     conv(s.name + ".conv1", t.conv1, s.out_channels, s.in_channels, 3);
     batchnorm(s.name + ".bn1", t.bn1, s.out_channels);
@@ -142,9 +144,10 @@ void for_each_statistic(RunningStatisticsTensors& r, const Layout& l, F&& f) {
   }
 }
 
-// Calls f(view, numel) for every activation tensor of one slot for N images, in storage order.
-template <class F>
-void for_each_view(ActivationTensors& a, const Layout& l, i64 N, F&& f) {
+// Calls f(view, numel) for every activation tensor of one slot for N images, in storage order;
+// views are S* or float* (statistics, losses).
+template <class S, class F>
+void for_each_view(ActivationTensorsT<S>& a, const Layout& l, i64 N, F&& f) {
   const ResnetConfig& c = l.c;
   const i64 stem = resnet_stem_output_size(c), C0 = c.stem_channels;
   const auto statistics = [&](BatchStatistics& s, i64 C) {
@@ -161,7 +164,7 @@ void for_each_view(ActivationTensors& a, const Layout& l, i64 N, F&& f) {
   for (std::size_t i = 0; i < l.blocks.size(); ++i) {
     if (!l.block(i)) continue;
     const ResnetBlockShape& s = l.blocks[i];
-    BlockActivations& b = a.blocks[i];
+    BlockActivationsT<S>& b = a.blocks[i];
     const i64 n = N * s.out_channels * s.out_size * s.out_size;
     f(b.conv1, n);
     statistics(b.bn1, s.out_channels);
@@ -183,35 +186,39 @@ void for_each_view(ActivationTensors& a, const Layout& l, i64 N, F&& f) {
 }
 
 // The same for the backward scratch.
-template <class F>
-void for_each_view(ActivationGradients& g, const Layout& l, i64 N, F&& f) {
+template <class S, class F>
+void for_each_view(ActivationGradientsT<S>& g, const Layout& l, i64 N, F&& f) {
   if (l.head()) {
     f(g.dlosses, N);
     f(g.dlogits, N * l.c.classes);
     f(g.dpooled, N * l.blocks.back().out_channels);
   }
   const i64 scratch = N * l.max_gradient_floats();
-  for (float** view :
+  for (S** view :
        {&g.dblock_out, &g.dblock_in, &g.dconv2, &g.drelu1, &g.dconv1, &g.dshortcut_conv}) {
     f(*view, scratch);
   }
 }
 
+// Each view starts at a multiple of 4 bytes, so float statistics after an odd count of 16-bit
+// values stay aligned (no padding at all in fp32).
+inline i64 aligned_bytes(i64 bytes) { return (bytes + 3) / 4 * 4; }
+
 template <class Tensors>
-i64 count_floats(const Layout& l, i64 N) {
+i64 count_bytes(const Layout& l, i64 N) {
   Tensors views{};
   i64 n = 0;
-  for_each_view(views, l, N, [&](float*&, i64 numel) { n += numel; });
+  for_each_view(views, l, N, [&](auto*& view, i64 numel) { n += aligned_bytes(numel * static_cast<i64>(sizeof(*view))); });
   return n;
 }
 
-// Points every view into base for the layout at N and returns the floats used.
+// Points every view into base for the layout at N and returns the bytes used.
 template <class Tensors>
-i64 point_views(Tensors& views, float* base, const Layout& l, i64 N) {
+i64 point_views(Tensors& views, std::byte* base, const Layout& l, i64 N) {
   i64 n = 0;
-  for_each_view(views, l, N, [&](float*& view, i64 numel) {
-    view = base + n;
-    n += numel;
+  for_each_view(views, l, N, [&](auto*& view, i64 numel) {
+    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + n);
+    n += aligned_bytes(numel * static_cast<i64>(sizeof(*view)));
   });
   return n;
 }

@@ -263,6 +263,84 @@ void StorageKernels<S>::crossentropy_shard_backward(S* dlogits, const S* probs, 
                                   V);
 }
 
+template <class S>
+void StorageKernels<S>::conv2d_forward(S* out, const S* inp, const S* weight, const S* bias, i64 N, i64 C, i64 H,
+                                       i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  Widened<S> w(*k_, scratch_.get());
+  k_->conv2d_forward(w.out(out, N * OC * OH * OW), w.in(inp, N * C * H * W), w.in(weight, OC * C * KH * KW),
+                     w.in(bias, OC), N, C, H, W, OC, KH, KW, stride, pad);
+}
+
+template <class S>
+void StorageKernels<S>::conv2d_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
+                                        const S* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW,
+                                        i64 stride, i64 pad) {
+  const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+  Widened<S> w(*k_, scratch_.get());
+  k_->conv2d_backward(w.inout(dinp, N * C * H * W), dweight, dbias, w.in(dout, N * OC * OH * OW),
+                      w.in(inp, N * C * H * W), w.in(weight, OC * C * KH * KW), N, C, H, W, OC, KH, KW, stride,
+                      pad);
+}
+
+template <class S>
+void StorageKernels<S>::batchnorm2d_channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->batchnorm2d_channel_sums(sums, w.in(inp, N * C * HW), N, C, HW);
+}
+
+template <class S>
+void StorageKernels<S>::batchnorm2d_statistics(float* mean, float* rstd, float* running_mean, float* running_var,
+                                               const double* sums, double count, i64 C, double momentum,
+                                               double eps) {
+  k_->batchnorm2d_statistics(mean, rstd, running_mean, running_var, sums, count, C, momentum, eps);
+}
+
+template <class S>
+void StorageKernels<S>::batchnorm2d_forward_apply(S* out, const S* inp, const float* mean, const float* rstd,
+                                                  const S* weight, const S* bias, const S* residual, bool relu,
+                                                  i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->batchnorm2d_forward_apply(w.out(out, N * C * HW), w.in(inp, N * C * HW), mean, rstd, w.in(weight, C),
+                                w.in(bias, C), w.in(residual, N * C * HW), relu, N, C, HW);
+}
+
+template <class S>
+void StorageKernels<S>::batchnorm2d_backward_sums(double* sums, float* dweight, float* dbias, const S* dout,
+                                                  const S* relu_out, const S* inp, const float* mean,
+                                                  const float* rstd, i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->batchnorm2d_backward_sums(sums, dweight, dbias, w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
+                                w.in(inp, N * C * HW), mean, rstd, N, C, HW);
+}
+
+template <class S>
+void StorageKernels<S>::batchnorm2d_backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp,
+                                                   const S* weight, const float* mean, const float* rstd,
+                                                   const double* sums, double count, i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());  // dinp is overwritten
+  k_->batchnorm2d_backward_apply(w.out(dinp, N * C * HW), w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
+                                 w.in(inp, N * C * HW), w.in(weight, C), mean, rstd, sums, count, N, C, HW);
+}
+
+template <class S>
+void StorageKernels<S>::relu_backward(S* dinp, const S* out, const S* dout, i64 N) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->relu_backward(w.inout(dinp, N), w.in(out, N), w.in(dout, N), N);
+}
+
+template <class S>
+void StorageKernels<S>::global_avgpool_forward(S* out, const S* inp, i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->global_avgpool_forward(w.out(out, N * C), w.in(inp, N * C * HW), N, C, HW);
+}
+
+template <class S>
+void StorageKernels<S>::global_avgpool_backward(S* dinp, const S* dout, i64 N, i64 C, i64 HW) {
+  Widened<S> w(*k_, scratch_.get());
+  k_->global_avgpool_backward(w.inout(dinp, N * C * HW), w.in(dout, N * C), N, C, HW);
+}
+
 template class StorageKernels<float>;
 template class StorageKernels<bf16>;
 template class StorageKernels<fp16>;

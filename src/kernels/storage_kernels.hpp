@@ -96,6 +96,24 @@ class StorageKernels {
                                  const float* sumexp, const float* target_logit, i64 BT, i64 V);
   void crossentropy_shard_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses,
                                    i64 vocab_begin, i64 BT, i64 V);
+  // the convolutional network's (BatchNorm batch statistics mean/rstd and running statistics float)
+  void conv2d_forward(S* out, const S* inp, const S* weight, const S* bias, i64 N, i64 C, i64 H, i64 W, i64 OC,
+                      i64 KH, i64 KW, i64 stride, i64 pad);
+  void conv2d_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight, i64 N,
+                       i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
+  void batchnorm2d_channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW);
+  void batchnorm2d_statistics(float* mean, float* rstd, float* running_mean, float* running_var, const double* sums,
+                              double count, i64 C, double momentum, double eps);
+  void batchnorm2d_forward_apply(S* out, const S* inp, const float* mean, const float* rstd, const S* weight,
+                                 const S* bias, const S* residual, bool relu, i64 N, i64 C, i64 HW);
+  void batchnorm2d_backward_sums(double* sums, float* dweight, float* dbias, const S* dout, const S* relu_out,
+                                 const S* inp, const float* mean, const float* rstd, i64 N, i64 C, i64 HW);
+  void batchnorm2d_backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp, const S* weight,
+                                  const float* mean, const float* rstd, const double* sums, double count, i64 N,
+                                  i64 C, i64 HW);
+  void relu_backward(S* dinp, const S* out, const S* dout, i64 N);
+  void global_avgpool_forward(S* out, const S* inp, i64 N, i64 C, i64 HW);
+  void global_avgpool_backward(S* dinp, const S* dout, i64 N, i64 C, i64 HW);
 
  private:
   const KernelTable* k_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "core/check.hpp"
 #include "data/image_dataset.hpp"
@@ -27,6 +28,9 @@ resnet::ResnetPartition partition_of(const TrainConfig& c, const resnet::ResnetC
   return resnet::resnet_stage_partitions(r, sizes)[static_cast<std::size_t>(stage)];
 }
 
+// S: the model's storage (float, or bf16/fp16 under mixed precision; not a pipeline stage: the
+// pipeline exchanges fp32 activations).
+template <class S>
 class ImageClassificationTask final : public TrainingTask {
  public:
   ImageClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
@@ -51,12 +55,16 @@ class ImageClassificationTask final : public TrainingTask {
                   model_config_.name, model_config_.image_size, model_config_.image_size, model_config_.image_channels,
                   train_.name, train_.height, train_.width, train_.channels);
     model_.init_weights(c.seed);
-    if (grid.pp() > 1) {
-      stage_.emplace(model_, micro_);
-      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
-                                                     pipeline_schedule_from_string(c.strategy.schedule),
-                                                     local_batch_of(c) / micro_, tracker);
-      stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
+    if constexpr (std::is_same_v<S, float>) {
+      if (grid.pp() > 1) {
+        stage_.emplace(model_, micro_);
+        executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
+                                                       pipeline_schedule_from_string(c.strategy.schedule),
+                                                       local_batch_of(c) / micro_, tracker);
+        stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
+      }
+    } else {
+      SB_CHECK(grid.pp() == 1, "{} pipeline stages", kernels::storage_name<S>());
     }
   }
 
@@ -70,6 +78,8 @@ class ImageClassificationTask final : public TrainingTask {
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  void parameters_updated() override { model_.sync_storage_parameters(); }
+  void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
   void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum) override {
     model_.set_batchnorm_reducer(std::move(all_reduce_sum));
   }
@@ -81,7 +91,8 @@ class ImageClassificationTask final : public TrainingTask {
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
-    if (executor_) return pipeline_forward_backward(local, accumulation);
+    if constexpr (std::is_same_v<S, float>)
+      if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const std::int64_t first = shard_.rank * local + m * micro_;
@@ -133,21 +144,28 @@ class ImageClassificationTask final : public TrainingTask {
       const std::int64_t n = std::min(batches.batch(b, images_.data(), labels_.data()), count - seen);
       seen += n;
       const float* input = images_.data();
-      if (!model_.has_stem()) {
-        const std::span<float> received(stage_activation_.data(), static_cast<std::size_t>(n * model_.input_floats_per_image()));
-        receive_from_previous_stage(grid_.pp_comm(), received);
-        input = received.data();
+      if constexpr (std::is_same_v<S, float>) {
+        if (!model_.has_stem()) {
+          const std::span<float> received(stage_activation_.data(),
+                                          static_cast<std::size_t>(n * model_.input_floats_per_image()));
+          receive_from_previous_stage(grid_.pp_comm(), received);
+          input = received.data();
+        }
       }
       const float loss = model_.forward(0, input, labels_.data(), n, false);
-      if (!model_.has_head()) {
-        send_to_next_stage(grid_.pp_comm(), {model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image())});
-        continue;
+      if constexpr (std::is_same_v<S, float>) {
+        if (!model_.has_head()) {
+          send_to_next_stage(grid_.pp_comm(),
+                             {model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image())});
+          continue;
+        }
       }
       r.loss += static_cast<double>(loss) * static_cast<double>(n);
-      const float* logits = model_.logits();
+      const S* logits = model_.logits();
+      const auto less = [](S a, S b) { return kernels::widen_value(a) < kernels::widen_value(b); };
       for (std::int64_t i = 0; i < n; ++i) {
-        const float* row = logits + i * classes;
-        correct += std::max_element(row, row + classes) - row == labels_[static_cast<std::size_t>(i)];
+        const S* row = logits + i * classes;
+        correct += std::max_element(row, row + classes, less) - row == labels_[static_cast<std::size_t>(i)];
       }
     }
     r.loss = from_last_stage(grid_.pp_comm(), r.loss / static_cast<double>(seen));
@@ -161,12 +179,12 @@ class ImageClassificationTask final : public TrainingTask {
   resnet::ResnetConfig model_config_;
   std::int64_t micro_;
   data::ImageDataset train_, test_;
-  resnet::ResnetModel model_;
+  resnet::ResnetModelT<S> model_;
   const kernels::KernelTable& kernels_;
   data::ImageBatcher train_batches_;
   std::vector<float> images_;
   std::vector<std::int32_t> labels_;
-  // pipeline parallel only
+  // pipeline parallel only (fp32)
   std::optional<ResnetPipelineStage> stage_;
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<float> stage_activation_;
@@ -177,7 +195,10 @@ class ImageClassificationTask final : public TrainingTask {
 
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config, kernels::Backend backend,
                                                              MemoryTracker& tracker, parallel::ProcessGrid& grid) {
-  return std::make_unique<ImageClassificationTask>(config, backend, tracker, grid);
+  const std::string& precision = config.precision.dtype;
+  if (precision == "bf16") return std::make_unique<ImageClassificationTask<bf16>>(config, backend, tracker, grid);
+  if (precision == "fp16") return std::make_unique<ImageClassificationTask<fp16>>(config, backend, tracker, grid);
+  return std::make_unique<ImageClassificationTask<float>>(config, backend, tracker, grid);
 }
 
 }  // namespace sb::train

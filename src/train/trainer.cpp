@@ -52,8 +52,6 @@ void check_supported(const TrainConfig& c) {
                 "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
   if (c.precision.dtype != "fp32") {
-    SB_USER_CHECK(!trains_resnet(c), "{}: precision {} is built for the GPT so far; train {} in fp32", c.source,
-                  c.precision.dtype, c.model.name);
     SB_USER_CHECK(c.strategy.pp == 1,
                   "{}: precision {} with pipeline parallelism (strategy.pp {}) is not built yet; use fp32 or pp 1",
                   c.source, c.precision.dtype, c.strategy.pp);
