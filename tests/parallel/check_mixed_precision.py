@@ -11,7 +11,9 @@ scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
    the one after step 2 bit for bit, while step 4 trains again. On one rank and on dp 2.
 3. bf16 records loss_scale 1 on every step; fp16 the dynamic scale (65536 to start).
 4. Tracked activation bytes of a 16-bit run are half of fp32's within 5%.
-5. What is not built yet fails with one clear sentence and writes no result file.
+5. resnet-mini in bf16/fp16: one rank near fp32, dp 2 (synchronised BatchNorm) equal to one rank,
+   activations half.
+6. What is not built yet fails with one clear sentence and writes no result file.
 
 Usage: check_mixed_precision.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -38,13 +40,17 @@ def config_file():
     return path
 
 
-def train(name, precision, dp=1, tp=1, steps=5, extra=(), env=None, expect_failure=False, pp=1):
+RESNET = ["--set", "model=resnet-mini", "--set", "data=mnist", "--set", "batch.global=32", "--set", "eval_batches=1",
+          "--set", "optimizer.type=sgd", "--set", "optimizer.lr=0.05", "--set", "threads=1", "--set", "seed=3"]
+
+
+def train(name, precision, dp=1, tp=1, steps=5, extra=(), env=None, expect_failure=False, pp=1, model=GPT):
     out = os.path.join(out_dir, f"mixed_{name}.h5")
     if os.path.exists(out):
         os.remove(out)
     grid = ["--set", f"strategy.dp={dp}", "--set", f"strategy.tp={tp}", "--set", f"strategy.pp={pp}"]
     result = subprocess.run([mpiexec, "-np", str(dp * tp * pp), scalebench, "train", "--config", config_file(), "--out",
-                             out, *GPT, "--set", f"precision={precision}", "--set", f"steps={steps}", *grid, *extra],
+                             out, *model, "--set", f"precision={precision}", "--set", f"steps={steps}", *grid, *extra],
                             env=dict(os.environ, SB_PROGRESS="lines", **(env or {})), capture_output=True, text=True)
     if expect_failure:
         return result, os.path.exists(out)
@@ -87,6 +93,24 @@ for precision in ["bf16", "fp16"]:
     if not 0.5 <= ratio <= 0.525:
         problems.append(f"{precision}: tracked activations are {ratio:.4f} of fp32's, not half within 5%")
 
+# resnet-mini: 16-bit against fp32 on one rank, and dp 2 with synchronised BatchNorm (the one-rank
+# batch statistics) against one rank in the same precision
+resnet_fp32 = train("resnet_fp32_one", "fp32", model=RESNET)
+for precision in ["bf16", "fp16"]:
+    one = train(f"resnet_{precision}_one", precision, model=RESNET)
+    gaps[f"resnet {precision} vs fp32"] = gap = relative_gap(one["loss"], resnet_fp32["loss"])
+    if gap > REL_TOL_VS_FP32:
+        problems.append(f"resnet {precision} one rank: loss differs from fp32 by {gap:.2e} (> {REL_TOL_VS_FP32})")
+    dp2 = train(f"resnet_{precision}_dp2", precision, 2, model=RESNET, extra=["--set", "strategy.batchnorm=sync"])
+    gaps[f"resnet {precision} dp2"] = gap = max(relative_gap(dp2["loss"], one["loss"]),
+                                               relative_gap(dp2["eval"], one["eval"]))
+    if gap > REL_TOL_16:
+        problems.append(f"resnet {precision} dp2: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    ratio = one["activations"][0] / resnet_fp32["activations"][0]
+    print(f"resnet {precision}: tracked activations {one['activations'][0]} B, {ratio:.4f} of fp32's")
+    if not 0.5 <= ratio <= 0.525:
+        problems.append(f"resnet {precision}: tracked activations are {ratio:.4f} of fp32's, not half within 5%")
+
 # the skipped step: evaluations after every step
 for name, dp in [("overflow_one", 1), ("overflow_dp2", 2)]:
     run = train(name, "fp16", dp, steps=4, extra=["--set", "eval_every=1"], env={"SB_INJECT_OVERFLOW": "3"})
@@ -105,8 +129,6 @@ for name, dp in [("overflow_one", 1), ("overflow_dp2", 2)]:
 
 # not built yet, or wrong: one sentence, no file
 for name, precision, pp, extra, message in [
-        ("resnet", "bf16", 1, ["--set", "model=resnet-mini", "--set", "data=mnist", "--set", "optimizer.type=sgd"],
-         "precision bf16 is built for the GPT so far"),
         ("pipeline", "bf16", 2, [], "precision bf16 with pipeline parallelism (strategy.pp 2) is not built yet"),
         ("bad_scale", "{dtype: fp16, loss_scale: lots}", 1, [],
          "'precision.loss_scale' must be dynamic, none or a positive number, got 'lots'")]:

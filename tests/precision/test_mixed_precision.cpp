@@ -14,6 +14,7 @@
 #include "core/memory.hpp"
 #include "core/rng.hpp"
 #include "models/gpt/gpt.hpp"
+#include "models/resnet/resnet.hpp"
 #include "optim/adamw.hpp"
 #include "optim/gradient_clipping.hpp"
 #include "optim/loss_scaler.hpp"
@@ -244,6 +245,47 @@ TEST(MixedPrecisionGpt, LossScaleMultipliesTheGradients) {
   EXPECT_EQ(std::memcmp(plain.data(), scaled.data(), plain.size() * sizeof(float)), 0);
   const std::vector<float> half_scaled = gradients(half, 4096.0);
   EXPECT_LT(relative_l2_error(half_scaled, plain), 0.01);
+}
+
+// ---- resnet-mini with 16-bit storage against fp32 ----------------------------------------
+
+template <class S>
+void expect_resnet_close_to_fp32(const char* name, double loss_tolerance, double gradient_tolerance) {
+  const resnet::ResnetConfig config = resnet::resnet_config_by_name("resnet-mini");
+  constexpr std::int64_t N = 16;
+  MemoryTracker tracker32, tracker16;
+  resnet::ResnetModel fp32(config, N, Backend::cpu, tracker32);
+  resnet::ResnetModelT<S> mixed(config, N, Backend::cpu, tracker16);
+  fp32.init_weights(4);
+  mixed.init_weights(4);
+  const std::int64_t pixels = config.image_channels * config.image_size * config.image_size;
+  const CounterRng rng(11, 0);
+  std::vector<float> images(static_cast<std::size_t>(N * pixels));
+  for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>(rng.normal(i));
+  const auto labels = random_tokens(8, N, config.classes);
+  const float loss32 = fp32.forward(images.data(), labels.data(), N, true);
+  const float loss16 = mixed.forward(images.data(), labels.data(), N, true);
+  EXPECT_NEAR(loss16, loss32, loss_tolerance) << name;
+  fp32.zero_grad();
+  mixed.zero_grad();
+  fp32.backward();
+  mixed.backward();
+  const double error = relative_l2_error(mixed.gradients_flat(), fp32.gradients_flat());
+  EXPECT_LT(error, gradient_tolerance) << name;
+  const double activations = static_cast<double>(tracker16.usage().of(MemoryCategory::activations)) /
+                             static_cast<double>(tracker32.usage().of(MemoryCategory::activations));
+  EXPECT_GE(activations, 0.5);
+  EXPECT_LE(activations, 0.5 * 1.05);
+  std::printf("resnet %s: loss %.6f vs fp32 %.6f, main-gradient relative L2 error %.2e, activations %.4f of fp32's\n",
+              name, loss16, loss32, error, activations);
+}
+
+TEST(MixedPrecisionResnet, Bf16CloseToFp32WithHalfTheActivationBytes) {
+  expect_resnet_close_to_fp32<bf16>("bf16", 0.03, 0.05);
+}
+
+TEST(MixedPrecisionResnet, Fp16CloseToFp32WithHalfTheActivationBytes) {
+  expect_resnet_close_to_fp32<fp16>("fp16", 0.005, 0.01);
 }
 
 }  // namespace
