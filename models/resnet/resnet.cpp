@@ -311,9 +311,9 @@ float ResnetModelT<S>::forward(i64 slot, const float* input, const std::int32_t*
   const ActivationTensorsT<S>& a = st.acts;
   const S* x = a.input;  // (N, C, H, W), the input of the next unit
   if (has_stem()) {          // relu(bn(conv(images)))
-    const i64 IC = config_.image_channels, S = config_.image_size;
+    const i64 IC = config_.image_channels, size = config_.image_size;
     const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
-    k_.conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, S, S, C0,
+    k_.conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, size, size, C0,
                        config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                        config_.stem_kernel / 2);
     batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn,
@@ -453,11 +453,11 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   }
 
   // stem, dout = d(stem_relu); the images need no gradient
-  const i64 IC = config_.image_channels, S = config_.image_size;
+  const i64 IC = config_.image_channels, size = config_.image_size;
   const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
   batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,
                      C0, S0 * S0);
-  k_.conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, S, S,
+  k_.conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, size, size,
                       C0, config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                       config_.stem_kernel / 2);
   gradient_ready(g.stem_conv, C0 * IC * config_.stem_kernel * config_.stem_kernel);
