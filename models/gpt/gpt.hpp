@@ -218,10 +218,9 @@ class GptModelT {
   std::int64_t slot_activation_bytes() const;
   // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
   const S* logits() const { return slots_.front().acts.logits; }
-  // The weights the kernels read (16-bit under mixed precision), the fp32 master weights (the
-  // same memory in fp32) and the parameter gradients (always fp32).
+  // The weights the kernels read (16-bit under mixed precision; parameters_flat() holds the fp32
+  // master weights, the same memory in fp32) and the parameter gradients (always fp32).
   const ParameterTensorsT<S>& params() const { return params_; }
-  const ParameterTensors& master_params() const { return master_; }
   const ParameterTensors& grads() const { return grads_; }
   std::span<float> parameters_flat() { return {master_.wte, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }

@@ -57,8 +57,6 @@ class StorageKernels {
  public:
   StorageKernels(Backend backend, MemoryTracker& tracker);
 
-  const KernelTable& table() const { return *k_; }
-
   // inp (N) -> out (N), whole arrays (OVERWRITTEN)
   void widen(float* out, const S* inp, i64 N) const;
   void narrow(S* out, const float* inp, i64 N) const;
