@@ -249,6 +249,7 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
       const double value = std::strtod(scale.c_str(), &end);
       SB_USER_CHECK(end != scale.c_str() && *end == '\0' && std::isfinite(value) && value > 0,
                     "{}: 'precision.loss_scale' must be dynamic, none or a positive number, got '{}'", source, scale);
+      c.precision.static_loss_scale = value;
     }
     SB_USER_CHECK(c.precision.growth_interval >= 1, "{}: 'precision.growth_interval' must be at least 1, got {}",
                   source, c.precision.growth_interval);

@@ -43,6 +43,7 @@ struct StrategySpec {
 struct PrecisionSpec {
   std::string dtype = "fp32";        // fp32 | fp16 | bf16
   std::string loss_scale = "dynamic";  // dynamic | none | a number (fp16 only)
+  double static_loss_scale = 0;        // that number, parsed by the config reader; 0 otherwise
   std::int64_t growth_interval = 2000;  // dynamic: good steps in a row before the scale doubles
 };
 

@@ -55,7 +55,7 @@ std::optional<optim::LossScaler> loss_scaler_of(const PrecisionSpec& p) {
   optim::LossScalerConfig config;
   config.growth_interval = p.growth_interval;
   if (p.loss_scale != "dynamic") {
-    config.initial_scale = std::strtod(p.loss_scale.c_str(), nullptr);  // checked by the config reader
+    config.initial_scale = p.static_loss_scale;
     config.dynamic = false;
   }
   return optim::LossScaler(config);
