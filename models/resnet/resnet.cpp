@@ -287,6 +287,18 @@ void ResnetModelT<S>::block_forward(const ActivationTensorsT<S>& acts, std::size
 
 template <class S>
 float ResnetModelT<S>::forward(i64 slot, const float* input, const std::int32_t* labels, i64 N, bool training) {
+  return forward_from(slot, input, labels, N, training);
+}
+
+template <class S>
+float ResnetModelT<S>::forward_stage(i64 slot, const S* input, const std::int32_t* labels, i64 N, bool training) {
+  SB_CHECK(!has_stem(), "resnet forward_stage: the partition with the stem reads float images (forward)");
+  return forward_from(slot, input, labels, N, training);
+}
+
+template <class S>
+template <class In>
+float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_t* labels, i64 N, bool training) {
   SB_CHECK(slot >= 0 && slot < activation_slots(), "resnet forward: slot {} of {}", slot,
            activation_slots());
   SB_CHECK(N >= 1 && N <= max_batch_, "resnet forward: N = {} outside [1, {}]", N, max_batch_);
@@ -301,7 +313,10 @@ float ResnetModelT<S>::forward(i64 slot, const float* input, const std::int32_t*
   const Layout l{config_, blocks_, first_unit_, end_unit_};
   point_views(st.acts, acts_memory_.as<std::byte>() + slot * count_bytes<ActivationTensorsT<S>>(l, max_batch_),
               l, N);
-  k_.narrow(st.acts.input, input, N * input_floats_);
+  if constexpr (std::is_same_v<In, S>)
+    std::copy(input, input + N * input_floats_, st.acts.input);
+  else
+    k_.narrow(st.acts.input, input, N * input_floats_);
   if (head && labels) std::copy(labels, labels + N, st.labels);
   st.N = N;
   st.backward_ready = training && (!head || labels != nullptr);

@@ -223,10 +223,13 @@ class ResnetModelT {
   // previous stage's output otherwise. labels: used by a partition with the head (as above);
   // the others ignore them. Keeps everything the slot's backward needs until the slot's next
   // forward. Returns the mean loss (head, with labels) or NaN.
-  // input is float: under mixed precision it is rounded into the slot's 16-bit input copy (a
-  // 16-bit pipeline stage would take S; not built yet).
+  // input is float: under mixed precision it is rounded into the slot's 16-bit input copy.
   float forward(std::int64_t slot, const float* input, const std::int32_t* labels, std::int64_t N,
                 bool training);
+  // The same for a partition without the stem, from the previous stage's output in storage S
+  // (N, in_floats of the first unit), as a 16-bit pipeline sends it: no rounding on the way.
+  float forward_stage(std::int64_t slot, const S* input, const std::int32_t* labels, std::int64_t N,
+                      bool training);
   // (N, out_floats of the last unit) of the slot's last forward, for a partition without the
   // head; valid until the slot's next forward.
   const S* output(std::int64_t slot) const;
@@ -303,6 +306,9 @@ class ResnetModelT {
   void reduce_batchnorm_sums(std::int64_t C);
   // Reports [first, first + count) of the gradients as final.
   void gradient_ready(const float* first, std::int64_t count);
+  // forward / forward_stage: In is float (rounded into the slot's input copy) or S (copied).
+  template <class In>
+  float forward_from(std::int64_t slot, const In* input, const std::int32_t* labels, std::int64_t N, bool training);
   void block_forward(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N,
                      bool training);
   void block_backward(const ActivationTensorsT<S>& a, std::size_t b, S* dinp, const S* dout,

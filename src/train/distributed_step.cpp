@@ -61,15 +61,23 @@ std::optional<optim::LossScaler> loss_scaler_of(const PrecisionSpec& p) {
   return optim::LossScaler(config);
 }
 
-// SB_INJECT_OVERFLOW=STEP (1-based) makes that step's gradients overflow on every rank: the
-// test of loss scaling's skipped step. 0 when unset.
-std::int64_t overflow_step_to_inject() {
+// SB_INJECT_OVERFLOW=STEP[:RANK] (STEP 1-based) makes that step's gradients overflow on world
+// rank RANK, or on every rank without it: the test of loss scaling's skipped step. 0 when unset
+// or when this rank is not the one named.
+std::int64_t overflow_step_to_inject(int world_rank) {
   const char* spec = std::getenv("SB_INJECT_OVERFLOW");
   if (!spec || !*spec) return 0;
   char* end = nullptr;
   const long long step = std::strtoll(spec, &end, 10);
-  SB_USER_CHECK(*end == '\0' && step >= 1, "SB_INJECT_OVERFLOW '{}' is not a step number (1-based)", spec);
-  return step;
+  long long rank = -1;
+  if (*end == ':') {
+    const char* rank_text = end + 1;
+    rank = std::strtoll(rank_text, &end, 10);
+    if (end == rank_text) rank = -2;
+  }
+  SB_USER_CHECK(*end == '\0' && step >= 1 && rank >= -1,
+                "SB_INJECT_OVERFLOW '{}' is not STEP or STEP:RANK (a 1-based step, a world rank)", spec);
+  return rank < 0 || rank == world_rank ? step : 0;
 }
 
 }  // namespace
@@ -81,7 +89,7 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
       dp_(grid.dp_comm()),
       tp_(grid.tp_comm()),
       scaler_(loss_scaler_of(config.precision)),
-      inject_overflow_step_(overflow_step_to_inject()) {
+      inject_overflow_step_(overflow_step_to_inject(grid.world_rank())) {
   parallel::Communicator& dp = dp_;
   parallel::Communicator& mp = grid.mp_comm();
   SB_CHECK(dp.size() == config.strategy.dp, "data-parallel group of {} ranks for strategy.dp {}", dp.size(),

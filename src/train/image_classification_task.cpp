@@ -28,8 +28,8 @@ resnet::ResnetPartition partition_of(const TrainConfig& c, const resnet::ResnetC
   return resnet::resnet_stage_partitions(r, sizes)[static_cast<std::size_t>(stage)];
 }
 
-// S: the model's storage (float, or bf16/fp16 under mixed precision; not a pipeline stage: the
-// pipeline exchanges fp32 activations).
+// S: the model's storage (float, or bf16/fp16 under mixed precision), also the type of the
+// activations and gradients pipeline stages exchange.
 template <class S>
 class ImageClassificationTask final : public TrainingTask {
  public:
@@ -55,16 +55,12 @@ class ImageClassificationTask final : public TrainingTask {
                   model_config_.name, model_config_.image_size, model_config_.image_size, model_config_.image_channels,
                   train_.name, train_.height, train_.width, train_.channels);
     model_.init_weights(c.seed);
-    if constexpr (std::is_same_v<S, float>) {
-      if (grid.pp() > 1) {
-        stage_.emplace(model_, micro_);
-        executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
-                                                       pipeline_schedule_from_string(c.strategy.schedule),
-                                                       local_batch_of(c) / micro_, tracker);
-        stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
-      }
-    } else {
-      SB_CHECK(grid.pp() == 1, "{} pipeline stages", kernels::storage_name<S>());
+    if (grid.pp() > 1) {
+      stage_.emplace(model_, micro_);
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
+                                                     pipeline_schedule_from_string(c.strategy.schedule),
+                                                     local_batch_of(c) / micro_, tracker);
+      stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
     }
   }
 
@@ -91,8 +87,7 @@ class ImageClassificationTask final : public TrainingTask {
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
-    if constexpr (std::is_same_v<S, float>)
-      if (executor_) return pipeline_forward_backward(local, accumulation);
+    if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const std::int64_t first = shard_.rank * local + m * micro_;
@@ -143,22 +138,19 @@ class ImageClassificationTask final : public TrainingTask {
     for (std::int64_t b = 0; seen < count; ++b) {
       const std::int64_t n = std::min(batches.batch(b, images_.data(), labels_.data()), count - seen);
       seen += n;
-      const float* input = images_.data();
-      if constexpr (std::is_same_v<S, float>) {
-        if (!model_.has_stem()) {
-          const std::span<float> received(stage_activation_.data(),
-                                          static_cast<std::size_t>(n * model_.input_floats_per_image()));
-          receive_from_previous_stage(grid_.pp_comm(), received);
-          input = received.data();
-        }
+      float loss = 0;
+      if (model_.has_stem()) {
+        loss = model_.forward(0, images_.data(), labels_.data(), n, false);
+      } else {
+        const std::span<S> received(stage_activation_.data(),
+                                    static_cast<std::size_t>(n * model_.input_floats_per_image()));
+        receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(received));
+        loss = model_.forward_stage(0, received.data(), labels_.data(), n, false);
       }
-      const float loss = model_.forward(0, input, labels_.data(), n, false);
-      if constexpr (std::is_same_v<S, float>) {
-        if (!model_.has_head()) {
-          send_to_next_stage(grid_.pp_comm(),
-                             {model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image())});
-          continue;
-        }
+      if (!model_.has_head()) {
+        send_to_next_stage(grid_.pp_comm(), std::as_bytes(std::span(
+                                                model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image()))));
+        continue;
       }
       r.loss += static_cast<double>(loss) * static_cast<double>(n);
       const S* logits = model_.logits();
@@ -184,10 +176,10 @@ class ImageClassificationTask final : public TrainingTask {
   data::ImageBatcher train_batches_;
   std::vector<float> images_;
   std::vector<std::int32_t> labels_;
-  // pipeline parallel only (fp32)
-  std::optional<ResnetPipelineStage> stage_;
+  // pipeline parallel only
+  std::optional<ResnetPipelineStageT<S>> stage_;
   std::unique_ptr<PipelineExecutor> executor_;
-  std::vector<float> stage_activation_;
+  std::vector<S> stage_activation_;  // (micro, in_floats) an evaluation forward's input from the previous stage
   PipelineTimes pipeline_times_;
 };
 

@@ -45,8 +45,8 @@ gpt::GptPartition partition_of(const TrainConfig& c, const gpt::GptConfig& g, st
   return p;
 }
 
-// S: the model's storage (float, or bf16/fp16 under mixed precision; one rank's whole model or
-// a tensor-parallel shard, not a pipeline stage: the pipeline exchanges fp32 activations).
+// S: the model's storage (float, or bf16/fp16 under mixed precision), also the type of the
+// activations and gradients pipeline stages exchange.
 template <class S>
 class LanguageModelTask final : public TrainingTask {
  public:
@@ -67,17 +67,13 @@ class LanguageModelTask final : public TrainingTask {
         tokens_(static_cast<std::size_t>(c.global_batch * T_)),
         targets_(tokens_.size()) {
     model_.init_weights(c.seed);
-    if constexpr (std::is_same_v<S, float>) {
-      if (grid.pp() > 1) {
-        stage_.emplace(model_, micro_, T_);
+    if (grid.pp() > 1) {
+      stage_.emplace(model_, micro_, T_);
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
                                                      pipeline_schedule_from_string(c.strategy.schedule),
                                                      local_batch_of(c) / micro_, tracker);
-        if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
-        stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
-      }
-    } else {
-      SB_CHECK(grid.pp() == 1, "{} pipeline stages", kernels::storage_name<S>());
+      if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
+      stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
     }
   }
 
@@ -102,8 +98,7 @@ class LanguageModelTask final : public TrainingTask {
     model_.zero_grad();
     const std::int64_t local = local_batch_of(config_);
     const std::int64_t accumulation = local / micro_;
-    if constexpr (std::is_same_v<S, float>)
-      if (executor_) return pipeline_forward_backward(local, accumulation);
+    if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const auto offset = static_cast<std::size_t>((shard_.rank * local + m * micro_) * T_);
@@ -183,18 +178,14 @@ class LanguageModelTask final : public TrainingTask {
     std::vector<std::int32_t> predicted;
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
-      const S* input = nullptr;
-      if constexpr (std::is_same_v<S, float>) {
-        if (!first) receive_from_previous_stage(grid_.pp_comm(), stage_activation_);
-        input = first ? nullptr : stage_activation_.data();
-      }
-      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr, input,
+      if (!first) receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(std::span(stage_activation_)));
+      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr,
+                                              first ? nullptr : stage_activation_.data(),
                                               last ? targets_.data() : nullptr, micro_, T_);
-      if constexpr (std::is_same_v<S, float>) {
-        if (!last) {
-          send_to_next_stage(grid_.pp_comm(), {model_.stage_output(0), stage_activation_.size()});
-          continue;
-        }
+      if (!last) {
+        send_to_next_stage(grid_.pp_comm(),
+                           std::as_bytes(std::span(model_.stage_output(0), stage_activation_.size())));
+        continue;
       }
       r.loss += loss;
       predictions(micro_ * T_, predicted);
@@ -217,10 +208,11 @@ class LanguageModelTask final : public TrainingTask {
   const kernels::KernelTable& kernels_;
   data::WindowSampler train_windows_, heldout_eval_, train_eval_;
   std::vector<std::int32_t> tokens_, targets_;
-  // pipeline parallel only (fp32)
-  std::optional<GptPipelineStage> stage_;
+  // pipeline parallel only
+  std::optional<GptPipelineStageT<S>> stage_;
   std::unique_ptr<PipelineExecutor> executor_;
-  std::vector<float> tied_scratch_, stage_activation_;
+  std::vector<float> tied_scratch_;
+  std::vector<S> stage_activation_;  // (micro, T, C) an evaluation forward's input from the previous stage
   PipelineTimes pipeline_times_;
 };
 

@@ -44,13 +44,13 @@ void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, st
   for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] += scratch[i];
 }
 
-void receive_from_previous_stage(parallel::Communicator& pp, std::span<float> activation) {
-  pp.recv(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::f32, pp.rank() - 1,
+void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {
+  pp.recv(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8, pp.rank() - 1,
           kEvaluationTag);
 }
 
-void send_to_next_stage(parallel::Communicator& pp, std::span<const float> activation) {
-  pp.send(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::f32, pp.rank() + 1,
+void send_to_next_stage(parallel::Communicator& pp, std::span<const std::byte> activation) {
+  pp.send(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8, pp.rank() + 1,
           kEvaluationTag);
 }
 

@@ -5,6 +5,7 @@
 // and its executor (pipeline_executor.hpp) and the models themselves.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -29,8 +30,9 @@ double from_last_stage(parallel::Communicator& pp, double value);
 // with the sum of the two gradients (the same floats on both). Other stages do nothing.
 void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, std::span<float> scratch);
 
-// An evaluation forward's activations: from the previous stage / to the next one.
-void receive_from_previous_stage(parallel::Communicator& pp, std::span<float> activation);
-void send_to_next_stage(parallel::Communicator& pp, std::span<const float> activation);
+// An evaluation forward's activations, as bytes in the stage's storage type: from the
+// previous stage / to the next one.
+void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation);
+void send_to_next_stage(parallel::Communicator& pp, std::span<const std::byte> activation);
 
 }  // namespace sb::train

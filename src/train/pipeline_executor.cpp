@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <deque>
 #include <string>
 #include <thread>
@@ -60,11 +61,11 @@ int pipeline_gradient_tag(i64 micro) { return static_cast<int>(2 * micro + 1); }
 // once, each into its own buffer until the operation that reads it has finished.
 class PipelineExecutor::Mailbox {
  public:
-  Mailbox(parallel::Communicator& comm, int peer, i64 floats, int depth, std::vector<i64> order,
+  Mailbox(parallel::Communicator& comm, int peer, i64 bytes, int depth, std::vector<i64> order,
           int (*tag)(i64), MemoryTracker& tracker, const std::string& label)
-      : comm_(comm), peer_(peer), floats_(floats), order_(std::move(order)), tag_(tag) {
+      : comm_(comm), peer_(peer), bytes_(bytes), order_(std::move(order)), tag_(tag) {
     for (int i = 0; i < depth; ++i) {
-      buffers_.emplace_back(tracker, MemoryCategory::comm, floats * static_cast<i64>(sizeof(float)), label);
+      buffers_.emplace_back(tracker, MemoryCategory::comm, bytes, label);
       free_.push_back(static_cast<std::size_t>(depth - 1 - i));
     }
   }
@@ -77,13 +78,13 @@ class PipelineExecutor::Mailbox {
   }
 
   // Blocks until micro-batch `micro`'s message (the next one in order) has arrived.
-  const float* wait(i64 micro) {
+  const void* wait(i64 micro) {
     SB_CHECK(!posted_.empty() && posted_.front().micro == micro,
              "pipeline mailbox: micro-batch {} consumed out of the schedule's order", micro);
     wait_yielding(posted_.front().request);
     in_use_ = posted_.front().buffer;
     posted_.pop_front();
-    return buffers_[in_use_].as<float>();
+    return buffers_[in_use_].data();
   }
 
   // The operation that read the last wait()'s buffer has finished: receive into it again.
@@ -93,7 +94,7 @@ class PipelineExecutor::Mailbox {
     post();
   }
 
-  i64 bytes() const { return floats_ * static_cast<i64>(sizeof(float)); }
+  i64 bytes() const { return bytes_; }
 
  private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
@@ -104,7 +105,7 @@ class PipelineExecutor::Mailbox {
       free_.pop_back();
       const i64 micro = order_[next_++];
       posted_.push_back({micro, buffer,
-                         comm_.irecv(buffers_[buffer].data(), floats_, DataType::f32, peer_, tag_(micro))});
+                         comm_.irecv(buffers_[buffer].data(), bytes_, DataType::u8, peer_, tag_(micro))});
     }
   }
 
@@ -115,7 +116,7 @@ class PipelineExecutor::Mailbox {
   };
   parallel::Communicator& comm_;
   int peer_;
-  i64 floats_;
+  i64 bytes_;
   std::vector<i64> order_;  // micro-batch of each message, in the order they are consumed
   int (*tag_)(i64);
   std::vector<TrackedBuffer> buffers_;
@@ -156,12 +157,12 @@ PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, PipelineStage& st
     (op.kind == PipelineOpKind::forward ? input_order : gradient_order).push_back(op.micro);
   }
   if (stage_ > 0) {
-    inputs_ = std::make_unique<Mailbox>(pp, stage_ - 1, stage.input_floats(), options.receive_depth,
+    inputs_ = std::make_unique<Mailbox>(pp, stage_ - 1, stage.input_bytes(), options.receive_depth,
                                         std::move(input_order), pipeline_activation_tag, tracker,
                                         "pipeline activation receive");
   }
   if (stage_ + 1 < stages_) {
-    gradients_ = std::make_unique<Mailbox>(pp, stage_ + 1, stage.output_floats(), options.receive_depth,
+    gradients_ = std::make_unique<Mailbox>(pp, stage_ + 1, stage.output_bytes(), options.receive_depth,
                                            std::move(gradient_order), pipeline_gradient_tag, tracker,
                                            "pipeline gradient receive");
   }
@@ -175,9 +176,8 @@ PipelineExecutor::~PipelineExecutor() = default;
 // lower stage times round trips of the real message size and tells the upper one the result.
 void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options) {
   const bool modelled = options.p2p_latency_s >= 0 && options.p2p_bandwidth_bytes_per_s > 0;
-  const auto model = [&](i64 floats) {
-    return options.p2p_latency_s +
-           static_cast<double>(floats) * sizeof(float) / options.p2p_bandwidth_bytes_per_s;
+  const auto model = [&](i64 bytes) {
+    return options.p2p_latency_s + static_cast<double>(bytes) / options.p2p_bandwidth_bytes_per_s;
   };
   // Blocking sends and receives that yield while they wait: ranks not on the link being timed
   // must leave the cores to the two that are.
@@ -189,31 +189,31 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
     Request request = pp_.irecv(data, count, type, peer, tag);
     wait_yielding(request);
   };
-  const auto link = [&](int lower, i64 floats) {  // this rank is lower or lower + 1
+  const auto link = [&](int lower, i64 bytes) {  // this rank is lower or lower + 1
     const bool is_lower = stage_ == lower;
     const int peer = is_lower ? lower + 1 : lower;
     i64 theirs = 0;
     if (is_lower) {
-      send(&floats, 1, DataType::i64, peer, kSizeTag);
+      send(&bytes, 1, DataType::i64, peer, kSizeTag);
       recv(&theirs, 1, DataType::i64, peer, kSizeTag);
     } else {
       recv(&theirs, 1, DataType::i64, peer, kSizeTag);
-      send(&floats, 1, DataType::i64, peer, kSizeTag);
+      send(&bytes, 1, DataType::i64, peer, kSizeTag);
     }
-    SB_CHECK(theirs == floats,
-             "pipeline stage {} sends {} floats per micro-batch but stage {} receives {}", lower,
-             is_lower ? floats : theirs, lower + 1, is_lower ? theirs : floats);
-    if (modelled) return model(floats);
-    std::vector<float> message(static_cast<std::size_t>(floats));
+    SB_CHECK(theirs == bytes,
+             "pipeline stage {} sends {} bytes per micro-batch but stage {} receives {}", lower,
+             is_lower ? bytes : theirs, lower + 1, is_lower ? theirs : bytes);
+    if (modelled) return model(bytes);
+    std::vector<std::byte> message(static_cast<std::size_t>(bytes));
     std::vector<double> round_trips;
     for (int r = 0; r < kPingPongWarmup + options.ping_pong_repetitions; ++r) {
       const double start = comm_clock_seconds();
       if (is_lower) {
-        send(message.data(), floats, DataType::f32, peer, kPingPongTag);
-        recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        send(message.data(), bytes, DataType::u8, peer, kPingPongTag);
+        recv(message.data(), bytes, DataType::u8, peer, kPingPongTag);
       } else {
-        recv(message.data(), floats, DataType::f32, peer, kPingPongTag);
-        send(message.data(), floats, DataType::f32, peer, kPingPongTag);
+        recv(message.data(), bytes, DataType::u8, peer, kPingPongTag);
+        send(message.data(), bytes, DataType::u8, peer, kPingPongTag);
       }
       if (r >= kPingPongWarmup) round_trips.push_back(comm_clock_seconds() - start);
     }
@@ -227,14 +227,14 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
   // The ping-pong's records are set-up, not a step's traffic.
   const bool recording = pp_.stats().enabled();
   pp_.stats().set_enabled(false);
-  if (stage_ > 0) input_transfer_s_ = link(stage_ - 1, stage_model_.input_floats());
-  if (stage_ + 1 < stages_) gradient_transfer_s_ = link(stage_, stage_model_.output_floats());
+  if (stage_ > 0) input_transfer_s_ = link(stage_ - 1, stage_model_.input_bytes());
+  if (stage_ + 1 < stages_) gradient_transfer_s_ = link(stage_, stage_model_.output_bytes());
   pp_.stats().set_enabled(recording);
 }
 
 // Copies the stage's input gradient into a free send buffer (a new one when all are in
 // flight) and sends it to the previous stage.
-const float* PipelineExecutor::send_gradient(i64 micro, PipelineStepFigures& figures) {
+const void* PipelineExecutor::send_gradient(i64 micro, PipelineStepFigures& figures) {
   SendBuffer* free = nullptr;
   for (SendBuffer& buffer : gradient_sends_) {
     if (buffer.request.test()) {
@@ -242,19 +242,17 @@ const float* PipelineExecutor::send_gradient(i64 micro, PipelineStepFigures& fig
       break;
     }
   }
-  const i64 floats = stage_model_.input_floats();
+  const i64 bytes = stage_model_.input_bytes();
   if (!free) {
-    gradient_sends_.push_back({TrackedBuffer(tracker_, MemoryCategory::comm,
-                                             floats * static_cast<i64>(sizeof(float)),
-                                             "pipeline gradient send"),
+    gradient_sends_.push_back({TrackedBuffer(tracker_, MemoryCategory::comm, bytes, "pipeline gradient send"),
                                Request()});
     free = &gradient_sends_.back();
   }
-  const float* gradient = stage_model_.input_gradient();
-  float* message = free->memory.as<float>();
-  std::copy(gradient, gradient + floats, message);
-  free->request = pp_.isend(message, floats, DataType::f32, stage_ - 1, pipeline_gradient_tag(micro));
-  figures.bytes_sent += floats * static_cast<i64>(sizeof(float));
+  const auto* gradient = static_cast<const std::byte*>(stage_model_.input_gradient());
+  std::byte* message = free->memory.as<std::byte>();
+  std::copy(gradient, gradient + bytes, message);
+  free->request = pp_.isend(message, bytes, DataType::u8, stage_ - 1, pipeline_gradient_tag(micro));
+  figures.bytes_sent += bytes;
   return message;
 }
 
@@ -290,7 +288,7 @@ PipelineStepFigures PipelineExecutor::run_step() {
       // The slot's previous output reached the next stage before this slot was freed (its
       // backward needed the answer); completing the request only records it.
       activation_sends_[static_cast<std::size_t>(slot)].wait();
-      const float* input = nullptr;
+      const void* input = nullptr;
       if (!first) {
         input = inputs_->wait(op.micro);
         record.transfer_s = input_transfer_s_;
@@ -304,17 +302,16 @@ PipelineStepFigures PipelineExecutor::run_step() {
       if (last) loss_sum += loss;
       if (!first) inputs_->release();
       if (!last) {
-        const i64 floats = stage_model_.output_floats();
+        const i64 bytes = stage_model_.output_bytes();
         activation_sends_[static_cast<std::size_t>(slot)] =
-            pp_.isend(stage_model_.output(slot), floats, DataType::f32, stage_ + 1,
-                      pipeline_activation_tag(op.micro));
-        f.bytes_sent += floats * static_cast<i64>(sizeof(float));
+            pp_.isend(stage_model_.output(slot), bytes, DataType::u8, stage_ + 1, pipeline_activation_tag(op.micro));
+        f.bytes_sent += bytes;
       }
     } else {
       const i64 slot = slot_of[micro];
       SB_CHECK(slot >= 0, "pipeline stage {}: backward of micro-batch {} before its forward", stage_, op.micro);
       record.slot = slot;
-      const float* doutput = nullptr;
+      const void* doutput = nullptr;
       if (!last) {
         doutput = gradients_->wait(op.micro);
         record.transfer_s = gradient_transfer_s_;

@@ -112,7 +112,7 @@ class PipelineExecutor {
   struct SendBuffer;
 
   void measure_transfers(const PipelineExecutorOptions& options);
-  const float* send_gradient(std::int64_t micro, PipelineStepFigures& figures);
+  const void* send_gradient(std::int64_t micro, PipelineStepFigures& figures);
 
   parallel::Communicator& pp_;
   PipelineStage& stage_model_;

@@ -52,9 +52,6 @@ void check_supported(const TrainConfig& c) {
                 "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
   if (c.precision.dtype != "fp32") {
-    SB_USER_CHECK(c.strategy.pp == 1,
-                  "{}: precision {} with pipeline parallelism (strategy.pp {}) is not built yet; use fp32 or pp 1",
-                  c.source, c.precision.dtype, c.strategy.pp);
     SB_USER_CHECK(c.device == "cpu", "{}: precision {} runs on device cpu so far, not '{}'", c.source,
                   c.precision.dtype, c.device);
   }

@@ -2,18 +2,21 @@
 """`scalebench train` in bf16 and fp16: the same training under data and tensor parallelism, loss
 scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
 
-1. bf16 and fp16 under dp 2, tp 2 and dp 2 x tp 2 give one rank's losses and evaluations in the
-   same precision within REL_TOL_16 (16-bit rounding after sums in another order), and one rank's
-   16-bit run stays within REL_TOL_VS_FP32 of fp32.
+1. bf16 and fp16 under dp 2, tp 2, dp 2 x tp 2, pp 2 (1F1B) and dp 2 x pp 2 (GPipe) give one
+   rank's losses and evaluations in the same precision within REL_TOL_16 (16-bit rounding after
+   sums in another order), and one rank's 16-bit run stays within REL_TOL_VS_FP32 of fp32. The
+   pipeline sends 16-bit activations: its message buffers (tracked comm memory on each stage)
+   are half of fp32's pipeline's.
 2. An overflow injected at step 3 (SB_INJECT_OVERFLOW) under fp16 dynamic loss scaling: the scale
    of step 4 is half that of step 3, the step is counted in summary.skipped_steps, its gradient
    norm is not finite, and the weights did not change on it: the evaluation after step 3 equals
    the one after step 2 bit for bit, while step 4 trains again. On one rank and on dp 2.
 3. bf16 records loss_scale 1 on every step; fp16 the dynamic scale (65536 to start).
 4. Tracked activation bytes of a 16-bit run are half of fp32's within 5%.
-5. resnet-mini in bf16/fp16: one rank near fp32, dp 2 (synchronised BatchNorm) equal to one rank,
-   activations half.
-6. What is not built yet fails with one clear sentence and writes no result file.
+5. resnet-mini in bf16/fp16: one rank near fp32, dp 2 (synchronised BatchNorm) and pp 2 equal to
+   one rank, activations half.
+6. The skipped step under pp 2: every stage skips it (the overflow is on one stage only).
+7. What is not built yet fails with one clear sentence and writes no result file.
 
 Usage: check_mixed_precision.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -63,7 +66,7 @@ def train(name, precision, dp=1, tp=1, steps=5, extra=(), env=None, expect_failu
                 "grad_norm": run["steps"]["grad_norm"][:], "eval": evals["loss"], "eval_step": evals["step"],
                 "eval_split": [s.decode() if isinstance(s, bytes) else s for s in evals["split"]],
                 "skipped": run["summary"].attrs["skipped_steps"], "precision": run.attrs["precision"],
-                "activations": run["memory"]["activations"][:]}
+                "activations": run["memory"]["activations"][:], "comm_memory": run["memory"]["comm"][:]}
 
 
 def relative_gap(a, b):
@@ -71,7 +74,9 @@ def relative_gap(a, b):
 
 
 gaps = {}
+pipelines = {}
 fp32_one = train("fp32_one", "fp32")
+pipelines["fp32"] = train("fp32_pp2", "fp32", pp=2)
 for precision in ["bf16", "fp16"]:
     one = train(f"{precision}_one", precision)
     if str(one["precision"]) not in (precision, precision.encode()):
@@ -79,8 +84,11 @@ for precision in ["bf16", "fp16"]:
     gaps[f"{precision} vs fp32"] = gap = relative_gap(one["loss"], fp32_one["loss"])
     if gap > REL_TOL_VS_FP32:
         problems.append(f"{precision} one rank: loss differs from fp32 by {gap:.2e} (> {REL_TOL_VS_FP32})")
-    for name, dp, tp in [("dp2", 2, 1), ("tp2", 1, 2), ("dp2tp2", 2, 2)]:
-        run = train(f"{precision}_{name}", precision, dp, tp)
+    for name, dp, tp, pp, schedule in [("dp2", 2, 1, 1, "1f1b"), ("tp2", 1, 2, 1, "1f1b"), ("dp2tp2", 2, 2, 1, "1f1b"),
+                                       ("pp2", 1, 1, 2, "1f1b"), ("dp2pp2", 2, 1, 2, "gpipe")]:
+        run = train(f"{precision}_{name}", precision, dp, tp, pp=pp, extra=["--set", f"strategy.schedule={schedule}"])
+        if name == "pp2":
+            pipelines[precision] = run
         gaps[f"{precision} {name}"] = gap = max(relative_gap(run["loss"], one["loss"]),
                                                 relative_gap(run["eval"], one["eval"]))
         if gap > REL_TOL_16:
@@ -88,6 +96,11 @@ for precision in ["bf16", "fp16"]:
     expected_scale = 65536.0 if precision == "fp16" else 1.0
     if not (one["loss_scale"] == expected_scale).all():
         problems.append(f"{precision}: loss_scale {one['loss_scale']} (expected {expected_scale} on every step)")
+    comm_ratio = pipelines[precision]["comm_memory"] / pipelines["fp32"]["comm_memory"]
+    print(f"{precision} pp2: pipeline message buffers {pipelines[precision]['comm_memory'].tolist()} B per stage, "
+          f"{comm_ratio.tolist()} of fp32's")
+    if not np.allclose(comm_ratio, 0.5):
+        problems.append(f"{precision} pp2: pipeline message buffers are {comm_ratio} of fp32's, not half")
     ratio = one["activations"][0] / fp32_one["activations"][0]
     print(f"{precision}: tracked activations {one['activations'][0]} B, {ratio:.4f} of fp32's")
     if not 0.5 <= ratio <= 0.525:
@@ -106,14 +119,21 @@ for precision in ["bf16", "fp16"]:
                                                relative_gap(dp2["eval"], one["eval"]))
     if gap > REL_TOL_16:
         problems.append(f"resnet {precision} dp2: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    pp2 = train(f"resnet_{precision}_pp2", precision, pp=2, model=RESNET,
+                extra=["--set", "strategy.micro_batches=2", "--set", "strategy.schedule=1f1b"])
+    gaps[f"resnet {precision} pp2"] = gap = max(relative_gap(pp2["loss"], one["loss"]),
+                                               relative_gap(pp2["eval"], one["eval"]))
+    if gap > REL_TOL_16:
+        problems.append(f"resnet {precision} pp2: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
     ratio = one["activations"][0] / resnet_fp32["activations"][0]
     print(f"resnet {precision}: tracked activations {one['activations'][0]} B, {ratio:.4f} of fp32's")
     if not 0.5 <= ratio <= 0.525:
         problems.append(f"resnet {precision}: tracked activations are {ratio:.4f} of fp32's, not half within 5%")
 
 # the skipped step: evaluations after every step
-for name, dp in [("overflow_one", 1), ("overflow_dp2", 2)]:
-    run = train(name, "fp16", dp, steps=4, extra=["--set", "eval_every=1"], env={"SB_INJECT_OVERFLOW": "3"})
+# (overflow_pp2: on the last stage only; every stage must skip)
+for name, dp, pp, inject in [("overflow_one", 1, 1, "3"), ("overflow_dp2", 2, 1, "3"), ("overflow_pp2", 1, 2, "3:1")]:
+    run = train(name, "fp16", dp, pp=pp, steps=4, extra=["--set", "eval_every=1"], env={"SB_INJECT_OVERFLOW": inject})
     scale = run["loss_scale"]
     if not (scale[0] == scale[1] == scale[2] and scale[3] == scale[2] / 2):
         problems.append(f"{name}: loss_scale per step {scale} (step 4 should be half of step 3)")
@@ -129,7 +149,7 @@ for name, dp in [("overflow_one", 1), ("overflow_dp2", 2)]:
 
 # not built yet, or wrong: one sentence, no file
 for name, precision, pp, extra, message in [
-        ("pipeline", "bf16", 2, [], "precision bf16 with pipeline parallelism (strategy.pp 2) is not built yet"),
+        ("cuda", "bf16", 1, ["--set", "device=cuda"], "precision bf16 runs on device cpu so far, not 'cuda'"),
         ("bad_scale", "{dtype: fp16, loss_scale: lots}", 1, [],
          "'precision.loss_scale' must be dynamic, none or a positive number, got 'lots'")]:
     result, wrote = train(f"refused_{name}", precision, pp=pp, extra=extra, expect_failure=True)

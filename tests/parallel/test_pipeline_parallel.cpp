@@ -114,7 +114,7 @@ const Trained& unsplit(std::int64_t m) {
 struct PipelineRun {
   Trained trained;
   std::vector<PipelineStepFigures> steps;
-  std::int64_t slots = 0, slot_bytes = 0, activation_bytes = 0, input_floats = 0, output_floats = 0;
+  std::int64_t slots = 0, slot_bytes = 0, activation_bytes = 0, input_bytes = 0, output_bytes = 0;
   resnet::ResnetPartition partition;
 };
 
@@ -132,8 +132,8 @@ PipelineRun train_pipeline(PipelineSchedule schedule, std::int64_t m) {
   optim::Sgd sgd(model.parameter_slices(), sgd_config(), kernels::Backend::cpu, tracker);
   ResnetPipelineStage stage(model, kMicro);
   run.slot_bytes = stage.slot_activation_bytes();
-  run.input_floats = stage.input_floats();
-  run.output_floats = stage.output_floats();
+  run.input_bytes = stage.input_bytes();
+  run.output_bytes = stage.output_bytes();
   PipelineExecutor executor(world(), stage, schedule, m, tracker);
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch_of(step, m);
@@ -199,7 +199,7 @@ void check_schedule(PipelineSchedule schedule) {
       EXPECT_EQ(f.peak_activation_bytes, expected_slots * run.slot_bytes) << what;
       if (s == 0 && schedule == PipelineSchedule::one_f_one_b) EXPECT_LE(f.peak_slots_in_use, p) << what;
       // bytes: one activation forward, one gradient back, per micro-batch and neighbour
-      EXPECT_EQ(f.bytes_sent, 4 * m * (run.output_floats + run.input_floats)) << what;
+      EXPECT_EQ(f.bytes_sent, m * (run.output_bytes + run.input_bytes)) << what;
       EXPECT_EQ(f.bytes_received, f.bytes_sent) << what;
       // the timeline's identities
       EXPECT_EQ(f.ops.size(), static_cast<std::size_t>(2 * m)) << what;
