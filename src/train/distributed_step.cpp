@@ -4,6 +4,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -127,8 +128,10 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
   const double local_loss = task_.forward_backward(step);
   if (step + 1 == inject_overflow_step_) {
+    // every gradient of this rank: also those the norm leaves out (a pipeline's second copy of
+    // a tied embedding), which the optimizer would otherwise apply
     const std::span<float> gradients = task_.gradients_flat();
-    if (!gradients.empty()) gradients.front() = std::numeric_limits<float>::infinity();
+    std::fill(gradients.begin(), gradients.end(), std::numeric_limits<float>::infinity());
   }
   Kokkos::fence();
   r.backward_end_s = comm_clock_seconds();
