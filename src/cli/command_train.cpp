@@ -1,5 +1,6 @@
 // `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID]`: one case inside the
-// current MPI world (what `run` and job scripts launch through mpirun/srun).
+// current MPI world (what `run` and job scripts launch through mpirun/srun), stored with the cost
+// model's prediction of it on the case's site.
 #include <mpi.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
+#include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
 #include "train/config.hpp"
 #include "train/trainer.hpp"
@@ -43,13 +45,15 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const std::filesystem::path trace(options->trace);
     SB_USER_CHECK(trace.empty() || trace.parent_path().empty() || std::filesystem::is_directory(trace.parent_path()),
                   "the folder of --trace '{}' does not exist", options->trace);
+    // The cost model's prediction of this run, made before it (a wrong site fails here).
+    const train::RunPrediction prediction = costmodel::predict_run(config);
     MpiSession mpi(argc, argv);
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;
     parallel::install_termination_handler();
     try {
-      train::run_training(config, out, run_id, options->append, trace);
+      train::run_training(config, out, run_id, options->append, trace, &prediction);
     } catch (const std::exception& e) {
       // Alone, the error travels up to main. With other ranks, they may be waiting in a
       // collective for this one: rank 0 has recorded the failure; end the job, never hang it.

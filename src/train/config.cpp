@@ -110,7 +110,7 @@ const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
       "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
-      "optimizer", "device",    "seed",       "threads"};
+      "optimizer", "device",    "site",       "seed",       "threads"};
   return keys;
 }
 
@@ -279,6 +279,7 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   top.read("eval_batches", c.eval_batches);
   top.read("log_every", c.log_every);
   top.read("device", c.device);
+  top.read("site", c.site);
   top.read("seed", c.seed);
   top.read("threads", c.threads);
   require_non_negative(c.seq_len, "seq_len", source);

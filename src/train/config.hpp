@@ -68,6 +68,9 @@ struct TrainConfig {
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;
   std::int64_t epochs = 0;  // when > 0: steps = epochs × steps per epoch of the data set
   std::string device = "cpu";
+  // The site profile `train` predicts the run on (a name in jobs/sites or a path); "" = this
+  // machine's profile on device cpu.
+  std::string site;
   std::uint64_t seed = 1;
   std::int64_t threads = 0;  // 0 = every core of this machine
   std::string yaml;          // the effective config (after overrides), stored with the run

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <limits>
 #include <thread>
 #include <type_traits>
@@ -153,8 +155,40 @@ std::vector<io::MemoryRow> memory_rows(parallel::Communicator& world, const Memo
 
 }  // namespace
 
+namespace {
+
+// The prediction's errors against the run: signed percentages, (predicted − measured) /
+// measured. Memory compares each tracked category of the rank that holds the most in them (the
+// prediction is of the most loaded rank); error_memory_pct is the category furthest off.
+io::Attributes prediction_errors(const RunPrediction& p, const TrainOutcome& outcome,
+                                 std::span<const io::MemoryRow> memory) {
+  const auto held = [](const io::MemoryRow& r) { return r.params + r.grads + r.optimizer + r.activations; };
+  const io::MemoryRow& heaviest =
+      *std::max_element(memory.begin(), memory.end(), [&](const auto& a, const auto& b) { return held(a) < held(b); });
+  const auto error_pct = [](double predicted, double measured) {
+    return measured > 0 ? 100.0 * (predicted - measured) / measured
+                        : (predicted == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+  };
+  const std::array<std::pair<const char*, double>, 4> categories = {
+      {{"params", error_pct(p.memory.params, static_cast<double>(heaviest.params))},
+       {"grads", error_pct(p.memory.grads, static_cast<double>(heaviest.grads))},
+       {"optimizer", error_pct(p.memory.optimizer, static_cast<double>(heaviest.optimizer))},
+       {"activations", error_pct(p.memory.activations, static_cast<double>(heaviest.activations))}}};
+  double worst = 0;
+  io::Attributes attrs = {{"error_step_time_pct", error_pct(p.step_time_s, outcome.step_time_median_s)}};
+  for (const auto& [name, error] : categories) {
+    attrs.emplace_back(fmt::format("error_{}_pct", name), error);
+    if (std::fabs(error) > std::fabs(worst)) worst = error;
+  }
+  attrs.emplace_back("error_memory_pct", worst);
+  attrs.emplace_back("measured_rank", heaviest.rank);
+  return attrs;
+}
+
+}  // namespace
+
 TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out, const std::string& run_id,
-                          bool append, const std::filesystem::path& trace) {
+                          bool append, const std::filesystem::path& trace, const RunPrediction* prediction) {
   // ---- everything that can fail on user input, before any file is written ----
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
@@ -202,6 +236,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
         {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
         {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)}};
     run.emplace(file->begin_run(run_id, attrs));
+    if (prediction) run->write_prediction(prediction->attributes);
   }
   try {
     if (root) run->write_context(context);
@@ -313,7 +348,10 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},
                           {"tokens_per_s", outcome.tokens_per_s},
                           {"achieved_tflops", flops_per_step / outcome.step_time_median_s / 1e12},
-                          {"mfu", nan},  // needs the site's peak: the cost model's site profiles
+                          {"mfu", prediction && prediction->peak_flops_per_device > 0
+                                      ? flops_per_step / outcome.step_time_median_s /
+                                            (static_cast<double>(world->size()) * prediction->peak_flops_per_device)
+                                      : nan},
                           {"final_loss", outcome.final_train_loss},
                           {"final_eval_loss", outcome.final_heldout_loss},
                           {"final_accuracy", outcome.final_heldout_accuracy},
@@ -329,6 +367,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"dp_bytes_sent_per_step", bytes_sent.empty() ? nan : median(bytes_sent)},
                           {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)},
                           {"skipped_steps", distributed.skipped_steps()}});
+      if (prediction && prediction->feasible) run->write_prediction(prediction_errors(*prediction, outcome, memory));
       run->finish("ok", "");
     }
     return outcome;

@@ -1,12 +1,13 @@
-// One training case in the current MPI world (one rank, or data parallel over every rank),
-// measured step by step and written by rank 0 to a scalebench result file. Leaves out model
-// parallelism (tp, pp) and the cost-model prediction.
+// One training case in the current MPI world (one rank, or any dp × tp × pp grid), measured
+// step by step and written by rank 0 to a scalebench result file, beside the cost model's
+// prediction when the caller made one. Leaves out making the prediction (src/costmodel).
 #pragma once
 
 #include <filesystem>
 #include <string>
 
 #include "train/config.hpp"
+#include "train/run_prediction.hpp"
 
 namespace sb::train {
 
@@ -21,7 +22,11 @@ struct TrainOutcome {
 // scalebench file when `append` is true), and every rank's timeline into the Chrome trace
 // `trace` when it is not empty. A failure after the file exists marks the run `failed` with
 // the reason (`interrupted` after a termination signal) and rethrows.
+// prediction (may be null): written to the run's `prediction` group before the first step; after
+// the last, the errors of its step time and tracked memory against the measurement join it, and
+// summary.mfu is measured against its peak.
 TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path& out,
-                          const std::string& run_id, bool append, const std::filesystem::path& trace = {});
+                          const std::string& run_id, bool append, const std::filesystem::path& trace = {},
+                          const RunPrediction* prediction = nullptr);
 
 }  // namespace sb::train

@@ -72,6 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"micro_keys_disagree", "model: gpt-nano\ndata: sotu\nsteps: 2\nbatch: {global: 8, micro: 4}\n"
                  "strategy: {micro_batches: 4}\n", "",
                  "batch.micro 4 × strategy.micro_batches 4 must equal the batch per rank"},
+        BadInput{"unknown_site", std::string(kGoodCase) + "site: atlantis\n", "",
+                 "site 'atlantis' has no profile file"},
         BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "the trainer runs interleave 1"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses

@@ -62,6 +62,34 @@ TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
   EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "weight_bytes"), 4 * n);
   EXPECT_EQ(io::read_number_attribute(out, run + "/context", "threads"), 2);
 
+  // The cost model's prediction on this machine's profile, made before the run, and its errors
+  // after it: signed percentages against the summary's median step and the tracked memory.
+  const std::string prediction = run + "/prediction";
+  const auto attr = [&](const std::string& group, const std::string& name) {
+    return io::read_number_attribute(out, group, name);
+  };
+  EXPECT_EQ(io::read_string_attribute(out, prediction, "site"), "this-machine");
+  EXPECT_EQ(attr(prediction, "feasible"), 1);
+  const double predicted_step = attr(prediction, "step_time_s");
+  const double measured_step = attr(run + "/summary", "step_time_median_s");
+  EXPECT_GT(predicted_step, 0);
+  EXPECT_NEAR(attr(prediction, "error_step_time_pct"), 100 * (predicted_step - measured_step) / measured_step, 1e-9);
+  double worst = 0;
+  for (const std::string category : {"params", "grads", "optimizer", "activations"}) {
+    const double predicted = attr(prediction, "memory_" + category);
+    const double measured = io::read_column(out, run + "/memory", category)[0];
+    const double error = attr(prediction, "error_" + category + "_pct");
+    EXPECT_NEAR(error, 100 * (predicted - measured) / measured, 1e-9) << category;
+    if (std::fabs(error) > std::fabs(worst)) worst = error;
+  }
+  EXPECT_EQ(attr(prediction, "error_memory_pct"), worst);
+  // one rank's model state is the parameter count times 4 (weights), 4 (gradients), 8 (AdamW)
+  EXPECT_EQ(attr(prediction, "memory_params"), 4 * n);
+  EXPECT_EQ(attr(prediction, "memory_optimizer"), 8 * n);
+  // MFU against this machine's fp32 peak (jobs/sites/this-machine.yaml: 78.24 GFLOP/s a core)
+  EXPECT_NEAR(attr(run + "/summary", "mfu"),
+              attr(run + "/summary", "flops_per_step") / measured_step / 78.24e9, 1e-12);
+
   const auto inspect = scratch.run("inspect " + out.string());
   EXPECT_EQ(inspect.exit_code, 0) << inspect.stderr_text;
 }

@@ -1,0 +1,83 @@
+// Site lookup and the stored form of a run's prediction.
+#include "costmodel/run_prediction.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "core/check.hpp"
+
+namespace sb::costmodel {
+
+std::filesystem::path site_profile_path(const std::string& site) {
+  const std::filesystem::path given(site);
+  if (site.find('/') != std::string::npos || given.extension() == ".yaml") return given;
+  const char* dir = std::getenv("SB_SITES_DIR");
+  const std::filesystem::path sites =
+      dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "jobs" / "sites";
+  return sites / (site + ".yaml");
+}
+
+std::string site_of(const train::TrainConfig& config) {
+  if (!config.site.empty()) return config.site;
+  return config.device == "cpu" ? "this-machine" : "";
+}
+
+io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& site) {
+  io::Attributes a = {{"site", site.name},
+                      {"site_file", site.source},
+                      {"device", site.device},
+                      {"calibrated", std::int64_t{p.calibrated}},
+                      {"feasible", std::int64_t{p.feasible}},
+                      {"reason", p.reason}};
+  if (!p.feasible) return a;
+  const io::Attributes numbers = {
+      {"step_time_s", p.step_time_s},
+      {"compute_s", p.compute_s},
+      {"comm_s", p.comm_s},
+      {"tp_comm_s", p.tp_comm_s},
+      {"p2p_s", p.p2p_s},
+      {"dp_comm_s", p.dp_comm_s},
+      {"bubble_s", p.bubble_s},
+      {"optimizer_s", p.optimizer_s},
+      {p.gpt ? "tokens_per_s" : "samples_per_s", p.gpt ? p.tokens_per_s : p.samples_per_s},
+      {"tflops_per_device", p.tflops_per_device},
+      {"mfu", p.mfu},
+      {"memory_params", p.memory.params},
+      {"memory_grads", p.memory.grads},
+      {"memory_optimizer", p.memory.optimizer},
+      {"memory_activations", p.memory.activations},
+      {"memory_total", p.memory.total()}};
+  a.insert(a.end(), numbers.begin(), numbers.end());
+  return a;
+}
+
+train::RunPrediction predict_run(const train::TrainConfig& config) {
+  train::RunPrediction run;
+  const std::string site_name = site_of(config);
+  if (site_name.empty()) {
+    run.attributes = {{"feasible", std::int64_t{0}},
+                      {"reason", std::string("no site profile: device cuda has no default; set the "
+                                             "config key 'site' (a name in jobs/sites or a path)")}};
+    return run;
+  }
+  const std::filesystem::path path = site_profile_path(site_name);
+  SB_USER_CHECK(std::filesystem::is_regular_file(path), "{}: site '{}' has no profile file '{}'", config.source,
+                site_name, path.string());
+  const SiteProfile site = load_site_profile(path);
+  Prediction p;
+  try {
+    p = predict_step(config, site);
+  } catch (const UserError& e) {  // a case the trainer runs but the cost model does not model
+    p.feasible = false;
+    p.reason = fmt::format("the cost model does not model this case: {}", e.what());
+  }
+  run.attributes = prediction_attributes(p, site);
+  run.feasible = p.feasible;
+  run.step_time_s = p.step_time_s;
+  run.memory = {p.memory.params, p.memory.grads, p.memory.optimizer, p.memory.activations};
+  run.peak_flops_per_device = site.peak(config.precision.dtype);
+  return run;
+}
+
+}  // namespace sb::costmodel

@@ -1,0 +1,37 @@
+// The prediction `train` stores with every run: which site profile a case names (`site:`, a
+// name in jobs/sites or a path; this machine's profile by default on the cpu), and the cost
+// model's prediction of the case in the form the trainer writes and compares
+// (train/run_prediction.hpp). Leaves out the model (step_prediction) and the writing (trainer).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "costmodel/site_profile.hpp"
+#include "costmodel/step_prediction.hpp"
+#include "io/attr_value.hpp"
+#include "train/config.hpp"
+#include "train/run_prediction.hpp"
+
+namespace sb::costmodel {
+
+// "h100-sxm-dgx" -> <source>/jobs/sites/h100-sxm-dgx.yaml ($SB_SITES_DIR instead of
+// <source>/jobs/sites when set); anything with a '/' or ending in .yaml is a path as given.
+std::filesystem::path site_profile_path(const std::string& site);
+
+// The site a case's prediction uses: config.site, else this-machine for device cpu; empty
+// for a cuda case that names none.
+std::string site_of(const train::TrainConfig& config);
+
+// The prediction's attributes as the run's `prediction` group stores them: site, device,
+// calibrated, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
+// bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
+// memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
+// most loaded rank). An infeasible prediction stores its reason and no numbers.
+io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& site);
+
+// Predicts the case on its site (site_of) for the trainer; a case with no site gets an
+// infeasible prediction saying so. UserError for a site file that is missing or wrong.
+train::RunPrediction predict_run(const train::TrainConfig& config);
+
+}  // namespace sb::costmodel

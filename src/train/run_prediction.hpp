@@ -1,0 +1,26 @@
+// What the cost model predicted for a run before it started, as the trainer stores it beside
+// the measurement: the attributes of the run's `prediction` group, and the figures the trainer
+// compares with what it measured to add error_step_time_pct and error_memory_pct after the run.
+// Plain data: the prediction itself is the cost model's (src/costmodel), made by the caller.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "io/attr_value.hpp"
+
+namespace sb::train {
+
+struct PredictedMemory {  // bytes on the most loaded rank, per tracked category
+  double params = 0, grads = 0, optimizer = 0, activations = 0;
+};
+
+struct RunPrediction {
+  io::Attributes attributes;  // written to /runs/<id>/prediction before the first step
+  bool feasible = false;      // false: no numbers to compare (the reason is in attributes)
+  double step_time_s = 0;
+  PredictedMemory memory;
+  double peak_flops_per_device = 0;  // the site's dense peak of the run's precision, for summary.mfu
+};
+
+}  // namespace sb::train
