@@ -3,6 +3,7 @@
 // devices yields no feasible candidate but reasons. Leaves out the command line (tests/cli).
 #include <gtest/gtest.h>
 
+#include "core/check.hpp"
 #include "costmodel/plan.hpp"
 #include "costmodel_test_support.hpp"
 
@@ -71,7 +72,7 @@ TEST(Plan, ModelTooBigForTheDevicesHasOnlyReasons) {
 }
 
 TEST(Plan, UnknownModelIsAUserError) {
-  EXPECT_THROW(plan_search({"gpt-9x", 8, 8, 0}, site("h100-sxm-dgx")), UserError);
+  EXPECT_THROW(plan_search({"gpt-9x", 8, 8, 0}, site("h100-sxm-dgx")), sb::UserError);
 }
 
 }  // namespace
