@@ -28,7 +28,8 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   if (p.micro_batch > 0) out += fmt::format(", {} micro-batches of {}", p.micro_batches, p.micro_batch);
   out += fmt::format(", {}\n", p.precision);
   if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
-  out += fmt::format("step time     {:10.4f} s\n", p.step_time_s);
+  out += fmt::format("step time     {:10.4f} s  (event simulation; the parts below are the last rank's, "
+                     "on pipeline stage {})\n", p.step_time_s, p.critical_stage);
   out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
                      p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
   out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f})\n", p.comm_s,

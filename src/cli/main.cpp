@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   const auto inspect = sb::cli::add_inspect_command(app);
   const auto calibrate = sb::cli::add_calibrate_command(app, argc, argv);
   const auto predict = sb::cli::add_predict_command(app);
+  const auto plan = sb::cli::add_plan_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("inspect")) return inspect();
     if (app.got_subcommand("calibrate")) return calibrate();
     if (app.got_subcommand("predict")) return predict();
+    if (app.got_subcommand("plan")) return plan();
   } catch (const sb::UserError& e) {
     std::fprintf(stderr, "scalebench: error: %s\n", e.what());
     return 2;

@@ -1,7 +1,8 @@
 // The analytic step model of step_prediction.hpp. Every formula it applies lives in
 // closed_forms.hpp or the model sources; this file decides which applies where (stages, link
-// levels, overlap) and how much memory traffic the non-GEMM work makes. Leaves out the event
-// simulation and the interleaved schedule's extra activations.
+// levels, overlap), how much memory traffic the non-GEMM work makes, and hands the per-op costs
+// to the event simulation (step_simulation.hpp), whose step time it reports. Leaves out the
+// interleaved schedule's extra activations and its simulation (its bubble is the closed form's).
 #include "costmodel/step_prediction.hpp"
 
 #include <fmt/format.h>
@@ -14,8 +15,10 @@
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/model_description.hpp"
+#include "costmodel/step_simulation.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "models/resnet/resnet_config.hpp"
+#include "train/pipeline_schedule.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::costmodel {
@@ -28,11 +31,14 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // What one rank of a pipeline stage holds and does for one micro-batch.
 struct StageCost {
   double executed_flops = 0;     // forward + backward + recomputation, this rank's tp share
+  double forward_flops = 0;      // the forward's part of executed_flops
   double elementwise_bytes = 0;  // memory traffic of the non-GEMM work, this rank
+  double forward_elementwise_bytes = 0;  // the forward's part of elementwise_bytes
   double parameters = 0;         // this rank's share
   double activation_bytes = 0;   // kept for the backward, one micro-batch
   double boundary_bytes = 0;     // the p2p message to the next stage (and its gradient back)
   i64 tp_all_reduces = 0;        // per micro-batch
+  i64 forward_tp_all_reduces = 0;  // the forward's part of tp_all_reduces
   i64 in_flight = 1;             // micro-batches whose activations are held at once
 };
 
@@ -113,11 +119,14 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
     st.parameters = blocks * static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
     st.activation_bytes = blocks * block_activations;
     st.elementwise_bytes = blocks * block_traffic;
+    st.forward_elementwise_bytes = blocks * written;
     st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
+    st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
       // wte vocabulary-parallel, wpe replicated; the embedding's output is all-reduced
       st.parameters += V * C / t + static_cast<double>(g.max_seq_len) * C;
       st.tp_all_reduces += 1;
+      st.forward_tp_all_reduces += 1;
     }
     if (last) {
       forward += gpt::gpt_head_forward_flops(g, d.micro_batch, d.seq_len);
@@ -125,8 +134,10 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
       if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
       st.activation_bytes += b * T * V * 4.0 / t;  // fp32 logits, vocabulary-parallel
       st.elementwise_bytes += 3.0 * b * T * V * 4.0 / t;  // softmax forward, its gradient
+      st.forward_elementwise_bytes += b * T * V * 4.0 / t;
     }
     st.executed_flops = (3.0 * forward + blocks * block_recompute) / t;
+    st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
     stages.push_back(st);
@@ -150,6 +161,8 @@ std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDes
       st.boundary_bytes = d.units[unit].output_bytes;
     }
     st.executed_flops = 3.0 * forward;
+    st.forward_flops = forward;
+    st.forward_elementwise_bytes = st.elementwise_bytes / 3.0;
     stages.push_back(st);
   }
   return stages;
@@ -175,27 +188,28 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   p.memory_available = site.memory_bytes;
   const bool resnet = train::trains_resnet(c);
   p.gpt = !resnet;
-  const auto refuse = [&p](std::string reason) {
+  const auto refuse = [&p](Refusal kind, std::string reason) {
     p.feasible = false;
+    p.refusal = kind;
     p.reason = std::move(reason);
     return p;
   };
 
   if (s.world_size() != p.devices)
-    return refuse(fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given",
+    return refuse(Refusal::devices, fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given",
                               s.dp, s.tp, s.pp, s.world_size(), p.devices));
   if (s.tp > site.devices_per_node)
-    return refuse(fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-"
+    return refuse(Refusal::tp_beyond_node, fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-"
                               "parallel collectives must stay inside a node",
                               s.tp, site.devices_per_node, site.name));
   if (c.global_batch % s.dp != 0)
-    return refuse(fmt::format("batch.global = {} does not split over dp = {} replicas", c.global_batch, s.dp));
+    return refuse(Refusal::batch_split, fmt::format("batch.global = {} does not split over dp = {} replicas", c.global_batch, s.dp));
   const i64 local = c.global_batch / s.dp;
   i64 m = 1;
   if (s.micro_batches > 0) m = s.micro_batches;
   else if (c.micro_batch > 0) m = local / c.micro_batch;
   if (m < 1 || local % m != 0 || (s.micro_batches == 0 && c.micro_batch > 0 && local % c.micro_batch != 0))
-    return refuse(fmt::format("the local batch of {} (batch.global {} / dp {}) does not split into "
+    return refuse(Refusal::batch_split, fmt::format("the local batch of {} (batch.global {} / dp {}) does not split into "
                               "equal micro-batches (strategy.micro_batches {}, batch.micro {})",
                               local, c.global_batch, s.dp, s.micro_batches, c.micro_batch));
   p.micro_batches = static_cast<int>(m);
@@ -210,18 +224,18 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
                   c.source);
     const resnet::ResnetConfig r = resnet::resnet_config_by_name(c.model.name);
     d = describe_resnet(r, p.micro_batch, element_bytes);
-    if (s.tp > 1) return refuse(fmt::format("{} takes no tensor parallelism (tp = {})", r.name, s.tp));
+    if (s.tp > 1) return refuse(Refusal::tp_heads, fmt::format("{} takes no tensor parallelism (tp = {})", r.name, s.tp));
     if (s.pp > static_cast<i64>(d.units.size()))
-      return refuse(fmt::format("pp = {} exceeds the {} pipeline units of {}", s.pp, d.units.size(), r.name));
+      return refuse(Refusal::pp_layers, fmt::format("pp = {} exceeds the {} pipeline units of {}", s.pp, d.units.size(), r.name));
     stages = resnet_stages(c, d);
   } else {
     const gpt::GptConfig g = train::gpt_config_of(c);
     const i64 seq = c.seq_len > 0 ? c.seq_len : g.max_seq_len;
     d = describe_gpt(g, p.micro_batch, seq, element_bytes);
     if (g.heads % s.tp != 0)
-      return refuse(fmt::format("tp = {} does not divide the {} attention heads of {}", s.tp, g.heads, g.name));
+      return refuse(Refusal::tp_heads, fmt::format("tp = {} does not divide the {} attention heads of {}", s.tp, g.heads, g.name));
     if (s.pp > g.layers)
-      return refuse(fmt::format("pp = {} exceeds the {} blocks of {}", s.pp, g.layers, g.name));
+      return refuse(Refusal::pp_layers, fmt::format("pp = {} exceeds the {} blocks of {}", s.pp, g.layers, g.name));
     stages = gpt_stages(c, d, recompute);
   }
 
@@ -240,7 +254,7 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   }
   p.memory = memory[heaviest];
   if (p.memory.total() > site.memory_bytes)
-    return refuse(fmt::format(
+    return refuse(Refusal::memory, fmt::format(
         "needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
         "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
         p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
@@ -264,52 +278,56 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
                                 ring_all_gather_seconds(tp_message, p.tp, lc(tp_link))
                           : ring_all_reduce_seconds(tp_message, p.tp, lc(tp_link));
 
-  struct MicroBatchTime { double compute, tp, p2p; double total() const { return compute + tp + p2p; } };
-  std::vector<MicroBatchTime> per_stage;
-  double slowest = 0;
-  for (std::size_t i = 0; i < stages.size(); ++i) {
-    const StageCost& st = stages[i];
-    const double messages = (i + 1 < stages.size() ? 1.0 : 0.0) + (i > 0 ? 1.0 : 0.0);
-    per_stage.push_back({st.executed_flops / flops_per_s + st.elementwise_bytes / memory_speed,
-                         static_cast<double>(st.tp_all_reduces) * tp_collective,
-                         p.pp > 1 ? messages * p2p_seconds(st.boundary_bytes, lc(pp_link)) : 0.0});
-    slowest = std::max(slowest, per_stage.back().total());
-  }
-  const double busy = static_cast<double>(m) * slowest;
-  const double bubble_fraction = pipeline_bubble_fraction(p.pp, p.micro_batches, static_cast<int>(s.interleave));
-  const double bubble = busy * bubble_fraction / (1.0 - bubble_fraction);
-
+  // ---- per-op costs, then the event simulation of the step ---------------------------------
   const double bucket_bytes = s.bucket_mb * 1024.0 * 1024.0;
-  double step = 0;
+  StepSimulationInput sim_input;
+  sim_input.schedule = train::pipeline_schedule_from_string(s.schedule);
+  sim_input.micro_batches = m;
+  sim_input.overlap = s.overlap;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
-    const MicroBatchTime& t = per_stage[i];
-    const double gradient_bytes = st.parameters * bytes.grad;
-    double reduce = ring_all_reduce_seconds(gradient_bytes, p.dp, lc(dp_link));
-    if (s.zero == 3) reduce += ring_all_gather_seconds(gradient_bytes, p.dp, lc(dp_link));  // params again for the backward
-    double exposed = reduce;
-    if (s.overlap && p.dp > 1) {
-      // buckets reduce while the last micro-batch's backward (2/3 of its work) still runs;
-      // the last bucket always waits
-      const double last_bucket = ring_all_reduce_seconds(std::min(bucket_bytes, gradient_bytes), p.dp, lc(dp_link));
-      exposed = std::max(reduce - t.compute * 2.0 / 3.0, last_bucket);
+    StageOpCosts op;
+    const double compute = st.executed_flops / flops_per_s + st.elementwise_bytes / memory_speed;
+    op.forward_compute_s = st.forward_flops / flops_per_s + st.forward_elementwise_bytes / memory_speed;
+    op.backward_compute_s = compute - op.forward_compute_s;
+    op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * tp_collective;
+    op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * tp_collective;
+    const double message = p2p_seconds(st.boundary_bytes, lc(pp_link));
+    if (i + 1 < stages.size()) op.send_forward_s = message;
+    if (i > 0) op.send_backward_s = p2p_seconds(stages[i - 1].boundary_bytes, lc(pp_link));
+    if (p.dp > 1) {
+      // buckets of strategy.bucket_mb, or one reduction of everything without overlap; ZeRO-3
+      // gathers each bucket's parameters again
+      const double gradient_bytes = st.parameters * bytes.grad;
+      const double bucket = s.overlap ? bucket_bytes : gradient_bytes;
+      for (double done = 0; done < gradient_bytes; done += bucket) {
+        const double size = std::min(bucket, gradient_bytes - done);
+        double seconds = ring_all_reduce_seconds(size, p.dp, lc(dp_link));
+        if (s.zero == 3) seconds += ring_all_gather_seconds(size, p.dp, lc(dp_link));
+        op.bucket_bytes.push_back(size);
+        op.bucket_s.push_back(seconds);
+      }
     }
     const double owned = st.parameters / (s.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
-    const double optimizer = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
-    const double total = busy + bubble + exposed + optimizer;
-    if (total > step) {
-      step = total;
-      // the breakdown of the slowest micro-batch's stage carries the pipeline terms
-      const MicroBatchTime& w = *std::max_element(per_stage.begin(), per_stage.end(),
-          [](const MicroBatchTime& a, const MicroBatchTime& b) { return a.total() < b.total(); });
-      p.compute_s = static_cast<double>(m) * w.compute;
-      p.tp_comm_s = static_cast<double>(m) * w.tp;
-      p.p2p_s = static_cast<double>(m) * w.p2p;
-      p.dp_comm_s = exposed;
-      p.optimizer_s = optimizer;
-    }
+    op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
+    sim_input.stages.push_back(std::move(op));
   }
-  p.bubble_s = bubble;
+  const StepSimulation sim = simulate_step(sim_input);
+  const StageTimeline& critical = sim.stages[sim.critical_stage];
+  p.critical_stage = static_cast<int>(sim.critical_stage);
+  p.compute_s = critical.compute_s;
+  p.tp_comm_s = critical.tp_s;
+  p.p2p_s = critical.p2p_s;
+  p.dp_comm_s = critical.dp_exposed_s;
+  p.optimizer_s = critical.optimizer_s;
+  p.bubble_s = critical.bubble_s;
+  double step = sim.step_time_s;
+  if (s.interleave > 1) {
+    // not simulated: v virtual stages per device divide the idle time by v (Narayanan et al.)
+    const double v = static_cast<double>(s.interleave);
+    step -= p.bubble_s * (1.0 - 1.0 / v);
+    p.bubble_s /= v;
+  }
   p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;
   p.step_time_s = step;
 

@@ -1,8 +1,9 @@
-// `predict`'s analytic model of one training step of a case on a site: compute from GEMM FLOPs
-// over peak × efficiency plus the element-wise work's memory traffic over the memory
-// bandwidth, tp collectives, pipeline p2p and bubble, the dp gradient reduction
-// partly hidden behind the backward, and a memory-bound optimizer; memory per rank by category;
-// throughput and MFU. Leaves out the per-rank event simulation (a later slice) and calibration.
+// `predict`'s model of one training step of a case on a site: per-op costs from the analytic
+// pieces (GEMM FLOPs over peak × efficiency plus the element-wise work's memory traffic over
+// the memory bandwidth, tp collectives, pipeline p2p, dp gradient buckets, a memory-bound
+// optimizer), ordered in time by the per-rank event simulation (step_simulation.hpp), whose
+// step time and critical rank's breakdown it reports; memory per rank by category; throughput
+// and MFU. Leaves out calibration (calibrate) and the search over configurations (plan).
 #pragma once
 
 #include <string>
@@ -17,20 +18,27 @@ struct RankMemory {  // bytes on the most loaded rank
   double total() const { return params + grads + optimizer + activations; }
 };
 
+// Why a configuration was refused, as a kind (plan groups its rejections by it).
+enum class Refusal { none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, memory };
+
 struct Prediction {
   bool feasible = false;
   std::string reason;  // why not, when !feasible
+  Refusal refusal = Refusal::none;
   std::string model, precision;
   bool gpt = true;  // tokens_per_s for the GPT, samples_per_s for the ResNet
   int devices = 0, dp = 1, tp = 1, pp = 1, micro_batches = 1;
   std::int64_t micro_batch = 0;
+  // The parts below are those of the critical rank (the one whose simulated step ends last):
+  // step_time_s = compute_s + comm_s + bubble_s + optimizer_s.
   double step_time_s = 0;
-  double compute_s = 0;    // forward, backward and recomputation on the slowest stage: GEMMs
-                           // and memory-bound element-wise work
+  int critical_stage = 0;  // the pipeline stage of the critical rank
+  double compute_s = 0;    // forward, backward and recomputation: GEMMs and memory-bound
+                           // element-wise work
   double comm_s = 0;       // tp_comm_s + p2p_s + dp_comm_s
-  double tp_comm_s = 0, p2p_s = 0;
+  double tp_comm_s = 0, p2p_s = 0;  // tp collectives inside the ops; sends to neighbouring stages
   double dp_comm_s = 0;    // the part of the gradient reduction the backward does not hide
-  double bubble_s = 0;
+  double bubble_s = 0;     // idle before the rank's last backward ends (pipeline fill, drain, waits)
   double optimizer_s = 0;
   double tokens_per_s = 0, samples_per_s = 0;
   double tflops_per_device = 0;  // executed FLOPs (recomputation included) per second and device

@@ -85,8 +85,12 @@ TEST(StepPrediction, PipelineBubbleIsTheClosedForm) {
   const Prediction p = predict_step(c, site("a100-80gb-dgx"));
   ASSERT_TRUE(p.feasible) << p.reason;
   EXPECT_EQ(p.micro_batches, 8);
-  EXPECT_NEAR(p.bubble_s / (p.compute_s + p.tp_comm_s + p.p2p_s + p.bubble_s), pipeline_bubble_fraction(4, 8),
-              1e-12);
+  // the simulated step (test_step_simulation.cpp checks the closed form exactly with balanced
+  // stages and free messages): messages on the critical path and the embedding and head make
+  // the idle share a little larger than (p−1)/(m+p−1), never smaller
+  const double fraction = p.bubble_s / (p.compute_s + p.tp_comm_s + p.p2p_s + p.bubble_s);
+  EXPECT_GE(fraction, pipeline_bubble_fraction(4, 8));
+  EXPECT_NEAR(fraction, pipeline_bubble_fraction(4, 8), 0.01);
   EXPECT_GT(p.p2p_s, 0.0);
   c.strategy.interleave = 2;
   const Prediction interleaved = predict_step(c, site("a100-80gb-dgx"));

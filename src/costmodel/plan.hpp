@@ -1,0 +1,57 @@
+// `plan`'s search: every dp × tp × pp grid of a device count, every micro-batch size that
+// divides the per-pipeline batch, precision (bf16, fp16, fp32), ZeRO stage 0–3, recomputation
+// (none, selective, full) and pipeline schedule (1f1b, gpipe; one of them when pp = 1), each
+// predicted by predict_step; the feasible ones ranked by step time (the global batch is fixed,
+// so equally by tokens/s), the rest grouped by why they fail. Leaves out printing (cli/
+// command_plan.cpp), interleaved schedules, sequence parallelism and the ResNet (GPT only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/site_profile.hpp"
+#include "costmodel/step_prediction.hpp"
+
+namespace sb::costmodel {
+
+struct PlanRequest {
+  std::string model;             // a named GPT: "gpt-175b"
+  int devices = 0;
+  std::int64_t global_batch = 0;  // sequences per step
+  std::int64_t seq_len = 0;       // 0: the model's maximum
+};
+
+struct PlanCandidate {
+  std::int64_t dp = 1, tp = 1, pp = 1, micro_batch = 1, zero = 0;
+  std::string precision, recompute, schedule;
+  Prediction prediction;  // its reason when refused
+};
+
+struct PlanRejection {
+  std::string reason;     // the group: "too little memory", "tp beyond one node", ...
+  std::int64_t count = 0;  // candidates refused for it
+  PlanCandidate example;  // one of them (for memory, the one needing the least)
+};
+
+struct PlanResult {
+  std::int64_t seq_len = 0;             // the sequence the candidates were predicted with
+  std::int64_t candidates = 0;          // visited
+  std::vector<PlanCandidate> feasible;  // all of them, fastest first
+  std::vector<PlanRejection> rejected;  // most frequent reason first
+};
+
+// UserError when the model is not a named GPT or a count is not positive.
+PlanResult plan_search(const PlanRequest& request, const SiteProfile& site);
+
+// One candidate: prediction_json's fields plus dp, tp, pp, micro_batch, micro_batches,
+// precision, zero, recompute, schedule.
+nlohmann::json plan_candidate_json(const PlanCandidate& candidate);
+// {"model", "site", "devices", "global_batch", "seq_len", "candidates", "feasible_count",
+//  "feasible": [the first `top`], "rejected": [{"reason", "count", "example"}]}
+nlohmann::json plan_json(const PlanRequest& request, const SiteProfile& site, const PlanResult& result,
+                         int top);
+
+}  // namespace sb::costmodel

@@ -1,0 +1,82 @@
+// An event simulation of one training step on every rank: each pipeline stage runs the
+// trainer's own operation order (train/pipeline_schedule.hpp) of micro-batch forwards and
+// backwards, each with its tensor-parallel collectives inside it; a stage sends its output (or
+// its input gradient) to its neighbour after the op and the neighbour's op cannot start before
+// that op ended + α + S/B; the data-parallel gradient buckets launch on a separate comm stream
+// as the backward of the last micro-batch produces them, overlapping the rest of it; then the
+// optimizer. All dp × tp ranks of one stage do the same work at the same times, so one timeline
+// per stage stands for each of them (rank_stage maps a world rank to it).
+//
+// The costs of each op come from the caller (step_prediction.cpp builds them from the analytic
+// per-layer FLOPs, bytes and link costs); this file only orders them in time. Leaves out the
+// interleaved (virtual-stage) schedule, link contention between concurrent messages and
+// jitter: every op takes exactly its cost.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "train/pipeline_schedule.hpp"
+
+namespace sb::costmodel {
+
+// What one rank of a stage spends on one micro-batch, and on its gradients once per step.
+struct StageOpCosts {
+  double forward_compute_s = 0, backward_compute_s = 0;  // GEMMs and element-wise work
+  double forward_tp_s = 0, backward_tp_s = 0;            // tp collectives inside the op (blocking)
+  double send_forward_s = 0;   // α + S/B of the activation to stage + 1 (0 on the last stage)
+  double send_backward_s = 0;  // α + S/B of the input gradient to stage − 1 (0 on the first)
+  // The dp reduction of this stage's gradients, bucket by bucket in the order the backward
+  // produces them: bucket_bytes[k] bytes taking bucket_s[k] seconds. Empty: nothing to reduce.
+  std::vector<double> bucket_bytes, bucket_s;
+  double optimizer_s = 0;
+};
+
+struct StepSimulationInput {
+  train::PipelineSchedule schedule = train::PipelineSchedule::one_f_one_b;
+  std::int64_t micro_batches = 1;
+  std::vector<StageOpCosts> stages;  // pipeline order, at least one
+  // true: bucket k launches when the last micro-batch's backward has produced it; false: one
+  // reduction of everything after that backward ends (the buckets still run back to back).
+  bool overlap = true;
+};
+
+enum class TimelineOpKind { forward, backward, send_forward, send_backward, dp_bucket, optimizer };
+const char* to_string(TimelineOpKind kind);
+
+struct TimelineOp {
+  TimelineOpKind kind = TimelineOpKind::forward;
+  std::int64_t index = 0;  // micro-batch (forward, backward, sends) or bucket (dp_bucket)
+  double start = 0, end = 0;
+};
+
+// One stage's step, the same on each of its dp × tp ranks.
+struct StageTimeline {
+  std::vector<TimelineOp> compute;  // compute stream: forwards, backwards, sends, optimizer
+  std::vector<TimelineOp> comm;     // dp stream: gradient buckets
+  double compute_s = 0, tp_s = 0, p2p_s = 0;  // compute-stream busy time by part
+  double pipeline_end = 0;    // end of the stage's last backward
+  double bubble_s = 0;        // compute stream idle before pipeline_end
+  double dp_s = 0;            // the buckets' total time
+  double dp_exposed_s = 0;    // how long the optimizer waited for the last bucket
+  double optimizer_s = 0;
+  double end = 0;             // the optimizer's end
+  std::int64_t peak_in_flight = 0;  // most micro-batches forwarded and not yet backwarded
+};
+
+struct StepSimulation {
+  std::vector<StageTimeline> stages;
+  double step_time_s = 0;     // max over ranks of their end
+  double pipeline_end = 0;    // max over stages of pipeline_end (stage 0's, by dependencies)
+  std::size_t critical_stage = 0;  // the stage whose end is the step time (lowest on ties)
+  // Per stage: pipeline_end − the stage's busy time (compute + tp + p2p), the idle share of
+  // the pipeline phase that (p − 1)/(m + p − 1) predicts for balanced stages and free messages.
+  std::vector<double> idle_s;
+};
+
+StepSimulation simulate_step(const StepSimulationInput& input);
+
+// The stage of world rank `rank` in the grid order of the trainer (tp fastest, then dp, pp).
+int rank_stage(int rank, int dp, int tp);
+
+}  // namespace sb::costmodel

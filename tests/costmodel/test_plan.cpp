@@ -1,0 +1,79 @@
+// plan_search: every candidate respects the grid rules, the feasible ones come fastest first and
+// agree with predict_step, refusals are grouped with an example, and a model too big for the
+// devices yields no feasible candidate but reasons. Leaves out the command line (tests/cli).
+#include <gtest/gtest.h>
+
+#include "core/check.hpp"
+#include "costmodel/plan.hpp"
+#include "costmodel_test_support.hpp"
+
+namespace sb::costmodel {
+namespace {
+
+using testing::site;
+
+const PlanRejection* group(const PlanResult& r, const std::string& reason) {
+  for (const PlanRejection& g : r.rejected)
+    if (g.reason == reason) return &g;
+  return nullptr;
+}
+
+TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const PlanResult r = plan_search({"gpt-1.3b", 32, 64, 2048}, a100);
+  ASSERT_FALSE(r.feasible.empty());
+  std::int64_t rejected = 0;
+  for (const PlanRejection& g : r.rejected) rejected += g.count;
+  EXPECT_EQ(static_cast<std::int64_t>(r.feasible.size()) + rejected, r.candidates);
+  for (std::size_t i = 0; i < r.feasible.size(); ++i) {
+    const PlanCandidate& c = r.feasible[i];
+    EXPECT_EQ(c.dp * c.tp * c.pp, 32);
+    EXPECT_LE(c.tp, 8);
+    EXPECT_EQ(16 % c.tp, 0);
+    EXPECT_EQ(24 % c.pp, 0);
+    EXPECT_EQ((64 / c.dp) % c.micro_batch, 0);
+    EXPECT_LE(c.prediction.memory.total(), a100.memory_bytes);
+    if (i > 0) EXPECT_LE(r.feasible[i - 1].prediction.step_time_s, c.prediction.step_time_s);
+  }
+  // the best candidate is what predict_step says of the same configuration
+  const PlanCandidate& best = r.feasible.front();
+  train::TrainConfig c = testing::gpt_case(1, 1, 1, best.dp, best.tp, best.pp, 64, best.micro_batch, best.precision);
+  c.model = train::ModelSpec{};
+  c.model.name = "gpt-1.3b";
+  c.seq_len = 2048;
+  c.strategy.zero = best.zero;
+  c.strategy.recompute = best.recompute;
+  c.strategy.schedule = best.schedule;
+  EXPECT_DOUBLE_EQ(predict_step(c, a100, 32).step_time_s, best.prediction.step_time_s);
+  // tp 16 and 32 exceed a node of 8; pp 16 and 32 do not divide 24 layers
+  const PlanRejection* node = group(r, "tp beyond one node");
+  ASSERT_NE(node, nullptr);
+  EXPECT_GT(node->count, 0);
+  EXPECT_NE(node->example.prediction.reason.find("devices per node"), std::string::npos);
+  EXPECT_NE(group(r, "pp does not divide the layers"), nullptr);
+  const nlohmann::json j = plan_json({"gpt-1.3b", 32, 64, 2048}, a100, r, 5);
+  EXPECT_EQ(j["feasible"].size(), 5u);
+  EXPECT_EQ(j["feasible"][0]["step_time_s"].get<double>(), best.prediction.step_time_s);
+  EXPECT_EQ(j["feasible"][0]["tp"].get<std::int64_t>(), best.tp);
+  EXPECT_EQ(j["rejected"].size(), r.rejected.size());
+}
+
+TEST(Plan, ModelTooBigForTheDevicesHasOnlyReasons) {
+  const PlanResult r = plan_search({"gpt-1t", 8, 8, 2048}, site("h100-sxm-dgx"));
+  EXPECT_TRUE(r.feasible.empty());
+  EXPECT_GT(r.candidates, 100);
+  const PlanRejection* memory = group(r, "too little memory");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_NE(memory->example.prediction.reason.find("needs"), std::string::npos) << memory->example.prediction.reason;
+  // the example is the candidate that comes closest to fitting: one that shards the most
+  const SiteProfile h100 = site("h100-sxm-dgx");
+  EXPECT_GT(memory->example.prediction.memory.total(), h100.memory_bytes);
+  EXPECT_EQ(memory->example.recompute, "full");
+}
+
+TEST(Plan, UnknownModelIsAUserError) {
+  EXPECT_THROW(plan_search({"gpt-9x", 8, 8, 0}, site("h100-sxm-dgx")), sb::UserError);
+}
+
+}  // namespace
+}  // namespace sb::costmodel

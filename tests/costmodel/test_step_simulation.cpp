@@ -1,0 +1,170 @@
+// The event simulation of one step against the closed forms it must reproduce: the pipeline
+// bubble (p−1)/(m+p−1) with free messages, the ring all-reduce when the dp reduction is all
+// there is, a fully exposed reduction when no overlap is possible, the activation sets held by
+// each schedule, causality of messages, and a step time that grows with link latency. Leaves
+// out the per-op costs' own formulas (test_step_prediction.cpp, test_closed_forms.cpp).
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "costmodel/closed_forms.hpp"
+#include "costmodel/step_prediction.hpp"
+#include "costmodel/step_simulation.hpp"
+#include "costmodel_test_support.hpp"
+#include "models/gpt/gpt_config.hpp"
+
+namespace sb::costmodel {
+namespace {
+
+using testing::gpt_case;
+using testing::site;
+using train::PipelineSchedule;
+
+StepSimulationInput balanced(PipelineSchedule schedule, int p, std::int64_t m, double tf, double tb,
+                             double send = 0.0) {
+  StepSimulationInput in;
+  in.schedule = schedule;
+  in.micro_batches = m;
+  for (int s = 0; s < p; ++s) {
+    StageOpCosts c;
+    c.forward_compute_s = tf;
+    c.backward_compute_s = tb;
+    if (s + 1 < p) c.send_forward_s = send;
+    if (s > 0) c.send_backward_s = send;
+    in.stages.push_back(c);
+  }
+  return in;
+}
+
+TEST(StepSimulation, FreeMessagesGiveTheClosedFormBubble) {
+  for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+    for (int p : {1, 2, 3, 4, 8}) {
+      for (std::int64_t m : {1, 2, 4, 7, 16, 32}) {
+        const StepSimulation sim = simulate_step(balanced(schedule, p, m, 1.0, 2.0));
+        const double expected = pipeline_bubble_fraction(p, static_cast<int>(m));
+        EXPECT_NEAR(sim.pipeline_end, static_cast<double>(m + p - 1) * 3.0, 1e-9);
+        for (int s = 0; s < p; ++s)
+          EXPECT_NEAR(sim.idle_s[s] / sim.pipeline_end, expected, 1e-12)
+              << train::to_string(schedule) << " p " << p << " m " << m << " stage " << s;
+        // stage 0 ends the pipeline, so its own bubble is the same fraction
+        EXPECT_NEAR(sim.stages[0].bubble_s / sim.pipeline_end, expected, 1e-12);
+        EXPECT_DOUBLE_EQ(sim.step_time_s, sim.pipeline_end);
+      }
+    }
+  }
+}
+
+TEST(StepSimulation, OneFOneBHoldsAtMostPMicroBatchesGpipeHoldsAll) {
+  for (int p : {2, 4, 8}) {
+    for (std::int64_t m : {1, 3, 8, 24}) {
+      const StepSimulation f = simulate_step(balanced(PipelineSchedule::one_f_one_b, p, m, 1.0, 2.0));
+      const StepSimulation g = simulate_step(balanced(PipelineSchedule::gpipe, p, m, 1.0, 2.0));
+      EXPECT_EQ(f.stages[0].peak_in_flight, std::min<std::int64_t>(p, m)) << "p " << p << " m " << m;
+      EXPECT_EQ(g.stages[0].peak_in_flight, m);
+      for (int s = 0; s < p; ++s)
+        EXPECT_EQ(f.stages[s].peak_in_flight,
+                  train::pipeline_peak_in_flight(PipelineSchedule::one_f_one_b, p, s, m));
+      // the same bubble: the schedules differ in memory, not in time
+      EXPECT_NEAR(f.step_time_s, g.step_time_s, 1e-9);
+    }
+  }
+}
+
+TEST(StepSimulation, AReceiverStartsAfterTheSenderPlusTheMessage) {
+  const double send = 0.25;
+  const StepSimulation sim = simulate_step(balanced(PipelineSchedule::one_f_one_b, 4, 8, 1.0, 2.0, send));
+  for (std::size_t s = 1; s < sim.stages.size(); ++s) {
+    for (const TimelineOp& op : sim.stages[s].compute) {
+      if (op.kind != TimelineOpKind::forward) continue;
+      for (const TimelineOp& prev : sim.stages[s - 1].compute)
+        if (prev.kind == TimelineOpKind::forward && prev.index == op.index)
+          EXPECT_GE(op.start, prev.end + send - 1e-12) << "stage " << s << " micro " << op.index;
+    }
+  }
+  // messages on the critical path lengthen the step beyond the free-message pipeline
+  EXPECT_GT(sim.step_time_s, 11.0 * 3.0);
+  for (const StageTimeline& tl : sim.stages)
+    EXPECT_NEAR(tl.end, tl.compute_s + tl.tp_s + tl.p2p_s + tl.bubble_s + tl.dp_exposed_s + tl.optimizer_s, 1e-9);
+}
+
+TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
+  StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 1, 4, 1.0, 2.0);
+  in.stages[0].bucket_bytes = {1.0, 1.0, 1.0, 1.0};
+  in.stages[0].bucket_s = {0.5, 0.5, 0.5, 0.5};
+  in.stages[0].optimizer_s = 0.1;
+  const StepSimulation sim = simulate_step(in);
+  const StageTimeline& tl = sim.stages[0];
+  // the last backward runs [10, 12]; bucket k is ready at 10 + 2(k+1)/4 and the stream is serial
+  ASSERT_EQ(tl.comm.size(), 4u);
+  EXPECT_DOUBLE_EQ(tl.comm[0].start, 10.5);
+  EXPECT_DOUBLE_EQ(tl.comm[3].end, 12.5);
+  EXPECT_DOUBLE_EQ(tl.dp_exposed_s, 0.5);
+  EXPECT_DOUBLE_EQ(sim.step_time_s, 12.6);
+  in.overlap = false;
+  EXPECT_DOUBLE_EQ(simulate_step(in).stages[0].dp_exposed_s, 2.0);
+}
+
+// A site whose devices compute infinitely fast: what is left of a step is communication.
+SiteProfile communication_only(SiteProfile s) {
+  s.peak_flops = {{"fp32", std::numeric_limits<double>::infinity()},
+                  {"bf16", std::numeric_limits<double>::infinity()},
+                  {"fp16", std::numeric_limits<double>::infinity()}};
+  s.memory_bandwidth = std::numeric_limits<double>::infinity();
+  return s;
+}
+
+TEST(StepSimulation, DataParallelReductionAloneIsTheRingFormula) {
+  SiteProfile s = communication_only(site("a100-80gb-dgx"));
+  s.intra_node.latency = s.inter_node.latency = 0;  // buckets then add no latency of their own
+  train::TrainConfig c = gpt_case(4, 1024, 16, 16, 1, 1, 16, 1, "fp32");
+  const Prediction p = predict_step(c, s);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::GptConfig{"t", 4, 1024, 16, 2048, 51200}));
+  const double ring = ring_all_reduce_seconds(4.0 * psi, 16, {25e9, 0.0});  // fp32 gradients
+  EXPECT_NEAR(p.step_time_s / ring, 1.0, 1e-9);
+  EXPECT_NEAR(p.dp_comm_s / ring, 1.0, 1e-9);
+}
+
+TEST(StepSimulation, OneBucketAtTheEndExposesTheWholeReduction) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  train::TrainConfig c = gpt_case(24, 2048, 16, 16, 1, 1, 64, 1, "fp16");
+  c.strategy.bucket_mb = 1e6;  // every gradient in one bucket, ready when the backward ends
+  const Prediction p = predict_step(c, a100);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::GptConfig{"t", 24, 2048, 16, 2048, 51200}));
+  EXPECT_NEAR(p.dp_comm_s, ring_all_reduce_seconds(2.0 * psi, 16, {25e9, 5e-6}), 1e-12);
+  c.strategy.bucket_mb = 25;
+  const Prediction overlapped = predict_step(c, a100);
+  EXPECT_LT(overlapped.dp_comm_s, p.dp_comm_s);
+  EXPECT_LT(overlapped.step_time_s, p.step_time_s);
+}
+
+TEST(StepSimulation, StepTimeGrowsWithLatency) {
+  const SiteProfile base = site("h100-sxm-dgx");
+  train::TrainConfig c = gpt_case(16, 2048, 16, 4, 4, 4, 64, 1, "bf16");
+  double previous = 0;
+  for (double scale : {0.0, 1.0, 10.0, 100.0, 1000.0}) {
+    SiteProfile s = base;
+    s.intra_node.latency *= scale;
+    s.inter_node.latency *= scale;
+    const Prediction p = predict_step(c, s, 64);
+    ASSERT_TRUE(p.feasible) << p.reason;
+    EXPECT_GT(p.step_time_s, previous) << "latency × " << scale;
+    previous = p.step_time_s;
+    // the critical rank's parts add up to the step
+    EXPECT_NEAR(p.step_time_s, p.compute_s + p.comm_s + p.bubble_s + p.optimizer_s, 1e-9 * p.step_time_s);
+    EXPECT_GT(p.tp_comm_s, 0.0);
+    EXPECT_GT(p.p2p_s, 0.0);
+  }
+}
+
+TEST(StepSimulation, RankStageFollowsTheGridOrder) {
+  // tp fastest, then dp, then pp: dp 2 × tp 4 ranks per stage
+  EXPECT_EQ(rank_stage(0, 2, 4), 0);
+  EXPECT_EQ(rank_stage(7, 2, 4), 0);
+  EXPECT_EQ(rank_stage(8, 2, 4), 1);
+  EXPECT_EQ(rank_stage(31, 2, 4), 3);
+}
+
+}  // namespace
+}  // namespace sb::costmodel
