@@ -1,7 +1,8 @@
 // `scalebench submit SUITE --site S [--scheduler slurm|pbs|lsf|flux] [--out DIR] [--dry-run]
 // [--set k=v]... [--launcher WORD]... [--time-limit MIN]`: one job script per suite case in
 // DIR/jobs, submitted with sbatch/qsub/bsub/flux batch, job ids in DIR/jobs/submitted.yaml.
-// --dry-run writes and prints the scripts and submits nothing. Leaves out job arrays.
+// --dry-run writes and prints the scripts and submits nothing; --array (Slurm) writes one job
+// array for the suite instead of one job per case.
 #include <filesystem>
 
 #include "cli/commands.hpp"
@@ -21,7 +22,7 @@ struct SubmitOptions {
   std::string suite, site, scheduler, out;
   std::vector<std::string> overrides, launcher;
   int time_limit = 0;
-  bool dry_run = false;
+  bool dry_run = false, array = false;
 };
 
 // A path, or the name of a shipped profile (jobs/sites/NAME.yaml).
@@ -43,6 +44,7 @@ std::function<int()> add_submit_command(CLI::App& app) {
   cmd->add_option("--scheduler", o->scheduler, "slurm, pbs, lsf or flux (default: the site's scheduler.type, else slurm)");
   cmd->add_option("--out", o->out, "folder for scripts, per-job results and the merged file (default results/<suite>)");
   cmd->add_flag("--dry-run", o->dry_run, "write and print the scripts; submit nothing");
+  cmd->add_flag("--array", o->array, "one Slurm job array for the suite (its cases must share one shape)");
   cmd->add_option("--set", o->overrides, "override a key in every case: key=value (repeatable)");
   cmd->add_option("--launcher", o->launcher,
                   "replace the launcher (srun, mpiexec, mpirun, flux run): one word per option, "
@@ -61,11 +63,10 @@ std::function<int()> add_submit_command(CLI::App& app) {
                   "'{}' already holds a submission ({}); choose another --out or remove it", dir.string(),
                   jobs::record_path(dir).string());
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
-    jobs::PreparedSuite prepared = jobs::prepare_suite_jobs(suite, site, scheduler, dir, exe);
+    jobs::PreparedSuite prepared = jobs::prepare_suite_jobs(suite, site, scheduler, dir, exe, o->array);
     if (o->dry_run) {
       for (std::size_t i = 0; i < prepared.scripts.size(); ++i) {
-        const auto files = jobs::job_files(dir, prepared.record.cases[i].file_id);
-        std::printf("==> %s <==\n%s\n", files.script.c_str(), prepared.scripts[i].c_str());
+        std::printf("==> %s <==\n%s\n", prepared.script_paths[i].c_str(), prepared.scripts[i].c_str());
       }
       std::printf("dry run: %zu %s script(s) written in %s; nothing submitted\n", prepared.scripts.size(),
                   jobs::scheduler_name(scheduler), (dir / "jobs").c_str());
@@ -73,9 +74,20 @@ std::function<int()> add_submit_command(CLI::App& app) {
     }
     std::printf("suite %s: %zu case(s) to %s on site %s\n", suite.name.c_str(), suite.cases.size(),
                 jobs::scheduler_name(scheduler), site.name.c_str());
+    for (const auto& c : prepared.record.cases) fs::remove(jobs::job_files(dir, c.file_id).result);
+    if (o->array) {
+      const std::string id =
+          jobs::submit_script(scheduler, fs::absolute(prepared.script_paths[0]),
+                              fs::absolute(jobs::array_log_prefix(dir, suite.name)), "%a.out");
+      for (std::size_t i = 0; i < prepared.record.cases.size(); ++i) {
+        auto& c = prepared.record.cases[i];
+        c.job_id = fmt::format("{}_{}", id, i);
+        std::printf("  %-32s job %s\n", c.id.c_str(), c.job_id.c_str());
+      }
+    }
     for (auto& c : prepared.record.cases) {
+      if (o->array) break;
       const auto files = jobs::job_files(dir, c.file_id);
-      fs::remove(files.result);
       try {
         c.job_id = jobs::submit_script(scheduler, fs::absolute(files.script), fs::absolute(files.log));
       } catch (const UserError&) {

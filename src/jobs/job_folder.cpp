@@ -8,6 +8,7 @@
 
 #include "core/check.hpp"
 #include "jobs/job_script.hpp"
+#include "jobs/shell_quote.hpp"
 #include "train/config.hpp"
 
 namespace sb::jobs {
@@ -23,6 +24,14 @@ fs::path record_path(const fs::path& dir) { return dir / "jobs" / "submitted.yam
 
 fs::path suite_result_path(const fs::path& dir, const std::string& suite) {
   return dir / (file_id(suite) + ".h5");
+}
+
+fs::path array_script_path(const fs::path& dir, const std::string& suite) {
+  return dir / "jobs" / (file_id(suite) + ".array.sh");
+}
+
+fs::path array_log_prefix(const fs::path& dir, const std::string& suite) {
+  return dir / "jobs" / (file_id(suite) + ".array-");
 }
 
 namespace {
@@ -42,6 +51,7 @@ void write_record(const fs::path& dir, const SubmissionRecord& record) {
   e << YAML::Key << "suite" << YAML::Value << YAML::DoubleQuoted << record.suite;
   e << YAML::Key << "scheduler" << YAML::Value << record.scheduler;
   e << YAML::Key << "site" << YAML::Value << YAML::DoubleQuoted << record.site;
+  e << YAML::Key << "array" << YAML::Value << record.array;
   e << YAML::Key << "cases" << YAML::Value << YAML::BeginSeq;
   for (const auto& c : record.cases) {
     e << YAML::BeginMap;
@@ -71,6 +81,7 @@ SubmissionRecord read_record(const fs::path& dir) {
   r.suite = text(root, "suite", "");
   r.scheduler = text(root, "scheduler", "");
   r.site = text(root, "site", "");
+  r.array = root["array"] && root["array"].as<bool>();
   SB_USER_CHECK(root["cases"] && root["cases"].IsSequence(), "{}: 'cases' must be a list", source);
   for (std::size_t i = 0; i < root["cases"].size(); ++i) {
     const YAML::Node c = root["cases"][i];
@@ -84,12 +95,15 @@ SubmissionRecord read_record(const fs::path& dir) {
 }
 
 PreparedSuite prepare_suite_jobs(const train::Suite& suite, const costmodel::SiteProfile& site, Scheduler scheduler,
-                                 const fs::path& dir, const std::string& exe) {
+                                 const fs::path& dir, const std::string& exe, bool array) {
+  SB_USER_CHECK(!array || scheduler == Scheduler::slurm,
+                "--array writes Slurm job arrays only; submit to {} without --array", scheduler_name(scheduler));
   fs::create_directories(dir / "jobs");
   fs::create_directories(dir / "runs");
   PreparedSuite prepared;
-  prepared.record = {suite.name, scheduler_name(scheduler), site.name, {}};
+  prepared.record = {suite.name, scheduler_name(scheduler), site.name, array, {}};
   std::set<std::string> names;
+  std::vector<JobSpec> specs;
   for (const auto& c : suite.cases) {
     const std::string id = file_id(c.id);
     SB_USER_CHECK(names.insert(id).second,
@@ -99,12 +113,21 @@ PreparedSuite prepare_suite_jobs(const train::Suite& suite, const costmodel::Sit
     YAML::Emitter emitter;
     emitter << c.config;
     write_text(config, std::string(emitter.c_str()) + "\n");
-    const JobSpec spec = make_job_spec(suite.name, c, site, exe, {config, result});
-    const std::string script = write_job_script(scheduler, spec);
-    write_text(files.script, script);
-    fs::permissions(files.script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
-    prepared.scripts.push_back(script);
+    specs.push_back(make_job_spec(suite.name, c, site, exe, {config, result}));
+    if (!array) {
+      prepared.script_paths.push_back(files.script);
+      prepared.scripts.push_back(write_job_script(scheduler, specs.back()));
+    }
     prepared.record.cases.push_back({c.id, id, ""});
+  }
+  if (array) {
+    prepared.script_paths.push_back(array_script_path(dir, suite.name));
+    prepared.scripts.push_back(write_slurm_array_script(
+        specs, directive_value(suite.name, fmt::format("the suite name '{}'", suite.name)), suite.source));
+  }
+  for (std::size_t i = 0; i < prepared.scripts.size(); ++i) {
+    write_text(prepared.script_paths[i], prepared.scripts[i]);
+    fs::permissions(prepared.script_paths[i], fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
   }
   return prepared;
 }

@@ -1,7 +1,8 @@
 // Batch scripts for one suite case on Slurm, PBS Pro, LSF and Flux: directives for the job's
 // shape, account/partition/QOS and time, then one launch line in which every word is quoted.
 // One writer per scheduler (slurm_script.cpp, pbs_script.cpp, lsf_script.cpp, flux_script.cpp).
-// Leaves out submitting (submission.hpp) and job arrays.
+// A Slurm job array runs every case of a suite whose cases share one shape. Leaves out
+// submitting (scheduler_client.hpp).
 #pragma once
 
 #include <string>
@@ -17,6 +18,12 @@ std::string write_slurm_script(const JobSpec& spec);
 std::string write_pbs_script(const JobSpec& spec);
 std::string write_lsf_script(const JobSpec& spec);
 std::string write_flux_script(const JobSpec& spec);
+
+// One Slurm array job for all `specs` (index i runs specs[i]); they must share nodes, ranks,
+// CPUs and GPUs (UserError naming `suite_source` and the cases otherwise). Directives come
+// from specs[0], with `job_name`.
+std::string write_slurm_array_script(const std::vector<JobSpec>& specs, const std::string& job_name,
+                                     const std::string& suite_source);
 
 // Shared by the writers:
 // "HH:MM:SS" of a time limit in minutes.

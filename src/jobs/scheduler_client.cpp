@@ -26,14 +26,18 @@ std::string first_line(const std::string& text) {
 }  // namespace
 
 std::string submit_script(Scheduler scheduler, const std::filesystem::path& script,
-                          const std::filesystem::path& log) {
+                          const std::filesystem::path& log, const std::string& slurm_log_suffix) {
   ProcessResult r;
   std::string client;
   switch (scheduler) {
-    case Scheduler::slurm:
+    case Scheduler::slurm: {
       client = "sbatch";
-      r = run_process({client, "--parsable", "--output=" + log.string(), "--error=" + log.string(), script.string()});
+      std::string pattern;  // sbatch expands %j, %x, ... in file names: a literal '%' is %%
+      for (const char ch : log.string()) pattern += ch == '%' ? std::string("%%") : std::string(1, ch);
+      pattern += slurm_log_suffix;
+      r = run_process({client, "--parsable", "--output=" + pattern, "--error=" + pattern, script.string()});
       break;
+    }
     case Scheduler::pbs:
       client = "qsub";
       r = run_process({client, "-o", log.string(), "-j", "oe", script.string()});

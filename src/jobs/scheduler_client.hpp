@@ -12,9 +12,11 @@
 namespace sb::jobs {
 
 // Submits `script` with its standard output and error going to `log`; returns the job id.
-// UserError with the client's message when it fails or is not installed.
+// `slurm_log_suffix` is appended to the log name unescaped (a Slurm file-name pattern such
+// as "%a.out" for one log per array index). UserError with the client's message when it
+// fails or is not installed.
 std::string submit_script(Scheduler scheduler, const std::filesystem::path& script,
-                          const std::filesystem::path& log);
+                          const std::filesystem::path& log, const std::string& slurm_log_suffix = "");
 
 // The scheduler's word for the job's state (PENDING, RUNNING, COMPLETED, FAILED, ... as the
 // scheduler spells it), or "unknown (...)" with the reason when the scheduler cannot say.

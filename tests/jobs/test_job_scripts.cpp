@@ -8,8 +8,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
+#include "core/check.hpp"
 #include "costmodel/site_profile.hpp"
 #include "jobs/job_script.hpp"
+#include "jobs/process.hpp"
 #include "train/suite.hpp"
 
 namespace sb::jobs {
@@ -83,6 +87,49 @@ TEST(JobScripts, LauncherPlaceholdersAreFilledIn) {
             (std::vector<std::string>{"mpirun", "-np", "16", "--map-by", "ppr:8:node", "--nodes=2"}));
   spec.launcher.clear();
   EXPECT_EQ(launcher_words(spec, {"srun"}), std::vector<std::string>{"srun"});
+}
+
+}  // namespace
+}  // namespace sb::jobs
+
+namespace sb::jobs {
+namespace {
+
+// A Slurm array over two one-rank cases: golden file, the case chosen by the array index,
+// and cases of different shapes refused.
+TEST(JobScripts, SlurmArrayRunsTheCaseOfItsIndex) {
+  const train::Suite suite = train::load_suite(kHere / "golden_suite.yaml", {});
+  costmodel::SiteProfile site = costmodel::load_site_profile(kHere / "golden_site.yaml");
+  std::vector<JobSpec> specs;
+  for (const std::string id : {"first", "second"}) {
+    train::SuiteCase c = suite.cases[0];
+    c.id = id;
+    specs.push_back(make_job_spec(suite.name, c, site, "/opt/scalebench/bin/scalebench",
+                                  {"/scratch/sb/jobs/" + id + ".yaml", "/scratch/sb/runs/" + id + ".h5"}));
+  }
+  const std::string script = write_slurm_array_script(specs, "golden", "golden_suite.yaml");
+  const fs::path golden = kHere / "golden" / "slurm" / "array.sh";
+  if (std::getenv("SB_UPDATE_GOLDEN")) std::ofstream(golden, std::ios::binary) << script;
+  EXPECT_EQ(script, read_text(golden));
+
+  for (auto& spec : specs) spec.launcher = {"echo"};
+  const fs::path file = fs::temp_directory_path() / fmt::format("sb-array-{}.sh", ::getpid());
+  std::ofstream(file) << write_slurm_array_script(specs, "golden", "golden_suite.yaml");
+  EXPECT_EQ(run_process({"bash", "-n", file.string()}).exit_code, 0);
+  ::setenv("SLURM_ARRAY_TASK_ID", "1", 1);
+  const ProcessResult second = run_process({"bash", file.string()});
+  ::setenv("SLURM_ARRAY_TASK_ID", "7", 1);
+  const ProcessResult none = run_process({"bash", file.string()});
+  ::unsetenv("SLURM_ARRAY_TASK_ID");
+  fs::remove(file);
+  EXPECT_EQ(second.out,
+            "/opt/scalebench/bin/scalebench train --config /scratch/sb/jobs/second.yaml --out "
+            "/scratch/sb/runs/second.h5 --run-id second\n");
+  EXPECT_EQ(none.exit_code, 2);
+
+  std::vector<JobSpec> mixed;
+  for (const auto& c : suite.cases) mixed.push_back(make_job_spec(suite.name, c, site, "scalebench", {"c", "r"}));
+  EXPECT_THROW(write_slurm_array_script(mixed, "golden", "golden_suite.yaml"), UserError);
 }
 
 }  // namespace

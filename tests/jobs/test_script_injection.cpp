@@ -89,7 +89,7 @@ TEST_F(ScriptInjection, NewlineInACaseNameIsAClearError) {
 }
 
 TEST(ShellQuote, EveryByteSurvivesBash) {
-  for (const std::string value : {std::string("plain"), std::string(""), std::string("it's"), std::string("a'\"b"),
+  for (const std::string& value : {std::string("plain"), std::string(""), std::string("it's"), std::string("a'\"b"),
                                   std::string("$(touch /tmp/sb_injected)"), std::string("`id` $HOME ${X:-y} !! \\n"),
                                   std::string("line\nbreak\r\ttab"), std::string("*?[a-z] ~ # ; & | < >")}) {
     const ProcessResult r = run_process({"bash", "-c", "printf %s " + shell_quote(value)});
