@@ -15,5 +15,8 @@ std::function<int()> add_inspect_command(CLI::App& app);
 std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& argv);
 std::function<int()> add_predict_command(CLI::App& app);
 std::function<int()> add_plan_command(CLI::App& app);
+std::function<int()> add_submit_command(CLI::App& app);
+std::function<int()> add_status_command(CLI::App& app);
+std::function<int()> add_collect_command(CLI::App& app);
 
 }  // namespace sb::cli

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   const auto calibrate = sb::cli::add_calibrate_command(app, argc, argv);
   const auto predict = sb::cli::add_predict_command(app);
   const auto plan = sb::cli::add_plan_command(app);
+  const auto submit = sb::cli::add_submit_command(app);
+  const auto status = sb::cli::add_status_command(app);
+  const auto collect = sb::cli::add_collect_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,6 +33,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("calibrate")) return calibrate();
     if (app.got_subcommand("predict")) return predict();
     if (app.got_subcommand("plan")) return plan();
+    if (app.got_subcommand("submit")) return submit();
+    if (app.got_subcommand("status")) return status();
+    if (app.got_subcommand("collect")) return collect();
   } catch (const sb::UserError& e) {
     std::fprintf(stderr, "scalebench: error: %s\n", e.what());
     return 2;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <vector>
 
@@ -103,6 +104,56 @@ SiteLink read_link(const Mapping& parent, const std::string& key, const std::str
   return link;
 }
 
+// Names that go into scheduler directives unquoted (#SBATCH --account=...): letters, digits,
+// '.', '_', '-' and '+' only, so no directive can be broken or extended through them.
+std::string directive_name(const Mapping& m, const std::string& key, const std::string& source) {
+  if (!m.has(key)) return "";
+  const auto value = m.required<std::string>(key);
+  const bool ok = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' || ch == '+';
+  });
+  SB_USER_CHECK(ok, "{}: '{}' must be a name of letters, digits, '.', '_', '-' or '+', got '{}'", source,
+                m.qualified(key), value);
+  return value;
+}
+
+SiteScheduler read_scheduler(const Mapping& top, const std::string& device, const std::string& source) {
+  SiteScheduler s;
+  const bool gpu = device.rfind("NVIDIA", 0) == 0 || device.find("AMD Instinct") != std::string::npos;
+  s.gpus_per_task = gpu ? 1 : 0;
+  if (!top.has("scheduler")) return s;
+  const Mapping m(top.child("scheduler"), "scheduler", source,
+                  {"type", "account", "partition", "qos", "time_limit_minutes", "cpus_per_task",
+                   "gpus_per_task", "gpu_bind", "launcher"});
+  if (m.has("type")) {
+    s.type = m.required<std::string>("type");
+    SB_USER_CHECK(s.type == "slurm" || s.type == "pbs" || s.type == "lsf" || s.type == "flux",
+                  "{}: 'scheduler.type' must be slurm, pbs, lsf or flux, got '{}'", source, s.type);
+  }
+  s.account = directive_name(m, "account", source);
+  s.partition = directive_name(m, "partition", source);
+  s.qos = directive_name(m, "qos", source);
+  if (m.has("gpu_bind")) s.gpu_bind = directive_name(m, "gpu_bind", source);
+  const auto count = [&](const std::string& key, int minimum, int fallback) {
+    if (!m.has(key)) return fallback;
+    const int value = m.required<int>(key);
+    SB_USER_CHECK(value >= minimum, "{}: 'scheduler.{}' must be at least {}, got {}", source, key, minimum,
+                  value);
+    return value;
+  };
+  s.time_limit_minutes = count("time_limit_minutes", 1, s.time_limit_minutes);
+  s.cpus_per_task = count("cpus_per_task", 1, 0);
+  s.gpus_per_task = count("gpus_per_task", 0, s.gpus_per_task);
+  if (m.has("launcher")) {
+    const YAML::Node launcher = m.child("launcher");
+    SB_USER_CHECK(launcher.IsSequence() && launcher.size() > 0,
+                  "{}: 'scheduler.launcher' must be a list of words, the command first (e.g. [srun, --mpi=pmix])",
+                  source);
+    s.launcher = m.required<std::vector<std::string>>("launcher");
+  }
+  return s;
+}
+
 }  // namespace
 
 double SiteProfile::peak(const std::string& precision) const {
@@ -129,7 +180,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
                      "memory_bandwidth", "links", "price_per_device_hour", "power_watts",
-                     "calibrated"});
+                     "calibrated", "scheduler"});
   SiteProfile p;
   p.source = source;
   p.name = top.required<std::string>("name");
@@ -160,6 +211,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
       if (l.has("inter_node")) p.calibrated_inter_node = read_link(l, "inter_node", source, "beta", "alpha");
     }
   }
+  p.scheduler = read_scheduler(top, p.device, source);
   return p;
 }
 

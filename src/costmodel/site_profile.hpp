@@ -1,13 +1,15 @@
 // A site profile (jobs/sites/*.yaml): one node's devices, their dense peaks per precision,
 // memory, the links inside and between nodes, price and power, and the efficiencies that
-// `calibrate` fits. Loading checks every key. Leaves out scheduler settings (sched) and how
-// the figures are used (step_prediction).
+// `calibrate` fits, and the optional scheduler settings that job scripts use (account,
+// partition, QOS, time limit, GPU binding, launcher). Loading checks every key. Leaves out how
+// the figures are used (step_prediction) and how scripts are written (src/jobs).
 #pragma once
 
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -16,6 +18,17 @@ namespace sb::costmodel {
 struct SiteLink {
   double bandwidth = 0;  // bytes/s per device and direction
   double latency = 0;    // seconds per message step
+};
+
+// `scheduler:` in a site profile; every key optional.
+struct SiteScheduler {
+  std::string type = "slurm";           // slurm | pbs | lsf | flux: the default of `submit --scheduler`
+  std::string account, partition, qos;  // empty: not asked for (partition is the queue on PBS/LSF/Flux)
+  int time_limit_minutes = 60;
+  int cpus_per_task = 0;                // 0: not asked for
+  int gpus_per_task = 0;                // default 1 when the device is a GPU (NVIDIA, AMD Instinct)
+  std::string gpu_bind = "closest";     // Slurm --gpu-bind
+  std::vector<std::string> launcher;    // empty: the scheduler's own (srun, mpiexec, mpirun, flux run)
 };
 
 struct SiteProfile {
@@ -34,6 +47,7 @@ struct SiteProfile {
   std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]
   std::optional<double> memory_efficiency;
   std::optional<SiteLink> calibrated_intra_node, calibrated_inter_node;  // α/β fitted
+  SiteScheduler scheduler;
 
   // Dense peak of a precision ("fp32", "bf16", ...); UserError naming the file when absent.
   double peak(const std::string& precision) const;

@@ -1,0 +1,48 @@
+// What one batch job of a suite needs, independent of the scheduler: its name, its shape
+// (nodes, ranks per node, GPUs and CPUs per rank) from the case's world size and the site's
+// devices per node, the site's account/partition/QOS and time limit, and the exact command
+// each rank runs. Leaves out writing the script (one file per scheduler) and submitting it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "costmodel/site_profile.hpp"
+#include "train/suite.hpp"
+
+namespace sb::jobs {
+
+enum class Scheduler { slurm, pbs, lsf, flux };
+
+// "slurm" | "pbs" | "lsf" | "flux"; UserError naming `where` otherwise.
+Scheduler parse_scheduler(const std::string& name, const std::string& where);
+const char* scheduler_name(Scheduler scheduler);
+
+struct JobSpec {
+  std::string suite, case_id, site;  // for the header comment (quoted there too)
+  std::string job_name;              // directive-safe: <suite>.<case> with odd characters as '_'
+  std::int64_t world_size = 1;
+  std::int64_t nodes = 1, tasks_per_node = 1;
+  int cpus_per_task = 0, gpus_per_task = 0;  // 0: not asked for
+  std::string gpu_bind;                      // Slurm --gpu-bind, with gpus_per_task
+  int time_limit_minutes = 60;
+  std::string account, partition, qos;       // empty: not asked for
+  std::vector<std::string> launcher;         // empty: the scheduler's default
+  std::vector<std::string> command;          // what every rank runs: scalebench train ...
+};
+
+// A file-system-safe form of a case id (letters, digits, '-', '.'; the rest '_').
+std::string file_id(const std::string& case_id);
+
+struct JobPaths {
+  std::filesystem::path config, result;  // DIR/jobs/<file_id>.yaml, DIR/runs/<file_id>.h5
+};
+
+// The spec of one case: shape from its world size and site.devices_per_node, the rest from
+// site.scheduler; `exe` is the scalebench executable the ranks run.
+JobSpec make_job_spec(const std::string& suite_name, const train::SuiteCase& c,
+                      const costmodel::SiteProfile& site, const std::string& exe, const JobPaths& paths);
+
+}  // namespace sb::jobs
