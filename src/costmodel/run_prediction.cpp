@@ -28,6 +28,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
                       {"site_file", site.source},
                       {"device", site.device},
                       {"calibrated", std::int64_t{p.calibrated}},
+                      {"devices_per_rank", p.devices_per_rank},
                       {"feasible", std::int64_t{p.feasible}},
                       {"reason", p.reason}};
   if (!p.feasible) return a;
@@ -76,7 +77,7 @@ train::RunPrediction predict_run(const train::TrainConfig& config) {
   run.feasible = p.feasible;
   run.step_time_s = p.step_time_s;
   run.memory = {p.memory.params, p.memory.grads, p.memory.optimizer, p.memory.activations};
-  run.peak_flops_per_device = site.peak(config.precision.dtype);
+  run.peak_flops_per_rank = site.peak(config.precision.dtype) * p.devices_per_rank;
   return run;
 }
 

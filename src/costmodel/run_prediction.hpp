@@ -23,8 +23,8 @@ std::filesystem::path site_profile_path(const std::string& site);
 // for a cuda case that names none.
 std::string site_of(const train::TrainConfig& config);
 
-// The prediction's attributes as the run's `prediction` group stores them: site, device,
-// calibrated, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
+// The prediction's attributes as the run's `prediction` group stores them: site, site_file,
+// device, calibrated, devices_per_rank, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
 // bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
 // memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
 // most loaded rank). An infeasible prediction stores its reason and no numbers.

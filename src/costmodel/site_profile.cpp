@@ -180,12 +180,13 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
                      "memory_bandwidth", "links", "price_per_device_hour", "power_watts",
-                     "calibrated", "scheduler"});
+                     "calibrated", "scheduler", "device_is_cpu_core"});
   SiteProfile p;
   p.source = source;
   p.name = top.required<std::string>("name");
   p.device = top.required<std::string>("device");
   p.devices_per_node = top.required<int>("devices_per_node");
+  p.device_is_cpu_core = top.has("device_is_cpu_core") && top.required<bool>("device_is_cpu_core");
   SB_USER_CHECK(p.devices_per_node >= 1, "{}: 'devices_per_node' must be at least 1, got {}", source,
                 p.devices_per_node);
   p.peak_flops = read_per_precision(top, "peak_flops", source, true, false);

@@ -36,6 +36,8 @@ struct SiteProfile {
   std::string name;
   std::string device;  // "NVIDIA A100-SXM4-80GB"
   int devices_per_node = 0;
+  // A device is one CPU core (a CPU site): a rank of `threads` threads uses that many devices.
+  bool device_is_cpu_core = false;
   // Dense peak FLOP/s per precision: fp32, bf16 and fp16 always; tf32 where the device has it.
   std::map<std::string, double> peak_flops;
   double memory_bytes = 0;      // per device

@@ -185,7 +185,13 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   p.devices = devices > 0 ? devices : static_cast<int>(s.world_size());
   p.precision = c.precision.dtype;
   p.model = c.model.name;
-  p.memory_available = site.memory_bytes;
+  if (site.device_is_cpu_core) {
+    // the trainer's threads: the case's `threads`, 0 = every core; ranks on a node share its cores
+    const double ranks_per_node = static_cast<double>(std::min<i64>(p.devices, site.devices_per_node));
+    const double threads = c.threads > 0 ? static_cast<double>(c.threads) : site.devices_per_node;
+    p.devices_per_rank = std::min(threads, site.devices_per_node / ranks_per_node);
+  }
+  p.memory_available = site.memory_bytes * p.devices_per_rank;
   const bool resnet = train::trains_resnet(c);
   p.gpt = !resnet;
   const auto refuse = [&p](Refusal kind, std::string reason) {
@@ -253,19 +259,20 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     if (memory[i].total() > memory[heaviest].total()) heaviest = i;
   }
   p.memory = memory[heaviest];
-  if (p.memory.total() > site.memory_bytes)
+  if (p.memory.total() > site.memory_bytes * p.devices_per_rank)
     return refuse(Refusal::memory, fmt::format(
         "needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
         "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
         p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
-        p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device, site.memory_bytes / kGiB));
+        p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device,
+        site.memory_bytes * p.devices_per_rank / kGiB));
 
   // ---- time -------------------------------------------------------------------------------
   p.peak_flops = site.peak(c.precision.dtype);
   p.gemm_efficiency = site.efficiency(c.precision.dtype);
   p.calibrated = site.calibrated();
-  const double flops_per_s = p.peak_flops * p.gemm_efficiency;
-  const double memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0);
+  const double flops_per_s = p.peak_flops * p.gemm_efficiency * p.devices_per_rank;
+  const double memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0) * p.devices_per_rank;
   const SiteLink tp_link = site.link(crosses_nodes(1, p.tp, site.devices_per_node));
   const SiteLink dp_link = site.link(crosses_nodes(p.tp, p.dp, site.devices_per_node));
   const SiteLink pp_link = site.link(crosses_nodes(p.tp * p.dp, p.pp, site.devices_per_node));
@@ -336,12 +343,12 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   double executed = 0;
   for (const StageCost& st : stages) executed += st.executed_flops * static_cast<double>(p.tp);
   p.executed_flops_per_step = executed * micro_batches_per_step;
-  const double device_seconds = step * static_cast<double>(p.devices);
+  const double device_seconds = step * static_cast<double>(p.devices) * p.devices_per_rank;
   p.tflops_per_device = p.executed_flops_per_step / device_seconds / 1e12;
   p.mfu = p.model_flops_per_step / (device_seconds * p.peak_flops);
   p.samples_per_s = static_cast<double>(c.global_batch) / step;
   p.tokens_per_s = resnet ? 0.0 : p.samples_per_s * static_cast<double>(d.seq_len);
-  p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices);
+  p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices) * p.devices_per_rank;
   p.feasible = true;
   return p;
 }

@@ -28,6 +28,9 @@ struct Prediction {
   std::string model, precision;
   bool gpt = true;  // tokens_per_s for the GPT, samples_per_s for the ResNet
   int devices = 0, dp = 1, tp = 1, pp = 1, micro_batches = 1;
+  // Devices each rank computes on: 1, or on a CPU-core site the cores its threads get (the
+  // case's threads, at most the node's cores shared among the ranks on it).
+  double devices_per_rank = 1;
   std::int64_t micro_batch = 0;
   // The parts below are those of the critical rank (the one whose simulated step ends last):
   // step_time_s = compute_s + comm_s + bubble_s + optimizer_s.

@@ -20,7 +20,9 @@ struct RunPrediction {
   bool feasible = false;      // false: no numbers to compare (the reason is in attributes)
   double step_time_s = 0;
   PredictedMemory memory;
-  double peak_flops_per_device = 0;  // the site's dense peak of the run's precision, for summary.mfu
+  // the site's dense peak of the run's precision times the devices a rank computes on (its
+  // cores on a CPU site), for summary.mfu
+  double peak_flops_per_rank = 0;
 };
 
 }  // namespace sb::train

@@ -348,9 +348,9 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},
                           {"tokens_per_s", outcome.tokens_per_s},
                           {"achieved_tflops", flops_per_step / outcome.step_time_median_s / 1e12},
-                          {"mfu", prediction && prediction->peak_flops_per_device > 0
+                          {"mfu", prediction && prediction->peak_flops_per_rank > 0
                                       ? flops_per_step / outcome.step_time_median_s /
-                                            (static_cast<double>(world->size()) * prediction->peak_flops_per_device)
+                                            (static_cast<double>(world->size()) * prediction->peak_flops_per_rank)
                                       : nan},
                           {"final_loss", outcome.final_train_loss},
                           {"final_eval_loss", outcome.final_heldout_loss},

@@ -86,9 +86,11 @@ TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
   // one rank's model state is the parameter count times 4 (weights), 4 (gradients), 8 (AdamW)
   EXPECT_EQ(attr(prediction, "memory_params"), 4 * n);
   EXPECT_EQ(attr(prediction, "memory_optimizer"), 8 * n);
-  // MFU against this machine's fp32 peak (jobs/sites/this-machine.yaml: 78.24 GFLOP/s a core)
+  // MFU against this machine's fp32 peak (jobs/sites/this-machine.yaml: 78.24 GFLOP/s a core),
+  // on the 2 cores of the run's 2 threads
+  EXPECT_EQ(attr(prediction, "devices_per_rank"), 2);
   EXPECT_NEAR(attr(run + "/summary", "mfu"),
-              attr(run + "/summary", "flops_per_step") / measured_step / 78.24e9, 1e-12);
+              attr(run + "/summary", "flops_per_step") / measured_step / (2 * 78.24e9), 1e-12);
 
   const auto inspect = scratch.run("inspect " + out.string());
   EXPECT_EQ(inspect.exit_code, 0) << inspect.stderr_text;
