@@ -13,6 +13,13 @@ GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& p) {
   SB_USER_CHECK(!config.spec_only, "gpt '{}' is spec only: its shapes serve the cost model, it "
                 "cannot be trained (trainable: gpt-nano, gpt-tiny, gpt-small, gpt2-124m)",
                 config.name);
+  SB_USER_CHECK(p.tp.size == 1 || (p.tp.all_reduce_sum && p.tp.all_reduce_max),
+                "gpt '{}': tensor parallelism tp = {} needs the tp group's all-reduce hooks",
+                config.name, p.tp.size);
+  return gpt_shard_shape(config, p);
+}
+
+GptShard gpt_shard_shape(const GptConfig& config, const GptPartition& p) {
   GptShard s;
   const i64 end = p.layer_end < 0 ? config.layers : p.layer_end;
   SB_USER_CHECK(p.layer_begin >= 0 && p.layer_begin < end && end <= config.layers,
@@ -31,9 +38,6 @@ GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& p) {
   SB_USER_CHECK(config.vocab >= t,
                 "gpt '{}': tensor parallelism tp = {} exceeds the vocabulary ({}) (strategy.tp)",
                 config.name, t, config.vocab);
-  SB_USER_CHECK(t == 1 || (p.tp.all_reduce_sum && p.tp.all_reduce_max),
-                "gpt '{}': tensor parallelism tp = {} needs the tp group's all-reduce hooks",
-                config.name, t);
   SB_USER_CHECK(p.activation_slots >= 1, "gpt '{}': activation_slots must be >= 1, got {}",
                 config.name, p.activation_slots);
   s.layer_begin = p.layer_begin;

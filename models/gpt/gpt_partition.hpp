@@ -53,6 +53,9 @@ struct GptShard {
   }
 };
 GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& partition);
+// The same sizes without asking whether this rank can train it (spec-only sizes, no tp hooks):
+// for the cost model, which lays out ranks it never runs.
+GptShard gpt_shard_shape(const GptConfig& config, const GptPartition& partition);
 
 inline constexpr int kGptTensorCount = 16;
 

@@ -66,7 +66,7 @@ std::function<int()> add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp × micro-batch × precision × ZeRO × recompute "
                                              "for the fastest feasible configurations of a model on a site");
   cmd->add_option("--model", options->model, "a named GPT (gpt-1.3b, gpt-175b, ...)")->required();
-  cmd->add_option("--site", options->site, "site profile (jobs/sites/*.yaml)")->required();
+  cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites")->required();
   cmd->add_option("--devices", options->devices, "device count")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--global-batch", options->global_batch, "sequences per step (default: one per device)")
       ->check(CLI::PositiveNumber);
@@ -76,7 +76,7 @@ std::function<int()> add_plan_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
-    const costmodel::SiteProfile site = costmodel::load_site_profile(options->site);
+    const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
     costmodel::PlanRequest request;
     request.model = options->model;
     request.devices = options->devices;

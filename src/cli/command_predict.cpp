@@ -55,13 +55,13 @@ std::function<int()> add_predict_command(CLI::App& app) {
   auto options = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "predict a case's step time, memory, throughput and MFU on a site");
   cmd->add_option("--config", options->config, "case config (YAML; a named model or an inline one)")->required();
-  cmd->add_option("--site", options->site, "site profile (jobs/sites/*.yaml)")->required();
+  cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites")->required();
   cmd->add_option("--devices", options->devices, "device count (default dp × tp × pp)")->check(CLI::PositiveNumber);
   cmd->add_option("--set", options->overrides, "override a config key: key=value (repeatable)");
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
     const train::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
-    const costmodel::SiteProfile site = costmodel::load_site_profile(options->site);
+    const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
     if (options->json)
       std::puts(costmodel::prediction_json(p).dump(2).c_str());

@@ -25,15 +25,6 @@ struct SubmitOptions {
   bool dry_run = false, array = false;
 };
 
-// A path, or the name of a shipped profile (jobs/sites/NAME.yaml).
-fs::path site_path(const std::string& site) {
-  if (fs::exists(site) || site.find('/') != std::string::npos) return site;
-  const fs::path shipped = fs::path(SB_SOURCE_DIR) / "jobs" / "sites" / (site + ".yaml");
-  SB_USER_CHECK(fs::exists(shipped), "--site '{}' is neither a file nor a profile in {}", site,
-                shipped.parent_path().string());
-  return shipped;
-}
-
 }  // namespace
 
 std::function<int()> add_submit_command(CLI::App& app) {
@@ -53,7 +44,7 @@ std::function<int()> add_submit_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   return [o]() {
     const train::Suite suite = train::load_suite(o->suite, o->overrides);
-    costmodel::SiteProfile site = costmodel::load_site_profile(site_path(o->site));
+    costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(o->site, "--site"));
     if (!o->launcher.empty()) site.scheduler.launcher = o->launcher;
     if (o->time_limit > 0) site.scheduler.time_limit_minutes = o->time_limit;
     const jobs::Scheduler scheduler =

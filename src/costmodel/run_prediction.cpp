@@ -9,15 +9,6 @@
 
 namespace sb::costmodel {
 
-std::filesystem::path site_profile_path(const std::string& site) {
-  const std::filesystem::path given(site);
-  if (site.find('/') != std::string::npos || given.extension() == ".yaml") return given;
-  const char* dir = std::getenv("SB_SITES_DIR");
-  const std::filesystem::path sites =
-      dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "jobs" / "sites";
-  return sites / (site + ".yaml");
-}
-
 std::string site_of(const train::TrainConfig& config) {
   if (!config.site.empty()) return config.site;
   return config.device == "cpu" ? "this-machine" : "";
@@ -62,10 +53,7 @@ train::RunPrediction predict_run(const train::TrainConfig& config) {
                                              "config key 'site' (a name in jobs/sites or a path)")}};
     return run;
   }
-  const std::filesystem::path path = site_profile_path(site_name);
-  SB_USER_CHECK(std::filesystem::is_regular_file(path), "{}: site '{}' has no profile file '{}'", config.source,
-                site_name, path.string());
-  const SiteProfile site = load_site_profile(path);
+  const SiteProfile site = load_site_profile(site_profile_path(site_name, config.source + ": site"));
   Prediction p;
   try {
     p = predict_step(config, site);

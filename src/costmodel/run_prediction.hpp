@@ -15,10 +15,6 @@
 
 namespace sb::costmodel {
 
-// "h100-sxm-dgx" -> <source>/jobs/sites/h100-sxm-dgx.yaml ($SB_SITES_DIR instead of
-// <source>/jobs/sites when set); anything with a '/' or ending in .yaml is a path as given.
-std::filesystem::path site_profile_path(const std::string& site);
-
 // The site a case's prediction uses: config.site, else this-machine for device cpu; empty
 // for a cuda case that names none.
 std::string site_of(const train::TrainConfig& config);

@@ -3,6 +3,8 @@
 // comments of each jobs/sites/*.yaml).
 #include "costmodel/site_profile.hpp"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -214,6 +216,17 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   }
   p.scheduler = read_scheduler(top, p.device, source);
   return p;
+}
+
+std::filesystem::path site_profile_path(const std::string& site, const std::string& what) {
+  if (std::filesystem::exists(site) || site.find('/') != std::string::npos) return site;
+  const char* dir = std::getenv("SB_SITES_DIR");
+  const std::filesystem::path sites =
+      dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "jobs" / "sites";
+  const std::filesystem::path shipped = sites / (site + ".yaml");
+  SB_USER_CHECK(std::filesystem::exists(shipped), "{} '{}' is neither a file nor a profile in {}", what, site,
+                sites.string());
+  return shipped;
 }
 
 SiteProfile load_site_profile(const std::filesystem::path& path) {

@@ -63,4 +63,10 @@ struct SiteProfile {
 SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source);
 SiteProfile load_site_profile(const std::filesystem::path& path);
 
+// Where a site named on the command line or in a config lives: an existing file or anything
+// with a '/' is a path as given; a bare name is jobs/sites/NAME.yaml in the source tree
+// ($SB_SITES_DIR/NAME.yaml when set). UserError, naming `what` (e.g. "--site"), when a name
+// has no profile.
+std::filesystem::path site_profile_path(const std::string& site, const std::string& what = "site");
+
 }  // namespace sb::costmodel

@@ -16,7 +16,9 @@
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/model_description.hpp"
 #include "costmodel/step_simulation.hpp"
+#include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "models/gpt/gpt_partition.hpp"
 #include "models/resnet/resnet_config.hpp"
 #include "train/pipeline_schedule.hpp"
 #include "train/training_task.hpp"
@@ -84,6 +86,25 @@ std::vector<i64> stage_sizes(const train::TrainConfig& c, const ModelDescription
   return balanced_contiguous_partition(costs, static_cast<int>(s.pp));
 }
 
+// One micro-batch's activation bytes as this trainer lays them out and tracks them
+// (models/gpt/gpt.hpp: the slot's tensors in the storage type, fp32 statistics, the tokens and
+// targets): what `train` measures, and more than Korthikanti et al.'s count of what a
+// Megatron layer must keep, so the prediction of a run this trainer makes is the run's memory.
+double trainer_activation_bytes(const gpt::GptConfig& g, const ModelDescription& d, i64 tp, i64 block_begin,
+                                i64 blocks, bool first, bool last) {
+  gpt::GptPartition partition;
+  partition.layer_begin = block_begin;
+  partition.layer_end = block_begin + blocks;
+  partition.embedding = first;
+  partition.head = last;
+  partition.tp.size = static_cast<int>(tp);
+  const gpt::GptShard shard = gpt::gpt_shard_shape(g, partition);
+  const i64 B = d.micro_batch, T = d.seq_len;
+  const i64 tensors = d.element_bytes == 4.0 ? gpt::gpt_shard_activation_bytes<float>(shard, B, T).total
+                                             : gpt::gpt_shard_activation_bytes<bf16>(shard, B, T).total;
+  return static_cast<double>(tensors + 2 * B * T * static_cast<i64>(sizeof(std::int32_t)));
+}
+
 std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -111,6 +132,7 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
           : 0.0;
   const double block_traffic = 3.0 * written + recomputed;
   std::vector<StageCost> stages;
+  i64 block_begin = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const bool first = i == 0, last = i + 1 == sizes.size();
     const double blocks = static_cast<double>(sizes[i]);
@@ -140,6 +162,9 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
+    if (recompute == Recompute::none && !s.sequence_parallel)
+      st.activation_bytes = trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last);
+    block_begin += sizes[i];
     stages.push_back(st);
   }
   return stages;

@@ -73,7 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "strategy: {micro_batches: 4}\n", "",
                  "batch.micro 4 × strategy.micro_batches 4 must equal the batch per rank"},
         BadInput{"unknown_site", std::string(kGoodCase) + "site: atlantis\n", "",
-                 "site 'atlantis' has no profile file"},
+                 "site 'atlantis' is neither a file nor a profile in"},
         BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "the trainer runs interleave 1"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses
