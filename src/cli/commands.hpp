@@ -18,5 +18,6 @@ std::function<int()> add_plan_command(CLI::App& app);
 std::function<int()> add_submit_command(CLI::App& app);
 std::function<int()> add_status_command(CLI::App& app);
 std::function<int()> add_collect_command(CLI::App& app);
+std::function<int()> add_report_command(CLI::App& app);
 
 }  // namespace sb::cli
