@@ -1,20 +1,13 @@
 // `scalebench report RESULTS.h5... -o report.html [--title T]`: the HTML report of result files,
 // made by analysis/report.py (h5py, matplotlib) run with the arguments as an argv (no shell, so
 // no file name is ever interpreted). Leaves out the figures themselves (the Python).
-#include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <vector>
 
+#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "core/check.hpp"
-
-extern char** environ;
 
 namespace sb::cli {
 
@@ -50,17 +43,7 @@ std::function<int()> add_report_command(CLI::App& app) {
     std::vector<std::string> args = {python(), script.string()};
     args.insert(args.end(), o->files.begin(), o->files.end());
     args.insert(args.end(), {"-o", o->out, "--title", o->title});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t child = 0;
-    const int spawned = posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ);
-    SB_USER_CHECK(spawned == 0, "report: cannot start '{}' ({}); set SB_PYTHON to a python3 with h5py and matplotlib",
-                  argv[0], std::strerror(spawned));
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0) SB_CHECK(errno == EINTR, "report: waitpid: {}", std::strerror(errno));
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    return 1;
+    return spawn_and_wait(args, "set SB_PYTHON to a python3 with h5py and matplotlib");
   };
 }
 

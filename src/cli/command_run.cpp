@@ -3,8 +3,6 @@
 // into DIR/<suite>.h5, then a comparison table.
 #include <fmt/format.h>
 #include <sched.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
@@ -20,7 +19,6 @@
 #include "io/results_reader.hpp"
 #include "train/suite.hpp"
 
-extern char** environ;
 
 namespace sb::cli {
 
@@ -67,19 +65,6 @@ void prepare_mpirun_environment(std::int64_t world_size) {
   }
   // mpirun gives ranks a pseudo-terminal; tell them what our own stdout really is.
   setenv("SB_PROGRESS", isatty(fileno(stdout)) ? "terminal" : "lines", 0);
-}
-
-int spawn_and_wait(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  SB_USER_CHECK(err == 0, "cannot start '{}': {}", args[0], std::strerror(err));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 struct RunOverview {

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "core/check.hpp"
 
 namespace sb::costmodel {

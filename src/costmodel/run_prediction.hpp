@@ -4,7 +4,6 @@
 // (train/run_prediction.hpp). Leaves out the model (step_prediction) and the writing (trainer).
 #pragma once
 
-#include <filesystem>
 #include <string>
 
 #include "costmodel/site_profile.hpp"

@@ -153,10 +153,6 @@ std::vector<io::MemoryRow> memory_rows(parallel::Communicator& world, const Memo
   return rows;
 }
 
-}  // namespace
-
-namespace {
-
 // The prediction's errors against the run: signed percentages, (predicted − measured) /
 // measured. Memory compares each tracked category of the rank that holds the most in them (the
 // prediction is of the most loaded rank); error_memory_pct is the category furthest off.

@@ -1,0 +1,16 @@
+// Starting another program from a command (mpirun for `run`, the Python report for `report`):
+// argv words exactly as given, no shell, standard streams inherited, waited for. Leaves out
+// capturing output (jobs/process.hpp does that for the scheduler clients).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sb::cli {
+
+// Runs args[0] (looked up on PATH) and returns its exit status, 128 + N when signal N ended
+// it. UserError "cannot start '<program>': <reason>" (then `advice`, when given) when it
+// cannot start.
+int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice = "");
+
+}  // namespace sb::cli
