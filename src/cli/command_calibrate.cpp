@@ -2,7 +2,7 @@
 // microbenchmark, run under mpirun. Times all-reduce, reduce-scatter, all-gather and a
 // ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's Communicator
 // and through the raw MPI call side by side, and writes /calibration/<collective> tables
-// (rank 0). Leaves out GEMM calibration and fitting the cost model's site profile (later).
+// (rank 0). With --out SITE.yaml it fits a site profile instead (calibrate_site.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "cli/calibrate_site.hpp"
 #include "cli/commands.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
@@ -42,6 +43,9 @@ constexpr std::int64_t kLargeBytes = 8 << 20;  // from here on one warm-up and o
 
 struct CalibrateOptions {
   std::string out;
+  SiteCalibrationOptions site;
+  std::string kernel_times;  // the child's mode: time the kernels into this CSV
+  int threads = 1;
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
@@ -286,12 +290,28 @@ int run_calibration(const CalibrateOptions& options, int& argc, char**& argv) {
 std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& argv) {
   auto options = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "calibrate", "time collectives and point-to-point over message sizes (run under mpirun)");
+      "calibrate",
+      "fit a site profile on this machine (--out SITE.yaml: kernel times, link α/β), or time collectives and "
+      "point-to-point over message sizes (--out F.h5, under mpirun)");
   cmd->add_option("--out", options->out,
-                  "result file (HDF5) that receives /calibration/<collective> tables; created if "
-                  "missing, other content kept (a site profile SITE.yaml for the cost model is a "
-                  "later addition)")
-      ->required();
+                  "SITE.yaml: a site profile fitted here, from --site, beside SITE.kernels.csv; F.h5: a result file "
+                  "that receives /calibration/<collective> tables (created if missing, other content kept)");
+  cmd->add_option("--site", options->site.base,
+                  "with --out SITE.yaml: the profile to start from (a name in jobs/sites or a path; default "
+                  "this-machine); its datasheet figures and comments are kept")
+      ->default_val("this-machine");
+  cmd->add_option("--threads", options->site.threads,
+                  "with --out SITE.yaml: thread counts to time the kernels on (repeatable; default 1 and every core of "
+                  "a node)");
+  cmd->add_option("--precision", options->site.precisions, "with --out SITE.yaml: precisions to time (repeatable; "
+                  "default fp32, bf16, fp16)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  cmd->add_option("--seconds-per-call", options->site.seconds_per_call,
+                  "timing budget per kernel call (default 0.02; the median of at least 3 calls counts)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--kernel-times", options->kernel_times,
+                  "time the trainer's kernels in this process (--threads N, one value) into this CSV file; what "
+                  "--out SITE.yaml runs once per thread count");
   cmd->add_option("--min-bytes", options->min_bytes, "smallest message size (default 4; accepts 4KiB, 1MiB)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--max-bytes", options->max_bytes, "largest message size (default 256MiB)")
@@ -300,10 +320,24 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                   "measure only this one (repeatable; default: all)")
       ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "p2p"}));
   return [options, &argc, &argv]() {
+    if (!options->kernel_times.empty()) {
+      SB_USER_CHECK(options->site.threads.size() <= 1, "--kernel-times times one thread count; got {} --threads",
+                    options->site.threads.size());
+      const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
+      SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
+      return time_kernels_to_file(options->kernel_times, threads, options->site.precisions,
+                                  options->site.seconds_per_call);
+    }
+    SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "
+                  "(the collective sweep, under mpirun)");
     const std::filesystem::path out(options->out);
     const auto parent = out.parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent),
                   "the folder of --out '{}' does not exist", options->out);
+    if (out.extension() == ".yaml" || out.extension() == ".yml") {
+      options->site.out = options->out;
+      return calibrate_site(options->site);
+    }
     SB_USER_CHECK(options->min_bytes >= 1 && options->min_bytes <= options->max_bytes,
                   "--min-bytes {} and --max-bytes {} must satisfy 1 <= min <= max", options->min_bytes,
                   options->max_bytes);

@@ -30,8 +30,12 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
   out += fmt::format("step time     {:10.4f} s  (event simulation; the parts below are the last rank's, "
                      "on pipeline stage {})\n", p.step_time_s, p.critical_stage);
-  out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
-                     p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
+  if (p.kernel_timed)
+    out += fmt::format("  compute     {:10.4f} s  (the trainer's kernel calls, timed by calibrate on {})\n", p.compute_s,
+                       site.name);
+  else
+    out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
+                       p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
   out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f})\n", p.comm_s,
                      p.tp_comm_s, p.p2p_s, p.dp_comm_s);
   out += fmt::format("  bubble      {:10.4f} s\n", p.bubble_s);

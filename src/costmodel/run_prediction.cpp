@@ -17,6 +17,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
                       {"site_file", site.source},
                       {"device", site.device},
                       {"calibrated", std::int64_t{p.calibrated}},
+                      {"kernel_timed", std::int64_t{p.kernel_timed}},
                       {"devices_per_rank", p.devices_per_rank},
                       {"feasible", std::int64_t{p.feasible}},
                       {"reason", p.reason}};

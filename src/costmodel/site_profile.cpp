@@ -201,13 +201,21 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   p.power_watts = top.positive("power_watts");
   if (top.has("calibrated")) {
     const Mapping c(top.child("calibrated"), "calibrated", source,
-                    {"gemm_efficiency", "memory_efficiency", "links"});
+                    {"gemm_efficiency", "memory_efficiency", "links", "kernel_times", "date", "command"});
     if (c.has("gemm_efficiency"))
       p.gemm_efficiency = read_per_precision(c, "gemm_efficiency", source, false, true);
     p.memory_efficiency = c.optional_positive("memory_efficiency");
     SB_USER_CHECK(!p.memory_efficiency || *p.memory_efficiency <= 1.0,
                   "{}: 'calibrated.memory_efficiency' must lie in (0, 1], got {}", source,
                   p.memory_efficiency.value_or(0));
+    if (c.has("kernel_times")) {
+      p.kernel_times_file = c.required<std::string>("kernel_times");
+      std::filesystem::path table(p.kernel_times_file);
+      if (table.is_relative()) table = std::filesystem::path(source).parent_path() / table;
+      SB_USER_CHECK(std::filesystem::exists(table), "{}: 'calibrated.kernel_times' names '{}', which does not exist",
+                    source, table.string());
+      p.kernel_times = std::make_shared<const KernelProfile>(KernelProfile::load(table));
+    }
     if (c.has("links")) {
       const Mapping l(c.child("links"), "calibrated.links", source, {"intra_node", "inter_node"});
       if (l.has("intra_node")) p.calibrated_intra_node = read_link(l, "intra_node", source, "beta", "alpha");

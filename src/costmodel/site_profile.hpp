@@ -7,11 +7,14 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
+
+#include "costmodel/kernel_profile.hpp"
 
 namespace sb::costmodel {
 
@@ -49,6 +52,10 @@ struct SiteProfile {
   std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]
   std::optional<double> memory_efficiency;
   std::optional<SiteLink> calibrated_intra_node, calibrated_inter_node;  // α/β fitted
+  // The trainer's kernels timed on this site (calibrated.kernel_times, a CSV path relative to
+  // the profile): a prediction of a model the trainer runs sums its kernel calls' times.
+  std::shared_ptr<const KernelProfile> kernel_times;
+  std::string kernel_times_file;  // as written in the profile
   SiteScheduler scheduler;
 
   // Dense peak of a precision ("fp32", "bf16", ...); UserError naming the file when absent.
@@ -57,7 +64,7 @@ struct SiteProfile {
   double efficiency(const std::string& precision) const;
   // The link of a level with its calibrated α/β when present.
   SiteLink link(bool inter) const;
-  bool calibrated() const { return !gemm_efficiency.empty(); }
+  bool calibrated() const { return !gemm_efficiency.empty() || kernel_times != nullptr; }
 };
 
 SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source);

@@ -8,12 +8,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <numeric>
 #include <vector>
 
 #include "core/balanced_partition.hpp"
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
+#include "costmodel/kernel_calls.hpp"
 #include "costmodel/model_description.hpp"
 #include "costmodel/step_simulation.hpp"
 #include "models/gpt/gpt.hpp"
@@ -42,6 +45,7 @@ struct StageCost {
   i64 tp_all_reduces = 0;        // per micro-batch
   i64 forward_tp_all_reduces = 0;  // the forward's part of tp_all_reduces
   i64 in_flight = 1;             // micro-batches whose activations are held at once
+  std::size_t unit_begin = 0, unit_end = 0;  // its pipeline units [begin, end) of the description
 };
 
 // Parameter, gradient and optimizer bytes per parameter (ZeRO's 2, 2, K).
@@ -164,6 +168,8 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
     st.boundary_bytes = b * T * C * d.element_bytes / t;
     if (recompute == Recompute::none && !s.sequence_parallel)
       st.activation_bytes = trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last);
+    st.unit_begin = first ? 0 : static_cast<std::size_t>(1 + block_begin);
+    st.unit_end = static_cast<std::size_t>(1 + block_begin + sizes[i] + (last ? 1 : 0));
     block_begin += sizes[i];
     stages.push_back(st);
   }
@@ -176,6 +182,8 @@ std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDes
   std::size_t unit = 0;
   for (i64 size : sizes) {
     StageCost st;
+    st.unit_begin = unit;
+    st.unit_end = unit + static_cast<std::size_t>(size);
     double forward = 0;
     for (i64 k = 0; k < size; ++k, ++unit) {
       forward += d.units[unit].forward_flops();
@@ -191,6 +199,57 @@ std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDes
     stages.push_back(st);
   }
   return stages;
+}
+
+// One micro-batch's forward and backward seconds on one rank of a stage, and the optimizer's,
+// from the site's kernel times: the sum of the kernel calls the trainer makes. Nothing when the
+// site has no times for this precision and devices per rank, or a kernel was never timed, or
+// the model is one whose calls are not written down (kernel_calls.hpp).
+struct TimedStage {
+  double forward_s = 0, backward_s = 0;
+};
+std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>& stages, const ModelDescription& d,
+                                                    const train::TrainConfig& c, const KernelProfile& times,
+                                                    int devices, Recompute recompute) {
+  const std::string& precision = c.precision.dtype;
+  if (!times.covers(precision, devices) || recompute != Recompute::none) return std::nullopt;
+  if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
+  const int element_bytes = static_cast<int>(d.element_bytes);
+  std::vector<TimedStage> timed;
+  for (const StageCost& st : stages) {
+    TimedStage t;
+    for (std::size_t u = st.unit_begin; u < st.unit_end; ++u) {
+      KernelCalls calls;
+      if (d.family == ModelFamily::resnet) {
+        calls = resnet_unit_kernel_calls(d.resnet, u, d.micro_batch, element_bytes);
+      } else {
+        const GptUnitKind kind = u == 0 ? GptUnitKind::embedding
+                                 : u + 1 == d.units.size() ? GptUnitKind::head
+                                                           : GptUnitKind::block;
+        calls = gpt_unit_kernel_calls(d.gpt, kind, c.strategy.tp, d.micro_batch, d.seq_len, element_bytes);
+      }
+      for (const auto& [list, sum] : {std::pair{&calls.forward, &t.forward_s}, std::pair{&calls.backward, &t.backward_s}})
+        for (const KernelCall& call : *list) {
+          const std::optional<double> seconds = times.seconds(call, precision, devices);
+          if (!seconds) return std::nullopt;
+          *sum += *seconds;
+        }
+    }
+    timed.push_back(t);
+  }
+  return timed;
+}
+
+std::optional<double> timed_optimizer_seconds(const train::TrainConfig& c, double parameters, double owned,
+                                              double element_bytes, const KernelProfile& times, int devices) {
+  double sum = 0;
+  for (const KernelCall& call : optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
+                                                       static_cast<i64>(owned), static_cast<int>(element_bytes))) {
+    const std::optional<double> seconds = times.seconds(call, c.precision.dtype, devices);
+    if (!seconds) return std::nullopt;
+    sum += *seconds;
+  }
+  return sum;
 }
 
 // A group of n ranks whose members sit `stride` world ranks apart (tp 1, dp tp, pp tp·dp:
@@ -312,6 +371,12 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
 
   // ---- per-op costs, then the event simulation of the step ---------------------------------
   const double bucket_bytes = s.bucket_mb * 1024.0 * 1024.0;
+  // a calibrated site times the trainer's kernel calls; otherwise FLOPs at the calibrated (or
+  // datasheet) efficiency and memory traffic at the memory bandwidth
+  const int rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
+  const std::optional<std::vector<TimedStage>> timed =
+      site.kernel_times ? timed_stages(stages, d, c, *site.kernel_times, rank_devices, recompute) : std::nullopt;
+  p.kernel_timed = timed.has_value();
   StepSimulationInput sim_input;
   sim_input.schedule = train::pipeline_schedule_from_string(s.schedule);
   sim_input.micro_batches = m;
@@ -322,6 +387,10 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     const double compute = st.executed_flops / flops_per_s + st.elementwise_bytes / memory_speed;
     op.forward_compute_s = st.forward_flops / flops_per_s + st.forward_elementwise_bytes / memory_speed;
     op.backward_compute_s = compute - op.forward_compute_s;
+    if (timed) {
+      op.forward_compute_s = (*timed)[i].forward_s;
+      op.backward_compute_s = (*timed)[i].backward_s;
+    }
     op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * tp_collective;
     op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * tp_collective;
     const double message = p2p_seconds(st.boundary_bytes, lc(pp_link));
@@ -342,6 +411,11 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     }
     const double owned = st.parameters / (s.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
+    if (timed) {
+      const std::optional<double> optimizer =
+          timed_optimizer_seconds(c, st.parameters, owned, element_bytes, *site.kernel_times, rank_devices);
+      if (optimizer) op.optimizer_s = *optimizer;
+    }
     sim_input.stages.push_back(std::move(op));
   }
   const StepSimulation sim = simulate_step(sim_input);

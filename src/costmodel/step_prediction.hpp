@@ -48,7 +48,8 @@ struct Prediction {
   double mfu = 0;                // model FLOPs (3 × forward) over the dense peak of the precision
   double model_flops_per_step = 0, executed_flops_per_step = 0;
   double peak_flops = 0, gemm_efficiency = 1;
-  bool calibrated = false;  // the site carried a fitted GEMM efficiency
+  bool calibrated = false;  // the site carried a fitted GEMM efficiency or kernel times
+  bool kernel_timed = false;  // compute and optimizer times are the sum of the site's kernel times
   RankMemory memory;
   double memory_available = 0;  // the site's bytes per device
   double cost_per_hour = 0;     // devices × price; 0 when the site gives no price

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "io/attr_value.hpp"
 
@@ -28,6 +29,10 @@ struct CalibrationRow {
 // scalebench result file, or a path longer than 15 characters.
 void write_calibration_table(const std::filesystem::path& file, const std::string& collective,
                              std::span<const CalibrationRow> rows);
+
+// The table /calibration/<collective> of a result file, in file order. UserError naming the
+// file when it or the table is missing.
+std::vector<CalibrationRow> read_calibration_table(const std::filesystem::path& file, const std::string& collective);
 
 // Sets attributes of /calibration (what the sweep ran on: metrics::collect_run_context plus
 // the sweep's own settings), creating the file and group when missing.

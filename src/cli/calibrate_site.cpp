@@ -1,0 +1,224 @@
+// The fit: kernel times as measured (the table), the link's α (one-way time of the smallest
+// ping-pong message) and β (the median bandwidth of the messages of 1 MiB and up),
+// and, for predictions that fall back to FLOPs (models whose calls are not written down,
+// recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
+// efficiency of the largest residual add on every core.
+#include "cli/calibrate_site.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/child_process.hpp"
+#include "cli/kernel_benchmark.hpp"
+#include "cli/mpirun_environment.hpp"
+#include "core/check.hpp"
+#include "costmodel/kernel_profile.hpp"
+#include "costmodel/site_profile.hpp"
+#include "io/calibration_table.hpp"
+#include "metrics/run_context.hpp"
+#include "runtime/parallel_runtime.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using costmodel::KernelProfile;
+using costmodel::KernelTime;
+
+const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16"};
+
+// BASE's text without its top-level `calibrated:` section (the lines up to the next top-level
+// key), so the datasheet figures and their source comments stay as written.
+std::string without_calibrated_section(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '#' && line[0] != '-';
+    if (top_level) skipping = line.starts_with("calibrated:");
+    if (!skipping) out += line + "\n";
+  }
+  while (out.ends_with("\n\n")) out.pop_back();
+  return out;
+}
+
+struct LinkFit {
+  double alpha = 0, beta = 0;  // seconds one way, bytes/s
+  std::string from;
+};
+
+// α/β of the ping-pong (our Communicator's path): one-way time = α + bytes / β.
+LinkFit fit_link(const std::vector<io::CalibrationRow>& rows) {
+  std::vector<std::pair<double, double>> points;  // bytes, one-way seconds
+  for (const io::CalibrationRow& r : rows)
+    if (r.path == "scalebench") points.push_back({static_cast<double>(r.size_bytes), r.time_s / 2.0});
+  SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
+  std::sort(points.begin(), points.end());
+  LinkFit fit;
+  fit.alpha = points.front().second;
+  // β: the median over the messages of 1 MiB and up of bytes / (time − α), robust to a round
+  // that a neighbour's burst slowed
+  std::vector<double> rates;
+  for (const auto& [bytes, seconds] : points)
+    if (bytes >= (1 << 20) && seconds > fit.alpha) rates.push_back(bytes / (seconds - fit.alpha));
+  SB_USER_CHECK(rates.size() >= 2, "calibrate: the ping-pong needs two sizes of 1 MiB or more");
+  std::sort(rates.begin(), rates.end());
+  fit.beta = rates[rates.size() / 2];
+  fit.from = fmt::format("{} B one way {:.3g} us; median bandwidth of {} sizes of 1 to {:.0f} MiB", points.front().first,
+                         fit.alpha * 1e6, rates.size(), points.back().first / (1 << 20));
+  return fit;
+}
+
+// The largest timed call of a kernel in a precision and devices.
+const KernelTime* largest(const KernelProfile& profile, const std::string& kernel, const std::string& precision,
+                          int devices) {
+  const KernelTime* best = nullptr;
+  for (const KernelTime& t : profile.times())
+    if (t.kernel == kernel && t.precision == precision && t.devices == devices && (!best || t.size > best->size))
+      best = &t;
+  return best;
+}
+
+}  // namespace
+
+int time_kernels_to_file(const std::string& csv, int threads, const std::vector<std::string>& precisions,
+                         double seconds_per_call) {
+  ParallelRuntime runtime(threads);
+  KernelProfile profile;
+  for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
+    const std::vector<costmodel::KernelCall> calls = calls_to_calibrate(precision == "fp32" ? 4 : 2);
+    std::size_t last_percent = 0;
+    for (KernelTime& t : time_kernel_calls(calls, precision, threads, seconds_per_call,
+                                           [&](std::size_t done, std::size_t total) {
+                                             const std::size_t percent = 100 * done / total;
+                                             if (percent >= last_percent + 25 || done == total) {
+                                               std::printf("calibrate: %s on %d thread(s): %zu of %zu kernel calls\n",
+                                                           precision.c_str(), threads, done, total);
+                                               std::fflush(stdout);
+                                               last_percent = percent;
+                                             }
+                                           }))
+      profile.add(std::move(t));
+  }
+  profile.save(csv);
+  return 0;
+}
+
+int calibrate_site(const SiteCalibrationOptions& options) {
+  const fs::path base_path = costmodel::site_profile_path(options.base, "--site");
+  const costmodel::SiteProfile base = costmodel::load_site_profile(base_path);
+  SB_USER_CHECK(base.device_is_cpu_core,
+                "--site {}: calibrate fits CPU sites (device_is_cpu_core: true), where the trainer runs; a GPU "
+                "site keeps its datasheet figures until the trainer trains on GPUs", base_path.string());
+  const fs::path out(options.out);
+  SB_USER_CHECK(out.parent_path().empty() || fs::is_directory(out.parent_path()),
+                "the folder of --out '{}' does not exist", options.out);
+  std::vector<int> threads = options.threads;
+  if (threads.empty()) threads = {1, base.devices_per_node};
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  for (int t : threads)
+    SB_USER_CHECK(t >= 1 && t <= base.devices_per_node, "--threads {}: a rank of site '{}' has 1 to {} cores", t,
+                  base.name, base.devices_per_node);
+
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("scalebench-calibrate-{}", getpid());
+  fs::create_directories(scratch);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{scratch};
+
+  // ---- kernels: one process per thread count, placed as a one-rank run places its threads ----
+  prepare_mpirun_environment(1);
+  KernelProfile profile;
+  for (int t : threads) {
+    const fs::path csv = scratch / fmt::format("kernels-{}.csv", t);
+    std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
+                                     std::to_string(t), "--seconds-per-call",
+                                     fmt::format("{}", options.seconds_per_call)};
+    for (const std::string& p : options.precisions) args.insert(args.end(), {"--precision", p});
+    const int code = spawn_and_wait(args);
+    SB_USER_CHECK(code == 0, "calibrate: timing the kernels on {} thread(s) failed (exit {})", t, code);
+    const KernelProfile part = KernelProfile::load(csv);
+    for (const KernelTime& time : part.times()) profile.add(time);
+  }
+
+  // ---- the link between two ranks of a node -------------------------------------------------
+  std::optional<LinkFit> link;
+  if (base.devices_per_node >= 2) {
+    prepare_mpirun_environment(2);
+    const fs::path h5 = scratch / "links.h5";
+    const int code = spawn_and_wait({SB_MPIEXEC, "-np", "2", self, "calibrate", "--out", h5.string(), "--collective",
+                                     "p2p", "--max-bytes", "16MiB"},
+                                    "calibrate measures the link with mpirun (Open MPI)");
+    SB_USER_CHECK(code == 0, "calibrate: the ping-pong under mpirun failed (exit {})", code);
+    link = fit_link(io::read_calibration_table(h5, "p2p"));
+  }
+
+  // ---- efficiencies for the FLOPs fallback ---------------------------------------------------
+  const int all = threads.back();
+  std::vector<std::pair<std::string, std::string>> gemm;  // precision, "efficiency  # from"
+  for (const std::string& precision : options.precisions.empty() ? kPrecisions : options.precisions) {
+    const KernelTime* t = largest(profile, "matmul_forward", precision, all);
+    if (!t) continue;
+    const double efficiency = std::min(1.0, t->size / t->seconds / (base.peak(precision) * all));
+    gemm.push_back({precision, fmt::format("{:.4f}   # matmul_forward {} on {} cores: {:.3g} GFLOP/s", efficiency,
+                                           fmt::join(t->shape, "x"), all, t->size / t->seconds / 1e9)});
+  }
+  std::string memory;
+  if (const KernelTime* t = largest(profile, "residual_forward", "fp32", all)) {
+    const double bandwidth = 3.0 * 4.0 * t->size / t->seconds;
+    memory = fmt::format("{:.4f}   # residual_forward of {} floats on {} cores: {:.3g} GB/s",
+                         std::min(1.0, bandwidth / (base.memory_bandwidth * all)), t->size, all, bandwidth / 1e9);
+  }
+
+  // ---- write SITE.kernels.csv and SITE.yaml ---------------------------------------------------
+  const fs::path table = fs::path(out).replace_extension(".kernels.csv");
+  profile.save(table);
+  std::ifstream in(base_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = without_calibrated_section(text.str());
+  yaml += fmt::format(
+      "# Fitted by `scalebench calibrate --site {} --out {}` on {} ({} kernel times on {} thread count(s)).\n"
+      "calibrated:\n"
+      "  date: \"{}\"\n"
+      "  command: \"scalebench calibrate --site {} --out {}\"\n"
+      "  # seconds per call of the trainer's kernels, per precision and threads (a rank's cores)\n"
+      "  kernel_times: {}\n",
+      options.base, options.out, metrics::utc_now_iso8601(), profile.times().size(), threads.size(),
+      metrics::utc_now_iso8601(), options.base, options.out, table.filename().string());
+  if (!gemm.empty()) {
+    yaml += "  # for predictions from FLOPs (calls not written down, recomputation)\n  gemm_efficiency:\n";
+    for (const auto& [precision, line] : gemm) yaml += fmt::format("    {}: {}\n", precision, line);
+  }
+  if (!memory.empty()) yaml += fmt::format("  memory_efficiency: {}\n", memory);
+  if (link)
+    yaml += fmt::format(
+        "  links:\n    intra_node:   # ping-pong between two ranks: {}\n      alpha: {:.4g}\n      beta: {:.4g}\n",
+        link->from, link->alpha, link->beta);
+  const fs::path partial = fs::path(out).concat(".partial");
+  {
+    std::ofstream o(partial);
+    o << yaml;
+    SB_USER_CHECK(o.good(), "cannot write '{}'", partial.string());
+  }
+  costmodel::load_site_profile(partial);  // what we wrote loads, or nothing replaces the old file
+  fs::rename(partial, out);
+  std::printf("calibrate: wrote %s and %s (%zu kernel times)\n", out.c_str(), table.c_str(), profile.times().size());
+  return 0;
+}
+
+}  // namespace sb::cli

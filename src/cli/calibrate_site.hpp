@@ -1,0 +1,29 @@
+// `scalebench calibrate --site BASE --out SITE.yaml`: fit a CPU site profile on this machine.
+// Times the trainer's kernels in one child process per thread count (Kokkos starts once per
+// process), measures the link between two ranks with the ping-pong sweep under mpirun, and
+// writes SITE.yaml (BASE's text with a new `calibrated:` section) beside SITE.kernels.csv.
+// Leaves out GPU sites (the trainer does not train on GPUs yet) and the collective sweep
+// itself (command_calibrate.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sb::cli {
+
+struct SiteCalibrationOptions {
+  std::string base;                     // a site name or a profile path
+  std::string out;                      // SITE.yaml
+  std::vector<int> threads;             // thread counts to time; empty: 1 and every core of a node
+  std::vector<std::string> precisions;  // empty: fp32, bf16, fp16
+  double seconds_per_call = 0.02;       // timing budget per kernel call
+};
+
+int calibrate_site(const SiteCalibrationOptions& options);
+
+// The child's part: time every call of kernel_benchmark.hpp in this process with `threads`
+// threads and write the CSV table.
+int time_kernels_to_file(const std::string& csv, int threads, const std::vector<std::string>& precisions,
+                         double seconds_per_call);
+
+}  // namespace sb::cli

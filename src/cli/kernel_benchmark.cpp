@@ -1,0 +1,314 @@
+// Each call runs on buffers of its own shapes, filled with values of a trained network's order
+// (weights ~0.02, activations ~1, tokens and targets inside the vocabulary), in storage S.
+#include "cli/kernel_benchmark.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "core/check.hpp"
+#include "core/memory.hpp"
+#include "kernels/storage_kernels.hpp"
+#include "models/gpt/gpt_config.hpp"
+#include "models/resnet/resnet_config.hpp"
+#include "models/resnet/resnet_partition.hpp"
+#include "optim/adamw.hpp"
+#include "optim/sgd.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+using costmodel::KernelCall;
+using costmodel::KernelTime;
+using i64 = std::int64_t;
+
+// A buffer of n values of T, random in [-scale, scale].
+template <class T>
+std::vector<T> random_buffer(i64 n, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<T> v(static_cast<std::size_t>(std::max<i64>(n, 1)));
+  for (T& x : v) {
+    const float value = u(rng);
+    if constexpr (std::is_same_v<T, bf16>) x = to_bf16(value);
+    else if constexpr (std::is_same_v<T, fp16>) x = to_fp16(value);
+    else x = static_cast<T>(value);
+  }
+  return v;
+}
+std::vector<std::int32_t> random_indices(i64 n, i64 bound, std::mt19937& rng) {
+  std::uniform_int_distribution<std::int32_t> u(0, static_cast<std::int32_t>(bound - 1));
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// One call, prepared: its buffers live in the closure.
+template <class S>
+std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& call, MemoryTracker& tracker,
+                              std::mt19937& rng) {
+  const auto& a = call.shape;
+  const std::string& name = call.kernel;
+  const auto act = [&](i64 n) { return std::make_shared<std::vector<S>>(random_buffer<S>(n, 1.0f, rng)); };
+  const auto wt = [&](i64 n) { return std::make_shared<std::vector<S>>(random_buffer<S>(n, 0.02f, rng)); };
+  const auto f32 = [&](i64 n, float scale = 1.0f) {
+    return std::make_shared<std::vector<float>>(random_buffer<float>(n, scale, rng));
+  };
+  const auto positive = [&](i64 n) {  // rstd, probabilities: in (0.5, 1.5)
+    auto v = std::make_shared<std::vector<float>>(random_buffer<float>(n, 0.5f, rng));
+    for (float& x : *v) x += 1.0f;
+    return v;
+  };
+  const auto idx = [&](i64 n, i64 bound) {
+    return std::make_shared<std::vector<std::int32_t>>(random_indices(n, bound, rng));
+  };
+  if (name == "matmul_forward" || name == "matmul_backward") {
+    const i64 BT = a[0], C = a[1], OC = a[2];
+    auto inp = act(BT * C), w = wt(OC * C), bias = wt(OC), out = act(BT * OC);
+    if (name == "matmul_forward")
+      return [&k, inp, w, bias, out, BT, C, OC] { k.matmul_forward(out->data(), inp->data(), w->data(), bias->data(), BT, C, OC); };
+    auto dinp = act(BT * C);
+    auto dw = f32(OC * C), db = f32(OC);
+    return [&k, inp, w, out, dinp, dw, db, BT, C, OC] {
+      k.matmul_backward(dinp->data(), dw->data(), db->data(), out->data(), inp->data(), w->data(), BT, C, OC);
+    };
+  }
+  if (name == "embedding_forward" || name == "embedding_backward" || name == "embedding_shard_forward" ||
+      name == "embedding_shard_backward") {
+    const bool shard = name.find("shard") != std::string::npos;
+    const i64 off = shard ? 1 : 0, Vr = shard ? a[0] : 256, B = a[off], T = a[off + 1], C = a[off + 2];
+    const i64 V = shard ? 2 * Vr : Vr;  // half the tokens fall outside a shard, as with tp 2
+    auto tokens = idx(B * T, V);
+    auto wte = wt(Vr * C), wpe = wt(T * C), out = act(B * T * C);
+    auto dwte = f32(Vr * C), dwpe = f32(T * C);
+    if (name == "embedding_forward")
+      return [&k, tokens, wte, wpe, out, B, T, C] { k.embedding_forward(out->data(), tokens->data(), wte->data(), wpe->data(), B, T, C); };
+    if (name == "embedding_backward")
+      return [&k, tokens, dwte, dwpe, out, B, T, C] { k.embedding_backward(dwte->data(), dwpe->data(), out->data(), tokens->data(), B, T, C); };
+    if (name == "embedding_shard_forward")
+      return [&k, tokens, wte, wpe, out, Vr, B, T, C] {
+        k.embedding_shard_forward(out->data(), tokens->data(), wte->data(), wpe->data(), 0, Vr, B, T, C);
+      };
+    return [&k, tokens, dwte, dwpe, out, Vr, B, T, C] {
+      k.embedding_shard_backward(dwte->data(), dwpe->data(), out->data(), tokens->data(), 0, Vr, B, T, C);
+    };
+  }
+  if (name == "layernorm_forward" || name == "layernorm_backward") {
+    const i64 N = a[0], C = a[1];
+    auto inp = act(N * C), out = act(N * C), w = wt(C), b = wt(C), mean = f32(N, 0.1f), rstd = positive(N);
+    if (name == "layernorm_forward")
+      return [&k, inp, out, w, b, mean, rstd, N, C] {
+        k.layernorm_forward(out->data(), mean->data(), rstd->data(), inp->data(), w->data(), b->data(), N, C);
+      };
+    auto dw = f32(C), db = f32(C);
+    return [&k, inp, out, w, dw, db, mean, rstd, N, C] {
+      k.layernorm_backward(out->data(), dw->data(), db->data(), inp->data(), inp->data(), w->data(), mean->data(),
+                           rstd->data(), N, C);
+    };
+  }
+  if (name == "attention_forward" || name == "attention_backward") {
+    const i64 B = a[0], T = a[1], C = a[2], NH = a[3];
+    auto qkv = act(B * T * 3 * C), out = act(B * T * C), att = act(B * NH * T * T);
+    if (name == "attention_forward")
+      return [&k, qkv, out, att, B, T, C, NH] { k.attention_forward(out->data(), att->data(), qkv->data(), B, T, C, NH); };
+    k.attention_forward(out->data(), att->data(), qkv->data(), B, T, C, NH);  // real probabilities
+    auto dqkv = act(B * T * 3 * C);
+    return [&k, qkv, out, att, dqkv, B, T, C, NH] {
+      k.attention_backward(dqkv->data(), out->data(), qkv->data(), att->data(), B, T, C, NH);
+    };
+  }
+  if (name == "gelu_forward" || name == "gelu_backward" || name == "residual_forward" ||
+      name == "residual_backward" || name == "relu_backward") {
+    const i64 N = a[0];
+    auto x = act(N), y = act(N), z = act(N);
+    if (name == "gelu_forward") return [&k, x, y, N] { k.gelu_forward(y->data(), x->data(), N); };
+    if (name == "gelu_backward") return [&k, x, y, z, N] { k.gelu_backward(z->data(), x->data(), y->data(), N); };
+    if (name == "residual_forward") return [&k, x, y, z, N] { k.residual_forward(z->data(), x->data(), y->data(), N); };
+    if (name == "residual_backward") return [&k, x, y, z, N] { k.residual_backward(x->data(), y->data(), z->data(), N); };
+    return [&k, x, y, z, N] { k.relu_backward(z->data(), x->data(), y->data(), N); };
+  }
+  if (name.starts_with("crossentropy")) {
+    const bool shard = name == "crossentropy_shard_partials" || name == "crossentropy_shard_backward";
+    const i64 BT = shard ? a[1] : a[0], V = shard ? a[2] : a[1];
+    auto logits = act(BT * V), probs = act(BT * V), targets = idx(BT, V);
+    auto losses = f32(BT), dlosses = f32(BT, 0.01f), row_max = f32(BT), sumexp = positive(BT), target_logit = f32(BT);
+    if (name == "crossentropy_forward")
+      return [&k, logits, probs, targets, losses, BT, V] {
+        k.crossentropy_forward(losses->data(), probs->data(), logits->data(), targets->data(), BT, V);
+      };
+    if (name == "crossentropy_backward")
+      return [&k, logits, probs, targets, dlosses, BT, V] {
+        k.crossentropy_backward(logits->data(), probs->data(), targets->data(), dlosses->data(), BT, V);
+      };
+    if (name == "crossentropy_shard_max")
+      return [&k, logits, row_max, BT, V] { k.crossentropy_shard_max(row_max->data(), logits->data(), BT, V); };
+    if (name == "crossentropy_shard_partials")
+      return [&k, logits, targets, row_max, sumexp, target_logit, BT, V] {
+        k.crossentropy_shard_partials(sumexp->data(), target_logit->data(), logits->data(), row_max->data(),
+                                      targets->data(), 0, BT, V);
+      };
+    if (name == "crossentropy_shard_finish")
+      return [&k, logits, probs, losses, row_max, sumexp, target_logit, BT, V] {
+        k.crossentropy_shard_finish(losses->data(), probs->data(), logits->data(), row_max->data(), sumexp->data(),
+                                    target_logit->data(), BT, V);
+      };
+    if (name == "crossentropy_shard_backward")
+      return [&k, logits, probs, targets, dlosses, BT, V] {
+        k.crossentropy_shard_backward(logits->data(), probs->data(), targets->data(), dlosses->data(), 0, BT, V);
+      };
+  }
+  if (name == "conv2d_forward" || name == "conv2d_backward" || name == "conv2d_backward_weight") {
+    const i64 N = a[0], C = a[1], H = a[2], W = a[3], OC = a[4], KH = a[5], KW = a[6], stride = a[7], pad = a[8];
+    const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
+    auto inp = act(N * C * H * W), w = wt(OC * C * KH * KW), out = act(N * OC * OH * OW);
+    if (name == "conv2d_forward")
+      return [=, &k] { k.conv2d_forward(out->data(), inp->data(), w->data(), nullptr, N, C, H, W, OC, KH, KW, stride, pad); };
+    auto dw = f32(OC * C * KH * KW);
+    auto dinp = name == "conv2d_backward" ? act(N * C * H * W) : nullptr;
+    return [=, &k] {
+      k.conv2d_backward(dinp ? dinp->data() : nullptr, dw->data(), nullptr, out->data(), inp->data(), w->data(), N, C, H,
+                        W, OC, KH, KW, stride, pad);
+    };
+  }
+  if (name.starts_with("batchnorm2d")) {
+    const i64 N = a[0], C = a[1], HW = a[2], n = N * C * HW;
+    auto inp = act(n), out = act(n), relu_out = act(n), dout = act(n), w = wt(C), b = wt(C);
+    auto mean = f32(C, 0.1f), rstd = positive(C), dw = f32(C), db = f32(C);
+    auto sums = std::make_shared<std::vector<double>>(static_cast<std::size_t>(2 * C + 1), 0.5);
+    const double count = static_cast<double>(N * HW);
+    if (name == "batchnorm2d_channel_sums")
+      return [=, &k] { k.batchnorm2d_channel_sums(sums->data(), inp->data(), N, C, HW); };
+    if (name == "batchnorm2d_forward_apply") {
+      const bool residual = a.size() > 3 && a[3] != 0, relu = a.size() > 4 && a[4] != 0;
+      return [=, &k] {
+        k.batchnorm2d_forward_apply(out->data(), inp->data(), mean->data(), rstd->data(), w->data(), b->data(),
+                                    residual ? dout->data() : nullptr, relu, N, C, HW);
+      };
+    }
+    if (name == "batchnorm2d_backward_sums")
+      return [=, &k] {
+        k.batchnorm2d_backward_sums(sums->data(), dw->data(), db->data(), dout->data(), relu_out->data(), inp->data(),
+                                    mean->data(), rstd->data(), N, C, HW);
+      };
+    if (name == "batchnorm2d_backward_apply")
+      return [=, &k] {
+        k.batchnorm2d_backward_apply(out->data(), dout->data(), relu_out->data(), inp->data(), w->data(), mean->data(),
+                                     rstd->data(), sums->data(), count, N, C, HW);
+      };
+  }
+  if (name == "global_avgpool_forward" || name == "global_avgpool_backward") {
+    const i64 N = a[0], C = a[1], HW = a[2];
+    auto big = act(N * C * HW), small = act(N * C);
+    if (name == "global_avgpool_forward")
+      return [=, &k] { k.global_avgpool_forward(small->data(), big->data(), N, C, HW); };
+    return [=, &k] { k.global_avgpool_backward(big->data(), small->data(), N, C, HW); };
+  }
+  if (name == "fill") {
+    auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(a[0]));
+    return [bytes] { std::memset(bytes->data(), 0, bytes->size()); };
+  }
+  if (name == "narrow") {
+    const i64 N = a[0];
+    auto wide = f32(N, 0.02f);
+    auto out = std::make_shared<std::vector<S>>(static_cast<std::size_t>(N));
+    return [=, &k] { k.narrow(out->data(), wide->data(), N); };
+  }
+  if (name == "adamw_step" || name == "sgd_step") {
+    const i64 N = a[0];
+    auto param = f32(N, 0.02f), grad = f32(N, 0.01f);
+    std::vector<optim::ParameterSlice> slices = {{"w", param->data(), grad->data(), N, true, false}};
+    if (name == "adamw_step") {
+      auto adamw = std::make_shared<optim::AdamW>(slices, optim::AdamWConfig{}, kernels::Backend::cpu, tracker);
+      return [adamw, param, grad] { adamw->clip_and_step(1e-4); };
+    }
+    auto sgd = std::make_shared<optim::Sgd>(slices, optim::SgdConfig{}, kernels::Backend::cpu, tracker);
+    return [sgd, param, grad] { sgd->clip_and_step(1e-4); };
+  }
+  SB_CHECK(false, "calibrate: no benchmark for kernel '{}'", name);
+  return {};
+}
+
+double median_seconds(const std::function<void()>& run, double seconds_per_call) {
+  using clock = std::chrono::steady_clock;
+  run();  // warm-up: first touch of the buffers, thread start
+  Kokkos::fence();
+  std::vector<double> times;
+  double total = 0;
+  while (times.size() < 3 || (total < seconds_per_call && times.size() < 200)) {
+    const auto start = clock::now();
+    run();
+    Kokkos::fence();
+    const double s = std::chrono::duration<double>(clock::now() - start).count();
+    times.push_back(s);
+    total += s;
+  }
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+template <class S>
+std::vector<KernelTime> time_all(const std::vector<KernelCall>& calls, const std::string& precision, int devices,
+                                 double seconds_per_call, const std::function<void(std::size_t, std::size_t)>& progress) {
+  MemoryTracker tracker;
+  kernels::StorageKernels<S> k(kernels::Backend::cpu, tracker);
+  std::mt19937 rng(1);
+  std::vector<KernelTime> times;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const KernelCall& call = calls[i];
+    if (call.kernel == "narrow" && std::is_same_v<S, float>) continue;
+    const std::function<void()> run = prepare<S>(k, call, tracker, rng);
+    times.push_back({call.kernel, precision, devices, call.shape, call.size, median_seconds(run, seconds_per_call)});
+    if (progress) progress(i + 1, calls.size());
+  }
+  return times;
+}
+
+}  // namespace
+
+std::vector<KernelCall> calls_to_calibrate(int element_bytes) {
+  std::vector<KernelCall> calls;
+  std::set<std::pair<std::string, std::vector<i64>>> seen;
+  const auto add = [&](const std::vector<KernelCall>& list) {
+    for (const KernelCall& c : list)
+      if (seen.insert({c.kernel, c.shape}).second) calls.push_back(c);
+  };
+  for (const char* name : {"gpt-nano", "gpt-tiny"}) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    for (i64 tp : {1, 2, 4})
+      for (i64 b : {1, 2, 4, 8, 16, 32})
+        for (auto unit : {costmodel::GptUnitKind::embedding, costmodel::GptUnitKind::block, costmodel::GptUnitKind::head}) {
+          const costmodel::KernelCalls k = costmodel::gpt_unit_kernel_calls(g, unit, tp, b, g.max_seq_len, element_bytes);
+          add(k.forward);
+          add(k.backward);
+        }
+  }
+  const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-mini");
+  const std::size_t units = resnet::resnet_pipeline_units(r).size();
+  for (i64 n : {4, 8, 16, 32, 64, 128})
+    for (std::size_t u = 0; u < units; ++u) {
+      const costmodel::KernelCalls k = costmodel::resnet_unit_kernel_calls(r, u, n, element_bytes);
+      add(k.forward);
+      add(k.backward);
+    }
+  for (i64 n : {10'000, 30'000, 100'000, 300'000, 1'000'000, 3'000'000, 10'000'000}) {
+    add(costmodel::optimizer_kernel_calls("adamw", n, n, element_bytes));
+    add(costmodel::optimizer_kernel_calls("sgd", n, n, element_bytes));
+  }
+  for (i64 bytes = 1024; bytes <= (i64{64} << 20); bytes *= 4) add({{"fill", {bytes}, static_cast<double>(bytes)}});
+  return calls;
+}
+
+std::vector<KernelTime> time_kernel_calls(const std::vector<KernelCall>& calls, const std::string& precision,
+                                          int devices, double seconds_per_call,
+                                          const std::function<void(std::size_t, std::size_t)>& progress) {
+  if (precision == "fp32") return time_all<float>(calls, precision, devices, seconds_per_call, progress);
+  if (precision == "bf16") return time_all<bf16>(calls, precision, devices, seconds_per_call, progress);
+  if (precision == "fp16") return time_all<fp16>(calls, precision, devices, seconds_per_call, progress);
+  SB_USER_CHECK(false, "calibrate: unknown precision '{}' (fp32, bf16, fp16)", precision);
+  return {};
+}
+
+}  // namespace sb::cli

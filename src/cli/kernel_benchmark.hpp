@@ -1,0 +1,31 @@
+// Timing the trainer's kernels for `calibrate`: the calls one micro-batch of each reference
+// model makes (costmodel/kernel_calls.hpp) at a range of micro-batches and tp sizes, the
+// optimizer's per-parameter calls at a range of sizes, through the cpu back-end's
+// StorageKernels<S> in each precision and the optim classes, in this process's threads.
+// Leaves out starting one process per thread count (command_calibrate.cpp) and the CUDA
+// back-end (the trainer does not train on GPUs yet).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "costmodel/kernel_calls.hpp"
+#include "costmodel/kernel_profile.hpp"
+
+namespace sb::cli {
+
+// The distinct calls to time for one precision (element bytes 4 or 2): gpt-nano and gpt-tiny at
+// micro-batches 1..32 and tp 1, 2, 4; resnet-mini at 4..128 images; the optimizer's calls at
+// 1e4..1e7 parameters; fills of 1 KiB..64 MiB.
+std::vector<costmodel::KernelCall> calls_to_calibrate(int element_bytes);
+
+// Seconds per call of each call in `precision` ("fp32", "bf16", "fp16"): the median of at
+// least three timed calls after one warm-up, more while under `seconds_per_call`.
+// `progress(done, total)` after each call.
+std::vector<costmodel::KernelTime> time_kernel_calls(const std::vector<costmodel::KernelCall>& calls,
+                                                     const std::string& precision, int devices,
+                                                     double seconds_per_call,
+                                                     const std::function<void(std::size_t, std::size_t)>& progress);
+
+}  // namespace sb::cli

@@ -1,0 +1,103 @@
+// Kernel-time table: lookup, interpolation, CSV.
+#include "costmodel/kernel_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/check.hpp"
+
+namespace sb::costmodel {
+
+void KernelProfile::add(KernelTime time) {
+  SB_CHECK(time.seconds > 0 && time.size > 0 && time.devices >= 1, "kernel time {} {} {}: seconds {} size {}",
+           time.kernel, time.precision, time.devices, time.seconds, time.size);
+  times_.push_back(std::move(time));
+  const KernelTime& t = times_.back();
+  std::vector<std::size_t>& rows = by_kernel_[{t.kernel, t.precision, t.devices}];
+  rows.push_back(times_.size() - 1);
+  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return times_[a].size < times_[b].size; });
+}
+
+bool KernelProfile::covers(const std::string& precision, int devices) const {
+  return std::any_of(by_kernel_.begin(), by_kernel_.end(), [&](const auto& entry) {
+    return std::get<1>(entry.first) == precision && std::get<2>(entry.first) == devices;
+  });
+}
+
+std::optional<double> KernelProfile::seconds(const KernelCall& call, const std::string& precision,
+                                             int devices) const {
+  const auto found = by_kernel_.find({call.kernel, precision, devices});
+  if (found == by_kernel_.end() || found->second.empty()) return std::nullopt;
+  const std::vector<std::size_t>& rows = found->second;
+  for (std::size_t i : rows)
+    if (times_[i].shape == call.shape) return times_[i].seconds;
+  // the nearest timed sizes below and above; beyond the ends, time in proportion to size
+  const auto above = std::lower_bound(rows.begin(), rows.end(), call.size,
+                                      [&](std::size_t i, double size) { return times_[i].size < size; });
+  if (above == rows.begin()) return times_[*above].seconds * call.size / times_[*above].size;
+  if (above == rows.end()) return times_[rows.back()].seconds * call.size / times_[rows.back()].size;
+  const KernelTime& lo = times_[*(above - 1)];
+  const KernelTime& hi = times_[*above];
+  if (hi.size == lo.size) return 0.5 * (lo.seconds + hi.seconds) * call.size / lo.size;
+  const double w = std::log(call.size / lo.size) / std::log(hi.size / lo.size);
+  return std::exp((1.0 - w) * std::log(lo.seconds) + w * std::log(hi.seconds));
+}
+
+namespace {
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, separator)) parts.push_back(part);
+  return parts;
+}
+}  // namespace
+
+KernelProfile KernelProfile::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  SB_USER_CHECK(in.good(), "cannot read the kernel-time table '{}'", file.string());
+  KernelProfile profile;
+  std::string line;
+  int number = 0;
+  const std::string header = "kernel,precision,devices,shape,size,seconds";
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    if (line == header) continue;
+    const std::vector<std::string> f = split(line, ',');
+    KernelTime t;
+    try {
+      SB_USER_CHECK(f.size() == 6, "6 fields");
+      t.kernel = f[0];
+      t.precision = f[1];
+      t.devices = std::stoi(f[2]);
+      for (const std::string& n : split(f[3], 'x')) t.shape.push_back(std::stoll(n));
+      t.size = std::stod(f[4]);
+      t.seconds = std::stod(f[5]);
+    } catch (const std::exception&) {
+      SB_USER_CHECK(false, "{}:{}: expected '{}', got '{}'", file.string(), number, header, line);
+    }
+    SB_USER_CHECK(!t.kernel.empty() && !t.shape.empty() && t.devices >= 1 && t.size > 0 && t.seconds > 0,
+                  "{}:{}: a kernel time needs a kernel, a shape, devices >= 1 and positive size and seconds, got '{}'",
+                  file.string(), number, line);
+    profile.add(std::move(t));
+  }
+  SB_USER_CHECK(!profile.times_.empty(), "the kernel-time table '{}' holds no times", file.string());
+  return profile;
+}
+
+void KernelProfile::save(const std::filesystem::path& file) const {
+  std::ofstream out(file);
+  SB_USER_CHECK(out.good(), "cannot write the kernel-time table '{}'", file.string());
+  out << "kernel,precision,devices,shape,size,seconds\n";
+  for (const KernelTime& t : times_)
+    out << fmt::format("{},{},{},{},{:.6g},{:.6g}\n", t.kernel, t.precision, t.devices, fmt::join(t.shape, "x"),
+                       t.size, t.seconds);
+  SB_USER_CHECK(out.good(), "writing the kernel-time table '{}' failed", file.string());
+}
+
+}  // namespace sb::costmodel
