@@ -22,7 +22,9 @@
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "models/gpt/gpt_partition.hpp"
+#include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_config.hpp"
+#include "models/resnet/resnet_partition.hpp"
 #include "train/pipeline_schedule.hpp"
 #include "train/training_task.hpp"
 
@@ -46,9 +48,12 @@ struct StageCost {
   i64 forward_tp_all_reduces = 0;  // the forward's part of tp_all_reduces
   i64 in_flight = 1;             // micro-batches whose activations are held at once
   std::size_t unit_begin = 0, unit_end = 0;  // its pipeline units [begin, end) of the description
+  double shared_activation_bytes = 0;  // held once whatever the micro-batches in flight (scratch)
+  double buffer_bytes = 0;             // model state beside the parameters (BatchNorm running statistics)
 };
 
-// Parameter, gradient and optimizer bytes per parameter (ZeRO's 2, 2, K).
+// Parameter, gradient and optimizer bytes per parameter: 16-bit weights, fp32 main gradients
+// (the trainer, Megatron-LM) or 16-bit ones (precision.main_grads storage: ZeRO's 2, 2, K).
 struct StateBytes {
   double param, grad, optimizer;
 };
@@ -56,7 +61,8 @@ StateBytes state_bytes(const train::TrainConfig& c, double element_bytes) {
   const bool mixed = element_bytes < 4;
   const double master = mixed ? 4.0 : 0.0;  // fp32 master weights beside 16-bit ones
   const double moments = c.optimizer.type == "adamw" ? 8.0 : 4.0;  // m and v, or momentum
-  return {element_bytes, element_bytes, master + moments};
+  const double grad = c.precision.main_grads == "storage" ? element_bytes : 4.0;
+  return {element_bytes, grad, master + moments};
 }
 
 // Bytes the optimizer reads and writes per parameter: the gradient, each fp32 state read and
@@ -196,6 +202,25 @@ std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDes
     st.executed_flops = 3.0 * forward;
     st.forward_flops = forward;
     st.forward_elementwise_bytes = st.elementwise_bytes / 3.0;
+    for (std::size_t u = st.unit_begin; u < st.unit_end; ++u)
+      for (const LayerCost& layer : d.units[u].layers)
+        if (layer.name.ends_with(".bn") || layer.name.ends_with(".bn1") || layer.name.ends_with(".bn2") ||
+            layer.name.ends_with(".bn3"))
+          st.buffer_bytes += layer.parameters * 4.0;  // running mean and variance, fp32, as many as weight and bias
+    if (resnet_kernel_calls_known(d.resnet)) {
+      // the trainer's layout (models/resnet/resnet.hpp): one slot's tensors in the storage type,
+      // fp32 statistics, the labels; the shortcut scratch once
+      const resnet::ResnetPartition part{static_cast<i64>(st.unit_begin),
+                                         st.unit_end == d.units.size() ? resnet::kResnetAllUnits
+                                                                       : static_cast<i64>(st.unit_end)};
+      const auto bytes = [&](i64 slots) {
+        return d.element_bytes == 4.0 ? resnet::resnet_activation_bytes<float>(d.resnet, d.micro_batch, part, slots)
+                                      : resnet::resnet_activation_bytes<bf16>(d.resnet, d.micro_batch, part, slots);
+      };
+      const double slot = static_cast<double>(bytes(2) - bytes(1));
+      st.activation_bytes = slot + static_cast<double>(d.micro_batch) * 4.0;
+      st.shared_activation_bytes = static_cast<double>(bytes(1)) - slot;
+    }
     stages.push_back(st);
   }
   return stages;
@@ -338,8 +363,8 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     st.in_flight = s.schedule == "gpipe" ? m : std::min<i64>(m, s.pp - static_cast<i64>(i));
     const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(s.zero),
                                                           bytes.param, bytes.grad, bytes.optimizer);
-    memory.push_back({states.params, states.grads, states.optimizer,
-                      static_cast<double>(st.in_flight) * st.activation_bytes});
+    memory.push_back({states.params + st.buffer_bytes, states.grads, states.optimizer,
+                      static_cast<double>(st.in_flight) * st.activation_bytes + st.shared_activation_bytes});
     if (memory[i].total() > memory[heaviest].total()) heaviest = i;
   }
   p.memory = memory[heaviest];

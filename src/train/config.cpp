@@ -237,12 +237,14 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     if (p.IsScalar()) {
       c.precision.dtype = p.as<std::string>();
     } else {
-      MapReader m(p, "precision", source, {"dtype", "loss_scale", "growth_interval"});
+      MapReader m(p, "precision", source, {"dtype", "loss_scale", "growth_interval", "main_grads"});
       m.read("dtype", c.precision.dtype);
+      m.read("main_grads", c.precision.main_grads);
       m.read("loss_scale", c.precision.loss_scale);
       m.read("growth_interval", c.precision.growth_interval);
     }
     require_one_of(c.precision.dtype, {"fp32", "fp16", "bf16"}, "precision", source);
+    require_one_of(c.precision.main_grads, {"fp32", "storage"}, "precision.main_grads", source);
     const std::string& scale = c.precision.loss_scale;
     if (scale != "dynamic" && scale != "none") {
       char* end = nullptr;

@@ -45,6 +45,9 @@ struct PrecisionSpec {
   std::string loss_scale = "dynamic";  // dynamic | none | a number (fp16 only)
   double static_loss_scale = 0;        // that number, parsed by the config reader; 0 otherwise
   std::int64_t growth_interval = 2000;  // dynamic: good steps in a row before the scale doubles
+  // fp32: fp32 main gradients beside 16-bit weights (this trainer, Megatron-LM); storage:
+  // gradients in the storage dtype (DeepSpeed's fp16 ZeRO) — for predict and plan only
+  std::string main_grads = "fp32";
 };
 
 struct OptimizerSpec {

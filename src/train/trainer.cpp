@@ -57,6 +57,9 @@ void check_supported(const TrainConfig& c) {
     SB_USER_CHECK(c.device == "cpu", "{}: precision {} runs on device cpu so far, not '{}'", c.source,
                   c.precision.dtype, c.device);
   }
+  SB_USER_CHECK(c.precision.main_grads == "fp32",
+                "{}: the trainer keeps fp32 main gradients; precision.main_grads '{}' is for the cost model "
+                "(predict/plan)", c.source, c.precision.main_grads);
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
 }

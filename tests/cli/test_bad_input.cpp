@@ -74,6 +74,9 @@ INSTANTIATE_TEST_SUITE_P(
                  "batch.micro 4 × strategy.micro_batches 4 must equal the batch per rank"},
         BadInput{"unknown_site", std::string(kGoodCase) + "site: atlantis\n", "",
                  "site 'atlantis' is neither a file nor a profile in"},
+        BadInput{"main_grads_storage_in_trainer",
+                 std::string(kGoodCase) + "precision: {dtype: bf16, main_grads: storage}\n", "",
+                 "the trainer keeps fp32 main gradients; precision.main_grads 'storage' is for the cost model"},
         BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "the trainer runs interleave 1"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses

@@ -63,6 +63,11 @@ TEST(Config, MessagesNameTheFileAndKey) {
             "seq_len, vocab)");
   EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: fp8\n"),
             "case.yaml: 'precision' is 'fp8' but must be one of: fp32, fp16, bf16");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: {dtype: bf16, main_grads: bf16}\n"),
+            "case.yaml: 'precision.main_grads' is 'bf16' but must be one of: fp32, storage");
+  EXPECT_EQ(parse_train_config(parse_yaml_text("model: gpt-nano\ndata: sotu\nprecision: {dtype: fp16, main_grads: storage}\n",
+                                               "case.yaml"), "case.yaml").precision.main_grads,
+            "storage");
   EXPECT_EQ(message("- a\n- b\n"),
             "case.yaml: the config must be a mapping of keys to values (it is empty or a list)");
 }

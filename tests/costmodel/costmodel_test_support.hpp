@@ -37,6 +37,8 @@ inline train::TrainConfig gpt_case(std::int64_t layers, std::int64_t hidden, std
   c.global_batch = global_batch;
   c.micro_batch = micro_batch;
   c.precision.dtype = std::move(precision);
+  // the published fp16 runs (Megatron-LM 2021, the ZeRO paper) keep and reduce 16-bit gradients
+  c.precision.main_grads = "storage";
   return c;
 }
 

@@ -1,0 +1,77 @@
+// `scalebench calibrate --out SITE.yaml` end to end on this machine (fp32, one thread, a short
+// timing budget): the profile it writes loads, keeps the base's datasheet figures, carries
+// kernel times and the link's α/β, and a run trained against it is predicted from its kernel
+// times. Checked through the files, never stdout.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli_harness.hpp"
+#include "costmodel/site_profile.hpp"
+#include "io/results_reader.hpp"
+
+namespace sb::testing {
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
+  Scratch scratch;
+  const auto site = scratch.path("here.yaml");
+  const CommandResult r = scratch.run("calibrate --site this-machine --out " + site.string() +
+                                      " --precision fp32 --threads 1 --seconds-per-call 0.0005");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  const costmodel::SiteProfile fitted = costmodel::load_site_profile(site);
+  const costmodel::SiteProfile base =
+      costmodel::load_site_profile(std::string(SB_SOURCE_DIR) + "/jobs/sites/this-machine.yaml");
+  EXPECT_EQ(fitted.name, base.name);
+  EXPECT_EQ(fitted.peak("fp32"), base.peak("fp32"));
+  EXPECT_EQ(fitted.scheduler.partition, base.scheduler.partition);
+  ASSERT_NE(fitted.kernel_times, nullptr);
+  EXPECT_TRUE(fitted.kernel_times->covers("fp32", 1));
+  EXPECT_FALSE(fitted.kernel_times->covers("fp32", 2));
+  EXPECT_FALSE(fitted.kernel_times->covers("bf16", 1));
+  ASSERT_TRUE(fitted.calibrated_intra_node.has_value());
+  EXPECT_GT(fitted.calibrated_intra_node->latency, 0.0);
+  EXPECT_GT(fitted.calibrated_intra_node->bandwidth, 1e8);  // shared memory between two cores
+  ASSERT_EQ(fitted.gemm_efficiency.count("fp32"), 1u);
+  EXPECT_GT(fitted.gemm_efficiency.at("fp32"), 0.0);
+  EXPECT_LE(fitted.gemm_efficiency.at("fp32"), 1.0);
+  // the datasheet comments stay; a second calibration replaces the section instead of adding one
+  const std::string text = read_text(site);
+  EXPECT_NE(text.find("# Peak per core = clock"), std::string::npos);
+  ASSERT_EQ(scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
+                        " --precision fp32 --threads 1 --seconds-per-call 0.0001").exit_code, 0);
+  const std::string again = read_text(site);
+  EXPECT_EQ(again.find("calibrated:"), again.rfind("calibrated:"));
+
+  // a short one-thread fp32 run predicted from the kernel times, its error stored
+  const auto config = scratch.write("nano.yaml", "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\n"
+                                                 "steps: 6\neval_every: 100\neval_batches: 1\nthreads: 1\nsite: " +
+                                                     site.string() + "\n");
+  const auto out = scratch.path("nano.h5");
+  const CommandResult t = scratch.run("train --config " + config.string() + " --out " + out.string());
+  ASSERT_EQ(t.exit_code, 0) << t.stderr_text;
+  const std::string p = "/runs/gpt-nano/prediction";
+  EXPECT_EQ(io::read_number_attribute(out, p, "kernel_timed"), 1);
+  EXPECT_EQ(io::read_number_attribute(out, p, "calibrated"), 1);
+  EXPECT_TRUE(std::isfinite(io::read_number_attribute(out, p, "error_step_time_pct")));
+  EXPECT_EQ(io::read_number_attribute(out, p, "error_activations_pct"), 0.0);
+}
+
+TEST(CalibrateCommand, GpuSiteIsRefusedInOneSentence) {
+  Scratch scratch;
+  const CommandResult r = scratch.run("calibrate --site h100-sxm-dgx --out " + scratch.path("h.yaml").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("calibrate fits CPU sites"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(scratch.path("h.yaml")));
+}
+
+}  // namespace
+}  // namespace sb::testing
