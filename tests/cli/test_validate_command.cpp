@@ -1,0 +1,151 @@
+// `scalebench validate` on a real result file (gpt-nano trained on 1 and 2 ranks for a few
+// steps, plus a 2-rank all-reduce calibrate sweep; written by the ctest fixture in
+// CMakeLists.txt, path in $SB_VALIDATE_RESULTS): claims set from the file's own figures pass
+// (exit 0), claims beyond them fail (exit 1), bad specs and absent measurements exit 2 with
+// the spec and the key named. Leaves out GEMM claims' numbers' meaning (calibrate's tests).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "cli_harness.hpp"
+#include "io/results_reader.hpp"
+
+namespace sb::testing {
+namespace {
+
+std::filesystem::path results() {
+  const char* path = std::getenv("SB_VALIDATE_RESULTS");
+  if (!path || !*path) return {};
+  return path;
+}
+
+class Validate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = results();
+    ASSERT_FALSE(file_.empty()) << "SB_VALIDATE_RESULTS is not set (ctest's fixture sets it)";
+    ASSERT_TRUE(std::filesystem::is_regular_file(file_)) << file_;
+  }
+  double summary(const std::string& run, const std::string& field) const {
+    return io::read_number_attribute(file_, "/runs/" + run + "/summary", field);
+  }
+  // The busbw of the scalebench path's 64 KiB all-reduce on 2 ranks, read independently.
+  double busbw_64k() const {
+    const auto size = io::read_column(file_, "/calibration/all_reduce", "size_bytes");
+    const auto ranks = io::read_column(file_, "/calibration/all_reduce", "ranks");
+    const auto path = io::read_string_column(file_, "/calibration/all_reduce", "path");
+    const auto bw = io::read_column(file_, "/calibration/all_reduce", "busbw_gbps");
+    for (std::size_t i = 0; i < size.size(); ++i)
+      if (size[i] == 65536 && ranks[i] == 2 && path[i] == "scalebench") return bw[i];
+    ADD_FAILURE() << "no 64 KiB all-reduce row";
+    return 0;
+  }
+  CommandResult validate(const Scratch& scratch, const std::string& spec) const {
+    const auto path = scratch.write("spec.yaml", spec);
+    return scratch.run("validate " + file_.string() + " --spec " + path.string());
+  }
+  std::filesystem::path file_;
+};
+
+std::string g(double x) { return fmt::format("{:.17g}", x); }
+
+TEST_F(Validate, ClaimsMetByTheMeasurementsPass) {
+  Scratch scratch;
+  const double tokens = summary("gpt-nano-dp1", "tokens_per_s");
+  const double mfu = summary("gpt-nano-dp1", "mfu");
+  ASSERT_GT(tokens, 0);
+  ASSERT_TRUE(mfu > 0 && mfu < 1) << mfu;
+  // scaling efficiency computed here from the two summaries: samples/s per rank, dp2 over dp1
+  const double efficiency = summary("gpt-nano-dp2", "samples_per_s") / 2 / summary("gpt-nano-dp1", "samples_per_s");
+  const auto r = validate(scratch, "spec: this-file\nclaims:\n"
+                                   "  nano-tokens: {tokens_per_s: {run: gpt-nano-dp1}, claimed: " + g(tokens) + ", within_pct: 0.001}\n"
+                                   "  nano-samples: {samples_per_s: {run: gpt-nano-dp2}, at_least: 1}\n"
+                                   "  nano-mfu: {mfu: {run: gpt-nano-dp1}, claimed: " + g(mfu) + ", within_pct: 0.001}\n"
+                                   "  nano-scaling: {scaling_efficiency: {base: gpt-nano-dp1, scaled: gpt-nano-dp2},\n"
+                                   "                 claimed: " + g(efficiency) + ", within_pct: 0.001}\n"
+                                   "  allreduce-64k:\n"
+                                   "    busbw_gbps: {collective: all_reduce, size: 64KiB, ranks: 2}\n"
+                                   "    claimed: " + g(busbw_64k() / 0.5) + "\n"
+                                   "    at_least_pct: 50\n");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("5 of 5 claims pass"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("FAIL"), std::string::npos) << r.stdout_text;
+}
+
+TEST_F(Validate, AClaimBeyondTheMeasurementFails) {
+  Scratch scratch;
+  const double tokens = summary("gpt-nano-dp1", "tokens_per_s");
+  const auto r = validate(scratch, "claims:\n"
+                                   "  nano-tokens: {tokens_per_s: {run: gpt-nano-dp1}, at_least: " + g(tokens * 0.5) + "}\n"
+                                   "  nano-twice: {tokens_per_s: {run: gpt-nano-dp1}, claimed: " + g(tokens * 2) + ", within_pct: 10}\n"
+                                   "  allreduce-64k:\n"
+                                   "    busbw_gbps: {collective: all_reduce, size: 65536, ranks: 2, path: scalebench}\n"
+                                   "    at_least: " + g(busbw_64k() * 1.5) + "\n");
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("1 of 3 claims pass"), std::string::npos) << r.stdout_text;
+  const auto line_of = [&](const std::string& claim) {
+    const auto start = r.stdout_text.find("\n" + claim + " ");
+    return start == std::string::npos ? std::string() : r.stdout_text.substr(start + 1, r.stdout_text.find('\n', start + 1) - start - 1);
+  };
+  EXPECT_NE(line_of("nano-tokens").find("pass"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(line_of("nano-twice").find("FAIL"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(line_of("allreduce-64k").find("FAIL"), std::string::npos) << r.stdout_text;
+}
+
+TEST_F(Validate, BadSpecKeyExitsTwoNamingKeyAndFile) {
+  Scratch scratch;
+  const auto r = validate(scratch, "claims:\n  nano-tokens: {tokens_per_s: {run: gpt-nano-dp1}, at_leest: 5}\n");
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text << r.stdout_text;
+  EXPECT_NE(r.stderr_text.find("claims.nano-tokens.at_leest"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(scratch.path("spec.yaml").string()), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(r.stdout_text.empty()) << r.stdout_text;  // no table for a spec that does not parse
+
+  const auto selector = validate(scratch, "claims:\n  bw: {busbw_gbps: {collective: all_reduce, size: 1 lots, ranks: 2}, at_least: 1}\n");
+  EXPECT_EQ(selector.exit_code, 2);
+  EXPECT_NE(selector.stderr_text.find("claims.bw.busbw_gbps.size"), std::string::npos) << selector.stderr_text;
+
+  const auto two_tolerances = validate(scratch, "claims:\n  m: {mfu: {run: gpt-nano-dp1}, at_least: 0.1, within_pct: 5, claimed: 0.2}\n");
+  EXPECT_EQ(two_tolerances.exit_code, 2);
+  EXPECT_NE(two_tolerances.stderr_text.find("claims.m"), std::string::npos) << two_tolerances.stderr_text;
+
+  const auto pct_without_claim = validate(scratch, "claims:\n  m: {mfu: {run: gpt-nano-dp1}, within_pct: 5}\n");
+  EXPECT_EQ(pct_without_claim.exit_code, 2);
+  EXPECT_NE(pct_without_claim.stderr_text.find("claims.m.within_pct"), std::string::npos) << pct_without_claim.stderr_text;
+}
+
+TEST_F(Validate, MeasurementMissingFromTheFileExitsTwoNamingTheClaim) {
+  Scratch scratch;
+  const auto run = validate(scratch, "claims:\n  big-run: {tokens_per_s: {run: gpt-tiny-dp8}, at_least: 1}\n");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("claim 'big-run'"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("gpt-tiny-dp8"), std::string::npos) << run.stderr_text;
+
+  const auto scale = validate(scratch, "claims:\n  eight: {busbw_gbps: {collective: all_reduce, size: 64KiB, ranks: 8}, at_least: 1}\n");
+  EXPECT_EQ(scale.exit_code, 2);
+  EXPECT_NE(scale.stderr_text.find("claim 'eight'"), std::string::npos) << scale.stderr_text;
+  EXPECT_NE(scale.stderr_text.find("8 ranks"), std::string::npos) << scale.stderr_text;
+
+  const auto table = validate(scratch, "claims:\n  gather: {busbw_gbps: {collective: all_gather, size: 64KiB, ranks: 2}, at_least: 1}\n");
+  EXPECT_EQ(table.exit_code, 2);
+  EXPECT_NE(table.stderr_text.find("/calibration/all_gather"), std::string::npos) << table.stderr_text;
+}
+
+// The shipped example specs parse; against this small CPU file they name a missing measurement
+// (exit 2), never a crash or a pass.
+TEST_F(Validate, ShippedSpecsParse) {
+  Scratch scratch;
+  int specs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(SB_SOURCE_DIR) / "jobs" / "specs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const auto r = scratch.run("validate " + file_.string() + " --spec " + entry.path().string());
+    EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(": claim '"), std::string::npos) << r.stderr_text;  // parsed, then a claim unmet
+    ++specs;
+  }
+  EXPECT_GE(specs, 2);
+}
+
+}  // namespace
+}  // namespace sb::testing
