@@ -2,7 +2,8 @@
 // microbenchmark, run under mpirun. Times all-reduce, reduce-scatter, all-gather and a
 // ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's Communicator
 // and through the raw MPI call side by side, and writes /calibration/<collective> tables
-// (rank 0). Leaves out GEMM calibration and fitting the cost model's site profile (later).
+// (rank 0). With --gemm, also the trainer's GEMM per precision on every rank at once
+// (gemm_sweep.hpp) into /calibration/gemm. Leaves out fitting the cost model's site profile.
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,15 +16,18 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/gemm_sweep.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
+#include "io/gemm_table.hpp"
 #include "metrics/run_context.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/mpi_check.hpp"
 #include "parallel/ring.hpp"
+#include "runtime/parallel_runtime.hpp"
 
 namespace sb::cli {
 
@@ -45,6 +49,9 @@ struct CalibrateOptions {
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
+  bool gemm = false;                      // also the GEMM sweep
+  std::vector<std::int64_t> gemm_sizes = {256, 512, 1024};
+  int threads = 1;                        // of each rank, for the GEMM sweep
 };
 
 // What one benchmark needs for one size: every path's calls over the same buffers. `ring` is
@@ -223,6 +230,21 @@ void run_sweep(const CalibrateOptions& options) {
   } else {
     metrics::collect_run_context(1, raw);  // collective: every rank names its host
   }
+  if (options.gemm) {
+    const ParallelRuntime runtime(options.threads);
+    const auto rows = run_gemm_sweep(raw, options.threads, options.gemm_sizes);
+    if (writer) {
+      std::printf("%-10s %6s %6s %6s %6s %8s %12s %10s\n", "gemm", "m", "n", "k", "ranks", "threads", "time_us",
+                  "tflops");
+      for (const io::GemmRow& row : rows)
+        std::printf("%-10s %6lld %6lld %6lld %6lld %8lld %12.1f %10.4f\n", row.precision.c_str(),
+                    static_cast<long long>(row.m), static_cast<long long>(row.n), static_cast<long long>(row.k),
+                    static_cast<long long>(row.ranks), static_cast<long long>(row.threads), row.time_s * 1e6,
+                    row.tflops);
+      std::fflush(stdout);
+      io::write_gemm_table(out, rows);
+    }
+  }
   {
     CalibrationSweep sweep(*world, raw, options.max_bytes);
     if (writer) {
@@ -299,6 +321,12 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--collective", options->collectives,
                   "measure only this one (repeatable; default: all)")
       ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "p2p"}));
+  cmd->add_flag("--gemm", options->gemm,
+                "also time the trainer's GEMM (fp32, bf16, fp16 storage) on every rank at once into /calibration/gemm");
+  cmd->add_option("--gemm-size", options->gemm_sizes, "square GEMM size m = n = k (repeatable; default 256 512 1024)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{16384}));
+  cmd->add_option("--threads", options->threads, "threads of each rank for the GEMM sweep (default 1)")
+      ->check(CLI::Range(1, 1024));
   return [options, &argc, &argv]() {
     const std::filesystem::path out(options->out);
     const auto parent = out.parent_path();

@@ -1,8 +1,9 @@
 // `scalebench validate` on a real result file (gpt-nano trained on 1 and 2 ranks for a few
-// steps, plus a 2-rank all-reduce calibrate sweep; written by the ctest fixture in
+// steps, plus a 2-rank all-reduce and GEMM calibrate sweep; written by the ctest fixture in
 // CMakeLists.txt, path in $SB_VALIDATE_RESULTS): claims set from the file's own figures pass
 // (exit 0), claims beyond them fail (exit 1), bad specs and absent measurements exit 2 with
-// the spec and the key named. Leaves out GEMM claims' numbers' meaning (calibrate's tests).
+// the spec and the key named. Leaves out whether the measurements are right (calibrate's and
+// train's tests).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,6 +42,17 @@ class Validate : public ::testing::Test {
     ADD_FAILURE() << "no 64 KiB all-reduce row";
     return 0;
   }
+  // The largest /calibration/gemm tflops of a precision, and of one size, read independently.
+  double gemm(const std::string& precision, double size = 0) const {
+    const auto names = io::read_string_column(file_, "/calibration/gemm", "precision");
+    const auto m = io::read_column(file_, "/calibration/gemm", "m");
+    const auto tflops = io::read_column(file_, "/calibration/gemm", "tflops");
+    double best = 0;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == precision && (size == 0 || m[i] == size)) best = std::max(best, tflops[i]);
+    EXPECT_GT(best, 0) << precision << " " << size;
+    return best;
+  }
   CommandResult validate(const Scratch& scratch, const std::string& spec) const {
     const auto path = scratch.write("spec.yaml", spec);
     return scratch.run("validate " + file_.string() + " --spec " + path.string());
@@ -67,9 +79,12 @@ TEST_F(Validate, ClaimsMetByTheMeasurementsPass) {
                                    "  allreduce-64k:\n"
                                    "    busbw_gbps: {collective: all_reduce, size: 64KiB, ranks: 2}\n"
                                    "    claimed: " + g(busbw_64k() / 0.5) + "\n"
-                                   "    at_least_pct: 50\n");
+                                   "    at_least_pct: 50\n"
+                                   "  gemm-fp32: {gemm_tflops: {precision: fp32}, claimed: " + g(gemm("fp32")) + ", within_pct: 0.001}\n"
+                                   "  gemm-bf16-64: {gemm_tflops: {precision: bf16, m: 64, n: 64, k: 64, path: cpu},\n"
+                                   "                 claimed: " + g(gemm("bf16", 64)) + ", within_pct: 0.001}\n");
   EXPECT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("5 of 5 claims pass"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("7 of 7 claims pass"), std::string::npos) << r.stdout_text;
   EXPECT_EQ(r.stdout_text.find("FAIL"), std::string::npos) << r.stdout_text;
 }
 
@@ -81,9 +96,10 @@ TEST_F(Validate, AClaimBeyondTheMeasurementFails) {
                                    "  nano-twice: {tokens_per_s: {run: gpt-nano-dp1}, claimed: " + g(tokens * 2) + ", within_pct: 10}\n"
                                    "  allreduce-64k:\n"
                                    "    busbw_gbps: {collective: all_reduce, size: 65536, ranks: 2, path: scalebench}\n"
-                                   "    at_least: " + g(busbw_64k() * 1.5) + "\n");
+                                   "    at_least: " + g(busbw_64k() * 1.5) + "\n"
+                                   "  gemm-fp16: {gemm_tflops: {precision: fp16}, claimed: " + g(gemm("fp16") * 1.25) + ", at_least_pct: 90}\n");
   EXPECT_EQ(r.exit_code, 1) << r.stderr_text << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("1 of 3 claims pass"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("1 of 4 claims pass"), std::string::npos) << r.stdout_text;
   const auto line_of = [&](const std::string& claim) {
     const auto start = r.stdout_text.find("\n" + claim + " ");
     return start == std::string::npos ? std::string() : r.stdout_text.substr(start + 1, r.stdout_text.find('\n', start + 1) - start - 1);
@@ -91,6 +107,7 @@ TEST_F(Validate, AClaimBeyondTheMeasurementFails) {
   EXPECT_NE(line_of("nano-tokens").find("pass"), std::string::npos) << r.stdout_text;
   EXPECT_NE(line_of("nano-twice").find("FAIL"), std::string::npos) << r.stdout_text;
   EXPECT_NE(line_of("allreduce-64k").find("FAIL"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(line_of("gemm-fp16").find("FAIL"), std::string::npos) << r.stdout_text;
 }
 
 TEST_F(Validate, BadSpecKeyExitsTwoNamingKeyAndFile) {
@@ -129,6 +146,10 @@ TEST_F(Validate, MeasurementMissingFromTheFileExitsTwoNamingTheClaim) {
   const auto table = validate(scratch, "claims:\n  gather: {busbw_gbps: {collective: all_gather, size: 64KiB, ranks: 2}, at_least: 1}\n");
   EXPECT_EQ(table.exit_code, 2);
   EXPECT_NE(table.stderr_text.find("/calibration/all_gather"), std::string::npos) << table.stderr_text;
+
+  const auto shape = validate(scratch, "claims:\n  big: {gemm_tflops: {precision: fp32, m: 4096}, at_least: 1}\n");
+  EXPECT_EQ(shape.exit_code, 2);
+  EXPECT_NE(shape.stderr_text.find("claim 'big'"), std::string::npos) << shape.stderr_text;
 }
 
 // The shipped example specs parse; against this small CPU file they name a missing measurement
