@@ -121,9 +121,9 @@ class Measurer {
           best = tflops[i];
     }
     SB_USER_CHECK(any_table, "{}: no {} table in {}", prefix_, table, join_files(files_));
-    SB_USER_CHECK(!std::isnan(best), "{}: {} has no {} row{} in {}", prefix_, table, claim_.precision,
+    SB_USER_CHECK(!std::isnan(best), "{}: {} has no {} row{}{} in {}", prefix_, table, claim_.precision,
                   claim_.m || claim_.n || claim_.k ? fmt::format(" of shape m={} n={} k={}", claim_.m, claim_.n, claim_.k) : "",
-                  join_files(files_));
+                  claim_.path.empty() ? "" : fmt::format(" through path '{}'", claim_.path), join_files(files_));
     return best;
   }
 
