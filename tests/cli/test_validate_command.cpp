@@ -5,6 +5,7 @@
 // the spec and the key named. Leaves out whether the measurements are right (calibrate's and
 // train's tests).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -55,7 +56,14 @@ class Validate : public ::testing::Test {
   }
   CommandResult validate(const Scratch& scratch, const std::string& spec) const {
     const auto path = scratch.write("spec.yaml", spec);
-    return scratch.run("validate " + file_.string() + " --spec " + path.string());
+    return scratch.run("validate " + file_.string() + " --spec " + path.string() + " --json");
+  }
+  // The verdict of one claim in validate's JSON answer.
+  static nlohmann::json verdict(const nlohmann::json& answer, const std::string& claim) {
+    for (const auto& v : answer.at("claims"))
+      if (v.at("claim") == claim) return v;
+    ADD_FAILURE() << "no verdict for " << claim;
+    return nlohmann::json::object();
   }
   std::filesystem::path file_;
 };
@@ -83,9 +91,15 @@ TEST_F(Validate, ClaimsMetByTheMeasurementsPass) {
                                    "  gemm-fp32: {gemm_tflops: {precision: fp32}, claimed: " + g(gemm("fp32")) + ", within_pct: 0.001}\n"
                                    "  gemm-bf16-64: {gemm_tflops: {precision: bf16, m: 64, n: 64, k: 64, path: cpu},\n"
                                    "                 claimed: " + g(gemm("bf16", 64)) + ", within_pct: 0.001}\n");
-  EXPECT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("7 of 7 claims pass"), std::string::npos) << r.stdout_text;
-  EXPECT_EQ(r.stdout_text.find("FAIL"), std::string::npos) << r.stdout_text;
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  const auto answer = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(answer.at("pass"), true);
+  EXPECT_EQ(answer.at("passed"), 7);
+  ASSERT_EQ(answer.at("claims").size(), 7u);
+  EXPECT_EQ(answer.at("claims")[0].at("claim"), "nano-tokens");  // spec order
+  EXPECT_NEAR(verdict(answer, "nano-scaling").at("measured").get<double>(), efficiency, 1e-9 * efficiency);
+  EXPECT_EQ(verdict(answer, "nano-scaling").at("unit"), "");
+  EXPECT_EQ(verdict(answer, "allreduce-64k").at("unit"), "GB/s");
 }
 
 TEST_F(Validate, AClaimBeyondTheMeasurementFails) {
@@ -98,16 +112,20 @@ TEST_F(Validate, AClaimBeyondTheMeasurementFails) {
                                    "    busbw_gbps: {collective: all_reduce, size: 65536, ranks: 2, path: scalebench}\n"
                                    "    at_least: " + g(busbw_64k() * 1.5) + "\n"
                                    "  gemm-fp16: {gemm_tflops: {precision: fp16}, claimed: " + g(gemm("fp16") * 1.25) + ", at_least_pct: 90}\n");
-  EXPECT_EQ(r.exit_code, 1) << r.stderr_text << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("1 of 4 claims pass"), std::string::npos) << r.stdout_text;
-  const auto line_of = [&](const std::string& claim) {
-    const auto start = r.stdout_text.find("\n" + claim + " ");
-    return start == std::string::npos ? std::string() : r.stdout_text.substr(start + 1, r.stdout_text.find('\n', start + 1) - start - 1);
-  };
-  EXPECT_NE(line_of("nano-tokens").find("pass"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(line_of("nano-twice").find("FAIL"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(line_of("allreduce-64k").find("FAIL"), std::string::npos) << r.stdout_text;
-  EXPECT_NE(line_of("gemm-fp16").find("FAIL"), std::string::npos) << r.stdout_text;
+  ASSERT_EQ(r.exit_code, 1) << r.stderr_text << r.stdout_text;
+  const auto answer = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(answer.at("pass"), false);
+  EXPECT_EQ(answer.at("passed"), 1);
+  EXPECT_EQ(verdict(answer, "nano-tokens").at("pass"), true);
+  EXPECT_EQ(verdict(answer, "nano-twice").at("pass"), false);
+  EXPECT_DOUBLE_EQ(verdict(answer, "nano-twice").at("measured").get<double>(), tokens);
+  EXPECT_EQ(verdict(answer, "allreduce-64k").at("pass"), false);
+  EXPECT_EQ(verdict(answer, "gemm-fp16").at("pass"), false);
+  EXPECT_DOUBLE_EQ(verdict(answer, "gemm-fp16").at("measured").get<double>(), gemm("fp16"));
+
+  // The table (without --json) exits the same way.
+  const auto table = scratch.run("validate " + file_.string() + " --spec " + scratch.path("spec.yaml").string());
+  EXPECT_EQ(table.exit_code, 1) << table.stderr_text;
 }
 
 TEST_F(Validate, BadSpecKeyExitsTwoNamingKeyAndFile) {
