@@ -1,5 +1,5 @@
-// The /calibration/gemm compound table: packed little-endian fields in the file, written whole,
-// chunked like every scalebench table.
+// The /calibration/gemm compound table: packed little-endian fields in the file, written whole
+// through write_calibration_records.
 #include "io/gemm_table.hpp"
 
 #include <cstddef>
@@ -7,16 +7,14 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "io/calibration_table.hpp"
 #include "io/h5_check.hpp"
-#include "io/h5_objects.hpp"
-#include "io/results_file.hpp"
 
 namespace sb::io {
 
 namespace {
 
 constexpr std::size_t kNameBytes = 16;  // precision and path: fixed-length, null-padded
-constexpr hsize_t kRowsPerChunk = 256;
 
 struct GemmRecord {
   char precision[kNameBytes];
@@ -74,23 +72,9 @@ void write_gemm_table(const std::filesystem::path& file, std::span<const GemmRow
     copy_name(record.precision, row.precision, "precision");
     copy_name(record.path, row.path, "path");
   }
-  { ResultsFile::open_or_create(file); }  // creates it with the root attributes, or checks it
-  H5Handle handle = open_existing_results_file(file, H5F_ACC_RDWR);
-  H5QuietErrors quiet;
-  H5Handle group = h5_open_or_create_group(handle.get(), "calibration");
-  if (h5_path_exists(group.get(), "gemm")) SB_H5_CHECK(H5Ldelete(group.get(), "gemm", H5P_DEFAULT));
   const H5Handle file_type = gemm_type(true);
   const H5Handle memory_type = gemm_type(false);
-  const hsize_t length = records.size(), unlimited = H5S_UNLIMITED;
-  H5Handle space{SB_H5_CHECK(H5Screate_simple(1, &length, &unlimited)), H5Sclose};
-  H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose};
-  SB_H5_CHECK(H5Pset_chunk(creation.get(), 1, &kRowsPerChunk));
-  H5Handle table{SB_H5_CHECK(H5Dcreate2(group.get(), "gemm", file_type.get(), space.get(), H5P_DEFAULT,
-                                        creation.get(), H5P_DEFAULT)),
-                 H5Dclose};
-  if (!records.empty())
-    SB_H5_CHECK(H5Dwrite(table.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, records.data()));
-  SB_H5_CHECK(H5Fflush(handle.get(), H5F_SCOPE_GLOBAL));
+  write_calibration_records(file, "gemm", file_type.get(), memory_type.get(), records.data(), records.size());
 }
 
 }  // namespace sb::io
