@@ -170,6 +170,25 @@ TEST_F(Validate, MeasurementMissingFromTheFileExitsTwoNamingTheClaim) {
   EXPECT_NE(shape.stderr_text.find("claim 'big'"), std::string::npos) << shape.stderr_text;
 }
 
+// A run that did not finish fails its claim (exit 1, no number) rather than stopping validate:
+// the example file of tests/io holds an interrupted run beside a finished one.
+TEST_F(Validate, UnfinishedRunFailsItsClaim) {
+  Scratch scratch;
+  const std::string example = SB_EXAMPLE_RESULTS;
+  ASSERT_TRUE(std::filesystem::is_regular_file(example)) << example << " (tests/io's fixture writes it)";
+  ASSERT_EQ(io::read_string_attribute(example, "/runs/resnet-mini-dp1", "status"), "interrupted");
+  const auto spec = scratch.write("spec.yaml", "claims:\n"
+                                               "  left: {samples_per_s: {run: resnet-mini-dp1}, at_least: 1}\n"
+                                               "  done: {tokens_per_s: {run: gpt-nano-dp2}, at_least: 1}\n");
+  const auto r = scratch.run("validate " + example + " --spec " + spec.string() + " --json");
+  ASSERT_EQ(r.exit_code, 1) << r.stderr_text << r.stdout_text;
+  const auto answer = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(verdict(answer, "left").at("pass"), false);
+  EXPECT_TRUE(verdict(answer, "left").at("measured").is_null());
+  EXPECT_NE(verdict(answer, "left").at("note").get<std::string>().find("interrupted"), std::string::npos);
+  EXPECT_EQ(verdict(answer, "done").at("pass"), true);
+}
+
 // The shipped example specs parse; against this small CPU file they name a missing measurement
 // (exit 2), never a crash or a pass.
 TEST_F(Validate, ShippedSpecsParse) {
