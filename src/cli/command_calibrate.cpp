@@ -2,8 +2,7 @@
 // microbenchmark, run under mpirun. Times all-reduce, reduce-scatter, all-gather and a
 // ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's Communicator
 // and through the raw MPI call side by side, and writes /calibration/<collective> tables
-// (rank 0). With --gemm, also the trainer's GEMM per precision on every rank at once
-// (gemm_sweep.hpp) into /calibration/gemm. Leaves out fitting the cost model's site profile.
+// (rank 0). Leaves out GEMM calibration and fitting the cost model's site profile (later).
 #include <mpi.h>
 
 #include <algorithm>
@@ -49,7 +48,8 @@ struct CalibrateOptions {
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
-  bool gemm = false;                      // also the GEMM sweep
+  bool gemm = false;                      // --gemm: also /calibration/gemm, the trainer's GEMM per
+                                          // precision on every rank at once (gemm_sweep.hpp)
   std::vector<std::int64_t> gemm_sizes = {256, 512, 1024};
   int threads = 1;                        // of each rank, for the GEMM sweep
 };

@@ -24,18 +24,18 @@ struct CalibrationRow {
   double busbw_gbps = 0;
 };
 
-// Creates the file when missing (as ResultsFile::open_or_create does) and writes the table
-// /calibration/<collective>, replacing one of that name. UserError for a file that is not a
-// scalebench result file, or a path longer than 15 characters.
-void write_calibration_table(const std::filesystem::path& file, const std::string& collective,
-                             std::span<const CalibrationRow> rows);
-
 // Writes `count` records of `memory_type` (native layout) as the table /calibration/<name> of
 // `file_type` (packed little-endian), replacing one of that name, creating the file and group
 // when missing; chunked and appendable like every scalebench table. The collective and GEMM
 // tables (gemm_table.hpp) both go through it.
 void write_calibration_records(const std::filesystem::path& file, const std::string& name, hid_t file_type,
                                hid_t memory_type, const void* records, std::size_t count);
+
+// Creates the file when missing (as ResultsFile::open_or_create does) and writes the table
+// /calibration/<collective>, replacing one of that name. UserError for a file that is not a
+// scalebench result file, or a path longer than 15 characters.
+void write_calibration_table(const std::filesystem::path& file, const std::string& collective,
+                             std::span<const CalibrationRow> rows);
 
 // Sets attributes of /calibration (what the sweep ran on: metrics::collect_run_context plus
 // the sweep's own settings), creating the file and group when missing.
