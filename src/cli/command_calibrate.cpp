@@ -51,7 +51,7 @@ struct CalibrateOptions {
   bool gemm = false;                      // --gemm: also /calibration/gemm, the trainer's GEMM per
                                           // precision on every rank at once (gemm_sweep.hpp)
   std::vector<std::int64_t> gemm_sizes = {256, 512, 1024};
-  int threads = 1;                        // of each rank, for the GEMM sweep
+  int gemm_threads = 1;                   // of each rank, for the GEMM sweep
 };
 
 // What one benchmark needs for one size: every path's calls over the same buffers. `ring` is
@@ -231,8 +231,8 @@ void run_sweep(const CalibrateOptions& options) {
     metrics::collect_run_context(1, raw);  // collective: every rank names its host
   }
   if (options.gemm) {
-    const ParallelRuntime runtime(options.threads);
-    const auto rows = run_gemm_sweep(raw, options.threads, options.gemm_sizes);
+    const ParallelRuntime runtime(options.gemm_threads);
+    const auto rows = run_gemm_sweep(raw, options.gemm_threads, options.gemm_sizes);
     if (writer) {
       std::printf("%-10s %6s %6s %6s %6s %8s %12s %10s\n", "gemm", "m", "n", "k", "ranks", "threads", "time_us",
                   "tflops");
@@ -325,7 +325,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                 "also time the trainer's GEMM (fp32, bf16, fp16 storage) on every rank at once into /calibration/gemm");
   cmd->add_option("--gemm-size", options->gemm_sizes, "square GEMM size m = n = k (repeatable; default 256 512 1024)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{16384}));
-  cmd->add_option("--threads", options->threads, "threads of each rank for the GEMM sweep (default 1)")
+  cmd->add_option("--gemm-threads", options->gemm_threads, "threads of each rank for the GEMM sweep (default 1)")
       ->check(CLI::Range(1, 1024));
   return [options, &argc, &argv]() {
     const std::filesystem::path out(options->out);
