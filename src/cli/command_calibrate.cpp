@@ -16,15 +16,18 @@
 
 #include "cli/calibrate_site.hpp"
 #include "cli/commands.hpp"
+#include "cli/gemm_sweep.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
+#include "io/gemm_table.hpp"
 #include "metrics/run_context.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/mpi_check.hpp"
 #include "parallel/ring.hpp"
+#include "runtime/parallel_runtime.hpp"
 
 namespace sb::cli {
 
@@ -49,6 +52,10 @@ struct CalibrateOptions {
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
+  bool gemm = false;                      // --gemm: also /calibration/gemm, the trainer's GEMM per
+                                          // precision on every rank at once (gemm_sweep.hpp)
+  std::vector<std::int64_t> gemm_sizes = {256, 512, 1024};
+  int gemm_threads = 1;                   // of each rank, for the GEMM sweep
 };
 
 // What one benchmark needs for one size: every path's calls over the same buffers. `ring` is
@@ -227,6 +234,21 @@ void run_sweep(const CalibrateOptions& options) {
   } else {
     metrics::collect_run_context(1, raw);  // collective: every rank names its host
   }
+  if (options.gemm) {
+    const ParallelRuntime runtime(options.gemm_threads);
+    const auto rows = run_gemm_sweep(raw, options.gemm_threads, options.gemm_sizes);
+    if (writer) {
+      std::printf("%-10s %6s %6s %6s %6s %8s %12s %10s\n", "gemm", "m", "n", "k", "ranks", "threads", "time_us",
+                  "tflops");
+      for (const io::GemmRow& row : rows)
+        std::printf("%-10s %6lld %6lld %6lld %6lld %8lld %12.1f %10.4f\n", row.precision.c_str(),
+                    static_cast<long long>(row.m), static_cast<long long>(row.n), static_cast<long long>(row.k),
+                    static_cast<long long>(row.ranks), static_cast<long long>(row.threads), row.time_s * 1e6,
+                    row.tflops);
+      std::fflush(stdout);
+      io::write_gemm_table(out, rows);
+    }
+  }
   {
     CalibrationSweep sweep(*world, raw, options.max_bytes);
     if (writer) {
@@ -319,6 +341,12 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--collective", options->collectives,
                   "measure only this one (repeatable; default: all)")
       ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "p2p"}));
+  cmd->add_flag("--gemm", options->gemm,
+                "also time the trainer's GEMM (fp32, bf16, fp16 storage) on every rank at once into /calibration/gemm");
+  cmd->add_option("--gemm-size", options->gemm_sizes, "square GEMM size m = n = k (repeatable; default 256 512 1024)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{16384}));
+  cmd->add_option("--gemm-threads", options->gemm_threads, "threads of each rank for the GEMM sweep (default 1)")
+      ->check(CLI::Range(1, 1024));
   return [options, &argc, &argv]() {
     if (!options->kernel_times.empty()) {
       SB_USER_CHECK(options->site.threads.size() <= 1, "--kernel-times times one thread count; got {} --threads",

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   const auto status = sb::cli::add_status_command(app);
   const auto collect = sb::cli::add_collect_command(app);
   const auto report = sb::cli::add_report_command(app);
+  const auto validate = sb::cli::add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("status")) return status();
     if (app.got_subcommand("collect")) return collect();
     if (app.got_subcommand("report")) return report();
+    if (app.got_subcommand("validate")) return validate();
   } catch (const sb::UserError& e) {
     std::fprintf(stderr, "scalebench: error: %s\n", e.what());
     return 2;

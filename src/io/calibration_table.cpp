@@ -86,8 +86,6 @@ void write_calibration_context(const std::filesystem::path& file, const Attribut
 
 void write_calibration_table(const std::filesystem::path& file, const std::string& collective,
                              std::span<const CalibrationRow> rows) {
-  SB_CHECK(!collective.empty() && collective.find('/') == std::string::npos,
-           "calibration table name '{}' is not usable as an HDF5 name", collective);
   std::vector<CalibrationRecord> records(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const CalibrationRow& row = rows[i];
@@ -98,24 +96,30 @@ void write_calibration_table(const std::filesystem::path& file, const std::strin
                                row.time_s,     row.algbw_gbps, row.busbw_gbps};
     std::memcpy(record.path, row.path.data(), row.path.size());
   }
+  const H5Handle file_type = calibration_type(true);
+  const H5Handle memory_type = calibration_type(false);
+  write_calibration_records(file, collective, file_type.get(), memory_type.get(), records.data(), records.size());
+}
+
+void write_calibration_records(const std::filesystem::path& file, const std::string& name, hid_t file_type,
+                               hid_t memory_type, const void* records, std::size_t count) {
+  SB_CHECK(!name.empty() && name.find('/') == std::string::npos,
+           "calibration table name '{}' is not usable as an HDF5 name", name);
   CalibrationGroup target = open_calibration_group(file);
   const hid_t group = target.group.get();
   H5QuietErrors quiet;
-  if (h5_path_exists(group, collective)) {
-    SB_H5_CHECK(H5Ldelete(group, collective.c_str(), H5P_DEFAULT));
+  if (h5_path_exists(group, name)) {
+    SB_H5_CHECK(H5Ldelete(group, name.c_str(), H5P_DEFAULT));
   }
-  const H5Handle file_type = calibration_type(true);
-  const H5Handle memory_type = calibration_type(false);
-  const hsize_t length = records.size(), unlimited = H5S_UNLIMITED;
+  const hsize_t length = count, unlimited = H5S_UNLIMITED;
   H5Handle space{SB_H5_CHECK(H5Screate_simple(1, &length, &unlimited)), H5Sclose};
   H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose};
   SB_H5_CHECK(H5Pset_chunk(creation.get(), 1, &kRowsPerChunk));
-  H5Handle table{SB_H5_CHECK(H5Dcreate2(group, collective.c_str(), file_type.get(),
-                                        space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT)),
+  H5Handle table{SB_H5_CHECK(H5Dcreate2(group, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                                        creation.get(), H5P_DEFAULT)),
                  H5Dclose};
-  if (!records.empty()) {
-    SB_H5_CHECK(H5Dwrite(table.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                         records.data()));
+  if (count > 0) {
+    SB_H5_CHECK(H5Dwrite(table.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, records));
   }
   SB_H5_CHECK(H5Fflush(target.file.get(), H5F_SCOPE_GLOBAL));
 }

@@ -1,6 +1,8 @@
 """Reads the tables of `scalebench calibrate` the way users' scripts do (h5py, pandas) and
 checks the contract: /calibration/<collective> with the schema's columns, one row per size and
-path, positive bandwidths. Usage: check_calibration_with_h5py.py FILE --ranks N --min-bytes A --max-bytes B"""
+path, positive bandwidths; with --gemm-sizes, /calibration/gemm: one row per precision and size,
+tflops = 2·m·n·k / time_s / 1e12.
+Usage: check_calibration_with_h5py.py FILE --ranks N --min-bytes A --max-bytes B [--gemm-sizes S...]"""
 import argparse
 import sys
 
@@ -8,6 +10,34 @@ import h5py
 import pandas as pd
 
 COLUMNS = ["size_bytes", "ranks", "path", "iterations", "time_s", "algbw_gbps", "busbw_gbps"]
+GEMM_COLUMNS = ["precision", "path", "m", "n", "k", "ranks", "threads", "iterations", "time_s", "tflops"]
+
+
+def check_gemm(group, ranks, sizes):
+    """The /calibration/gemm contract; returns failure messages."""
+    if "gemm" not in group:
+        return ["/calibration/gemm is missing"]
+    table = group["gemm"]
+    names = list(table.dtype.names)
+    if names != GEMM_COLUMNS:
+        return [f"gemm: columns {names}, expected {GEMM_COLUMNS}"]
+    frame = pd.DataFrame(table[()])
+    for column in ("precision", "path"):
+        frame[column] = frame[column].str.decode("ascii")
+    failures = []
+    expected = [(p, s) for s in sizes for p in ("fp32", "bf16", "fp16")]
+    if list(zip(frame["precision"], frame["m"])) != expected:
+        failures.append(f"gemm: rows {list(zip(frame['precision'], frame['m']))}, expected {expected}")
+    if not ((frame["m"] == frame["n"]) & (frame["n"] == frame["k"])).all():
+        failures.append("gemm: sizes are not square")
+    if not ((frame["path"] == "cpu") & (frame["ranks"] == ranks) & (frame["threads"] >= 1)).all():
+        failures.append("gemm: path, ranks or threads wrong")
+    if not ((frame["time_s"] > 0) & (frame["iterations"] >= 1)).all():
+        failures.append("gemm: a time or iteration count is not positive")
+    tflops = 2.0 * frame["m"] * frame["n"] * frame["k"] / frame["time_s"] / 1e12
+    if not ((tflops - frame["tflops"]).abs() <= 1e-9 * tflops).all():
+        failures.append("gemm: tflops is not 2·m·n·k / time_s / 1e12")
+    return failures
 
 
 def expected_sizes(collective, ranks, min_bytes, max_bytes):
@@ -26,6 +56,7 @@ def main():
     parser.add_argument("--ranks", type=int, required=True)
     parser.add_argument("--min-bytes", type=int, default=4)
     parser.add_argument("--max-bytes", type=int, required=True)
+    parser.add_argument("--gemm-sizes", type=int, nargs="*", default=None)
     args = parser.parse_args()
     failures = []
     with h5py.File(args.file, "r") as f:
@@ -69,6 +100,8 @@ def main():
             algbw = frame["size_bytes"] / frame["time_s"] / 1e9
             if not ((algbw - frame["algbw_gbps"]).abs() <= 1e-9 * algbw).all():
                 failures.append(f"{collective}: algbw is not size/time")
+        if args.gemm_sizes is not None:
+            failures += check_gemm(group, args.ranks, args.gemm_sizes)
     for failure in failures:
         print("FAIL:", failure)
     print("ok" if not failures else f"{len(failures)} failure(s)")

@@ -1,0 +1,73 @@
+// Timing loop of the GEMM sweep: a probe call sets the iterations per round (about 50 ms), all
+// ranks start each round together, and the slowest rank's mean time per call counts.
+#include "cli/gemm_sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/memory.hpp"
+#include "kernels/storage_kernels.hpp"
+#include "parallel/mpi_check.hpp"
+
+namespace sb::cli {
+
+namespace {
+
+constexpr int kRounds = 3;
+constexpr double kTargetSecondsPerRound = 0.05;
+constexpr int kMaxIterations = 1000;
+
+// Mean seconds per call over `iterations` calls, the slowest rank's.
+template <class Call>
+double time_per_call(MPI_Comm comm, Call&& call, int iterations) {
+  SB_MPI_CHECK(MPI_Barrier(comm));
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iterations; ++i) call();
+  double seconds = (MPI_Wtime() - start) / iterations;
+  SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return seconds;
+}
+
+template <class S>
+S stored(float x);
+template <> float stored<float>(float x) { return x; }
+template <> bf16 stored<bf16>(float x) { return to_bf16(x); }
+template <> fp16 stored<fp16>(float x) { return to_fp16(x); }
+
+template <class S>
+io::GemmRow time_gemm(MPI_Comm comm, int threads, std::int64_t size) {
+  MemoryTracker tracker;
+  kernels::StorageKernels<S> k(kernels::Backend::cpu, tracker);
+  const std::int64_t m = size, n = size, depth = size;
+  std::vector<S> a(static_cast<std::size_t>(m * depth));      // inp (m, k)
+  std::vector<S> b(static_cast<std::size_t>(n * depth));      // weight (n, k)
+  std::vector<S> c(static_cast<std::size_t>(m * n));          // out (m, n)
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = stored<S>(static_cast<float>(static_cast<int>(i % 17) - 8) / 64);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = stored<S>(static_cast<float>(static_cast<int>(i % 13) - 6) / 64);
+  const auto call = [&] { k.matmul_forward(c.data(), a.data(), b.data(), nullptr, m, depth, n); };
+  call();  // warm-up: page-touches c and the widening scratch
+  const double probe = time_per_call(comm, call, 1);
+  const int iterations = static_cast<int>(std::clamp(std::ceil(kTargetSecondsPerRound / std::max(probe, 1e-9)), 1.0,
+                                                     double{kMaxIterations}));
+  double best = 1e300;
+  for (int round = 0; round < kRounds; ++round) best = std::min(best, time_per_call(comm, call, iterations));
+  int ranks = 1;
+  SB_MPI_CHECK(MPI_Comm_size(comm, &ranks));
+  return io::GemmRow{kernels::storage_name<S>(), "cpu", m, n, depth, ranks, threads, iterations, best,
+                     2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(depth) / best / 1e12};
+}
+
+}  // namespace
+
+std::vector<io::GemmRow> run_gemm_sweep(MPI_Comm comm, int threads, const std::vector<std::int64_t>& sizes) {
+  std::vector<io::GemmRow> rows;
+  for (const std::int64_t size : sizes) {
+    rows.push_back(time_gemm<float>(comm, threads, size));
+    rows.push_back(time_gemm<bf16>(comm, threads, size));
+    rows.push_back(time_gemm<fp16>(comm, threads, size));
+  }
+  return rows;
+}
+
+}  // namespace sb::cli
