@@ -8,7 +8,8 @@ Fails (exit 1) when a run that has one rank per core (ranks x threads <= the cor
 hosts) is off by more than --step-time-pct, or any run's memory category by more than
 --memory-pct. Oversubscribed runs are printed and marked, not held to the step-time bound:
 their ranks share cores the prediction gives them whole. Exit 2: a file without runs or a run
-without a stored prediction error.
+without a stored prediction error. A run whose site refused its configuration (a reason instead of
+a number, e.g. tp beyond a node) is listed with the reason, not compared.
 """
 import argparse
 import sys
@@ -31,11 +32,17 @@ def runs_of(path):
             if text(attrs.get("status", "")) != "ok":
                 yield {"file": path, "run": run_id, "status": text(attrs.get("status", "?"))}
                 continue
-            if "prediction" not in run or "error_step_time_pct" not in run["prediction"].attrs:
-                raise SystemExit(f"error: {path}: run {run_id} has no stored prediction error "
-                                 "(/runs/{run_id}/prediction.error_step_time_pct); was it trained by an "
-                                 "older scalebench?")
+            if "prediction" not in run:
+                raise SystemExit(f"error: {path}: run {run_id} has no /runs/{run_id}/prediction; was it "
+                                 "trained by an older scalebench?")
             p = run["prediction"].attrs
+            if not int(p.get("feasible", 1)):
+                yield {"file": path, "run": run_id, "status": "refused",
+                       "reason": text(p.get("reason", ""))}
+                continue
+            if "error_step_time_pct" not in p:
+                raise SystemExit(f"error: {path}: run {run_id} has no stored prediction error "
+                                 f"(/runs/{run_id}/prediction.error_step_time_pct)")
             context = run["context"].attrs
             ranks = int(attrs["world_size"])
             threads = int(context["threads"])
@@ -65,6 +72,9 @@ def main():
               + "".join(f" {c[:6] + ' %':>9s}" for c in CATEGORIES) + "  note")
     print(header)
     for r in rows:
+        if r["status"] == "refused":
+            print(f"{r['run']:40s} predicted infeasible on its site, not compared: {r['reason']}")
+            continue
         if r["status"] != "ok":
             print(f"{r['run']:40s} status {r['status']}: not compared")
             continue

@@ -82,26 +82,28 @@ const KernelTime* largest(const KernelProfile& profile, const std::string& kerne
                           int devices) {
   const KernelTime* best = nullptr;
   for (const KernelTime& t : profile.times())
-    if (t.kernel == kernel && t.precision == precision && t.devices == devices && (!best || t.size > best->size))
+    if (t.kernel == kernel && t.precision == precision && t.devices == devices && t.ranks == 1 &&
+        (!best || t.size > best->size))
       best = &t;
   return best;
 }
 
 }  // namespace
 
-int time_kernels_to_file(const std::string& csv, int threads, const std::vector<std::string>& precisions,
+int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
                          double seconds_per_call) {
   ParallelRuntime runtime(threads);
   KernelProfile profile;
   for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
     const std::vector<costmodel::KernelCall> calls = calls_to_calibrate(precision == "fp32" ? 4 : 2);
     std::size_t last_percent = 0;
-    for (KernelTime& t : time_kernel_calls(calls, precision, threads, seconds_per_call,
+    for (KernelTime& t : time_kernel_calls(calls, precision, threads, ranks, seconds_per_call,
                                            [&](std::size_t done, std::size_t total) {
                                              const std::size_t percent = 100 * done / total;
                                              if (percent >= last_percent + 25 || done == total) {
-                                               std::printf("calibrate: %s on %d thread(s): %zu of %zu kernel calls\n",
-                                                           precision.c_str(), threads, done, total);
+                                               std::printf("calibrate: %s on %d thread(s), %d rank(s) at once: %zu of %zu "
+                                                           "kernel timings (3 rounds)\n",
+                                                           precision.c_str(), threads, ranks, done, total);
                                                std::fflush(stdout);
                                                last_percent = percent;
                                              }
@@ -140,19 +142,42 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     }
   } cleanup{scratch};
 
-  // ---- kernels: one process per thread count, placed as a one-rank run places its threads ----
-  prepare_mpirun_environment(1);
+  // ---- kernels: one process per thread count, placed as a one-rank run places its threads;
+  // then, where a node holds several ranks of t threads, that many processes at once, placed
+  // as a multi-rank run places them, their tables averaged ----
   KernelProfile profile;
-  for (int t : threads) {
-    const fs::path csv = scratch / fmt::format("kernels-{}.csv", t);
+  const auto command = [&](const fs::path& csv, int t, int ranks) {
     std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
-                                     std::to_string(t), "--seconds-per-call",
-                                     fmt::format("{}", options.seconds_per_call)};
+                                     std::to_string(t), "--ranks-on-node", std::to_string(ranks),
+                                     "--seconds-per-call", fmt::format("{}", options.seconds_per_call)};
     for (const std::string& p : options.precisions) args.insert(args.end(), {"--precision", p});
-    const int code = spawn_and_wait(args);
-    SB_USER_CHECK(code == 0, "calibrate: timing the kernels on {} thread(s) failed (exit {})", t, code);
-    const KernelProfile part = KernelProfile::load(csv);
-    for (const KernelTime& time : part.times()) profile.add(time);
+    return args;
+  };
+  for (int t : threads) {
+    const int node_ranks = base.devices_per_node / t;
+    std::vector<int> rank_counts = {1};
+    if (node_ranks > 1) rank_counts.push_back(node_ranks);
+    for (int ranks : rank_counts) {
+      prepare_mpirun_environment(ranks);
+      std::vector<std::vector<std::string>> commands;
+      std::vector<fs::path> tables;
+      for (int r = 0; r < ranks; ++r) {
+        tables.push_back(scratch / fmt::format("kernels-{}x{}-{}.csv", t, ranks, r));
+        commands.push_back(command(tables.back(), t, ranks));
+      }
+      const std::vector<int> codes = spawn_all_and_wait(commands);
+      for (int code : codes)
+        SB_USER_CHECK(code == 0, "calibrate: timing the kernels on {} thread(s), {} rank(s) at once, failed (exit {})",
+                      t, ranks, code);
+      std::vector<KernelProfile> parts;
+      for (const fs::path& table : tables) parts.push_back(KernelProfile::load(table));
+      for (std::size_t i = 0; i < parts[0].times().size(); ++i) {
+        KernelTime mean = parts[0].times()[i];
+        for (std::size_t r = 1; r < parts.size(); ++r) mean.seconds += parts[r].times()[i].seconds;
+        mean.seconds /= static_cast<double>(parts.size());
+        profile.add(std::move(mean));
+      }
+    }
   }
 
   // ---- the link between two ranks of a node -------------------------------------------------
@@ -196,7 +221,8 @@ int calibrate_site(const SiteCalibrationOptions& options) {
       "calibrated:\n"
       "  date: \"{}\"\n"
       "  command: \"scalebench calibrate --site {} --out {}\"\n"
-      "  # seconds per call of the trainer's kernels, per precision and threads (a rank's cores)\n"
+      "  # seconds per call of the trainer's kernels, per precision, threads (a rank's cores) and\n"
+      "  # ranks timed at once on the node\n"
       "  kernel_times: {}\n",
       options.base, options.out, metrics::utc_now_iso8601(), profile.times().size(), threads.size(),
       metrics::utc_now_iso8601(), options.base, options.out, table.filename().string());

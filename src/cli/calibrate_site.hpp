@@ -1,6 +1,7 @@
 // `scalebench calibrate --site BASE --out SITE.yaml`: fit a CPU site profile on this machine.
 // Times the trainer's kernels in one child process per thread count (Kokkos starts once per
-// process), measures the link between two ranks with the ping-pong sweep under mpirun, and
+// process), alone and, where a node holds several ranks of that many threads, in that many
+// processes at once (the cores they share slow them, as in a data-parallel run), measures the link between two ranks with the ping-pong sweep under mpirun, and
 // writes SITE.yaml (BASE's text with a new `calibrated:` section) beside SITE.kernels.csv.
 // Leaves out GPU sites (the trainer does not train on GPUs yet) and the collective sweep
 // itself (command_calibrate.cpp).
@@ -22,8 +23,8 @@ struct SiteCalibrationOptions {
 int calibrate_site(const SiteCalibrationOptions& options);
 
 // The child's part: time every call of kernel_benchmark.hpp in this process with `threads`
-// threads and write the CSV table.
-int time_kernels_to_file(const std::string& csv, int threads, const std::vector<std::string>& precisions,
+// threads and write the CSV table; `ranks`: how many such processes run at once on the node.
+int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
                          double seconds_per_call);
 
 }  // namespace sb::cli

@@ -13,17 +13,42 @@ extern char** environ;
 
 namespace sb::cli {
 
-int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice) {
+namespace {
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& advice) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
   const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
   SB_USER_CHECK(err == 0, "cannot start '{}': {}{}", args[0], std::strerror(err), advice.empty() ? "" : "; " + advice);
+  return pid;
+}
+
+int wait_for(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice) {
+  return wait_for(spawn(args, advice));
+}
+
+std::vector<int> spawn_all_and_wait(const std::vector<std::vector<std::string>>& commands, const std::string& advice) {
+  std::vector<pid_t> pids;
+  try {
+    for (const auto& args : commands) pids.push_back(spawn(args, advice));
+  } catch (...) {
+    for (pid_t pid : pids) wait_for(pid);  // the started ones end on their own; reap them
+    throw;
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) codes.push_back(wait_for(pid));
+  return codes;
 }
 
 }  // namespace sb::cli

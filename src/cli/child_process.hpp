@@ -13,4 +13,9 @@ namespace sb::cli {
 // cannot start.
 int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice = "");
 
+// Several programs started at once (each as spawn_and_wait starts one), all waited for: their
+// exit statuses in order.
+std::vector<int> spawn_all_and_wait(const std::vector<std::vector<std::string>>& commands,
+                                    const std::string& advice = "");
+
 }  // namespace sb::cli

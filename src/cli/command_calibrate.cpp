@@ -48,7 +48,7 @@ struct CalibrateOptions {
   std::string out;
   SiteCalibrationOptions site;
   std::string kernel_times;  // the child's mode: time the kernels into this CSV
-  int threads = 1;
+  int ranks_on_node = 1;     // the child's mode: how many children time at once
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
@@ -329,11 +329,14 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                   "default fp32, bf16, fp16)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--seconds-per-call", options->site.seconds_per_call,
-                  "timing budget per kernel call (default 0.02; the median of at least 3 calls counts)")
+                  "timing budget per kernel call (default 0.02, over three rounds; the median round counts)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kernel-times", options->kernel_times,
                   "time the trainer's kernels in this process (--threads N, one value) into this CSV file; what "
                   "--out SITE.yaml runs once per thread count");
+  cmd->add_option("--ranks-on-node", options->ranks_on_node,
+                  "with --kernel-times: how many such processes time at once on this node (recorded in the table)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--min-bytes", options->min_bytes, "smallest message size (default 4; accepts 4KiB, 1MiB)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--max-bytes", options->max_bytes, "largest message size (default 256MiB)")
@@ -353,7 +356,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                     options->site.threads.size());
       const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
       SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
-      return time_kernels_to_file(options->kernel_times, threads, options->site.precisions,
+      return time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
                                   options->site.seconds_per_call);
     }
     SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "

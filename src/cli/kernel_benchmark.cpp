@@ -231,37 +231,51 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   return {};
 }
 
-double median_seconds(const std::function<void()>& run, double seconds_per_call) {
+// Mean seconds of calls of `run` after one warm-up: at least two, more while under `budget`.
+double mean_seconds(const std::function<void()>& run, double budget) {
   using clock = std::chrono::steady_clock;
-  run();  // warm-up: first touch of the buffers, thread start
+  run();  // warm-up: the buffers back in cache, threads awake
   Kokkos::fence();
-  std::vector<double> times;
-  double total = 0;
-  while (times.size() < 3 || (total < seconds_per_call && times.size() < 200)) {
-    const auto start = clock::now();
+  const auto start = clock::now();
+  int calls = 0;
+  double elapsed = 0;
+  while (calls < 2 || (elapsed < budget && calls < 200)) {
     run();
     Kokkos::fence();
-    const double s = std::chrono::duration<double>(clock::now() - start).count();
-    times.push_back(s);
-    total += s;
+    ++calls;
+    elapsed = std::chrono::duration<double>(clock::now() - start).count();
   }
-  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
-  return times[times.size() / 2];
+  return elapsed / calls;
 }
+
+// Every call is timed in kRounds rounds over the whole list, and its median round counts: a
+// slow spell of the machine (a neighbour, a clock change) lands on one round of a few calls,
+// not on every repetition of one call.
+constexpr int kRounds = 3;
 
 template <class S>
 std::vector<KernelTime> time_all(const std::vector<KernelCall>& calls, const std::string& precision, int devices,
-                                 double seconds_per_call, const std::function<void(std::size_t, std::size_t)>& progress) {
+                                 int ranks, double seconds_per_call, const std::function<void(std::size_t, std::size_t)>& progress) {
   MemoryTracker tracker;
   kernels::StorageKernels<S> k(kernels::Backend::cpu, tracker);
   std::mt19937 rng(1);
-  std::vector<KernelTime> times;
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const KernelCall& call = calls[i];
+  std::vector<KernelCall> timed;
+  std::vector<std::function<void()>> runs;
+  for (const KernelCall& call : calls) {
     if (call.kernel == "narrow" && std::is_same_v<S, float>) continue;
-    const std::function<void()> run = prepare<S>(k, call, tracker, rng);
-    times.push_back({call.kernel, precision, devices, call.shape, call.size, median_seconds(run, seconds_per_call)});
-    if (progress) progress(i + 1, calls.size());
+    timed.push_back(call);
+    runs.push_back(prepare<S>(k, call, tracker, rng));
+  }
+  std::vector<std::vector<double>> rounds(timed.size());
+  for (int round = 0; round < kRounds; ++round)
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      rounds[i].push_back(mean_seconds(runs[i], seconds_per_call / kRounds));
+      if (progress) progress(static_cast<std::size_t>(round) * timed.size() + i + 1, kRounds * timed.size());
+    }
+  std::vector<KernelTime> times;
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    std::sort(rounds[i].begin(), rounds[i].end());
+    times.push_back({timed[i].kernel, precision, devices, ranks, timed[i].shape, timed[i].size, rounds[i][kRounds / 2]});
   }
   return times;
 }
@@ -302,11 +316,11 @@ std::vector<KernelCall> calls_to_calibrate(int element_bytes) {
 }
 
 std::vector<KernelTime> time_kernel_calls(const std::vector<KernelCall>& calls, const std::string& precision,
-                                          int devices, double seconds_per_call,
+                                          int devices, int ranks, double seconds_per_call,
                                           const std::function<void(std::size_t, std::size_t)>& progress) {
-  if (precision == "fp32") return time_all<float>(calls, precision, devices, seconds_per_call, progress);
-  if (precision == "bf16") return time_all<bf16>(calls, precision, devices, seconds_per_call, progress);
-  if (precision == "fp16") return time_all<fp16>(calls, precision, devices, seconds_per_call, progress);
+  if (precision == "fp32") return time_all<float>(calls, precision, devices, ranks, seconds_per_call, progress);
+  if (precision == "bf16") return time_all<bf16>(calls, precision, devices, ranks, seconds_per_call, progress);
+  if (precision == "fp16") return time_all<fp16>(calls, precision, devices, ranks, seconds_per_call, progress);
   SB_USER_CHECK(false, "calibrate: unknown precision '{}' (fp32, bf16, fp16)", precision);
   return {};
 }

@@ -20,11 +20,13 @@ namespace sb::cli {
 // 1e4..1e7 parameters; fills of 1 KiB..64 MiB.
 std::vector<costmodel::KernelCall> calls_to_calibrate(int element_bytes);
 
-// Seconds per call of each call in `precision` ("fp32", "bf16", "fp16"): the median of at
-// least three timed calls after one warm-up, more while under `seconds_per_call`.
-// `progress(done, total)` after each call.
+// Seconds per call of each call in `precision` ("fp32", "bf16", "fp16"): three rounds over the
+// list, each the mean of at least two calls after a warm-up within a third of
+// `seconds_per_call`; the median round counts. `ranks`: how many processes time the same list
+// at once on this node (recorded, see kernel_profile.hpp). `progress(done, total)` after each
+// timing.
 std::vector<costmodel::KernelTime> time_kernel_calls(const std::vector<costmodel::KernelCall>& calls,
-                                                     const std::string& precision, int devices,
+                                                     const std::string& precision, int devices, int ranks,
                                                      double seconds_per_call,
                                                      const std::function<void(std::size_t, std::size_t)>& progress);
 

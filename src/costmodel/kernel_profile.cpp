@@ -13,24 +13,26 @@
 namespace sb::costmodel {
 
 void KernelProfile::add(KernelTime time) {
-  SB_CHECK(time.seconds > 0 && time.size > 0 && time.devices >= 1, "kernel time {} {} {}: seconds {} size {}",
-           time.kernel, time.precision, time.devices, time.seconds, time.size);
+  SB_CHECK(time.seconds > 0 && time.size > 0 && time.devices >= 1 && time.ranks >= 1,
+           "kernel time {} {} {}x{}: seconds {} size {}", time.kernel, time.precision, time.devices, time.ranks,
+           time.seconds, time.size);
   times_.push_back(std::move(time));
   const KernelTime& t = times_.back();
-  std::vector<std::size_t>& rows = by_kernel_[{t.kernel, t.precision, t.devices}];
+  std::vector<std::size_t>& rows = by_kernel_[{t.kernel, t.precision, t.devices, t.ranks}];
   rows.push_back(times_.size() - 1);
   std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return times_[a].size < times_[b].size; });
 }
 
-bool KernelProfile::covers(const std::string& precision, int devices) const {
+bool KernelProfile::covers(const std::string& precision, int devices, int ranks) const {
   return std::any_of(by_kernel_.begin(), by_kernel_.end(), [&](const auto& entry) {
-    return std::get<1>(entry.first) == precision && std::get<2>(entry.first) == devices;
+    return std::get<1>(entry.first) == precision && std::get<2>(entry.first) == devices &&
+           std::get<3>(entry.first) == ranks;
   });
 }
 
 std::optional<double> KernelProfile::seconds(const KernelCall& call, const std::string& precision,
-                                             int devices) const {
-  const auto found = by_kernel_.find({call.kernel, precision, devices});
+                                             int devices, int ranks) const {
+  const auto found = by_kernel_.find({call.kernel, precision, devices, ranks});
   if (found == by_kernel_.end() || found->second.empty()) return std::nullopt;
   const std::vector<std::size_t>& rows = found->second;
   for (std::size_t i : rows)
@@ -63,7 +65,7 @@ KernelProfile KernelProfile::load(const std::filesystem::path& file) {
   KernelProfile profile;
   std::string line;
   int number = 0;
-  const std::string header = "kernel,precision,devices,shape,size,seconds";
+  const std::string header = "kernel,precision,devices,ranks,shape,size,seconds";
   while (std::getline(in, line)) {
     ++number;
     if (line.empty() || line[0] == '#') continue;
@@ -71,18 +73,21 @@ KernelProfile KernelProfile::load(const std::filesystem::path& file) {
     const std::vector<std::string> f = split(line, ',');
     KernelTime t;
     try {
-      SB_USER_CHECK(f.size() == 6, "6 fields");
+      SB_USER_CHECK(f.size() == 7, "7 fields");
       t.kernel = f[0];
       t.precision = f[1];
       t.devices = std::stoi(f[2]);
-      for (const std::string& n : split(f[3], 'x')) t.shape.push_back(std::stoll(n));
-      t.size = std::stod(f[4]);
-      t.seconds = std::stod(f[5]);
+      t.ranks = std::stoi(f[3]);
+      for (const std::string& n : split(f[4], 'x')) t.shape.push_back(std::stoll(n));
+      t.size = std::stod(f[5]);
+      t.seconds = std::stod(f[6]);
     } catch (const std::exception&) {
       SB_USER_CHECK(false, "{}:{}: expected '{}', got '{}'", file.string(), number, header, line);
     }
-    SB_USER_CHECK(!t.kernel.empty() && !t.shape.empty() && t.devices >= 1 && t.size > 0 && t.seconds > 0,
-                  "{}:{}: a kernel time needs a kernel, a shape, devices >= 1 and positive size and seconds, got '{}'",
+    SB_USER_CHECK(!t.kernel.empty() && !t.shape.empty() && t.devices >= 1 && t.ranks >= 1 && t.size > 0 &&
+                      t.seconds > 0,
+                  "{}:{}: a kernel time needs a kernel, a shape, devices and ranks >= 1 and positive size and seconds, "
+                  "got '{}'",
                   file.string(), number, line);
     profile.add(std::move(t));
   }
@@ -93,10 +98,10 @@ KernelProfile KernelProfile::load(const std::filesystem::path& file) {
 void KernelProfile::save(const std::filesystem::path& file) const {
   std::ofstream out(file);
   SB_USER_CHECK(out.good(), "cannot write the kernel-time table '{}'", file.string());
-  out << "kernel,precision,devices,shape,size,seconds\n";
+  out << "kernel,precision,devices,ranks,shape,size,seconds\n";
   for (const KernelTime& t : times_)
-    out << fmt::format("{},{},{},{},{:.6g},{:.6g}\n", t.kernel, t.precision, t.devices, fmt::join(t.shape, "x"),
-                       t.size, t.seconds);
+    out << fmt::format("{},{},{},{},{},{:.6g},{:.6g}\n", t.kernel, t.precision, t.devices, t.ranks,
+                       fmt::join(t.shape, "x"), t.size, t.seconds);
   SB_USER_CHECK(out.good(), "writing the kernel-time table '{}' failed", file.string());
 }
 

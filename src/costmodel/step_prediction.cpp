@@ -235,9 +235,9 @@ struct TimedStage {
 };
 std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>& stages, const ModelDescription& d,
                                                     const train::TrainConfig& c, const KernelProfile& times,
-                                                    int devices, Recompute recompute) {
+                                                    int devices, int ranks, Recompute recompute) {
   const std::string& precision = c.precision.dtype;
-  if (!times.covers(precision, devices) || recompute != Recompute::none) return std::nullopt;
+  if (!times.covers(precision, devices, ranks) || recompute != Recompute::none) return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
   const int element_bytes = static_cast<int>(d.element_bytes);
   std::vector<TimedStage> timed;
@@ -255,7 +255,7 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
       }
       for (const auto& [list, sum] : {std::pair{&calls.forward, &t.forward_s}, std::pair{&calls.backward, &t.backward_s}})
         for (const KernelCall& call : *list) {
-          const std::optional<double> seconds = times.seconds(call, precision, devices);
+          const std::optional<double> seconds = times.seconds(call, precision, devices, ranks);
           if (!seconds) return std::nullopt;
           *sum += *seconds;
         }
@@ -266,11 +266,12 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
 }
 
 std::optional<double> timed_optimizer_seconds(const train::TrainConfig& c, double parameters, double owned,
-                                              double element_bytes, const KernelProfile& times, int devices) {
+                                              double element_bytes, const KernelProfile& times, int devices,
+                                              int ranks) {
   double sum = 0;
   for (const KernelCall& call : optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
                                                        static_cast<i64>(owned), static_cast<int>(element_bytes))) {
-    const std::optional<double> seconds = times.seconds(call, c.precision.dtype, devices);
+    const std::optional<double> seconds = times.seconds(call, c.precision.dtype, devices, ranks);
     if (!seconds) return std::nullopt;
     sum += *seconds;
   }
@@ -398,9 +399,13 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   const double bucket_bytes = s.bucket_mb * 1024.0 * 1024.0;
   // a calibrated site times the trainer's kernel calls; otherwise FLOPs at the calibrated (or
   // datasheet) efficiency and memory traffic at the memory bandwidth
+  // (timed with as many ranks busy on the node as this run puts there, where calibrate did so)
   const int rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
+  int node_ranks = std::min(p.devices, std::max(1, site.devices_per_node / rank_devices));
+  if (site.kernel_times && !site.kernel_times->covers(c.precision.dtype, rank_devices, node_ranks)) node_ranks = 1;
   const std::optional<std::vector<TimedStage>> timed =
-      site.kernel_times ? timed_stages(stages, d, c, *site.kernel_times, rank_devices, recompute) : std::nullopt;
+      site.kernel_times ? timed_stages(stages, d, c, *site.kernel_times, rank_devices, node_ranks, recompute)
+                        : std::nullopt;
   p.kernel_timed = timed.has_value();
   StepSimulationInput sim_input;
   sim_input.schedule = train::pipeline_schedule_from_string(s.schedule);
@@ -438,7 +443,8 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
     if (timed) {
       const std::optional<double> optimizer =
-          timed_optimizer_seconds(c, st.parameters, owned, element_bytes, *site.kernel_times, rank_devices);
+          timed_optimizer_seconds(c, st.parameters, owned, element_bytes, *site.kernel_times, rank_devices,
+                                  node_ranks);
       if (optimizer) op.optimizer_s = *optimizer;
     }
     sim_input.stages.push_back(std::move(op));

@@ -89,9 +89,10 @@ TEST(KernelCalls, ResnetConvolutionsAreTheTrainersFlops) {
 
 TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
   KernelProfile p;
-  p.add({"gelu_forward", "fp32", 1, {1000}, 1000, 1e-6});
-  p.add({"gelu_forward", "fp32", 1, {100000}, 100000, 1e-3});
-  p.add({"gelu_forward", "fp32", 2, {1000}, 1000, 7e-7});
+  p.add({"gelu_forward", "fp32", 1, 1, {1000}, 1000, 1e-6});
+  p.add({"gelu_forward", "fp32", 1, 1, {100000}, 100000, 1e-3});
+  p.add({"gelu_forward", "fp32", 2, 1, {1000}, 1000, 7e-7});
+  p.add({"gelu_forward", "fp32", 1, 2, {1000}, 1000, 1.5e-6});  // two ranks busy on the node
   const auto at = [&](std::int64_t n, int devices = 1) {
     return p.seconds({"gelu_forward", {n}, static_cast<double>(n)}, "fp32", devices);
   };
@@ -103,17 +104,21 @@ TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
   EXPECT_FALSE(at(1000, 4).has_value());
   EXPECT_FALSE(p.seconds({"gelu_backward", {1000}, 1000}, "fp32", 1).has_value());
   EXPECT_TRUE(p.covers("fp32", 2));
+  EXPECT_DOUBLE_EQ(*p.seconds({"gelu_forward", {1000}, 1000}, "fp32", 1, 2), 1.5e-6);
+  EXPECT_TRUE(p.covers("fp32", 1, 2));
+  EXPECT_FALSE(p.covers("fp32", 2, 2));
   EXPECT_FALSE(p.covers("bf16", 1));
 
   const auto file = std::filesystem::temp_directory_path() / "sb_kernel_profile_test.csv";
   p.save(file);
   const KernelProfile back = KernelProfile::load(file);
-  ASSERT_EQ(back.times().size(), 3u);
+  ASSERT_EQ(back.times().size(), 4u);
+  EXPECT_EQ(back.times()[3].ranks, 2);
   EXPECT_EQ(back.times()[1].shape, (std::vector<std::int64_t>{100000}));
   EXPECT_DOUBLE_EQ(*back.seconds({"gelu_forward", {10000}, 10000}, "fp32", 1), *at(10000));
   {
     std::ofstream bad(file);
-    bad << "kernel,precision,devices,shape,size,seconds\ngelu_forward,fp32,one,1000,1000,1e-6\n";
+    bad << "kernel,precision,devices,ranks,shape,size,seconds\ngelu_forward,fp32,one,1,1000,1000,1e-6\n";
   }
   try {
     KernelProfile::load(file);
@@ -137,9 +142,9 @@ TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
     forward += times_called * k.forward.size();
     backward += times_called * k.backward.size();
     for (const auto* list : {&k.forward, &k.backward})
-      for (const KernelCall& c : *list) times->add({c.kernel, "fp32", 1, c.shape, c.size, 1e-3});
+      for (const KernelCall& c : *list) times->add({c.kernel, "fp32", 1, 1, c.shape, c.size, 1e-3});
   }
-  for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, {1000}, 1000, 1e-3});
+  for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, 1, {1000}, 1000, 1e-3});
   machine.kernel_times = times;
 
   train::TrainConfig c = gpt_case(1, 1, 1, 1, 1, 1, 16, 8, "fp32");
