@@ -16,6 +16,7 @@
 
 #include "cli/calibrate_site.hpp"
 #include "cli/commands.hpp"
+#include "cli/mpi_timing.hpp"
 #include "cli/gemm_sweep.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
@@ -75,18 +76,6 @@ struct Benchmark {
   // One call moves this many seconds' worth of one-way traffic per timed call (ping-pong: 2).
   int transfers_per_call = 1;
 };
-
-// Mean seconds per call over `iterations` calls after `warmups`, the slowest rank's.
-double time_per_call(MPI_Comm comm, const std::function<void()>& call, int warmups,
-                     int iterations) {
-  for (int i = 0; i < warmups; ++i) call();
-  SB_MPI_CHECK(MPI_Barrier(comm));
-  const double start = MPI_Wtime();
-  for (int i = 0; i < iterations; ++i) call();
-  double seconds = (MPI_Wtime() - start) / iterations;
-  SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return seconds;
-}
 
 std::string format_bytes(std::int64_t bytes) {
   if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return fmt::format("{} MiB", bytes >> 20);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "cli/mpi_timing.hpp"
 #include "core/memory.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "parallel/mpi_check.hpp"
@@ -17,17 +18,6 @@ namespace {
 constexpr int kRounds = 3;
 constexpr double kTargetSecondsPerRound = 0.05;
 constexpr int kMaxIterations = 1000;
-
-// Mean seconds per call over `iterations` calls, the slowest rank's.
-template <class Call>
-double time_per_call(MPI_Comm comm, Call&& call, int iterations) {
-  SB_MPI_CHECK(MPI_Barrier(comm));
-  const double start = MPI_Wtime();
-  for (int i = 0; i < iterations; ++i) call();
-  double seconds = (MPI_Wtime() - start) / iterations;
-  SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return seconds;
-}
 
 template <class S>
 S stored(float x);
@@ -47,11 +37,11 @@ io::GemmRow time_gemm(MPI_Comm comm, int threads, std::int64_t size) {
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = stored<S>(static_cast<float>(static_cast<int>(i % 13) - 6) / 64);
   const auto call = [&] { k.matmul_forward(c.data(), a.data(), b.data(), nullptr, m, depth, n); };
   call();  // warm-up: page-touches c and the widening scratch
-  const double probe = time_per_call(comm, call, 1);
+  const double probe = time_per_call(comm, call, 0, 1);
   const int iterations = static_cast<int>(std::clamp(std::ceil(kTargetSecondsPerRound / std::max(probe, 1e-9)), 1.0,
                                                      double{kMaxIterations}));
   double best = 1e300;
-  for (int round = 0; round < kRounds; ++round) best = std::min(best, time_per_call(comm, call, iterations));
+  for (int round = 0; round < kRounds; ++round) best = std::min(best, time_per_call(comm, call, 0, iterations));
   int ranks = 1;
   SB_MPI_CHECK(MPI_Comm_size(comm, &ranks));
   return io::GemmRow{kernels::storage_name<S>(), "cpu", m, n, depth, ranks, threads, iterations, best,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/h5_check.hpp"
+#include "io/h5_compound.hpp"
 #include "io/h5_objects.hpp"
 #include "io/results_file.hpp"
 
@@ -32,34 +33,16 @@ struct CalibrationRecord {
 
 // in_file: packed little-endian; otherwise native at CalibrationRecord's offsets.
 H5Handle calibration_type(bool in_file) {
-  H5Handle path_type{SB_H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose};
-  SB_H5_CHECK(H5Tset_size(path_type.get(), kPathBytes));
-  SB_H5_CHECK(H5Tset_strpad(path_type.get(), H5T_STR_NULLPAD));
-  const hid_t i64 = in_file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
-  const hid_t f64 = in_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE;
-  struct Member {
-    const char* name;
-    hid_t type;
-    std::size_t offset, bytes;
-  };
-  const Member members[] = {
-      {"size_bytes", i64, offsetof(CalibrationRecord, size_bytes), 8},
-      {"ranks", i64, offsetof(CalibrationRecord, ranks), 8},
-      {"path", path_type.get(), offsetof(CalibrationRecord, path), kPathBytes},
-      {"iterations", i64, offsetof(CalibrationRecord, iterations), 8},
-      {"time_s", f64, offsetof(CalibrationRecord, time_s), 8},
-      {"algbw_gbps", f64, offsetof(CalibrationRecord, algbw_gbps), 8},
-      {"busbw_gbps", f64, offsetof(CalibrationRecord, busbw_gbps), 8}};
-  std::size_t packed = 0;
-  for (const Member& member : members) packed += member.bytes;
-  H5Handle type{SB_H5_CHECK(H5Tcreate(H5T_COMPOUND, in_file ? packed : sizeof(CalibrationRecord))),
-                H5Tclose};
-  std::size_t offset = 0;
-  for (const Member& member : members) {
-    SB_H5_CHECK(H5Tinsert(type.get(), member.name, in_file ? offset : member.offset, member.type));
-    offset += member.bytes;
-  }
-  return type;
+  const H5Handle path = h5_fixed_string_type(kPathBytes);
+  const hid_t i64f = H5T_STD_I64LE, i64 = H5T_NATIVE_INT64, f64f = H5T_IEEE_F64LE, f64 = H5T_NATIVE_DOUBLE;
+  const H5Member members[] = {{"size_bytes", i64f, i64, offsetof(CalibrationRecord, size_bytes), 8},
+                              {"ranks", i64f, i64, offsetof(CalibrationRecord, ranks), 8},
+                              {"path", path.get(), path.get(), offsetof(CalibrationRecord, path), kPathBytes},
+                              {"iterations", i64f, i64, offsetof(CalibrationRecord, iterations), 8},
+                              {"time_s", f64f, f64, offsetof(CalibrationRecord, time_s), 8},
+                              {"algbw_gbps", f64f, f64, offsetof(CalibrationRecord, algbw_gbps), 8},
+                              {"busbw_gbps", f64f, f64, offsetof(CalibrationRecord, busbw_gbps), 8}};
+  return h5_compound_type(members, in_file, sizeof(CalibrationRecord));
 }
 
 // The file, created when missing, and its /calibration group.

@@ -9,6 +9,7 @@
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
 #include "io/h5_check.hpp"
+#include "io/h5_compound.hpp"
 
 namespace sb::io {
 
@@ -25,35 +26,19 @@ struct GemmRecord {
 
 // in_file: packed little-endian; otherwise native at GemmRecord's offsets.
 H5Handle gemm_type(bool in_file) {
-  H5Handle name_type{SB_H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose};
-  SB_H5_CHECK(H5Tset_size(name_type.get(), kNameBytes));
-  SB_H5_CHECK(H5Tset_strpad(name_type.get(), H5T_STR_NULLPAD));
-  const hid_t i64 = in_file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
-  const hid_t f64 = in_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE;
-  struct Member {
-    const char* name;
-    hid_t type;
-    std::size_t offset, bytes;
-  };
-  const Member members[] = {{"precision", name_type.get(), offsetof(GemmRecord, precision), kNameBytes},
-                            {"path", name_type.get(), offsetof(GemmRecord, path), kNameBytes},
-                            {"m", i64, offsetof(GemmRecord, m), 8},
-                            {"n", i64, offsetof(GemmRecord, n), 8},
-                            {"k", i64, offsetof(GemmRecord, k), 8},
-                            {"ranks", i64, offsetof(GemmRecord, ranks), 8},
-                            {"threads", i64, offsetof(GemmRecord, threads), 8},
-                            {"iterations", i64, offsetof(GemmRecord, iterations), 8},
-                            {"time_s", f64, offsetof(GemmRecord, time_s), 8},
-                            {"tflops", f64, offsetof(GemmRecord, tflops), 8}};
-  std::size_t packed = 0;
-  for (const Member& member : members) packed += member.bytes;
-  H5Handle type{SB_H5_CHECK(H5Tcreate(H5T_COMPOUND, in_file ? packed : sizeof(GemmRecord))), H5Tclose};
-  std::size_t offset = 0;
-  for (const Member& member : members) {
-    SB_H5_CHECK(H5Tinsert(type.get(), member.name, in_file ? offset : member.offset, member.type));
-    offset += member.bytes;
-  }
-  return type;
+  const H5Handle name = h5_fixed_string_type(kNameBytes);
+  const hid_t i64f = H5T_STD_I64LE, i64 = H5T_NATIVE_INT64, f64f = H5T_IEEE_F64LE, f64 = H5T_NATIVE_DOUBLE;
+  const H5Member members[] = {{"precision", name.get(), name.get(), offsetof(GemmRecord, precision), kNameBytes},
+                              {"path", name.get(), name.get(), offsetof(GemmRecord, path), kNameBytes},
+                              {"m", i64f, i64, offsetof(GemmRecord, m), 8},
+                              {"n", i64f, i64, offsetof(GemmRecord, n), 8},
+                              {"k", i64f, i64, offsetof(GemmRecord, k), 8},
+                              {"ranks", i64f, i64, offsetof(GemmRecord, ranks), 8},
+                              {"threads", i64f, i64, offsetof(GemmRecord, threads), 8},
+                              {"iterations", i64f, i64, offsetof(GemmRecord, iterations), 8},
+                              {"time_s", f64f, f64, offsetof(GemmRecord, time_s), 8},
+                              {"tflops", f64f, f64, offsetof(GemmRecord, tflops), 8}};
+  return h5_compound_type(members, in_file, sizeof(GemmRecord));
 }
 
 void copy_name(char (&field)[kNameBytes], const std::string& text, const char* what) {
