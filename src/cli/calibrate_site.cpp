@@ -21,7 +21,7 @@
 #include "core/check.hpp"
 #include "costmodel/kernel_profile.hpp"
 #include "costmodel/site_profile.hpp"
-#include "io/calibration_table.hpp"
+#include "io/results_reader.hpp"
 #include "metrics/run_context.hpp"
 #include "runtime/parallel_runtime.hpp"
 
@@ -55,11 +55,15 @@ struct LinkFit {
   std::string from;
 };
 
-// α/β of the ping-pong (our Communicator's path): one-way time = α + bytes / β.
-LinkFit fit_link(const std::vector<io::CalibrationRow>& rows) {
+// α/β of the ping-pong in `file` (our Communicator's path): one-way time = α + bytes / β.
+LinkFit fit_link(const fs::path& file) {
+  const std::string table = "/calibration/p2p";
+  const std::vector<double> sizes = io::read_column(file, table, "size_bytes");
+  const std::vector<double> seconds = io::read_column(file, table, "time_s");  // a round trip
+  const std::vector<std::string> paths = io::read_string_column(file, table, "path");
   std::vector<std::pair<double, double>> points;  // bytes, one-way seconds
-  for (const io::CalibrationRow& r : rows)
-    if (r.path == "scalebench") points.push_back({static_cast<double>(r.size_bytes), r.time_s / 2.0});
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (paths[i] == "scalebench") points.push_back({sizes[i], seconds[i] / 2.0});
   SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
   std::sort(points.begin(), points.end());
   LinkFit fit;
@@ -189,7 +193,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
                                      "p2p", "--max-bytes", "16MiB"},
                                     "calibrate measures the link with mpirun (Open MPI)");
     SB_USER_CHECK(code == 0, "calibrate: the ping-pong under mpirun failed (exit {})", code);
-    link = fit_link(io::read_calibration_table(h5, "p2p"));
+    link = fit_link(h5);
   }
 
   // ---- efficiencies for the FLOPs fallback ---------------------------------------------------
@@ -216,6 +220,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   std::stringstream text;
   text << in.rdbuf();
   std::string yaml = without_calibrated_section(text.str());
+  const std::string fitted_at = metrics::utc_now_iso8601();
   yaml += fmt::format(
       "# Fitted by `scalebench calibrate --site {} --out {}` on {} ({} kernel times on {} thread count(s)).\n"
       "calibrated:\n"
@@ -224,8 +229,8 @@ int calibrate_site(const SiteCalibrationOptions& options) {
       "  # seconds per call of the trainer's kernels, per precision, threads (a rank's cores) and\n"
       "  # ranks timed at once on the node\n"
       "  kernel_times: {}\n",
-      options.base, options.out, metrics::utc_now_iso8601(), profile.times().size(), threads.size(),
-      metrics::utc_now_iso8601(), options.base, options.out, table.filename().string());
+      options.base, options.out, fitted_at, profile.times().size(), threads.size(), fitted_at, options.base,
+      options.out, table.filename().string());
   if (!gemm.empty()) {
     yaml += "  # for predictions from FLOPs (calls not written down, recomputation)\n  gemm_efficiency:\n";
     for (const auto& [precision, line] : gemm) yaml += fmt::format("    {}: {}\n", precision, line);

@@ -19,8 +19,9 @@ void KernelProfile::add(KernelTime time) {
   times_.push_back(std::move(time));
   const KernelTime& t = times_.back();
   std::vector<std::size_t>& rows = by_kernel_[{t.kernel, t.precision, t.devices, t.ranks}];
-  rows.push_back(times_.size() - 1);
-  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return times_[a].size < times_[b].size; });
+  const auto after = std::upper_bound(rows.begin(), rows.end(), t.size,
+                                      [&](double size, std::size_t i) { return size < times_[i].size; });
+  rows.insert(after, times_.size() - 1);  // sorted by size, equal sizes in the order added
 }
 
 bool KernelProfile::covers(const std::string& precision, int devices, int ranks) const {

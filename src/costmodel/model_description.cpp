@@ -122,7 +122,9 @@ ModelDescription describe_resnet(const resnet::ResnetConfig& config, std::int64_
                      layer.in_size, layer.in_size, micro_batch, layer.out_channels, layer.out_size,
                      layer.out_size),
          layer.forward_flops(micro_batch), static_cast<double>(layer.parameter_count()),
-         0.0, out * element_bytes});
+         0.0, out * element_bytes,
+         // running mean and variance: as many as a BatchNorm's weight and bias
+         layer.kind == resnet::LayerKind::batchnorm2d ? static_cast<double>(layer.parameter_count()) : 0.0});
   }
   fill_weight_bytes(d);
   return d;

@@ -24,6 +24,7 @@ struct LayerCost {
   double parameters = 0;        // elements
   double weight_bytes = 0;      // parameters × the description's element bytes
   double activation_bytes = 0;  // kept for the backward, one micro-batch, no parallelism
+  double buffers = 0;           // fp32 model state beside the parameters (BatchNorm running mean, variance)
 };
 
 struct UnitCost {

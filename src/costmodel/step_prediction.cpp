@@ -203,10 +203,7 @@ std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDes
     st.forward_flops = forward;
     st.forward_elementwise_bytes = st.elementwise_bytes / 3.0;
     for (std::size_t u = st.unit_begin; u < st.unit_end; ++u)
-      for (const LayerCost& layer : d.units[u].layers)
-        if (layer.name.ends_with(".bn") || layer.name.ends_with(".bn1") || layer.name.ends_with(".bn2") ||
-            layer.name.ends_with(".bn3"))
-          st.buffer_bytes += layer.parameters * 4.0;  // running mean and variance, fp32, as many as weight and bias
+      for (const LayerCost& layer : d.units[u].layers) st.buffer_bytes += layer.buffers * 4.0;  // fp32
     if (resnet_kernel_calls_known(d.resnet)) {
       // the trainer's layout (models/resnet/resnet.hpp): one slot's tensors in the storage type,
       // fp32 statistics, the labels; the shortcut scratch once

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cstddef>
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -105,27 +104,6 @@ void write_calibration_records(const std::filesystem::path& file, const std::str
     SB_H5_CHECK(H5Dwrite(table.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, records));
   }
   SB_H5_CHECK(H5Fflush(target.file.get(), H5F_SCOPE_GLOBAL));
-}
-
-std::vector<CalibrationRow> read_calibration_table(const std::filesystem::path& file, const std::string& collective) {
-  SB_USER_CHECK(std::filesystem::exists(file), "calibration file '{}' does not exist", file.string());
-  H5Handle handle = open_existing_results_file(file, H5F_ACC_RDONLY);
-  H5QuietErrors quiet;
-  const std::string path = "calibration/" + collective;
-  SB_USER_CHECK(h5_path_exists(handle.get(), "calibration") && h5_path_exists(handle.get(), path),
-                "{} holds no table /{}", file.string(), path);
-  H5Handle table{SB_H5_CHECK(H5Dopen2(handle.get(), path.c_str(), H5P_DEFAULT)), H5Dclose};
-  H5Handle space{SB_H5_CHECK(H5Dget_space(table.get())), H5Sclose};
-  const hssize_t length = H5Sget_simple_extent_npoints(space.get());
-  std::vector<CalibrationRecord> records(static_cast<std::size_t>(std::max<hssize_t>(length, 0)));
-  const H5Handle memory_type = calibration_type(false);
-  if (!records.empty())
-    SB_H5_CHECK(H5Dread(table.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, records.data()));
-  std::vector<CalibrationRow> rows;
-  for (const CalibrationRecord& r : records)
-    rows.push_back({r.size_bytes, r.ranks, std::string(r.path, strnlen(r.path, kPathBytes)), r.iterations, r.time_s,
-                    r.algbw_gbps, r.busbw_gbps});
-  return rows;
 }
 
 }  // namespace sb::io

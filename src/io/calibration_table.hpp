@@ -38,10 +38,6 @@ void write_calibration_records(const std::filesystem::path& file, const std::str
 void write_calibration_table(const std::filesystem::path& file, const std::string& collective,
                              std::span<const CalibrationRow> rows);
 
-// The table /calibration/<collective> of a result file, in file order. UserError naming the
-// file when it or the table is missing.
-std::vector<CalibrationRow> read_calibration_table(const std::filesystem::path& file, const std::string& collective);
-
 // Sets attributes of /calibration (what the sweep ran on: metrics::collect_run_context plus
 // the sweep's own settings), creating the file and group when missing.
 void write_calibration_context(const std::filesystem::path& file, const Attributes& attributes);

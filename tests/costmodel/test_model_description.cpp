@@ -75,6 +75,12 @@ TEST(ModelDescription, Resnet50MatchesTorchvision) {
   // each layer keeps its output: the stem conv's is 64 × 112 × 112 per image
   EXPECT_EQ(d.units[0].layers[0].name, "stem.conv");
   EXPECT_DOUBLE_EQ(d.units[0].layers[0].activation_bytes, 32.0 * 64 * 112 * 112 * 2);
+  // BatchNorm running mean and variance: 2 × (64 + 1408 + 3584 + 10240 + 11264) channels (stem;
+  // per stage blocks × (w + w + 4w) + the downsample's 4w), torchvision's running_* buffers
+  double buffers = 0;
+  for (const UnitCost& u : d.units)
+    for (const LayerCost& l : u.layers) buffers += l.buffers;
+  EXPECT_EQ(buffers, 53120.0);
 }
 
 }  // namespace
