@@ -34,6 +34,9 @@ target_link_libraries(sb_kernels_cuda PUBLIC CUDA::cudart_static CUDA::cublas CU
 set_target_properties(sb_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
   CUDA_SEPARABLE_COMPILATION OFF)
 
+# Tracked buffers on the GPU (src/core/device_memory.cpp) allocate through the runtime.
+target_link_libraries(sb_core PUBLIC CUDA::cudart_static)
+target_compile_definitions(sb_core PRIVATE SB_HAVE_CUDA)
 # sb_core again after the CUDA library: static archives resolve left to right.
 target_link_libraries(sb_kernels PUBLIC sb_kernels_cuda sb_core)
 target_compile_definitions(sb_kernels PRIVATE SB_HAVE_CUDA)

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/device_memory.hpp"
 #include "core/rng.hpp"
 
 namespace sb::gpt {
@@ -173,6 +174,7 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
       shard_(resolve_gpt_partition(config, partition)),
       tp_(std::move(partition.tp)),
       backend_(backend),
+      device_(kernels::memory_device(backend)),
       k_(backend, tracker),
       max_batch_(batch),
       max_seq_len_(seq_len),
@@ -189,26 +191,29 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
              gpt_parameter_count(config_));
   }
 
+  SB_USER_CHECK(device_ == Device::cpu || (shard_.whole() && shard_.tp_size == 1),
+                "gpt '{}': the cuda back-end runs the whole model on one rank (tensor and pipeline "
+                "parallelism on GPUs need the NCCL communicator, not built yet)", config_.name);
   constexpr bool mixed = !std::is_same_v<S, float>;
   const i64 slots = shard_.activation_slots;
   const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
-                                 mixed ? "gpt 16-bit params" : "gpt params");
+                                 mixed ? "gpt 16-bit params" : "gpt params", device_);
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
     master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
-                                   "gpt fp32 master params");
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "gpt grads");
+                                   "gpt fp32 master params", device_);
+  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "gpt grads", device_);
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,
-                               "gpt activations");
+                               "gpt activations", device_);
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
                                  slots * 2 * batch * seq_len * static_cast<i64>(sizeof(std::int32_t)),
-                                 "gpt tokens, targets");
+                                 "gpt tokens, targets", device_);
   acts_grads_memory_ =
       TrackedBuffer(tracker, MemoryCategory::workspace,
-                    gpt_shard_activation_gradient_bytes<S>(shard_, batch, seq_len), "gpt activation grads");
+                    gpt_shard_activation_gradient_bytes<S>(shard_, batch, seq_len), "gpt activation grads", device_);
   if (mixed && shard_.tp_size > 1)
     tp_widened_memory_ = TrackedBuffer(tracker, MemoryCategory::comm, kFloat * batch * seq_len * config_.channels,
-                                       "gpt tp all-reduce in fp32");
+                                       "gpt tp all-reduce in fp32", device_);
   point_parameter_views(params_, params_memory_.as<S>(), config_, shard_);
   if constexpr (mixed)
     point_parameter_views(master_, master_memory_.as<float>(), config_, shard_);
@@ -232,8 +237,10 @@ void GptModelT<S>::init_weights(std::uint64_t seed) {
   const bool whole = shard_.whole() && shard_.layer_begin == 0 && shard_.L == config_.layers;
   for (int k = 0; k < kParameterTensorCount; ++k) {
     const ParameterSpec& spec = specs[static_cast<std::size_t>(k)];
-    float* p = *members[static_cast<std::size_t>(k)];
+    float* target = *members[static_cast<std::size_t>(k)];
     const i64 n = shapes[static_cast<std::size_t>(k)].numel();
+    if (device_ != Device::cpu) host_staging_.resize(static_cast<std::size_t>(n));
+    float* p = device_ == Device::cpu ? target : host_staging_.data();  // filled on the host
     const CounterRng rng(seed, static_cast<std::uint64_t>(k));
     const GptShard& shard = shard_;
     switch (spec.init) {
@@ -247,6 +254,7 @@ void GptModelT<S>::init_weights(std::uint64_t seed) {
         }
         break;
     }
+    copy_device_bytes(target, device_, p, Device::cpu, static_cast<std::size_t>(n) * sizeof(float));
   }
   sync_storage_parameters();
 }
@@ -309,8 +317,9 @@ float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, co
     SB_CHECK(!read_targets || (targets[i] >= 0 && targets[i] < V),
              "gpt forward: target {} at {} outside [0, {})", targets[i], i, V);
   }
-  if (s.embedding) std::copy(tokens, tokens + BT, slot.tokens);
-  if (read_targets) std::copy(targets, targets + BT, slot.targets);
+  const std::size_t token_bytes = static_cast<std::size_t>(BT) * sizeof(std::int32_t);
+  if (s.embedding) copy_device_bytes(slot.tokens, device_, tokens, Device::cpu, token_bytes);
+  if (read_targets) copy_device_bytes(slot.targets, device_, targets, Device::cpu, token_bytes);
   slot.B = B;
   slot.T = T;
   slot.forwarded = true;
@@ -322,7 +331,7 @@ float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, co
   const bool tp = s.tp_size > 1;
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
   if (!s.embedding) {
-    std::copy(input, input + BT * C, a.encoded);
+    copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
   } else if (!tp) {
     k_.embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
   } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
@@ -398,8 +407,14 @@ float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, co
     k_.crossentropy_shard_finish(a.losses, a.probs, a.logits, row_max, sumexp, target_logit,
                                   BT, Vr);
   }
+  const float* losses = a.losses;  // (B, T), read on the host
+  if (device_ != Device::cpu) {
+    host_staging_.resize(static_cast<std::size_t>(BT));
+    copy_device_bytes(host_staging_.data(), Device::cpu, a.losses, device_, static_cast<std::size_t>(BT) * sizeof(float));
+    losses = host_staging_.data();
+  }
   double sum = 0.0;
-  for (i64 i = 0; i < BT; ++i) sum += a.losses[i];
+  for (i64 i = 0; i < BT; ++i) sum += losses[i];
   return static_cast<float>(sum / static_cast<double>(BT));
 }
 
@@ -428,7 +443,7 @@ std::span<float> GptModelT<S>::tied_embedding_gradient() {
 
 template <class S>
 void GptModelT<S>::zero_grad() {
-  std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
+  zero_device_bytes(device_, grads_memory_.data(), static_cast<std::size_t>(grads_memory_.bytes()));
 }
 
 template <class S>
@@ -451,8 +466,9 @@ void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
   const i64 used = point_views(d, acts_grads_memory_.as<std::byte>(), s, B, T);
   const std::byte* scratch_end = acts_grads_memory_.as<std::byte>() + used;
   const float* grads_base = grads_memory_.as<float>();
-  const auto zero = [](void* begin, const void* end) {  // whole views, any types, in storage order
-    std::memset(begin, 0, static_cast<std::size_t>(static_cast<const std::byte*>(end) - static_cast<std::byte*>(begin)));
+  const auto zero = [this](void* begin, const void* end) {  // whole views, any types, in storage order
+    zero_device_bytes(device_, begin,
+                      static_cast<std::size_t>(static_cast<const std::byte*>(end) - static_cast<std::byte*>(begin)));
   };
   const auto ready = [&](const float* grad, i64 count) {
     if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
@@ -460,7 +476,8 @@ void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
 
   zero(d.dlosses, d.dresidual_in);
   if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
-    std::fill(d.dlosses, d.dlosses + BT, static_cast<float>(loss_scale_ / static_cast<double>(BT)));
+    host_staging_.assign(static_cast<std::size_t>(BT), static_cast<float>(loss_scale_ / static_cast<double>(BT)));
+    copy_device_bytes(d.dlosses, device_, host_staging_.data(), Device::cpu, static_cast<std::size_t>(BT) * sizeof(float));
     if (!tp) {
       k_.crossentropy_backward(d.dlogits, a.probs, slot.targets, d.dlosses, BT, Vr);
     } else {
@@ -475,7 +492,7 @@ void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
     ready(g.lnfb, C);
     if (!s.embedding) ready(g.wte, Vr * C);  // the head's copy of the tied weight is final
   } else {
-    std::copy(doutput, doutput + BT * C, d.dresidual_out);
+    copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
   }
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input

@@ -3,7 +3,8 @@
 // model-parallel GPT: a pipeline stage (blocks [begin, end), with or without embedding and
 // head, several micro-batches' activations alive at once) and/or a Megatron tensor-parallel
 // shard. Leaves out sampling, mixed precision, communication (tp collectives are hooks) and the
-// pipeline schedule. Under mixed precision (GptModelT<bf16>, GptModelT<fp16>) the weights the
+// pipeline schedule. On the cuda back-end every allocation lives on the GPU (tokens and targets
+// are passed from the host and copied); it runs the whole model on one rank in fp32. Under mixed precision (GptModelT<bf16>, GptModelT<fp16>) the weights the
 // kernels read, the activations and their gradients are 16-bit (kernels/storage_kernels.hpp); the
 // fp32 master weights (what optimizers update), the parameter gradients, LayerNorm statistics
 // and the losses stay float.
@@ -167,7 +168,7 @@ class GptModelT {
   // parameter gradients then carry this factor until the optimizer divides it out.
   void set_loss_scale(double scale) { loss_scale_ = scale; }
 
-  // tokens, targets (B, T) in [0, V); B <= batch, T <= seq_len. Returns the mean
+  // tokens, targets (B, T) in [0, V), host memory; B <= batch, T <= seq_len. Returns the mean
   // cross-entropy, or NaN when targets is nullptr (logits only, no backward possible).
   // Equals forward_stage(0, tokens, nullptr, targets, B, T) on the whole model.
   float forward(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t B,
@@ -218,6 +219,8 @@ class GptModelT {
   std::int64_t slot_activation_bytes() const;
   // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
   const S* logits() const { return slots_.front().acts.logits; }
+  // Every pointer and span below is in the backend's memory (device() of it: the GPU on cuda).
+  Device device() const { return device_; }
   // The weights the kernels read (16-bit under mixed precision; parameters_flat() holds the fp32
   // master weights, the same memory in fp32) and the parameter gradients (always fp32).
   const ParameterTensorsT<S>& params() const { return params_; }
@@ -250,6 +253,7 @@ class GptModelT {
   GptShard shard_;
   TensorParallelGroup tp_;
   kernels::Backend backend_;
+  Device device_;  // where every buffer below lives: the backend's memory
   kernels::StorageKernels<S> k_;
   std::int64_t max_batch_, max_seq_len_, parameter_count_;
   double loss_scale_ = 1.0;
@@ -267,6 +271,7 @@ class GptModelT {
   std::vector<Slot> slots_;
   ActivationGradientsT<S> acts_grads_{};
   const S* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
+  std::vector<float> host_staging_;     // device runs: losses read back, dlosses and weights staged
   GradientReadyCallback gradient_ready_;
 };
 

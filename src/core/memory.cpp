@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/device_memory.hpp"
 
 namespace sb {
 
@@ -39,15 +40,10 @@ void MemoryTracker::release(MemoryCategory category, std::int64_t bytes) {
 }
 
 TrackedBuffer::TrackedBuffer(MemoryTracker& tracker, MemoryCategory category, std::int64_t bytes,
-                             std::string label)
-    : tracker_(&tracker), category_(category), bytes_(bytes), label_(std::move(label)) {
+                             std::string label, Device device)
+    : tracker_(&tracker), category_(category), bytes_(bytes), label_(std::move(label)), device_(device) {
   SB_CHECK(bytes >= 0, "negative allocation of {} bytes for {}", bytes, label_);
-  if (bytes > 0) {
-    const std::size_t rounded = (static_cast<std::size_t>(bytes) + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded);
-    SB_CHECK(data_ != nullptr, "out of host memory allocating {} bytes for {}", bytes, label_);
-    std::memset(data_, 0, rounded);
-  }
+  data_ = allocate_device_bytes(device_, static_cast<std::size_t>(bytes), label_.c_str());
   tracker_->charge(category_, bytes_);
 }
 
@@ -56,7 +52,8 @@ TrackedBuffer::TrackedBuffer(TrackedBuffer&& other) noexcept
       category_(other.category_),
       data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)),
-      label_(std::move(other.label_)) {}
+      label_(std::move(other.label_)),
+      device_(other.device_) {}
 
 TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& other) noexcept {
   if (this != &other) {
@@ -66,6 +63,7 @@ TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     label_ = std::move(other.label_);
+    device_ = other.device_;
   }
   return *this;
 }
@@ -74,7 +72,7 @@ TrackedBuffer::~TrackedBuffer() { free_now(); }
 
 void TrackedBuffer::free_now() {
   if (tracker_) tracker_->release(category_, bytes_);
-  std::free(data_);
+  free_device_bytes(device_, data_);
   data_ = nullptr;
   tracker_ = nullptr;
   bytes_ = 0;

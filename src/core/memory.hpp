@@ -1,6 +1,7 @@
 // Tracked allocations: every byte scalebench allocates for training is charged to one
-// category, so memory per category is measured, not estimated. Leaves out device memory
-// pools (the CUDA back-end charges its own allocations through the same tracker).
+// category, so memory per category is measured, not estimated. A buffer lives on the host
+// or on the GPU (core/device_memory.hpp); the tracker counts both alike, per process. Leaves
+// out device memory pools and the CUDA kernels' own scratch.
 #pragma once
 
 #include <array>
@@ -8,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "core/tensor.hpp"
 
 namespace sb {
 
@@ -34,13 +37,13 @@ class MemoryTracker {
   MemoryUsage usage_;
 };
 
-// An owned, 64-byte aligned, zero-initialised host allocation charged to a tracker for its
-// lifetime. Move-only.
+// An owned, zero-initialised allocation on `device` (host: 64-byte aligned; cuda: cudaMalloc's
+// 256) charged to a tracker for its lifetime. Move-only.
 class TrackedBuffer {
  public:
   TrackedBuffer() = default;
   TrackedBuffer(MemoryTracker& tracker, MemoryCategory category, std::int64_t bytes,
-                std::string label);
+                std::string label, Device device = Device::cpu);
   TrackedBuffer(TrackedBuffer&& other) noexcept;
   TrackedBuffer& operator=(TrackedBuffer&& other) noexcept;
   TrackedBuffer(const TrackedBuffer&) = delete;
@@ -52,6 +55,7 @@ class TrackedBuffer {
   T* as() const { return static_cast<T*>(data_); }
   std::int64_t bytes() const { return bytes_; }
   const std::string& label() const { return label_; }
+  Device device() const { return device_; }
 
  private:
   void free_now();
@@ -60,6 +64,7 @@ class TrackedBuffer {
   void* data_ = nullptr;
   std::int64_t bytes_ = 0;
   std::string label_;
+  Device device_ = Device::cpu;
 };
 
 // Peak resident set size of this process (VmHWM), in bytes.

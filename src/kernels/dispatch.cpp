@@ -1,5 +1,6 @@
 // Runtime selection of a kernel backend.
 #include "core/check.hpp"
+#include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
 
 namespace sb::kernels {
@@ -19,6 +20,8 @@ Backend parse_backend(std::string_view name) {
   if (name == "cuda") return Backend::cuda;
   throw UserError(fmt::format("unknown kernel backend '{}' (known: reference, cpu, cuda)", name));
 }
+
+Device memory_device(Backend backend) { return backend == Backend::cuda ? Device::cuda : Device::cpu; }
 
 const KernelTable& kernels_for(Backend backend) {
 #define SB_REFERENCE_ENTRY(name, DECLARE) &reference::name<float>,

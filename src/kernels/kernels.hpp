@@ -14,6 +14,7 @@
 namespace sb {
 struct bf16;  // precision/bf16.hpp
 struct fp16;  // precision/fp16.hpp
+enum class Device : int;  // core/tensor.hpp
 }  // namespace sb
 
 namespace sb::kernels {
@@ -279,6 +280,8 @@ enum class Backend : int { reference, cpu, cuda };
 std::string_view to_string(Backend backend);
 // "reference" | "cpu" | "cuda"; throws UserError on anything else.
 Backend parse_backend(std::string_view name);
+// Where a backend's kernels read and write: host memory (reference, cpu) or the GPU (cuda).
+Device memory_device(Backend backend);
 
 // One function pointer per kernel, float precision, then the conversion kernels; initialised
 // in that order: {SB_FOR_EACH_KERNEL(...) SB_FOR_EACH_CONVERSION_KERNEL(...)}.

@@ -17,7 +17,7 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
       kernels_(&kernels::kernels_for(backend)),
       numel_(checked_total_numel(slices_, "adamw")),
       state_(tracker, MemoryCategory::optimizer, 2 * numel_ * static_cast<std::int64_t>(sizeof(float)),
-             "adamw m,v") {
+             "adamw m,v", kernels::memory_device(backend)) {
   SB_USER_CHECK(config_.lr >= 0, "adamw: lr must be non-negative, got {}", config_.lr);
   SB_USER_CHECK(config_.beta1 >= 0 && config_.beta1 < 1, "adamw: beta1 must be in [0, 1), got {}",
                 config_.beta1);

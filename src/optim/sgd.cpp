@@ -17,7 +17,7 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
       kernels_(&kernels::kernels_for(backend)),
       numel_(checked_total_numel(slices_, "sgd")),
       state_(tracker, MemoryCategory::optimizer, numel_ * static_cast<std::int64_t>(sizeof(float)),
-             "sgd momentum") {
+             "sgd momentum", kernels::memory_device(backend)) {
   SB_USER_CHECK(config_.lr >= 0, "sgd: lr must be non-negative, got {}", config_.lr);
   SB_USER_CHECK(config_.momentum >= 0 && config_.momentum < 1,
                 "sgd: momentum must be in [0, 1), got {}", config_.momentum);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Runs every CUDA test and the GEMM benchmark on a GPU node in one go and writes a summary.
+# Runs every CUDA test and benchmark (GEMMs, a GPT training step) on a GPU node in one go and
+# writes a summary.
 # Builds first (needs the full toolchain: MPI, HDF5, Kokkos, GoogleTest, Benchmark), or with
 # --bundle runs the binaries scripts/gpu_bundle.sh packed (needs only the NVIDIA driver and
 # the CUDA 13 libraries). Without a GPU every test skips and the script still exits 0.
 # Leaves out multi-GPU (NCCL) checks. Finishes in well under 8 minutes (time limits below).
 #
 #   bash tests/gpu/run_all.sh --out DIR [--bundle DIR] [--quick]
-# DIR receives at most 8 files: summary.txt, run_all.log, test_cuda_kernels.txt/.xml,
-# bench_cuda_gemm.txt/.json, gemm_summary.txt, and sanitizer.txt after a failed test.
+# DIR receives at most 8 files: summary.txt, run_all.log (with the benchmarks' output),
+# test_cuda_kernels.txt, test_cuda_gpt_training.txt, bench_cuda_gemm.json,
+# bench_cuda_gpt_step.json, and sanitizer.txt after a failed test.
 # Exit status: 0 when everything that ran passed (or skipped), 1 on a failed test or
 # benchmark, 2 on bad usage or a broken bundle.
 set -uo pipefail
@@ -29,13 +31,12 @@ summary=$out/summary.txt
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 started=$(date +%s)
-test_limit_s=150 sanitizer_limit_s=60 bench_limit_s=210  # with set-up, at most 7.5 minutes
+test_limit_s=120 sanitizer_limit_s=60 bench_limit_s=150 step_limit_s=60  # with set-up, at most 7.5 minutes
 
 # ---- the binaries ------------------------------------------------------------------------
 if [[ -n $bundle ]]; then
   bundle=$(cd "$bundle" 2>/dev/null && pwd) || { echo "run_all.sh: no bundle at $bundle" >&2; exit 2; }
-  bin_tests=$bundle/bin/test_cuda_kernels
-  bin_bench=$bundle/bin/bench_cuda_gemm
+  bin_dir=$bundle/bin
   # CUDA libraries: the toolkit's, else the ones PyTorch's nvidia-* wheels carry.
   cuda_dirs=""
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
@@ -52,7 +53,7 @@ if [[ -n $bundle ]]; then
   say "bundle: $bundle"
   [[ -f $bundle/MANIFEST.txt ]] && sed 's/^/  /' "$bundle/MANIFEST.txt" | tee -a "$log"
   say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  missing=$(ldd "$bin_tests" "$bin_bench" 2>&1 | grep -E 'not found|version .* not found' || true)
+  missing=$(ldd "$bin_dir"/* 2>&1 | grep -E 'not found|version .* not found' || true)
   if [[ -n $missing ]]; then
     { echo "run_all.sh: the bundle's binaries cannot find their libraries on this node:"; echo "$missing"; } | tee -a "$log" >"$summary"
     exit 2
@@ -63,13 +64,15 @@ else
   [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null && generator=(-G Ninja)
   say "building in $build"
   if ! { cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSB_ENABLE_CUDA=ON &&
-         cmake --build "$build" -j"$(nproc)" --target test_cuda_kernels test_cuda_dispatch bench_cuda_gemm; } >>"$log" 2>&1; then
+         cmake --build "$build" -j"$(nproc)" --target test_cuda_kernels test_cuda_gpt_training test_cuda_dispatch \
+           bench_cuda_gemm bench_cuda_gpt_step &&
+         mkdir -p "$build/gpu-bin" &&
+         ln -sf "$build"/tests/cuda/test_cuda_{kernels,gpt_training} "$build"/bench/bench_cuda_{gemm,gpt_step} "$build/gpu-bin/"; } >>"$log" 2>&1; then
     echo "run_all.sh: build failed; see $log" | tee -a "$log" >"$summary"
     tail -30 "$log" >>"$summary"
     exit 1
   fi
-  bin_tests=$build/tests/cuda/test_cuda_kernels
-  bin_bench=$build/bench/bench_cuda_gemm
+  bin_dir=$build/gpu-bin
 fi
 
 # ---- the device ----------------------------------------------------------------------------
@@ -80,61 +83,80 @@ fi
 say "gpu: $gpu"
 
 # ---- tests ---------------------------------------------------------------------------------
-say "running test_cuda_kernels (limit ${test_limit_s}s)"
-timeout "$test_limit_s" "$bin_tests" --gtest_output="xml:$out/test_cuda_kernels.xml" \
-  >"$out/test_cuda_kernels.txt" 2>&1
-test_status=$?
 # GoogleTest's closing lines: "[  PASSED  ] 3 tests.", "[  FAILED  ] 1 test, listed below:"...
-count_of() { grep -oP "^\\[  $1 *\\] \\K[0-9]+(?= tests?[.,])" "$out/test_cuda_kernels.txt" | tail -1; }
-passed=$(count_of PASSED) failed=$(count_of FAILED) skipped=$(count_of SKIPPED)
-passed=${passed:-0} failed=${failed:-0} skipped=${skipped:-0}
-skip_reason=$(grep -m1 -o 'no CUDA device visible' "$out/test_cuda_kernels.txt" || true)
-say "test_cuda_kernels: exit $test_status, $passed passed, $failed failed, $skipped skipped${skip_reason:+ ($skip_reason)}"
+count_of() { grep -oP "^\\[  $1 *\\] \\K[0-9]+(?= tests?[.,])" "$2" | tail -1; }
+test_status=0 first_failed="" test_lines=""
+for name in test_cuda_kernels test_cuda_gpt_training; do
+  say "running $name (limit ${test_limit_s}s)"
+  timeout "$test_limit_s" "$bin_dir/$name" >"$out/$name.txt" 2>&1
+  status=$?
+  ((status != 0)) && test_status=1
+  passed=$(count_of PASSED "$out/$name.txt") failed=$(count_of FAILED "$out/$name.txt")
+  skipped=$(count_of SKIPPED "$out/$name.txt")
+  skip_reason=$(grep -m1 -o 'no CUDA device visible' "$out/$name.txt" || true)
+  line="$name: exit $status, ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped${skip_reason:+ ($skip_reason)}"
+  ((status == 124)) && line+=" (stopped at the ${test_limit_s}s limit)"
+  say "$line"
+  test_lines+="$line"$'\n'
+  test_lines+=$(grep '^\[  FAILED  \] .*(.* ms)$' "$out/$name.txt" | sed 's/^/  /')
+  test_lines+=$(grep -B1 -A3 'Failure$' "$out/$name.txt" | head -40 | sed 's/^/  /')
+  if [[ -z $first_failed ]]; then
+    first=$(grep -m1 -oP '^\[  FAILED  \] \K\S+(?= \(\d+ ms\)$)' "$out/$name.txt" || true)
+    [[ -n $first ]] && first_failed="$name $first"
+  fi
+done
 if [[ -z $bundle ]]; then
   "$build/tests/cuda/test_cuda_dispatch" >>"$log" 2>&1 || test_status=1
 fi
 # A failed test may be a bad memory access that later tests inherit: memcheck the first one.
-first_failed=$(grep -m1 -oP '^\[  FAILED  \] \K\S+(?= \(\d+ ms\)$)' "$out/test_cuda_kernels.txt" || true)
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [[ -n $first_failed && -n $sanitizer ]]; then
   say "memcheck of $first_failed (limit ${sanitizer_limit_s}s)"
-  timeout "$sanitizer_limit_s" "$sanitizer" --tool memcheck "$bin_tests" --gtest_filter="$first_failed" \
-    >"$out/sanitizer.txt" 2>&1
+  timeout "$sanitizer_limit_s" "$sanitizer" --tool memcheck "$bin_dir/${first_failed%% *}" \
+    --gtest_filter="${first_failed#* }" >"$out/sanitizer.txt" 2>&1
   sanitizer_status=$?
   say "memcheck: exit $sanitizer_status ($(grep -m1 'ERROR SUMMARY' "$out/sanitizer.txt" || echo 'no summary'))"
 fi
 
-# ---- GEMM benchmark --------------------------------------------------------------------------
+# ---- benchmarks ------------------------------------------------------------------------------
 say "running bench_cuda_gemm $quick (limit ${bench_limit_s}s)"
-timeout "$bench_limit_s" "$bin_bench" $quick --summary "$out/gemm_summary.txt" \
-  --benchmark_out="$out/bench_cuda_gemm.json" --benchmark_out_format=json \
-  >"$out/bench_cuda_gemm.txt" 2>&1
+timeout "$bench_limit_s" "$bin_dir/bench_cuda_gemm" $quick --summary "$out/gemm_summary.tmp" \
+  --benchmark_out="$out/bench_cuda_gemm.json" --benchmark_out_format=json >>"$log" 2>&1
 bench_status=$?
 say "bench_cuda_gemm: exit $bench_status"
+say "running bench_cuda_gpt_step (limit ${step_limit_s}s)"
+timeout "$step_limit_s" "$bin_dir/bench_cuda_gpt_step" --summary "$out/gpt_step_summary.tmp" \
+  --benchmark_out="$out/bench_cuda_gpt_step.json" --benchmark_out_format=json >>"$log" 2>&1
+step_status=$?
+say "bench_cuda_gpt_step: exit $step_status"
+# The same step in PyTorch on the same GPU, side by side (where python3 has torch; informative).
+peer_script=$(dirname "${BASH_SOURCE[0]}")/torch_gpt2_step.py
+if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
+  say "running torch_gpt2_step.py (limit ${step_limit_s}s)"
+  timeout "$step_limit_s" python3 "$peer_script" >"$out/gpt_peer.tmp" 2>>"$log"
+  say "torch_gpt2_step.py: exit $?"
+fi
 
 # ---- summary --------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 status=0
-((test_status != 0 || bench_status != 0)) && status=1
+((test_status != 0 || bench_status != 0 || step_status != 0)) && status=1
 {
   echo "scalebench GPU checks: $( ((status == 0)) && echo OK || echo FAILED ) in ${elapsed}s on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "gpu: $gpu"
   echo "binaries: ${bundle:-built in $build}"
   [[ -n $bundle && -f $bundle/MANIFEST.txt ]] && grep -E '^(git|built|nvcc|cuda arch)' "$bundle/MANIFEST.txt"
   echo
-  echo "test_cuda_kernels: exit $test_status; $passed passed, $failed failed, $skipped skipped${skip_reason:+ ($skip_reason)}"
-  grep '^\[  FAILED  \] .*(.* ms)$' "$out/test_cuda_kernels.txt" | sed 's/^/  /'
-  grep -B1 -A3 'Failure$' "$out/test_cuda_kernels.txt" | head -60 | sed 's/^/  /'
-  ((test_status == 124)) && echo "  (stopped at the ${test_limit_s}s limit)"
+  echo "$test_lines"
   [[ -f $out/sanitizer.txt ]] && echo "  memcheck of $first_failed: $(grep -m1 'ERROR SUMMARY' "$out/sanitizer.txt" || echo 'no summary') (sanitizer.txt)"
   echo
-  echo "bench_cuda_gemm: exit $bench_status"
-  ((bench_status == 124)) && echo "  (stopped at the ${bench_limit_s}s limit)"
-  if [[ -s $out/gemm_summary.txt ]]; then
-    cat "$out/gemm_summary.txt"
-  else
-    tail -20 "$out/bench_cuda_gemm.txt"
-  fi
+  for bench in gemm gpt_step; do
+    echo "bench_cuda_$bench: exit $( [[ $bench == gemm ]] && echo $bench_status || echo $step_status )"
+    if [[ -s $out/${bench}_summary.tmp ]]; then cat "$out/${bench}_summary.tmp"; else echo "  (no summary: see run_all.log)"; fi
+    echo
+  done
+  [[ -s $out/gpt_peer.tmp ]] && cat "$out/gpt_peer.tmp"
 } >"$summary"
+rm -f "$out"/*.tmp
 tee -a "$log" <"$summary"
 exit $status
