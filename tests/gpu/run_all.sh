@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every CUDA test and benchmark (GEMMs, a GPT training step) on a GPU node in one go and
+# Runs every CUDA test and benchmark (GEMMs, a GPT training step and its kernels) on a GPU node in one go and
 # writes a summary.
 # Builds first (needs the full toolchain: MPI, HDF5, Kokkos, GoogleTest, Benchmark), or with
 # --bundle runs the binaries scripts/gpu_bundle.sh packed (needs only the NVIDIA driver and
@@ -65,9 +65,9 @@ else
   say "building in $build"
   if ! { cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSB_ENABLE_CUDA=ON &&
          cmake --build "$build" -j"$(nproc)" --target test_cuda_kernels test_cuda_gpt_training test_cuda_dispatch \
-           bench_cuda_gemm bench_cuda_gpt_step &&
+           bench_cuda_gemm bench_cuda_gpt_step bench_cuda_gpt_kernels &&
          mkdir -p "$build/gpu-bin" &&
-         ln -sf "$build"/tests/cuda/test_cuda_{kernels,gpt_training} "$build"/bench/bench_cuda_{gemm,gpt_step} "$build/gpu-bin/"; } >>"$log" 2>&1; then
+         ln -sf "$build"/tests/cuda/test_cuda_{kernels,gpt_training} "$build"/bench/bench_cuda_{gemm,gpt_step,gpt_kernels} "$build/gpu-bin/"; } >>"$log" 2>&1; then
     echo "run_all.sh: build failed; see $log" | tee -a "$log" >"$summary"
     tail -30 "$log" >>"$summary"
     exit 1
@@ -129,6 +129,10 @@ timeout "$step_limit_s" "$bin_dir/bench_cuda_gpt_step" --summary "$out/gpt_step_
   --benchmark_out="$out/bench_cuda_gpt_step.json" --benchmark_out_format=json >>"$log" 2>&1
 step_status=$?
 say "bench_cuda_gpt_step: exit $step_status"
+say "running bench_cuda_gpt_kernels (limit ${step_limit_s}s)"
+timeout "$step_limit_s" "$bin_dir/bench_cuda_gpt_kernels" --summary "$out/gpt_kernels_summary.tmp" >>"$log" 2>&1
+kernels_status=$?
+say "bench_cuda_gpt_kernels: exit $kernels_status"
 # The same step in PyTorch on the same GPU, side by side (where python3 has torch; informative).
 peer_script=$(dirname "${BASH_SOURCE[0]}")/torch_gpt2_step.py
 if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
@@ -140,7 +144,7 @@ fi
 # ---- summary --------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 status=0
-((test_status != 0 || bench_status != 0 || step_status != 0)) && status=1
+((test_status != 0 || bench_status != 0 || step_status != 0 || kernels_status != 0)) && status=1
 {
   echo "scalebench GPU checks: $( ((status == 0)) && echo OK || echo FAILED ) in ${elapsed}s on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "gpu: $gpu"
@@ -150,8 +154,9 @@ status=0
   echo "$test_lines"
   [[ -f $out/sanitizer.txt ]] && echo "  memcheck of $first_failed: $(grep -m1 'ERROR SUMMARY' "$out/sanitizer.txt" || echo 'no summary') (sanitizer.txt)"
   echo
-  for bench in gemm gpt_step; do
-    echo "bench_cuda_$bench: exit $( [[ $bench == gemm ]] && echo $bench_status || echo $step_status )"
+  for bench in gemm gpt_step gpt_kernels; do
+    case $bench in gemm) bench_exit=$bench_status ;; gpt_step) bench_exit=$step_status ;; *) bench_exit=$kernels_status ;; esac
+    echo "bench_cuda_$bench: exit $bench_exit"
     if [[ -s $out/${bench}_summary.tmp ]]; then cat "$out/${bench}_summary.tmp"; else echo "  (no summary: see run_all.log)"; fi
     echo
   done
