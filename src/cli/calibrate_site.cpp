@@ -95,11 +95,11 @@ const KernelTime* largest(const KernelProfile& profile, const std::string& kerne
 }  // namespace
 
 int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call) {
+                         double seconds_per_call, std::int64_t max_batch) {
   ParallelRuntime runtime(threads);
   KernelProfile profile;
   for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
-    const std::vector<costmodel::KernelCall> calls = calls_to_calibrate(precision == "fp32" ? 4 : 2);
+    const std::vector<costmodel::KernelCall> calls = calls_to_calibrate(precision == "fp32" ? 4 : 2, max_batch);
     std::size_t last_percent = 0;
     for (KernelTime& t : time_kernel_calls(calls, precision, threads, ranks, seconds_per_call,
                                            [&](std::size_t done, std::size_t total) {
@@ -154,6 +154,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
                                      std::to_string(t), "--ranks-on-node", std::to_string(ranks),
                                      "--seconds-per-call", fmt::format("{}", options.seconds_per_call)};
+    if (options.max_batch > 0) args.insert(args.end(), {"--max-batch", std::to_string(options.max_batch)});
     for (const std::string& p : options.precisions) args.insert(args.end(), {"--precision", p});
     return args;
   };

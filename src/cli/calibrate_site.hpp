@@ -7,6 +7,7 @@
 // itself (command_calibrate.cpp).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct SiteCalibrationOptions {
   std::vector<int> threads;             // thread counts to time; empty: 1 and every core of a node
   std::vector<std::string> precisions;  // empty: fp32, bf16, fp16
   double seconds_per_call = 0.02;       // timing budget per kernel call
+  std::int64_t max_batch = 0;           // largest micro-batch timed (GPT sequences, ResNet images); 0: all
 };
 
 int calibrate_site(const SiteCalibrationOptions& options);
@@ -25,6 +27,6 @@ int calibrate_site(const SiteCalibrationOptions& options);
 // The child's part: time every call of kernel_benchmark.hpp in this process with `threads`
 // threads and write the CSV table; `ranks`: how many such processes run at once on the node.
 int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call);
+                         double seconds_per_call, std::int64_t max_batch);
 
 }  // namespace sb::cli

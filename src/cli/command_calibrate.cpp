@@ -320,6 +320,10 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--seconds-per-call", options->site.seconds_per_call,
                   "timing budget per kernel call (default 0.02, over three rounds; the median round counts)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch", options->site.max_batch,
+                  "largest micro-batch timed: GPT sequences (of 1 to 32) and ResNet images (of 4 to 128; the smallest "
+                  "always); larger ones are scaled from the largest timed (default: every size)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--kernel-times", options->kernel_times,
                   "time the trainer's kernels in this process (--threads N, one value) into this CSV file; what "
                   "--out SITE.yaml runs once per thread count");
@@ -346,7 +350,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
       const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
       SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
       return time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
-                                  options->site.seconds_per_call);
+                                  options->site.seconds_per_call, options->site.max_batch);
     }
     SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "
                   "(the collective sweep, under mpirun)");

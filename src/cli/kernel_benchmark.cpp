@@ -282,7 +282,8 @@ std::vector<KernelTime> time_all(const std::vector<KernelCall>& calls, const std
 
 }  // namespace
 
-std::vector<KernelCall> calls_to_calibrate(int element_bytes) {
+std::vector<KernelCall> calls_to_calibrate(int element_bytes, i64 max_batch) {
+  const auto timed = [max_batch](i64 batch) { return max_batch <= 0 || batch <= max_batch; };
   std::vector<KernelCall> calls;
   std::set<std::pair<std::string, std::vector<i64>>> seen;
   const auto add = [&](const std::vector<KernelCall>& list) {
@@ -294,6 +295,7 @@ std::vector<KernelCall> calls_to_calibrate(int element_bytes) {
     for (i64 tp : {1, 2, 4})
       for (i64 b : {1, 2, 4, 8, 16, 32})
         for (auto unit : {costmodel::GptUnitKind::embedding, costmodel::GptUnitKind::block, costmodel::GptUnitKind::head}) {
+          if (!timed(b)) continue;
           const costmodel::KernelCalls k = costmodel::gpt_unit_kernel_calls(g, unit, tp, b, g.max_seq_len, element_bytes);
           add(k.forward);
           add(k.backward);
@@ -302,7 +304,7 @@ std::vector<KernelCall> calls_to_calibrate(int element_bytes) {
   const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-mini");
   const std::size_t units = resnet::resnet_pipeline_units(r).size();
   for (i64 n : {4, 8, 16, 32, 64, 128})
-    for (std::size_t u = 0; u < units; ++u) {
+    for (std::size_t u = 0; u < units && (timed(n) || n == 4); ++u) {
       const costmodel::KernelCalls k = costmodel::resnet_unit_kernel_calls(r, u, n, element_bytes);
       add(k.forward);
       add(k.backward);

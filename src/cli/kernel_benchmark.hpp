@@ -17,8 +17,9 @@ namespace sb::cli {
 
 // The distinct calls to time for one precision (element bytes 4 or 2): gpt-nano and gpt-tiny at
 // micro-batches 1..32 and tp 1, 2, 4; resnet-mini at 4..128 images; the optimizer's calls at
-// 1e4..1e7 parameters; fills of 1 KiB..64 MiB.
-std::vector<costmodel::KernelCall> calls_to_calibrate(int element_bytes);
+// 1e4..1e7 parameters; fills of 1 KiB..64 MiB. max_batch > 0 leaves out GPT micro-batches and
+// ResNet image counts above it (ResNet keeps its smallest, 4).
+std::vector<costmodel::KernelCall> calls_to_calibrate(int element_bytes, std::int64_t max_batch = 0);
 
 // Seconds per call of each call in `precision` ("fp32", "bf16", "fp16"): three rounds over the
 // list, each the mean of at least two calls after a warm-up within a third of

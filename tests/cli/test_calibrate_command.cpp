@@ -25,7 +25,7 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   Scratch scratch;
   const auto site = scratch.path("here.yaml");
   const CommandResult r = scratch.run("calibrate --site this-machine --out " + site.string() +
-                                      " --precision fp32 --threads 1 --seconds-per-call 0.0005");
+                                      " --precision fp32 --threads 1 --seconds-per-call 0.0005 --max-batch 2");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
   const costmodel::SiteProfile fitted = costmodel::load_site_profile(site);
   const costmodel::SiteProfile base =
@@ -47,7 +47,7 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   const std::string text = read_text(site);
   EXPECT_NE(text.find("# Peak per core = clock"), std::string::npos);
   ASSERT_EQ(scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
-                        " --precision fp32 --threads 1 --seconds-per-call 0.0001").exit_code, 0);
+                        " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1").exit_code, 0);
   const std::string again = read_text(site);
   EXPECT_EQ(again.find("calibrated:"), again.rfind("calibrated:"));
 
