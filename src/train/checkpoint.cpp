@@ -163,6 +163,11 @@ void Checkpointer::save(std::int64_t steps_done) {
     io::write_checkpoint(path_, checkpoint);
   }
   world_.barrier();  // the checkpoint is on disk before any rank goes on (or exits)
+  used_ = true;
+}
+
+void Checkpointer::finish(std::int64_t steps_done) {
+  if (used_ && !due(steps_done)) save(steps_done);
 }
 
 std::int64_t Checkpointer::resume(std::int64_t total_steps) {
@@ -261,6 +266,7 @@ std::int64_t Checkpointer::resume(std::int64_t total_steps) {
     scaler->restore(std::get<double>(scale), integer("loss_scale_good_steps"), integer("skipped_steps"));
   }
   world_.barrier();
+  used_ = !explicit_file || from == path_;
   return steps_done;
 }
 

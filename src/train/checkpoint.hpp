@@ -61,6 +61,11 @@ class Checkpointer {
   // Collective: every rank's state gathered on world rank 0, which writes path() atomically.
   void save(std::int64_t steps_done);
 
+  // Collective, after the last step: when this run resumed from or wrote a checkpoint, brings
+  // it to the finished step (unless due() just did), so running the same command again starts
+  // afresh instead of resuming an old step.
+  void finish(std::int64_t steps_done);
+
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -71,6 +76,7 @@ class Checkpointer {
   parallel::ProcessGrid& grid_;
   TrainingTask& task_;
   DistributedStep& step_;
+  bool used_ = false;  // resumed from, or wrote, path() in this run
 };
 
 }  // namespace sb::train

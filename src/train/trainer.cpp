@@ -339,6 +339,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       if ((step + 1) % eval_every == 0 || step + 1 == steps) record_eval(step + 1);
     }
     progress.finish();
+    checkpointer.finish(steps);
 
     const std::vector<io::TimelineRow> timeline_rows = gather_timeline(*world, my_timeline);
     const std::vector<io::RankRow> ranks = rank_rows(timeline_rows, grid);

@@ -49,7 +49,7 @@ def train(name, ranks, signal_step=None):
     env.pop("SB_INJECT_FAILURE", None)
     if signal_step:
         env["SB_INJECT_FAILURE"] = f"0:{signal_step}:usr1"
-    sets = [f"steps={total}", f"strategy.dp={ranks}", "threads=1", "log_every=1000"] + a.set
+    sets = [f"steps={total}", f"strategy.dp={ranks}", "threads=1", "log_every=1000", f"checkpoint.every={a.n}"] + a.set
     cmd = ([a.mpiexec, "-np", str(ranks)] if ranks > 1 else []) + [
         a.scalebench, "train", "--config", a.config, "--out", os.path.join(a.work, name + ".h5")]
     for s in sets:
