@@ -79,13 +79,16 @@ def checkpoint(name):
     return f, ranks
 
 
-def flat_state(ranks):
-    """Parameters of dp rank 0 per (tp, pp), and each optimizer tensor laid over them."""
+def flat_state(ranks, per_rank):
+    """Parameters of dp rank 0 per (tp, pp), each optimizer tensor laid over them, and (per_rank)
+    every rank's BatchNorm running statistics."""
     out = {}
     for g in ranks.values():
         key = (int(g.attrs["tp_rank"]), int(g.attrs["pp_rank"]))
         if int(g.attrs["dp_rank"]) == 0:
             out[key + ("parameters",)] = g["parameters"][()]
+        if per_rank and len(g["untrained_state"]):
+            out[key + (f"running statistics of dp rank {int(g.attrs['dp_rank'])}",)] = g["untrained_state"][()]
     for g in ranks.values():
         key = (int(g.attrs["tp_rank"]), int(g.attrs["pp_rank"]))
         n = len(out[key + ("parameters",)])
@@ -151,7 +154,7 @@ ck, ranks = checkpoint("resumed")
 rck, ref_ranks = checkpoint("reference")
 if int(ck.attrs["step"]) != a.n or int(rck.attrs["step"]) != a.n:
     problems.append(f"final checkpoints hold steps {int(ck.attrs['step'])} and {int(rck.attrs['step'])}, not {a.n}")
-mine, theirs = flat_state(ranks), flat_state(ref_ranks)
+mine, theirs = flat_state(ranks, same_layout), flat_state(ref_ranks, same_layout)
 if sorted(mine) != sorted(theirs):
     problems.append(f"the checkpoints hold different tensors: {sorted(mine)} vs {sorted(theirs)}")
 for key in sorted(set(mine) & set(theirs)):
