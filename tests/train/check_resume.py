@@ -172,6 +172,17 @@ if int(ck.attrs["optimizer_step"]) != int(rck.attrs["optimizer_step"]):
     problems.append("optimizer step counts differ")
 ck.close()
 rck.close()
+
+# a checkpoint of another configuration is refused with one sentence, before any training
+if a.ranks == 1:
+    cmd = [a.scalebench, "train", "--config", a.config, "--out", os.path.join(a.work, "resumed.h5")]
+    for s in [f"steps={total + 5}", "threads=1", f"checkpoint.every={a.n}", "seed=12345"] + a.set:
+        cmd += ["--set", s]
+    job = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print(f"another seed: exit {job.returncode}: {job.stderr.strip()}")
+    if job.returncode != 2 or "is of another run (seed 1 there, 12345 in" not in job.stderr:
+        problems.append(f"a checkpoint of seed 1 was not refused for seed 12345 (exit {job.returncode})")
+
 if problems:
     sys.exit("FAIL: " + "; ".join(problems))
 print("PASS")
