@@ -136,6 +136,10 @@ if list(steps["step"]) != list(range(a.k + 1, a.n + 1)):
 expected_status = "interrupted" if a.stop_at_end else "ok"
 if text(run.attrs["status"]) != expected_status:
     problems.append(f"the resumed run's status is {text(run.attrs['status'])}: {text(run.attrs['error'])}")
+scales, ref_scales = list(steps["loss_scale"]), list(ref_steps["loss_scale"][a.k:a.n])
+if scales != ref_scales:
+    problems.append(f"loss scales of steps {a.k + 1}..{a.n}: {scales}, the reference's {ref_scales}")
+print(f"loss scales of steps {a.k + 1}..{a.n}: {scales}")
 loss, ref_loss = steps["loss"][-1], ref_steps["loss"][a.n - 1]
 same_layout = resume_ranks == a.ranks
 print(f"step {a.n} loss: reference {ref_loss!r}, resumed {loss!r}")
