@@ -12,8 +12,8 @@ re-sharded, and the weights agree with R's up to reduction order.
 --stop-at-end: both R and the resumed run are stopped by SIGUSR1 at step n of a longer run (the
 checkpoint is what is compared; skips the end-of-run evaluation, for ResNet's 10,000 test images).
 
-Usage: check_resume.py SCALEBENCH MPIEXEC CONFIG WORKDIR --ranks R [--resume-ranks R2] --n N --k K
-       [--stop-at-end] [--set key=value]...
+Usage: check_resume.py SCALEBENCH MPIEXEC CONFIG WORKDIR --ranks DP [--resume-ranks DP2]
+       [--model-parallel TPxPP] --n N --k K [--stop-at-end] [--set key=value]...
 """
 import argparse
 import glob
@@ -32,6 +32,7 @@ p.add_argument("config")
 p.add_argument("work")
 p.add_argument("--ranks", type=int, default=1)
 p.add_argument("--resume-ranks", type=int, default=0)
+p.add_argument("--model-parallel", type=int, default=1, help="tp x pp ranks per replica (set tp/pp with --set)")
 p.add_argument("--n", type=int, required=True)
 p.add_argument("--k", type=int, required=True)
 p.add_argument("--stop-at-end", action="store_true")
@@ -50,7 +51,8 @@ def train(name, ranks, signal_step=None):
     if signal_step:
         env["SB_INJECT_FAILURE"] = f"0:{signal_step}:usr1"
     sets = [f"steps={total}", f"strategy.dp={ranks}", "threads=1", "log_every=1000", f"checkpoint.every={a.n}"] + a.set
-    cmd = ([a.mpiexec, "-np", str(ranks)] if ranks > 1 else []) + [
+    world = ranks * a.model_parallel
+    cmd = ([a.mpiexec, "-np", str(world)] if world > 1 else []) + [
         a.scalebench, "train", "--config", a.config, "--out", os.path.join(a.work, name + ".h5")]
     for s in sets:
         cmd += ["--set", s]
@@ -117,8 +119,8 @@ f.close()
 ck, ranks = checkpoint("resumed")
 if int(ck.attrs["step"]) != a.k:
     problems.append(f"the interruption's checkpoint holds step {int(ck.attrs['step'])}, not {a.k}")
-if len(ranks) != a.ranks:
-    problems.append(f"the checkpoint holds {len(ranks)} ranks, not {a.ranks}")
+if len(ranks) != a.ranks * a.model_parallel:
+    problems.append(f"the checkpoint holds {len(ranks)} ranks, not {a.ranks * a.model_parallel}")
 ck.close()
 
 # the same command again: resumes automatically from the checkpoint beside the result file
@@ -178,7 +180,7 @@ ck.close()
 rck.close()
 
 # a checkpoint of another configuration is refused with one sentence, before any training
-if a.ranks == 1:
+if a.ranks * a.model_parallel == 1:
     cmd = [a.scalebench, "train", "--config", a.config, "--out", os.path.join(a.work, "resumed.h5")]
     for s in [f"steps={total + 5}", "threads=1", f"checkpoint.every={a.n}", "seed=12345"] + a.set:
         cmd += ["--set", s]
