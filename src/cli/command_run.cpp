@@ -18,6 +18,7 @@
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
+#include "train/checkpoint.hpp"
 #include "train/suite.hpp"
 
 
@@ -107,7 +108,11 @@ std::function<int()> add_run_command(CLI::App& app) {
       const int code = spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
                                        "--config", config_path.string(), "--out", result_path.string(),
                                        "--run-id", c.id});
-      if (code != 0) {
+      if (code == train::kRequeueExitStatus) {
+        ++failures;  // stopped by a signal after its checkpoint: the file says interrupted and why
+        std::fprintf(stderr, "scalebench: case '%s' interrupted (exit %d); running the suite again resumes it\n",
+                     c.id.c_str(), code);
+      } else if (code != 0) {
         ++failures;
         std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
         // A rank killed outright leaves the file readable but "interrupted": say what happened.

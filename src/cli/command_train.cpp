@@ -1,15 +1,19 @@
-// `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID]`: one case inside the
+// `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID] [--checkpoint F] [--resume F]`:
+// one case inside the
 // current MPI world (what `run` and job scripts launch through mpirun/srun), stored with the cost
 // model's prediction of it on the case's site.
 #include <mpi.h>
 
+#include <csignal>
 #include <filesystem>
+#include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
+#include "train/checkpoint.hpp"
 #include "train/config.hpp"
 #include "train/trainer.hpp"
 
@@ -18,7 +22,7 @@ namespace sb::cli {
 namespace {
 
 struct TrainOptions {
-  std::string config, out, run_id, trace;
+  std::string config, out, run_id, trace, checkpoint, resume;
   std::vector<std::string> overrides;
   bool append = false;
 };
@@ -35,9 +39,14 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
   cmd->add_flag("--append", options->append, "add the run to an existing scalebench result file");
   cmd->add_option("--trace", options->trace,
                   "write every rank's timeline as a Chrome trace (JSON; open in ui.perfetto.dev)");
+  cmd->add_option("--checkpoint", options->checkpoint,
+                  "checkpoint file (default checkpoint.path, or <out>.<run id>.ckpt.h5); resumed from when it exists");
+  cmd->add_option("--resume", options->resume, "resume from this checkpoint file (it must exist)");
   return [options, &argc, &argv]() {
     // Validate the config and the output location before MPI or any data is touched.
-    const train::TrainConfig config = train::load_train_config(options->config, options->overrides);
+    train::TrainConfig config = train::load_train_config(options->config, options->overrides);
+    if (!options->checkpoint.empty()) config.checkpoint.path = options->checkpoint;
+    config.checkpoint.resume_from = options->resume;
     const std::filesystem::path out(options->out);
     const auto parent = out.parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent),
@@ -52,8 +61,16 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;
     parallel::install_termination_handler();
+    parallel::defer_termination_signal(SIGUSR1);  // the trainer checkpoints at its next step boundary
     try {
       train::run_training(config, out, run_id, options->append, trace, &prediction);
+    } catch (const train::TrainingInterrupted& e) {
+      // every rank stopped at the same step with the checkpoint on disk: a clean exit that asks
+      // the job script to requeue
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0) std::cerr << "scalebench: " << e.what() << "\n";
+      return train::kRequeueExitStatus;
     } catch (const std::exception& e) {
       // Alone, the error travels up to main. With other ranks, they may be waiting in a
       // collective for this one: rank 0 has recorded the failure; end the job, never hang it.

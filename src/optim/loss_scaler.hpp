@@ -26,6 +26,14 @@ class LossScaler {
   // After a step: overflowed = its gradients were not finite (the step was skipped).
   void update(bool overflowed);
   std::int64_t skipped_steps() const { return skipped_; }
+  std::int64_t good_steps() const { return good_steps_; }
+  // Restores what a checkpoint saved: the scale, the good steps since the last change, the
+  // skipped steps so far.
+  void restore(double scale, std::int64_t good_steps, std::int64_t skipped) {
+    scale_ = scale;
+    good_steps_ = good_steps;
+    skipped_ = skipped;
+  }
 
  private:
   LossScalerConfig config_;

@@ -40,6 +40,8 @@ class Sgd {
   void set_norm_reducer(SquaredNormReducer reduce) { reduce_norm_ = std::move(reduce); }
 
   std::int64_t step_count() const { return step_; }
+  // Restores the step count a checkpoint saved (the first step initialises the momentum).
+  void set_step_count(std::int64_t step) { step_ = step; }
   const SgdConfig& config() const { return config_; }
   const std::vector<ParameterSlice>& slices() const { return slices_; }
   // Momentum buffers in slice order (for checkpoints).

@@ -22,6 +22,7 @@ constexpr double kGraceSeconds = 10.0;  // how long a failing rank leaves rank 0
 // Process-wide on purpose (see fault.hpp): the signal handler and the failure path have no
 // context to be handed.
 volatile std::sig_atomic_t g_termination_signal = 0;
+unsigned long g_deferred_signals = 0;  // bit n: signal n is left to the caller
 MPI_Comm g_fault_comm = MPI_COMM_NULL;
 int g_world_rank = -1;
 std::optional<std::string> g_reported_failure;
@@ -62,6 +63,11 @@ void install_termination_handler() {
 }
 
 int termination_signal() { return g_termination_signal; }
+
+void defer_termination_signal(int signal_number) {
+  SB_CHECK(signal_number > 0 && signal_number < 64, "signal {} out of range", signal_number);
+  g_deferred_signals |= 1ul << signal_number;
+}
 
 void report_failure_and_abort(const std::string& message, int exit_code) {
   if (!mpi_running()) {
@@ -109,7 +115,8 @@ std::optional<std::string> poll_reported_failure() {
 }
 
 void throw_if_job_failing() {
-  if (const int signal_number = termination_signal(); signal_number != 0) {
+  if (const int signal_number = termination_signal();
+      signal_number != 0 && !(g_deferred_signals & (1ul << signal_number))) {
     throw RankFailure(fmt::format("{}: terminated by signal {}", where_am_i(), signal_number));
   }
   if (auto report = poll_reported_failure()) throw RankFailure(*report);

@@ -51,6 +51,11 @@ bool fault_channel_ready();
 void install_termination_handler();
 // The signal number received since install_termination_handler, 0 when none.
 int termination_signal();
+// Leaves `signal_number` to the caller: throw_if_job_failing no longer throws for it, so a rank
+// that receives it finishes its step's collectives. The trainer defers SIGUSR1 (the scheduler's
+// notice, Slurm --signal) to its next step boundary, where every rank agrees to checkpoint and
+// stop. SIGTERM stays immediate: mpirun sends it when another rank died.
+void defer_termination_signal(int signal_number);
 
 // Reports the failure to world rank 0 and ends the job (see above). Never returns. Works
 // before fault_channel_init (then it only prints and aborts) and outside MPI (then it exits).

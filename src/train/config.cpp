@@ -110,7 +110,7 @@ const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
       "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
-      "optimizer", "device",    "site",       "seed",       "threads"};
+      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint"};
   return keys;
 }
 
@@ -292,6 +292,15 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   require_positive(c.log_every, "log_every", source);
   require_non_negative(c.threads, "threads", source);
   require_one_of(c.device, {"cpu", "cuda"}, "device", source);
+
+  if (top.has("checkpoint")) {
+    MapReader m(top.node("checkpoint"), "checkpoint", source, {"every", "path", "resume"});
+    m.read("every", c.checkpoint.every);
+    m.read("path", c.checkpoint.path);
+    m.read("resume", c.checkpoint.resume);
+    require_non_negative(c.checkpoint.every, "checkpoint.every", source);
+    require_one_of(c.checkpoint.resume, {"auto", "never"}, "checkpoint.resume", source);
+  }
 
   if (top.has("optimizer")) {
     MapReader m(top.node("optimizer"), "optimizer", source,

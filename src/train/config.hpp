@@ -58,6 +58,17 @@ struct OptimizerSpec {
   double min_lr = 0.0;
 };
 
+// Checkpoints (train/checkpoint.hpp): every `every` steps (0 = only when a termination signal
+// asks) to `path` ("" = beside the result file,
+// <out stem>.<run id>.ckpt.h5); resume `auto` continues
+// from that file when it holds an unfinished run of this case, `never` always starts afresh.
+struct CheckpointSpec {
+  std::int64_t every = 0;
+  std::string path;
+  std::string resume = "auto";  // auto | never
+  std::string resume_from;      // not a YAML key: `train --resume F` (the file must exist)
+};
+
 struct TrainConfig {
   std::string source;  // the file the config came from, for messages
   std::string name;    // run id; default "<model>" with the suite adding its case name
@@ -66,6 +77,7 @@ struct TrainConfig {
   StrategySpec strategy;
   PrecisionSpec precision;
   OptimizerSpec optimizer;
+  CheckpointSpec checkpoint;
   std::int64_t global_batch = 16, micro_batch = 0;  // micro is per rank; 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;

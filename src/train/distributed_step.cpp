@@ -26,7 +26,8 @@ using parallel::comm_clock_seconds;
 // `reduce_norm` makes the clipping norm the whole model's.
 std::function<double(double, const optim::GradientScaling&)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
                                                   kernels::Backend backend, MemoryTracker& tracker,
-                                                  optim::SquaredNormReducer reduce_norm) {
+                                                  optim::SquaredNormReducer reduce_norm, OptimizerState& state) {
+  for (const optim::ParameterSlice& s : slices) state.count += s.numel;
   const auto& o = c.optimizer;
   if (o.type == "sgd") {
     optim::SgdConfig config;
@@ -36,6 +37,10 @@ std::function<double(double, const optim::GradientScaling&)> make_optimizer_step
     config.grad_clip = o.grad_clip;
     auto sgd = std::make_shared<optim::Sgd>(std::move(slices), config, backend, tracker);
     sgd->set_norm_reducer(std::move(reduce_norm));
+    state.optimizer = "sgd";
+    state.tensors = {{"momentum", sgd->momentum_buffers()}};
+    state.step_count = [sgd] { return sgd->step_count(); };
+    state.set_step_count = [sgd](std::int64_t step) { sgd->set_step_count(step); };
     return [sgd](double lr, const optim::GradientScaling& scaling) { return sgd->clip_and_step(lr, scaling); };
   }
   optim::AdamWConfig config;
@@ -47,6 +52,10 @@ std::function<double(double, const optim::GradientScaling&)> make_optimizer_step
   config.grad_clip = o.grad_clip;
   auto adamw = std::make_shared<optim::AdamW>(std::move(slices), config, backend, tracker);
   adamw->set_norm_reducer(std::move(reduce_norm));
+  state.optimizer = "adamw";
+  state.tensors = {{"m", adamw->first_moments()}, {"v", adamw->second_moments()}};
+  state.step_count = [adamw] { return adamw->step_count(); };
+  state.set_step_count = [adamw](std::int64_t step) { adamw->set_step_count(step); };
   return [adamw](double lr, const optim::GradientScaling& scaling) { return adamw->clip_and_step(lr, scaling); };
 }
 
@@ -117,7 +126,9 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
   }
   if (config.strategy.batchnorm == "sync" && dp.size() > 1)
     task.synchronise_batchnorm([&dp](std::span<double> values) { dp.all_reduce(values); });
-  optimizer_step_ = make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm));
+  optimizer_state_.begin = zero_ ? std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(parameters.size())) : 0;
+  optimizer_step_ =
+      make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
 }
 
 StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {

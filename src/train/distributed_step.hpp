@@ -9,6 +9,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
@@ -44,6 +48,17 @@ struct StepResult {
   double optimizer_s() const { return optimizer_end_s - loss_end_s; }
 };
 
+// This rank's optimizer state as a checkpoint sees it: named fp32 tensors over the flat
+// parameter range [begin, begin + count) (the whole model, or this rank's ZeRO-1 shard), in
+// flat order, and the optimizer's step count.
+struct OptimizerState {
+  std::string optimizer;                                          // adamw | sgd
+  std::vector<std::pair<std::string, std::span<float>>> tensors;  // adamw: m, v (count); sgd: momentum (count)
+  std::int64_t begin = 0, count = 0;
+  std::function<std::int64_t()> step_count;
+  std::function<void(std::int64_t)> set_step_count;
+};
+
 class DistributedStep {
  public:
   // `task` trains this rank's place in `grid` (its dp group's size must be config.strategy.dp).
@@ -55,6 +70,10 @@ class DistributedStep {
   StepResult run(std::int64_t step, std::int64_t total_steps);
   // Steps skipped for overflowed gradients so far (fp16 loss scaling).
   std::int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
+  // For checkpoints: the optimizer's state (read and restored in place) and the fp16 loss
+  // scaler (null without loss scaling).
+  OptimizerState& optimizer_state() { return optimizer_state_; }
+  optim::LossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
 
  private:
   const TrainConfig& config_;
@@ -65,6 +84,7 @@ class DistributedStep {
   std::unique_ptr<ZeroOneSharding> zero_;
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;
+  OptimizerState optimizer_state_;
   std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
   std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
 };

@@ -74,6 +74,7 @@ class ImageClassificationTask final : public TrainingTask {
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  std::span<float> untrained_state_flat() override { return model_.running_statistics_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }
   void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
   void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum) override {

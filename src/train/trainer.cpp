@@ -1,5 +1,6 @@
 // The training loop on every rank: sample this rank's share, forward, backward, exchange the
-// gradients (data parallel), clip, step, evaluate on rank 0, record on rank 0.
+// gradients (data parallel), clip, step, evaluate on rank 0, record on rank 0; resume from and
+// write checkpoints (train/checkpoint.hpp) at step boundaries.
 #include "train/trainer.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -30,6 +31,7 @@
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
 #include "parallel/process_grid.hpp"
+#include "train/checkpoint.hpp"
 #include "train/distributed_step.hpp"
 #include "train/model_parallel_check.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -64,8 +66,9 @@ void check_supported(const TrainConfig& c) {
                 c.source, c.strategy.recompute);
 }
 
-// SB_INJECT_FAILURE="RANK:STEP:error|kill" makes that rank fail at the start of that step
-// (1-based): an exception, or SIGKILL of its own process. For the tests of failure handling.
+// SB_INJECT_FAILURE="RANK:STEP:error|kill|usr1|term" makes that rank fail at the start of that
+// step (1-based): an exception, SIGKILL of its own process, or the scheduler's SIGUSR1 / SIGTERM
+// sent to itself. For the tests of failure handling and checkpoint-on-signal.
 void inject_failure_if_asked(int rank, std::int64_t step) {
   const char* spec = std::getenv("SB_INJECT_FAILURE");
   if (!spec || !*spec) return;
@@ -73,9 +76,11 @@ void inject_failure_if_asked(int rank, std::int64_t step) {
   long long at_step = -1;
   char mode[16] = {};
   SB_USER_CHECK(std::sscanf(spec, "%d:%lld:%15s", &at_rank, &at_step, mode) == 3,
-                "SB_INJECT_FAILURE '{}' is not RANK:STEP:error|kill", spec);
+                "SB_INJECT_FAILURE '{}' is not RANK:STEP:error|kill|usr1|term", spec);
   if (at_rank != rank || at_step != step) return;
   if (std::string_view(mode) == "kill") std::raise(SIGKILL);
+  if (std::string_view(mode) == "usr1") return static_cast<void>(std::raise(SIGUSR1));
+  if (std::string_view(mode) == "term") return static_cast<void>(std::raise(SIGTERM));
   throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
 }
 
@@ -220,6 +225,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   const std::int64_t micro = micro_batch_of(c);
   const double flops_per_step = task->flops_per_step();
   const std::int64_t tokens_per_step = task->tokens_per_step();
+  Checkpointer checkpointer(c, checkpoint_path_of(c, out, run_id), *world, grid, *task, distributed);
+  const std::int64_t first_step = checkpointer.resume(steps);  // 0, or the steps a checkpoint holds
 
   // ---- the result file, on rank 0: status reads "interrupted" until finish() ----
   std::optional<io::ResultsFile> file;
@@ -233,7 +240,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
         {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", local_batch_of(c) / micro},
         {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
         {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
-        {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)}};
+        {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)},
+        {"resumed_from_step", first_step}};
     run.emplace(file->begin_run(run_id, attrs));
     if (prediction) run->write_prediction(prediction->attributes);
   }
@@ -272,7 +280,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
 
     world->barrier();
     const double origin_s = comm_clock_seconds();
-    for (std::int64_t step = 0; step < steps; ++step) {
+    for (std::int64_t step = first_step; step < steps; ++step) {
       std::vector<std::size_t> first_record;
       for (const parallel::Communicator* comm : communicators) first_record.push_back(comm->stats().records().size());
       inject_failure_if_asked(rank, step + 1);
@@ -315,6 +323,14 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           .optimizer_s = optimizer_s, .samples = c.global_batch, .tokens = tokens_per_step,
                           .flops = flops_per_step});
       outcome.final_train_loss = loss;
+      // SIGUSR1 (the scheduler's notice) stops every rank here, after a checkpoint
+      const bool stop = checkpointer.stop_requested();
+      if (stop || checkpointer.due(step + 1)) checkpointer.save(step + 1);
+      if (stop)
+        throw TrainingInterrupted(fmt::format("interrupted by signal {} after step {}; checkpoint {} holds it: "
+                                              "rerun the same command to resume",
+                                              parallel::termination_signal(), step + 1,
+                                              checkpointer.path().string()));
       parallel::throw_if_job_failing();  // a termination signal, or (rank 0) another rank's failure
       const double rate = static_cast<double>(tokens_per_step > 0 ? tokens_per_step : c.global_batch) / step_s;
       progress.update(step, loss, rate, step_s);
@@ -323,6 +339,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       if ((step + 1) % eval_every == 0 || step + 1 == steps) record_eval(step + 1);
     }
     progress.finish();
+    checkpointer.finish(steps);
 
     const std::vector<io::TimelineRow> timeline_rows = gather_timeline(*world, my_timeline);
     const std::vector<io::RankRow> ranks = rank_rows(timeline_rows, grid);
@@ -374,8 +391,9 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
     // SIGUSR1 is the scheduler's notice before preemption (Slurm --signal): interrupted.
     // Anything else, SIGTERM included (mpirun's when another rank died), is a failure.
     const int signal = parallel::termination_signal();
+    const bool checkpointed = dynamic_cast<const TrainingInterrupted*>(&e) != nullptr;
     if (root)
-      run->finish(signal == SIGUSR1 ? "interrupted" : "failed",
+      run->finish(signal == SIGUSR1 || checkpointed ? "interrupted" : "failed",
                   signal == SIGTERM && world->size() > 1
                       ? fmt::format("{} (mpirun or the scheduler ended the job: another rank died, or it was cancelled)",
                                     e.what())

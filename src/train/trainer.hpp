@@ -22,6 +22,10 @@ struct TrainOutcome {
 // scalebench file when `append` is true), and every rank's timeline into the Chrome trace
 // `trace` when it is not empty. A failure after the file exists marks the run `failed` with
 // the reason (`interrupted` after a termination signal) and rethrows.
+// Checkpoints (train/checkpoint.hpp): resumes from checkpoint_path_of(config, out, run_id) when it
+// holds an unfinished run of this case (attribute resumed_from_step), writes one every
+// checkpoint.every steps, and after SIGUSR1 (alone also SIGTERM/SIGINT) writes one at the step
+// boundary, marks the run `interrupted` and throws TrainingInterrupted on every rank.
 // prediction (may be null): written to the run's `prediction` group before the first step; after
 // the last, the errors of its step time and tracked memory against the measurement join it, and
 // summary.mfu is measured against its peak.

@@ -60,6 +60,9 @@ class TrainingTask {
   // fp32: the weights; under mixed precision the fp32 master weights. Gradients are fp32 always.
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;
+  // Model state that is not trained but must survive a checkpoint (ResNet's BatchNorm running
+  // statistics); empty for models without any.
+  virtual std::span<float> untrained_state_flat() { return {}; }
   // Mixed precision: after parameters_flat() changed (optimizer step, broadcast, ZeRO-1
   // all-gather), rounds them into the 16-bit weights forward and backward read; nothing in fp32.
   virtual void parameters_updated() {}
