@@ -55,6 +55,9 @@ class DistributedStep {
   StepResult run(std::int64_t step, std::int64_t total_steps);
   // Steps skipped for overflowed gradients so far (fp16 loss scaling).
   std::int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
+  // fp16 loss scaling: a non-finite gradient norm skips the step; otherwise run() leaves it in
+  // StepResult::grad_norm (skipped, no update) for the caller to stop on.
+  bool scales_loss() const { return scaler_.has_value(); }
 
  private:
   const TrainConfig& config_;
