@@ -79,6 +79,7 @@ if [[ $do_fuzz == 1 ]]; then
         -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" \
         -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
         "$corpus" "$seeds/$target") > "$log" 2>&1
+      rm -rf "$out"/sb_fuzz_*  # the targets' per-process scratch folders
       executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
       if [[ $executions -eq 0 ]]; then  # -fork prints per-job stats; else take the last progress line
         executions=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
