@@ -588,6 +588,75 @@ std::vector<ParameterView> GptModelT<S>::parameter_views() {
 }
 
 template <class S>
+std::vector<NamedValues> GptModelT<S>::forward_values(i64 slot_index) {
+  const Slot& slot = slot_at(slot_index);
+  std::vector<NamedValues> values;
+  if (slot.B == 0) return values;
+  const GptShard& s = shard_;
+  const ActivationTensorsT<S>& a = slot.acts;
+  const i64 BT = slot.B * slot.T, C = s.C;
+  // tensor (L, per_layer) or, with layer -1, one tensor of `per_layer` values; 16-bit ones skipped
+  const auto add = [&](const char* name, const auto* data, i64 per_layer, i64 layer) {
+    if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(data)>>, float>) {
+      if (per_layer == 0) return;
+      const float* begin = data + (layer < 0 ? 0 : layer * per_layer);
+      values.push_back({layer < 0 ? std::string(name) : fmt::format("blocks.{}.{}", s.layer_begin + layer, name),
+                        layer < 0 ? -1 : s.layer_begin + layer, {begin, static_cast<std::size_t>(per_layer)}});
+    }
+  };
+  if (s.embedding) add("encoded", a.encoded, BT * C, -1);
+  for (i64 l = 0; l < s.L; ++l) {
+    add("ln1", a.ln1, BT * C, l);
+    add("ln1_mean", a.ln1_mean, BT, l);
+    add("ln1_rstd", a.ln1_rstd, BT, l);
+    add("qkv", a.qkv, BT * 3 * s.C_tp, l);
+    add("att", a.att, slot.B * s.NH_tp * slot.T * slot.T, l);
+    add("atty", a.atty, BT * s.C_tp, l);
+    add("attproj", a.attproj, BT * C, l);
+    add("residual2", a.residual2, BT * C, l);
+    add("ln2", a.ln2, BT * C, l);
+    add("ln2_mean", a.ln2_mean, BT, l);
+    add("ln2_rstd", a.ln2_rstd, BT, l);
+    add("fch", a.fch, BT * s.F_tp, l);
+    add("fch_gelu", a.fch_gelu, BT * s.F_tp, l);
+    add("fcproj", a.fcproj, BT * C, l);
+    add("residual3", a.residual3, BT * C, l);
+  }
+  if (s.head) {
+    add("lnf", a.lnf, BT * C, -1);
+    add("lnf_mean", a.lnf_mean, BT, -1);
+    add("lnf_rstd", a.lnf_rstd, BT, -1);
+    add("logits", a.logits, BT * s.V_tp, -1);
+    add("probs", a.probs, BT * s.V_tp, -1);
+    if (slot.has_targets) add("losses", a.losses, BT, -1);
+  }
+  return values;
+}
+
+template <class S>
+std::vector<NamedValues> GptModelT<S>::gradient_values() {
+  const auto specs = gpt_parameter_specs(config_);
+  const auto shapes = gpt_shard_shapes(config_, shard_);
+  const auto grads = grads_.members();
+  const auto tensor = [&](std::size_t k, i64 layer) -> NamedValues {
+    const i64 numel = shapes[k].numel();
+    if (layer < 0) return {specs[k].name, -1, {*grads[k], static_cast<std::size_t>(numel)}};
+    const i64 per_layer = numel / shard_.L;
+    return {fmt::format("blocks.{}.{}", shard_.layer_begin + layer, specs[k].name), shard_.layer_begin + layer,
+            {*grads[k] + layer * per_layer, static_cast<std::size_t>(per_layer)}};
+  };
+  // storage order is forward order: wte wpe, the block tensors 2..13, lnfw lnfb
+  std::vector<NamedValues> values;
+  for (std::size_t k : {0, 1})
+    if (shapes[k].numel() > 0) values.push_back(tensor(k, -1));
+  for (i64 l = 0; l < shard_.L; ++l)
+    for (std::size_t k = 2; k < 14; ++k) values.push_back(tensor(k, l));
+  for (std::size_t k : {14, 15})
+    if (shapes[k].numel() > 0) values.push_back(tensor(k, -1));
+  return values;
+}
+
+template <class S>
 std::vector<optim::ParameterSlice> GptModelT<S>::parameter_slices() {
   const auto specs = gpt_parameter_specs(config_);
   const auto shapes = gpt_shard_shapes(config_, shard_);

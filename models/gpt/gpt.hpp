@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
@@ -232,6 +233,12 @@ class GptModelT {
   // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the
   // head stage's copy of wte when the embedding is on another stage.
   std::vector<optim::ParameterSlice> parameter_slices();
+  // For naming where a non-finite value first appeared (core/finite_scan.hpp), in forward order,
+  // each (L, ...) tensor cut per block with global block numbers ("blocks.3.fch"): the fp32
+  // activations of slot's last forward (16-bit storage lists only its fp32 statistics and
+  // losses; empty before any forward), and the parameter gradients.
+  std::vector<NamedValues> forward_values(std::int64_t slot);
+  std::vector<NamedValues> gradient_values();
 
  private:
   // One micro-batch's activations and inputs.

@@ -172,7 +172,7 @@ std::vector<ResnetLayer> resnet_layers(const ResnetConfig& config) {
       batchnorm(n + ".shortcut.bn", b.out_channels, b.out_size);
     }
   }
-  const ResnetBlockShape& last = resnet_blocks(config).back();
+  const ResnetBlockShape last = resnet_blocks(config).back();  // a copy: the vector is a temporary
   layers.push_back({"pool", LayerKind::global_avgpool, last.out_channels, last.out_size,
                     last.out_channels, 1, last.out_size, 1, 0});
   layers.push_back({"fc", LayerKind::linear, last.out_channels, 1, config.classes, 1, 1, 1, 0});

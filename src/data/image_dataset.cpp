@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -32,7 +33,7 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
   while ((n = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0)
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
   int error = Z_OK;
-  const char* message = gzerror(file, &error);
+  const std::string message = gzerror(file, &error);  // zlib's text lives in `file`: copy it before closing
   gzclose(file);
   SB_USER_CHECK(n == 0 && (error == Z_OK || error == Z_STREAM_END),
                 "data file '{}' is corrupt or truncated ({})", path.string(), message);
@@ -41,6 +42,15 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
 
 std::uint32_t big_endian_u32(const std::vector<std::uint8_t>& b, std::size_t at) {
   return (std::uint32_t{b[at]} << 24) | (std::uint32_t{b[at + 1]} << 16) | (std::uint32_t{b[at + 2]} << 8) | b[at + 3];
+}
+
+std::string decimal(unsigned __int128 value) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(value % 10)));
+    value /= 10;
+  } while (value > 0);
+  return digits;
 }
 
 // Checks an IDX header: magic 0x0000 08 ND and ND dimensions; returns the dimensions.
@@ -54,15 +64,13 @@ std::vector<std::int64_t> idx_dimensions(const std::vector<std::uint8_t>& bytes,
                 "'{}' has magic number 0x{:08x} but an IDX {} file starts with 0x{:08x}", path.string(), magic,
                 expected_rank == 3 ? "image" : "label", expected_magic);
   std::vector<std::int64_t> dims;
-  std::int64_t payload = 1;
-  for (std::uint32_t d = 0; d < expected_rank; ++d) {
-    dims.push_back(big_endian_u32(bytes, 4 + 4 * d));
-    payload *= dims.back();
-  }
-  const auto expected_size = static_cast<std::size_t>(4 + 4 * expected_rank + payload);
-  SB_USER_CHECK(bytes.size() == expected_size,
-                "'{}' is truncated or padded: its header promises {} bytes but it holds {}", path.string(),
-                expected_size, bytes.size());
+  for (std::uint32_t d = 0; d < expected_rank; ++d) dims.push_back(big_endian_u32(bytes, 4 + 4 * d));
+  // Three 32-bit dimensions can overflow 64 bits: the promised size in 128.
+  unsigned __int128 expected_size = 4 + 4 * expected_rank, payload = 1;
+  for (const std::int64_t dim : dims) payload *= static_cast<std::uint64_t>(dim);
+  expected_size += payload;
+  SB_USER_CHECK(expected_size == bytes.size(), "'{}' is truncated or padded: its header promises {} bytes but it holds {}",
+                path.string(), decimal(expected_size), bytes.size());
   return dims;
 }
 
@@ -150,8 +158,10 @@ ImageDataset load_digits(const std::filesystem::path& dir) {
     SB_USER_CHECK(values.size() == 65, "'{}' line {} has {} values but a digits row has 64 pixels and a label",
                   path.string(), row, values.size());
     for (int p = 0; p < 64; ++p) d.images.push_back(static_cast<float>(values[static_cast<std::size_t>(p)] / 16.0));
+    SB_USER_CHECK(values[64] >= 0 && values[64] <= 9 && values[64] == std::floor(values[64]),
+                  "'{}' line {} has label {} but a digit label is an integer from 0 to 9", path.string(), row,
+                  values[64]);
     const auto label = static_cast<std::int32_t>(values[64]);
-    SB_USER_CHECK(label >= 0 && label < 10, "'{}' line {} has label {}", path.string(), row, values[64]);
     d.labels.push_back(label);
   }
   d.count = static_cast<std::int64_t>(d.labels.size());

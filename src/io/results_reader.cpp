@@ -345,79 +345,115 @@ std::string summarize_run(const OpenResults& results, const std::string& id) {
   return text;
 }
 
+// A file that passed the schema check but that HDF5 then fails to read is damaged (cut short,
+// overwritten): the user's file, not a fault here. Says so in one sentence naming it.
+template <class F>
+auto reading(const path& file, F&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    std::string detail = e.what();
+    if (const auto call = detail.find(" (call `"); call != std::string::npos) detail.resize(call);
+    throw UserError(fmt::format("{} is damaged or not a complete scalebench result file ({})", file.string(),
+                                detail));
+  }
+}
+
 }  // namespace
 
-std::vector<std::string> list_runs(const path& file) { return run_ids(OpenResults(file)); }
+std::vector<std::string> list_runs(const path& file) {
+  return reading(file, [&] { return run_ids(OpenResults(file)); });
+}
 
 Attributes read_attributes(const path& file, const std::string& object) {
-  const OpenResults results(file);
-  return h5_read_attributes(open_object(results, object).get());
+  return reading(file, [&] {
+    const OpenResults results(file);
+    return h5_read_attributes(open_object(results, object).get());
+  });
 }
 
 AttrValue read_attribute(const path& file, const std::string& object, const std::string& name) {
-  const OpenResults results(file);
-  const H5Handle handle = open_object(results, object);
-  if (!h5_has_attribute(handle.get(), name)) {
-    throw UserError(fmt::format("{} in {} has no attribute '{}'", object, file.string(), name));
-  }
-  return h5_read_attribute(handle.get(), name);
+  return reading(file, [&] {
+    const OpenResults results(file);
+    const H5Handle handle = open_object(results, object);
+    if (!h5_has_attribute(handle.get(), name)) {
+      throw UserError(fmt::format("{} in {} has no attribute '{}'", object, file.string(), name));
+    }
+    return h5_read_attribute(handle.get(), name);
+  });
 }
 
 std::string read_string_attribute(const path& file, const std::string& object,
                                   const std::string& name) {
-  const AttrValue value = read_attribute(file, object, name);
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  throw UserError(fmt::format("attribute '{}' of {} in {} is a number, not a string", name,
-                              object, file.string()));
+  return reading(file, [&] {
+    const AttrValue value = read_attribute(file, object, name);
+    if (const auto* text = std::get_if<std::string>(&value)) return *text;
+    throw UserError(fmt::format("attribute '{}' of {} in {} is a number, not a string", name,
+                                object, file.string()));
+  });
 }
 
 double read_number_attribute(const path& file, const std::string& object,
                              const std::string& name) {
-  const AttrValue value = read_attribute(file, object, name);
-  if (const auto* integer = std::get_if<std::int64_t>(&value)) return static_cast<double>(*integer);
-  if (const auto* real = std::get_if<double>(&value)) return *real;
-  throw UserError(fmt::format("attribute '{}' of {} in {} is a string, not a number", name,
-                              object, file.string()));
+  return reading(file, [&] {
+    const AttrValue value = read_attribute(file, object, name);
+    if (const auto* integer = std::get_if<std::int64_t>(&value)) return static_cast<double>(*integer);
+    if (const auto* real = std::get_if<double>(&value)) return *real;
+    throw UserError(fmt::format("attribute '{}' of {} in {} is a string, not a number", name,
+                                object, file.string()));
+  });
 }
 
 bool has_object(const path& file, const std::string& object) {
-  const OpenResults results(file);
-  return object == "/" || h5_path_exists(results.file.get(), object);
+  return reading(file, [&] {
+    const OpenResults results(file);
+    return object == "/" || h5_path_exists(results.file.get(), object);
+  });
 }
 
 std::vector<std::string> list_fields(const path& file, const std::string& table) {
-  const OpenResults results(file);
-  return field_names(open_table(results, table));
+  return reading(file, [&] {
+    const OpenResults results(file);
+    return field_names(open_table(results, table));
+  });
 }
 
 std::int64_t count_rows(const path& file, const std::string& table) {
-  const OpenResults results(file);
-  return open_table(results, table).rows;
+  return reading(file, [&] {
+    const OpenResults results(file);
+    return open_table(results, table).rows;
+  });
 }
 
 std::vector<double> read_column(const path& file, const std::string& table,
                                 const std::string& field) {
-  return numeric_column(OpenResults(file), table, field);
+  return reading(file, [&] {
+    return numeric_column(OpenResults(file), table, field);
+  });
 }
 
 std::vector<std::string> read_string_column(const path& file, const std::string& table,
                                             const std::string& field) {
-  return fixed_string_column(OpenResults(file), table, field);
+  return reading(file, [&] {
+    return fixed_string_column(OpenResults(file), table, field);
+  });
 }
 
 std::string summarize_results(const path& file) {
-  const OpenResults results(file);
-  const Attributes root = h5_read_attributes(results.file.get());
-  const std::vector<std::string> ids = run_ids(results);
-  std::string text = fmt::format("{}: scalebench result file, schema version {}, written by {}\n",
-                                 file.string(), text_of(root, "schema_version"),
-                                 text_of(root, "generator"));
-  text += fmt::format("{} run{}\n", ids.size(), ids.size() == 1 ? "" : "s");
-  for (const std::string& id : ids) {
-    text += '\n';
-    text += summarize_run(results, id);
-  }
-  return text;
+  return reading(file, [&] {
+    const OpenResults results(file);
+    const Attributes root = h5_read_attributes(results.file.get());
+    const std::vector<std::string> ids = run_ids(results);
+    std::string text = fmt::format("{}: scalebench result file, schema version {}, written by {}\n",
+                                   file.string(), text_of(root, "schema_version"),
+                                   text_of(root, "generator"));
+    text += fmt::format("{} run{}\n", ids.size(), ids.size() == 1 ? "" : "s");
+    for (const std::string& id : ids) {
+      text += '\n';
+      text += summarize_run(results, id);
+    }
+    return text;
+  });
 }
 
 }  // namespace sb::io

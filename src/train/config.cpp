@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "core/check.hpp"
+#include "models/gpt/gpt_config.hpp"
+#include "models/resnet/resnet_config.hpp"
 
 namespace sb::train {
 
@@ -28,10 +30,18 @@ class MapReader {
             std::vector<std::string> known)
       : node_(node), path_(std::move(path)), source_(std::move(source)), known_(std::move(known)) {
     SB_USER_CHECK(node_.IsMap(), "{}: '{}' must be a mapping of keys to values", source_, label());
+    std::vector<std::string> seen;
     for (const auto& item : node_) {
-      const auto key = item.first.as<std::string>();
+      SB_USER_CHECK(item.first.IsScalar(), "{}: {} has a key that is a {}; keys must be plain names", source_,
+                    path_.empty() ? "the config" : "'" + path_ + "'",
+                    item.first.IsMap() ? "mapping" : item.first.IsSequence() ? "list" : "null");
+      const auto key = item.first.Scalar();
       SB_USER_CHECK(std::find(known_.begin(), known_.end(), key) != known_.end(),
                     "{}: unknown key '{}' (known: {})", source_, qualified(key), join(known_));
+      // yaml-cpp keeps both entries of a repeated key and reads the first: say so instead
+      SB_USER_CHECK(std::find(seen.begin(), seen.end(), key) == seen.end(), "{}: key '{}' is given twice",
+                    source_, qualified(key));
+      seen.push_back(key);
     }
   }
 
@@ -158,7 +168,7 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
 }
 
 TrainConfig parse_train_config(const YAML::Node& root, const std::string& source) {
-  SB_USER_CHECK(root && root.IsMap(), "{}: the config must be a mapping of keys to values (it is empty or a list)",
+  SB_USER_CHECK(root && root.IsMap(), "{}: the config must be a mapping of keys to values (it is empty, a list or a single value)",
                 source);
   TrainConfig c;
   c.source = source;
@@ -169,6 +179,11 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                 "with layers, hidden, heads, seq_len, vocab)", source);
   if (top.node("model").IsScalar()) {
     c.model.name = top.node("model").as<std::string>();
+    std::vector<std::string> known = gpt::gpt_config_names();
+    for (const std::string& name : resnet::resnet_config_names()) known.push_back(name);
+    SB_USER_CHECK(std::find(known.begin(), known.end(), c.model.name) != known.end(),
+                  "{}: unknown model '{}' in 'model' (known: {}; or describe a GPT inline with layers, hidden, "
+                  "heads, seq_len, vocab)", source, c.model.name, join(known));
   } else {
     MapReader m(top.node("model"), "model", source, {"name", "layers", "hidden", "heads", "seq_len", "vocab"});
     m.read("name", c.model.name);

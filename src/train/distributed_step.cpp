@@ -157,7 +157,9 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;
   r.loss_end_s = comm_clock_seconds();
   r.lr = learning_rate_at(config_.optimizer, step, config_.warmup_steps, total_steps);
-  r.grad_norm = optimizer_step_(r.lr, {.loss_scale = r.loss_scale, .skip_non_finite = scaler_.has_value()});
+  // Non-finite gradients never reach the weights: fp16 skips the step, fp32 stops after it
+  // (non_finite_check.hpp) with the gradients left as they are, for naming the layer.
+  r.grad_norm = optimizer_step_(r.lr, {.loss_scale = r.loss_scale, .skip_non_finite = true});
   r.skipped = !std::isfinite(r.grad_norm);
   if (scaler_) scaler_->update(r.skipped);
   Kokkos::fence();

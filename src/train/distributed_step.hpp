@@ -74,6 +74,9 @@ class DistributedStep {
   // scaler (null without loss scaling).
   OptimizerState& optimizer_state() { return optimizer_state_; }
   optim::LossScaler* loss_scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  // fp16 loss scaling: a non-finite gradient norm skips the step; otherwise run() leaves it in
+  // StepResult::grad_norm (skipped, no update) for the caller to stop on.
+  bool scales_loss() const { return scaler_.has_value(); }
 
  private:
   const TrainConfig& config_;

@@ -91,6 +91,9 @@ class LanguageModelTask final : public TrainingTask {
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }
   void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
+  // slot 0 holds the last micro-batch's forward (without a pipeline: every one's, in turn)
+  std::vector<NamedValues> forward_values() override { return model_.forward_values(0); }
+  std::vector<NamedValues> gradient_values() override { return model_.gradient_values(); }
 
   // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {

@@ -34,6 +34,7 @@
 #include "train/checkpoint.hpp"
 #include "train/distributed_step.hpp"
 #include "train/model_parallel_check.hpp"
+#include "train/non_finite_check.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/progress.hpp"
 #include "train/training_task.hpp"
@@ -288,8 +289,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       const double loss = r.loss, step_s = r.step_s(), compute_s = r.compute_s(), comm_s = r.comm_s(),
                    optimizer_s = r.optimizer_s();
       const GradientExchangeFigures& exchange = r.exchange;
-      SB_USER_CHECK(std::isfinite(loss), "{}: training diverged: loss is {} at step {} (lower optimizer.lr?)",
-                    c.source, loss, step + 1);
+      stop_if_non_finite(c, step + 1, loss, r.grad_norm, distributed.scales_loss(), *task, *world, grid.pp_rank());
       my_timeline.push_back({.step = step + 1, .rank = rank, .step_time_s = step_s, .compute_s = compute_s,
                              .tp_comm_s = r.tp_comm_s, .p2p_s = r.p2p_s, .bubble_s = r.bubble_s,
                              .dp_comm_s = comm_s, .optimizer_s = optimizer_s});

@@ -38,6 +38,13 @@ void TrainingTask::set_loss_scale(double scale) {
   SB_CHECK(scale == 1.0, "{}: loss scale {} for a task without 16-bit storage", model_name(), scale);
 }
 
+std::vector<NamedValues> TrainingTask::gradient_values() {
+  std::vector<NamedValues> values;
+  for (const optim::ParameterSlice& slice : parameter_slices())
+    values.push_back({slice.name, -1, {slice.grad, static_cast<std::size_t>(slice.numel)}});
+  return values;
+}
+
 void TrainingTask::synchronise_batchnorm(std::function<void(std::span<double>)>) {
   throw UserError(fmt::format("strategy.batchnorm 'sync' needs a model with BatchNorm; {} has none", model_name()));
 }

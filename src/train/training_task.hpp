@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
@@ -74,6 +75,12 @@ class TrainingTask {
   virtual std::vector<EvalResult> evaluate() = 0;
   virtual PipelineTimes pipeline_times() const { return {}; }
   virtual std::vector<optim::ParameterSlice> parameter_slices() = 0;
+  // After a step whose loss or gradient norm is not finite, where to look for the first
+  // non-finite value, each list in forward order (finite_scan.hpp): this rank's fp32
+  // activations of its last forward (empty when the task does not list them), and its
+  // parameter gradients (by default the optimizer's slices, whole tensors).
+  virtual std::vector<NamedValues> forward_values() { return {}; }
+  virtual std::vector<NamedValues> gradient_values();
 
  protected:
   // For a pipeline stage's set_batch: reports the model's gradient ranges to the GradientSync

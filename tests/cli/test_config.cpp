@@ -69,7 +69,7 @@ TEST(Config, MessagesNameTheFileAndKey) {
                                                "case.yaml"), "case.yaml").precision.main_grads,
             "storage");
   EXPECT_EQ(message("- a\n- b\n"),
-            "case.yaml: the config must be a mapping of keys to values (it is empty or a list)");
+            "case.yaml: the config must be a mapping of keys to values (it is empty, a list or a single value)");
 }
 
 TEST(LearningRate, WarmupThenCosineToMinimum) {
