@@ -1,6 +1,6 @@
 // Where a GPT training step's time goes on the GPU: every cuda kernel the GPT model calls,
-// at one model's shapes (default gpt2-124m, B=8, T=1024), timed alone with CUDA events and
-// multiplied by its calls per step; a table sorted by milliseconds per step, with achieved
+// at gpt2-124m's shapes (models/gpt/gpt_config.cpp; B=8, T=1024 by default), timed alone
+// with CUDA events and multiplied by its calls per step; a table sorted by milliseconds per step, with achieved
 // TFLOP/s for the GEMMs and GB/s of the bytes each kernel must move at least. Leaves out the
 // memsets and host copies between kernels (bench_cuda_gpt_step times the whole step).
 //
@@ -19,7 +19,8 @@
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/device_buffer.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/cuda/kernel_table.hpp"
+#include "models/gpt/gpt_config.hpp"
 
 namespace {
 
@@ -82,15 +83,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    constexpr i64 L = 12, C = 768, NH = 12, V = 50304, maxT = 1024;  // gpt2-124m
+    const sb::gpt::GptConfig model = sb::gpt::gpt_config_by_name("gpt2-124m");
+    const i64 L = model.layers, C = model.channels, NH = model.heads, V = model.vocab, maxT = model.max_seq_len;
+    const i64 P = sb::gpt::gpt_parameter_count(model);  // what the optimizer kernels sweep
     const i64 BT = B * T, F = 4 * C;
     const double f4 = 4.0;  // bytes per float
-    const auto& k = [] {
-#define SB_CUDA_ENTRY(name, DECLARE) &cu::name,
-      static const sb::kernels::KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY) SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
-#undef SB_CUDA_ENTRY
-      return table;
-    }();
+    const sb::kernels::KernelTable& k = cu::cuda_kernel_table();
     // One block's worth of tensors (reused by every row), and the head's.
     auto x = filled(BT * F, 1), y = filled(BT * F, 2), z = filled(BT * F, 3), dz = filled(BT * F, 4);
     auto w = filled(F * C, 5, -0.02f, 0.02f), dw = filled(F * C, 6), bias = filled(F, 7), dbias = filled(F, 8);
@@ -98,12 +96,10 @@ int main(int argc, char** argv) {
     auto qkv = filled(BT * 3 * C, 11), dqkv = filled(BT * 3 * C, 12), att = filled(B * NH * T * T, 13, 0.0f, 1e-3f);
     auto wte = filled(V * C, 14, -0.02f, 0.02f), dwte = filled(V * C, 15), wpe = filled(maxT * C, 16), dwpe = filled(maxT * C, 17);
     auto logits = filled(BT * V, 18), probs = filled(BT * V, 19, 0.0f, 1e-4f), losses = filled(BT, 20), dlosses = filled(BT, 21);
-    auto params = filled(124'000'000, 22), grads = filled(124'000'000, 23), m = filled(124'000'000, 24), v = filled(124'000'000, 25, 0.0f, 1.0f);
+    auto params = filled(P, 22), grads = filled(P, 23), m = filled(P, 24), v = filled(P, 25, 0.0f, 1.0f);
     std::vector<std::int32_t> host_tokens(static_cast<std::size_t>(BT));
     for (std::size_t i = 0; i < host_tokens.size(); ++i) host_tokens[i] = static_cast<std::int32_t>((i * 2654435761u) % V);
     const cu::DeviceBuffer<std::int32_t> tokens(host_tokens);
-    const i64 P = 124'475'904;  // gpt2-124m parameters with V = 50304
-    (void)P;
 
     std::vector<Row> rows;
     auto add = [&](std::string name, int calls, double flops, double bytes, const std::function<void()>& call) {
@@ -137,9 +133,9 @@ int main(int argc, char** argv) {
         [&] { k.crossentropy_forward(losses.data(), probs.data(), logits.data(), tokens.data(), BT, V); });
     add("crossentropy_backward", 1, 0, f4 * 3 * BT * V,
         [&] { k.crossentropy_backward(logits.data(), probs.data(), tokens.data(), dlosses.data(), BT, V); });
-    add("squared_norm (all params)", 1, 0, f4 * 124e6, [&] { (void)k.squared_norm(grads.data(), 124'000'000); });
-    add("adamw_update (all params)", 1, 0, f4 * 7 * 124e6,
-        [&] { k.adamw_update(params.data(), grads.data(), m.data(), v.data(), 124'000'000, 3e-4, 0.9, 0.95, 1e-8, 0.1, 3); });
+    add("squared_norm (all params)", 1, 0, f4 * P, [&] { (void)k.squared_norm(grads.data(), P); });
+    add("adamw_update (all params)", 1, 0, f4 * 7 * P,
+        [&] { k.adamw_update(params.data(), grads.data(), m.data(), v.data(), P, 3e-4, 0.9, 0.95, 1e-8, 0.1, 3); });
 
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.seconds * a.calls_per_step > b.seconds * b.calls_per_step; });
     double total = 0;

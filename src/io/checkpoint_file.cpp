@@ -51,22 +51,6 @@ std::vector<float> read_floats(hid_t parent, const std::string& name) {
   return values;
 }
 
-// Names of the links in a group, in name order.
-std::vector<std::string> member_names(hid_t group) {
-  H5G_info_t info;
-  SB_H5_CHECK(H5Gget_info(group, &info));
-  std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t length =
-        SB_H5_CHECK(H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT));
-    std::string name(static_cast<std::size_t>(length), '\0');
-    SB_H5_CHECK(H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size() + 1,
-                                   H5P_DEFAULT));
-    names.push_back(std::move(name));
-  }
-  return names;
-}
-
 std::int64_t int_attribute(hid_t object, const char* name, const std::filesystem::path& path) {
   SB_USER_CHECK(h5_has_attribute(object, name), "{} is not a complete scalebench checkpoint (no attribute {})",
                 path.string(), name);
@@ -149,7 +133,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
   SB_USER_CHECK(h5_path_exists(file.get(), "ranks"), "{} is not a complete scalebench checkpoint (no /ranks)",
                 path.string());
   H5Handle ranks{SB_H5_CHECK(H5Gopen2(file.get(), "ranks", H5P_DEFAULT)), H5Gclose};
-  for (const std::string& member : member_names(ranks.get())) {
+  for (const std::string& member : h5_member_names(ranks.get())) {
     H5Handle group{SB_H5_CHECK(H5Gopen2(ranks.get(), member.c_str(), H5P_DEFAULT)), H5Gclose};
     CheckpointRank r;
     r.rank = int_attribute(group.get(), "rank", path);
@@ -161,7 +145,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
       r.parameters = read_floats(group.get(), "parameters");
       r.untrained_state = read_floats(group.get(), "untrained_state");
       H5Handle optimizer{SB_H5_CHECK(H5Gopen2(group.get(), "optimizer", H5P_DEFAULT)), H5Gclose};
-      for (const std::string& name : member_names(optimizer.get()))
+      for (const std::string& name : h5_member_names(optimizer.get()))
         r.optimizer.emplace_back(name, read_floats(optimizer.get(), name));
     }
     checkpoint.ranks.push_back(std::move(r));

@@ -183,4 +183,19 @@ bool h5_path_exists(hid_t location, const std::string& path) {
   return true;
 }
 
+std::vector<std::string> h5_member_names(hid_t group) {
+  H5G_info_t info{};
+  SB_H5_CHECK(H5Gget_info(group, &info));
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t length =
+        SB_H5_CHECK(H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT));
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    SB_H5_CHECK(H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT));
+    name.resize(static_cast<std::size_t>(length));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 }  // namespace sb::io

@@ -31,5 +31,7 @@ H5Handle h5_open_or_create_group(hid_t parent, const std::string& name);
 // True when every component of the relative or absolute path exists (H5Lexists alone
 // fails, rather than answering false, when an intermediate group is missing).
 bool h5_path_exists(hid_t location, const std::string& path);
+// Names of the links in a group, in name order.
+std::vector<std::string> h5_member_names(hid_t group);
 
 }  // namespace sb::io

@@ -135,20 +135,7 @@ std::vector<std::string> fixed_string_column(const OpenResults& results,
 std::vector<std::string> run_ids(const OpenResults& results) {
   if (!h5_path_exists(results.file.get(), "runs")) return {};
   H5Handle runs{SB_H5_CHECK(H5Gopen2(results.file.get(), "runs", H5P_DEFAULT)), H5Gclose};
-  H5G_info_t info{};
-  SB_H5_CHECK(H5Gget_info(runs.get(), &info));
-  std::vector<std::string> ids;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t length = SB_H5_CHECK(H5Lget_name_by_idx(runs.get(), ".", H5_INDEX_NAME,
-                                                          H5_ITER_INC, i, nullptr, 0,
-                                                          H5P_DEFAULT));
-    std::string name(static_cast<std::size_t>(length) + 1, '\0');
-    SB_H5_CHECK(H5Lget_name_by_idx(runs.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
-                                   name.size(), H5P_DEFAULT));
-    name.resize(static_cast<std::size_t>(length));
-    ids.push_back(std::move(name));
-  }
-  return ids;
+  return h5_member_names(runs.get());
 }
 
 // ---- summary text ------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 #include "core/check.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
+#ifdef SB_HAVE_CUDA
+#include "kernels/cuda/kernel_table.hpp"
+#endif
 
 namespace sb::kernels {
 
@@ -34,18 +37,12 @@ const KernelTable& kernels_for(Backend backend) {
 #undef SB_REFERENCE_ENTRY
 #undef SB_REFERENCE_PLAIN_ENTRY
 #undef SB_CPU_ENTRY
-#ifdef SB_HAVE_CUDA
-#define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
-  static const KernelTable cuda_table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)
-                                          SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
-#undef SB_CUDA_ENTRY
-#endif
   switch (backend) {
     case Backend::reference: return reference_table;
     case Backend::cpu: return cpu_table;
     case Backend::cuda:
 #ifdef SB_HAVE_CUDA
-      return cuda_table;
+      return cuda::cuda_kernel_table();
 #else
       break;
 #endif

@@ -8,6 +8,7 @@
 #include "../kernels/op_test_harness.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/kernel_table.hpp"
 
 namespace sb::kernels::testing {
 
@@ -21,13 +22,7 @@ class CudaTest : public ::testing::Test {
 
 // The cuda backend as a KernelTable, without the engine's dispatch (which links the cpu back-end
 // and with it Kokkos, OpenBLAS and MPI, absent on a bare GPU node).
-inline const KernelTable& cuda_kernels() {
-#define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
-  static const KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY)
-                                     SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
-#undef SB_CUDA_ENTRY
-  return table;
-}
+inline const KernelTable& cuda_kernels() { return cuda::cuda_kernel_table(); }
 
 // Tag of an OpState whose tensors live on the GPU.
 struct OnDevice {};
