@@ -78,6 +78,8 @@ TEST_F(Validate, ClaimsMetByTheMeasurementsPass) {
   ASSERT_GT(mfu, 0);
   // scaling efficiency computed here from the two summaries: samples/s per rank, dp2 over dp1
   const double efficiency = summary("gpt-nano-dp2", "samples_per_s") / 2 / summary("gpt-nano-dp1", "samples_per_s");
+  // The all-reduce claim is a hair under twice the measurement, so that its 50% sits below the
+  // measurement whatever way claimed·50/100 rounds (exactly twice failed by one ulp in CI).
   const auto r = validate(scratch, "spec: this-file\nclaims:\n"
                                    "  nano-tokens: {tokens_per_s: {run: gpt-nano-dp1}, claimed: " + g(tokens) + ", within_pct: 0.001}\n"
                                    "  nano-samples: {samples_per_s: {run: gpt-nano-dp2}, at_least: 1}\n"
@@ -86,7 +88,7 @@ TEST_F(Validate, ClaimsMetByTheMeasurementsPass) {
                                    "                 claimed: " + g(efficiency) + ", within_pct: 0.001}\n"
                                    "  allreduce-64k:\n"
                                    "    busbw_gbps: {collective: all_reduce, size: 64KiB, ranks: 2}\n"
-                                   "    claimed: " + g(busbw_64k() / 0.5) + "\n"
+                                   "    claimed: " + g(busbw_64k() / 0.5 * (1 - 1e-12)) + "\n"
                                    "    at_least_pct: 50\n"
                                    "  gemm-fp32: {gemm_tflops: {precision: fp32}, claimed: " + g(gemm("fp32")) + ", within_pct: 0.001}\n"
                                    "  gemm-bf16-64: {gemm_tflops: {precision: bf16, m: 64, n: 64, k: 64, path: cpu},\n"
