@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 
+#include "io/global_heap_check.hpp"
 #include "io/h5_objects.hpp"
 #include "io/results_file.hpp"
 
@@ -22,7 +23,9 @@ using std::filesystem::path;
 // An open file with error printing off; every public function starts with one.
 struct OpenResults {
   explicit OpenResults(const path& file_path)
-      : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)) {}
+      : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)) {
+    check_global_heap_collections(file_path);  // before libhdf5 reads a variable-length string
+  }
   H5QuietErrors quiet;
   path file_path;
   H5Handle file;

@@ -2,6 +2,7 @@
 // Leaves out the field-by-field round trip (test_results_file.cpp).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -79,6 +80,57 @@ TEST(ResultsReader, NamesTheMissingObjectOrField) {
   EXPECT_TRUE(read_column(path, "/runs/empty/steps", "loss").empty());
   EXPECT_TRUE(has_object(path, "/runs/gpt-nano-dp2/context"));
   EXPECT_FALSE(has_object(path, "/runs/empty/context"));
+}
+
+// The file's bytes, and the offset of its first global heap object with an index above 0
+// (where HDF5 keeps a variable-length string attribute's text).
+struct FirstHeapObject {
+  std::string bytes;
+  std::size_t collection = std::string::npos;
+  std::size_t object = std::string::npos;
+};
+FirstHeapObject first_heap_object(const std::filesystem::path& path) {
+  FirstHeapObject found;
+  std::ifstream in(path, std::ios::binary);
+  found.bytes.assign(std::istreambuf_iterator<char>(in), {});
+  found.collection = found.bytes.find(std::string("GCOL\x01\0\0\0", 8));
+  if (found.collection != std::string::npos) found.object = found.collection + 16;
+  return found;
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// fuzz_results_reader found both: libhdf5 1.10 copies a damaged object size's worth of bytes
+// (a crash) and loops forever on a zero-sized free-space object. The reader refuses the file first.
+TEST(ResultsReader, RefusesADamagedGlobalHeapBeforeHdf5ReadsIt) {
+  const ScratchFile scratch("reader_heap");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  FirstHeapObject heap = first_heap_object(path);
+  ASSERT_NE(heap.collection, std::string::npos) << "the example file has no variable-length string";
+  ASSERT_NE(static_cast<unsigned char>(heap.bytes[heap.object]), 0) << "first object is free space";
+  EXPECT_NO_THROW(summarize_results(path));
+
+  std::string too_long = heap.bytes;
+  const std::uint64_t huge = 0x656e6f76;  // the size in the fuzzer's crash
+  std::memcpy(&too_long[heap.object + 8], &huge, sizeof huge);
+  write_bytes(path, too_long);
+  const std::string message = user_error_of([&] { summarize_results(path); });
+  EXPECT_NE(message.find(path.string() + " is damaged: the global heap collection at byte " +
+                         std::to_string(heap.collection)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("more than the collection"), std::string::npos) << message;
+
+  // object 0 (free space) of size 0 where the first object was: the walk would not advance
+  std::string stuck = heap.bytes;
+  std::memset(&stuck[heap.object], 0, 16);
+  write_bytes(path, stuck);
+  EXPECT_NE(user_error_of([&] { read_attribute(path, "/runs/gpt-nano-dp2", "model"); })
+                .find("holds an empty free-space object"),
+            std::string::npos);
 }
 
 TEST(ResultsReader, SummaryCoversEveryRun) {

@@ -1,0 +1,126 @@
+// Walks each global heap collection of an HDF5 file as H5HG__cache_heap_deserialize does
+// (HDF5 file format specification, "III.E Global Heap"): a 16-byte header ("GCOL", version 1,
+// three reserved zero bytes, collection size), then objects, each a 16-byte header (index u16,
+// reference count u16, reserved u32, size in "size of lengths" bytes) and its data padded to
+// 8 bytes; object 0 is the free space, whose size counts its own header.
+#include "io/global_heap_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/check.hpp"
+
+namespace sb::io {
+
+namespace {
+
+constexpr std::array<char, 8> kSuperblockSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+constexpr std::array<char, 4> kCollectionSignature = {'G', 'C', 'O', 'L'};
+constexpr std::uint64_t kHeaderBytes = 16;  // collection header and object header, both aligned to 8
+
+std::uint64_t little_endian(const unsigned char* bytes, unsigned width) {
+  std::uint64_t value = 0;
+  for (unsigned i = width; i-- > 0;) value = value << 8 | bytes[i];
+  return value;
+}
+
+std::uint64_t align8(std::uint64_t bytes) { return (bytes + 7) / 8 * 8; }
+
+class FileBytes {
+ public:
+  explicit FileBytes(const std::filesystem::path& file) : path_(file), stream_(file, std::ios::binary) {
+    std::error_code error;
+    size_ = std::filesystem::file_size(file, error);
+    if (error || !stream_) size_ = 0;
+  }
+  std::uint64_t size() const { return size_; }
+  // Up to `count` bytes from `offset` (fewer at the end of the file).
+  std::vector<unsigned char> read(std::uint64_t offset, std::uint64_t count) {
+    if (offset >= size_) return {};
+    std::vector<unsigned char> bytes(std::min(count, size_ - offset));
+    stream_.clear();
+    stream_.seekg(static_cast<std::streamoff>(offset));
+    stream_.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<std::size_t>(std::max<std::streamsize>(stream_.gcount(), 0)));
+    return bytes;
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::ifstream stream_;
+  std::uint64_t size_ = 0;
+};
+
+// The superblock's "size of lengths" (2, 4 or 8), or 0 when no superblock is found where HDF5
+// looks for one.
+unsigned size_of_lengths(FileBytes& file) {
+  for (std::uint64_t at = 0; at + 16 <= file.size(); at = at == 0 ? 512 : at * 2) {
+    const auto head = file.read(at, 16);
+    if (head.size() < 16 || !std::equal(kSuperblockSignature.begin(), kSuperblockSignature.end(), head.begin(),
+                                        [](char a, unsigned char b) { return static_cast<unsigned char>(a) == b; }))
+      continue;
+    const unsigned version = head[8];
+    const unsigned lengths = version <= 1 ? head[14] : head[10];
+    return lengths == 2 || lengths == 4 || lengths == 8 ? lengths : 0;
+  }
+  return 0;
+}
+
+// Offsets of "GCOL" followed by version 1 and three zero bytes.
+std::vector<std::uint64_t> collection_offsets(FileBytes& file) {
+  constexpr std::uint64_t kBlock = 1 << 20;
+  std::vector<std::uint64_t> found;
+  for (std::uint64_t start = 0; start < file.size(); start += kBlock) {
+    const auto bytes = file.read(start, kBlock + 7);  // 7 bytes of overlap with the next block
+    for (std::size_t i = 0; i + 8 <= bytes.size() && i < kBlock; ++i) {
+      if (bytes[i] == 'G' && std::memcmp(&bytes[i], kCollectionSignature.data(), 4) == 0 && bytes[i + 4] == 1 &&
+          bytes[i + 5] == 0 && bytes[i + 6] == 0 && bytes[i + 7] == 0)
+        found.push_back(start + i);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+void check_global_heap_collections(const std::filesystem::path& path) {
+  FileBytes file(path);
+  const unsigned lengths = size_of_lengths(file);
+  if (lengths == 0) return;
+  for (const std::uint64_t at : collection_offsets(file)) {
+    const auto header = file.read(at, kHeaderBytes);
+    if (header.size() < 8 + lengths) continue;  // cut short: libhdf5 fails to read it, cleanly
+    const std::uint64_t collection_bytes = little_endian(&header[8], lengths);
+    const auto damaged = [&](const std::string& what) {
+      throw UserError(fmt::format("{} is damaged: the global heap collection at byte {} {} (HDF5 would "
+                                  "read past it)",
+                                  path.string(), at, what));
+    };
+    if (collection_bytes < kHeaderBytes) damaged(fmt::format("claims {} bytes, less than its header", collection_bytes));
+    const auto heap = file.read(at, collection_bytes);  // what the file holds of it
+    const std::uint64_t end = collection_bytes;         // offsets below are from `at`
+    std::uint64_t object = kHeaderBytes;
+    while (object < end) {
+      if (object + kHeaderBytes > end) break;  // the tail too short for an object is free space
+      if (object + kHeaderBytes > heap.size()) break;  // beyond the end of the file: libhdf5's read fails
+      const std::uint64_t index = little_endian(&heap[object], 2);
+      const std::uint64_t size = little_endian(&heap[object + 8], lengths);
+      if (size > end) damaged(fmt::format("holds object {} of {} bytes, more than the collection", index, size));
+      const std::uint64_t need = index > 0 ? kHeaderBytes + align8(size) : size;
+      if (need == 0) damaged("holds an empty free-space object (the walk would not advance)");
+      if (object + need > end)
+        damaged(fmt::format("holds object {} of {} bytes at byte {}, past the collection's {} bytes", index, size,
+                            at + object, collection_bytes));
+      object += need;
+    }
+  }
+}
+
+}  // namespace sb::io
