@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "cli/child_process.hpp"
@@ -19,6 +20,7 @@
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
 #include "train/checkpoint.hpp"
+#include "train/config.hpp"
 #include "train/suite.hpp"
 
 
@@ -78,8 +80,34 @@ std::function<int()> add_run_command(CLI::App& app) {
   return [options]() {
     const train::Suite suite = train::load_suite(options->suite, options->overrides);
     const fs::path out_dir(options->out);
-    fs::create_directories(out_dir);
     const fs::path cases_dir = out_dir / (suite.name + ".cases");
+    const auto file_id_of = [](const std::string& id) {
+      std::string file_id;
+      for (char ch : id) file_id += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+      return file_id;
+    };
+    // finetune.from: run:<case> starts from the checkpoint an earlier case of this suite writes
+    // (checked for every case before any runs)
+    std::vector<YAML::Node> configs;
+    std::map<std::string, fs::path> checkpoints;  // case id -> where it writes its checkpoint
+    for (const auto& c : suite.cases) {
+      YAML::Node config = YAML::Clone(c.config);
+      if (config["finetune"] && config["finetune"]["from"]) {
+        const std::string from = config["finetune"]["from"].as<std::string>();
+        if (from.rfind("run:", 0) == 0) {
+          const auto earlier = checkpoints.find(from.substr(4));
+          SB_USER_CHECK(earlier != checkpoints.end(),
+                        "{}: case '{}' starts from '{}', which is not an earlier case of the suite", suite.source,
+                        c.id, from);
+          config["finetune"]["from"] = fs::absolute(earlier->second).string();
+        }
+      }
+      checkpoints[c.id] = train::checkpoint_path_of(train::parse_train_config(config, suite.source),
+                                                    cases_dir / (file_id_of(c.id) + ".h5"), c.id);
+      configs.push_back(config);
+    }
+
+    fs::create_directories(out_dir);
     fs::create_directories(cases_dir);
     const fs::path suite_file = out_dir / (suite.name + ".h5");
     fs::remove(suite_file);
@@ -91,13 +119,12 @@ std::function<int()> add_run_command(CLI::App& app) {
     int failures = 0;
     for (std::size_t i = 0; i < suite.cases.size(); ++i) {
       const auto& c = suite.cases[i];
-      std::string file_id;
-      for (char ch : c.id) file_id += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+      const std::string file_id = file_id_of(c.id);
       const fs::path config_path = cases_dir / (file_id + ".yaml");
       const fs::path result_path = cases_dir / (file_id + ".h5");
       {
         YAML::Emitter emitter;
-        emitter << c.config;
+        emitter << configs[i];
         std::ofstream(config_path) << emitter.c_str() << "\n";
       }
       std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),

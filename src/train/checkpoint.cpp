@@ -96,6 +96,10 @@ io::CheckpointRank unpack(const std::string& bytes) {
 std::filesystem::path checkpoint_path_of(const TrainConfig& c, const std::filesystem::path& out,
                                          const std::string& run_id) {
   if (!c.checkpoint.path.empty()) return c.checkpoint.path;
+  return default_checkpoint_path(out, run_id);
+}
+
+std::filesystem::path default_checkpoint_path(const std::filesystem::path& out, const std::string& run_id) {
   std::filesystem::path p = out;
   if (p.extension() == ".h5") p.replace_extension();
   return fmt::format("{}.{}.ckpt.h5", p.string(), run_id);

@@ -37,6 +37,8 @@ class TrainingInterrupted : public sb::Error {
 // also when several runs share one result file).
 std::filesystem::path checkpoint_path_of(const TrainConfig& config, const std::filesystem::path& out,
                                          const std::string& run_id);
+// Where a run writes its checkpoint without checkpoint.path: <out without .h5>.<run_id>.ckpt.h5.
+std::filesystem::path default_checkpoint_path(const std::filesystem::path& out, const std::string& run_id);
 
 class Checkpointer {
  public:

@@ -120,7 +120,7 @@ const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
       "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
-      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint"};
+      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint", "finetune", "prune"};
   return keys;
 }
 
@@ -213,13 +213,18 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     if (d.IsScalar()) {
       c.data.dataset = d.as<std::string>();
     } else {
-      MapReader m(d, "data", source, {"dataset", "path"});
+      MapReader m(d, "data", source, {"dataset", "path", "train_samples"});
       m.read("dataset", c.data.dataset);
+      m.read("train_samples", c.data.train_samples);
+      require_non_negative(c.data.train_samples, "data.train_samples", source);
       std::string path;
       m.read("path", path);
       c.data.path = path;
     }
     require_one_of(c.data.dataset, {"sotu", "mnist", "fashion-mnist"}, "data.dataset", source);
+    SB_USER_CHECK(c.data.train_samples == 0 || c.data.dataset != "sotu",
+                  "{}: 'data.train_samples' takes a subset of labelled images; {} is a text corpus", source,
+                  c.data.dataset);
     if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
   }
 
@@ -315,6 +320,33 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     m.read("resume", c.checkpoint.resume);
     require_non_negative(c.checkpoint.every, "checkpoint.every", source);
     require_one_of(c.checkpoint.resume, {"auto", "never"}, "checkpoint.resume", source);
+  }
+
+  if (top.has("finetune")) {
+    MapReader m(top.node("finetune"), "finetune", source, {"from", "freeze"});
+    m.read("from", c.finetune.from);
+    m.read("freeze", c.finetune.freeze);
+    SB_USER_CHECK(!c.finetune.from.empty(), "{}: 'finetune.from' must name the checkpoint file to start from",
+                  source);
+    require_one_of(c.finetune.freeze, {"none", "backbone"}, "finetune.freeze", source);
+  }
+
+  if (top.has("prune")) {
+    MapReader m(top.node("prune"), "prune", source, {"pattern", "sparsity"});
+    c.prune.pattern = "unstructured";
+    m.read("pattern", c.prune.pattern);
+    m.read("sparsity", c.prune.sparsity);
+    require_one_of(c.prune.pattern, {"unstructured", "2:4"}, "prune.pattern", source);
+    if (c.prune.pattern == "2:4")
+      SB_USER_CHECK(!m.has("sparsity"), "{}: 'prune.sparsity' is fixed at 0.5 by pattern 2:4; leave it out",
+                    source);
+    else
+      SB_USER_CHECK(m.has("sparsity") && c.prune.sparsity > 0 && c.prune.sparsity < 1,
+                    "{}: 'prune.sparsity' must lie strictly between 0 and 1 (the fraction of weights removed), "
+                    "got {}",
+                    source, m.has("sparsity") ? fmt::format("{}", c.prune.sparsity) : "nothing");
+    SB_USER_CHECK(!c.finetune.from.empty(),
+                  "{}: 'prune' ranks trained weights: set finetune.from to the checkpoint to prune", source);
   }
 
   if (top.has("optimizer")) {

@@ -20,6 +20,8 @@ struct ModelSpec {
 struct DataSpec {
   std::string dataset;          // "sotu" (text), "mnist" or "fashion-mnist" (images)
   std::filesystem::path path;   // resolved: data.path, else $SB_DATA_DIR/<dataset>, else <repo>/data/<dataset>
+  // images: train on the first N training images only (a small labelled subset; 0 = all)
+  std::int64_t train_samples = 0;
 };
 
 struct StrategySpec {
@@ -69,6 +71,21 @@ struct CheckpointSpec {
   std::string resume_from;      // not a YAML key: `train --resume F` (the file must exist)
 };
 
+// Transfer learning: start from the parameters (and BatchNorm statistics) of another run's
+// checkpoint of the same model, trained on any data; `freeze: backbone` trains only the head
+// (ResNet's fc), keeping every other parameter at the checkpoint's value.
+struct FinetuneSpec {
+  std::string from;              // a checkpoint file (train/checkpoint.hpp); "" = no fine-tuning
+  std::string freeze = "none";   // none | backbone
+};
+
+// Magnitude pruning of the starting weights (finetune.from), the mask kept through training:
+// `unstructured` at `sparsity` over every GEMM weight matrix together, or `2:4`.
+struct PruneSpec {
+  std::string pattern;  // "" = no pruning | unstructured | 2:4
+  double sparsity = 0;  // unstructured only, in [0, 1)
+};
+
 struct TrainConfig {
   std::string source;  // the file the config came from, for messages
   std::string name;    // run id; default "<model>" with the suite adding its case name
@@ -78,6 +95,8 @@ struct TrainConfig {
   PrecisionSpec precision;
   OptimizerSpec optimizer;
   CheckpointSpec checkpoint;
+  FinetuneSpec finetune;
+  PruneSpec prune;
   std::int64_t global_batch = 16, micro_batch = 0;  // micro is per rank; 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;

@@ -2,6 +2,8 @@
 // optimizer and (ZeRO-1) parameter all-gather each step.
 #include "train/distributed_step.hpp"
 
+#include "train/parameter_constraints.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -159,6 +161,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.lr = learning_rate_at(config_.optimizer, step, config_.warmup_steps, total_steps);
   // Non-finite gradients never reach the weights: fp16 skips the step, fp32 stops after it
   // (non_finite_check.hpp) with the gradients left as they are, for naming the layer.
+  if (constraints_) constraints_->constrain_gradients(task_.gradients_flat());
   r.grad_norm = optimizer_step_(r.lr, {.loss_scale = r.loss_scale, .skip_non_finite = true});
   r.skipped = !std::isfinite(r.grad_norm);
   if (scaler_) scaler_->update(r.skipped);
@@ -168,6 +171,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
     zero_->gather_parameters();
     r.exchange = zero_->last_step();  // the all-gather's time and bytes added
   }
+  if (constraints_ && !r.skipped) constraints_->constrain_parameters(task_.parameters_flat());
   if (!r.skipped) task_.parameters_updated();
   r.end_s = comm_clock_seconds();
   return r;

@@ -59,6 +59,8 @@ struct OptimizerState {
   std::function<void(std::int64_t)> set_step_count;
 };
 
+class ParameterConstraints;
+
 class DistributedStep {
  public:
   // `task` trains this rank's place in `grid` (its dp group's size must be config.strategy.dp).
@@ -68,6 +70,9 @@ class DistributedStep {
   DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                   kernels::Backend backend, MemoryTracker& tracker);
   StepResult run(std::int64_t step, std::int64_t total_steps);
+  // Fine-tuning and pruning (parameter_constraints.hpp): gradients masked before the optimizer,
+  // parameters after it. Null (the default) for none; it must outlive the step.
+  void set_parameter_constraints(const ParameterConstraints* constraints) { constraints_ = constraints; }
   // Steps skipped for overflowed gradients so far (fp16 loss scaling).
   std::int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
   // For checkpoints: the optimizer's state (read and restored in place) and the fp16 loss
@@ -90,6 +95,7 @@ class DistributedStep {
   OptimizerState optimizer_state_;
   std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
   std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
+  const ParameterConstraints* constraints_ = nullptr;
 };
 
 }  // namespace sb::train

@@ -110,6 +110,22 @@ class ImageClassificationTask final : public TrainingTask {
 
   PipelineTimes pipeline_times() const override { return pipeline_times_; }
 
+  // Every convolution (OC, IC·KH·KW) and the fc (classes, 64), whole network only.
+  std::vector<compress::WeightMatrix> weight_matrices() override {
+    if (grid_.pp() > 1) return {};
+    const std::vector<resnet::ParameterSpec> specs = resnet::resnet_parameter_specs(model_config_);
+    const std::vector<resnet::ParameterView> views = model_.parameter_views();
+    SB_CHECK(specs.size() == views.size(), "{} parameter specs for {} tensors", specs.size(), views.size());
+    std::vector<compress::WeightMatrix> matrices;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      if (specs[k].shape.rank() < 2) continue;
+      const std::int64_t rows = specs[k].shape[0];
+      matrices.push_back({views[k].name, views[k].param, rows, views[k].numel / rows});
+    }
+    return matrices;
+  }
+  bool is_head_parameter(const std::string& name) const override { return name.rfind("fc.", 0) == 0; }
+
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
@@ -125,10 +141,21 @@ class ImageClassificationTask final : public TrainingTask {
   static data::ImageDataset load(const TrainConfig& c, const std::string& split) {
     SB_USER_CHECK(c.optimizer.type == "sgd" || c.optimizer.type == "adamw",
                   "{}: unknown optimizer.type '{}'", c.source, c.optimizer.type);
-    if (c.data.dataset == "mnist") return data::load_mnist(c.data.path, split);
-    if (c.data.dataset == "fashion-mnist") return data::load_fashion_mnist(c.data.path, split);
-    throw UserError(fmt::format("{}: model {} trains on images (data: mnist or fashion-mnist), not '{}'", c.source,
-                                c.model.name, c.data.dataset));
+    SB_USER_CHECK(c.data.dataset == "mnist" || c.data.dataset == "fashion-mnist",
+                  "{}: model {} trains on images (data: mnist or fashion-mnist), not '{}'", c.source, c.model.name,
+                  c.data.dataset);
+    data::ImageDataset d = c.data.dataset == "mnist" ? data::load_mnist(c.data.path, split)
+                                                     : data::load_fashion_mnist(c.data.path, split);
+    const std::int64_t n = c.data.train_samples;
+    if (split == "train" && n > 0) {  // a small labelled subset: the file's first n images
+      SB_USER_CHECK(n <= d.count && n >= c.global_batch,
+                    "{}: data.train_samples {} must lie between batch.global ({}) and the {} images of {}", c.source,
+                    n, c.global_batch, d.count, d.name);
+      d.count = n;
+      d.images.resize(static_cast<std::size_t>(n * d.image_size()));
+      d.labels.resize(static_cast<std::size_t>(n));
+    }
+    return d;
   }
 
   EvalResult evaluate_split(const std::string& split, const data::ImageDataset& data, std::int64_t count) {

@@ -87,6 +87,22 @@ class LanguageModelTask final : public TrainingTask {
   }
   double flops_per_step() const override { return gpt::gpt_training_flops(model_config_, config_.global_batch, T_); }
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
+  // qkvw (L·3C, C), attprojw (L·C, C), fcw (L·4C, C), fcprojw (L·C, 4C); whole model only
+  std::vector<compress::WeightMatrix> weight_matrices() override {
+    if (grid_.tp() > 1 || grid_.pp() > 1) return {};
+    const gpt::GptConfig& g = model_config_;
+    const std::int64_t L = g.layers, C = g.channels;
+    std::vector<compress::WeightMatrix> matrices;
+    for (const gpt::ParameterView& v : model_.parameter_views()) {
+      if (v.name == "qkvw") matrices.push_back({v.name, v.param, L * 3 * C, C});
+      if (v.name == "attprojw") matrices.push_back({v.name, v.param, L * C, C});
+      if (v.name == "fcw") matrices.push_back({v.name, v.param, L * 4 * C, C});
+      if (v.name == "fcprojw") matrices.push_back({v.name, v.param, L * C, 4 * C});
+    }
+    for (const compress::WeightMatrix& m : matrices)
+      SB_CHECK(m.numel() > 0, "weight matrix {} of gpt {} is empty", m.name, g.name);
+    return matrices;
+  }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }

@@ -35,6 +35,7 @@
 #include "train/distributed_step.hpp"
 #include "train/model_parallel_check.hpp"
 #include "train/non_finite_check.hpp"
+#include "train/parameter_constraints.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/progress.hpp"
 #include "train/training_task.hpp"
@@ -228,6 +229,12 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   const std::int64_t tokens_per_step = task->tokens_per_step();
   Checkpointer checkpointer(c, checkpoint_path_of(c, out, run_id), *world, grid, *task, distributed);
   const std::int64_t first_step = checkpointer.resume(steps);  // 0, or the steps a checkpoint holds
+  // finetune.from's weights (unless resuming), the frozen backbone and the pruning mask
+  std::optional<ParameterConstraints> constraints;
+  if (ParameterConstraints::wanted(c)) {
+    constraints.emplace(c, *task, ParameterConstraints::source_of(c, out), first_step == 0);
+    distributed.set_parameter_constraints(&*constraints);
+  }
 
   // ---- the result file, on rank 0: status reads "interrupted" until finish() ----
   std::optional<io::ResultsFile> file;
@@ -279,6 +286,8 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       timeline.add("evaluation", "eval", t0, comm_clock_seconds() - t0, step);
     };
 
+    // the starting point of a fine-tuning run (pruned, before any step): eval row at step 0
+    if (constraints && first_step == 0) record_eval(0);
     world->barrier();
     const double origin_s = comm_clock_seconds();
     for (std::int64_t step = first_step; step < steps; ++step) {
@@ -360,7 +369,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
       run->write_ranks(ranks);
       run->append_timeline(timeline_rows);
       const double nan = std::numeric_limits<double>::quiet_NaN();
-      run->write_summary({{"step_time_median_s", outcome.step_time_median_s},
+      io::Attributes summary = {{"step_time_median_s", outcome.step_time_median_s},
                           {"samples_per_s", static_cast<double>(c.global_batch) / outcome.step_time_median_s},
                           {"tokens_per_s", outcome.tokens_per_s},
                           {"achieved_tflops", flops_per_step / outcome.step_time_median_s / 1e12},
@@ -382,7 +391,13 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
                           {"dp_exchange_bytes", exchanged_bytes},
                           {"dp_bytes_sent_per_step", bytes_sent.empty() ? nan : median(bytes_sent)},
                           {"overlap_fraction", overlap_fractions.empty() ? nan : median(overlap_fractions)},
-                          {"skipped_steps", distributed.skipped_steps()}});
+                          {"skipped_steps", distributed.skipped_steps()}};
+      if (constraints) {  // what fine-tuning kept fixed, and the sparsity the weights reached
+        summary.emplace_back("sparsity", constraints->sparsity().fraction());
+        summary.emplace_back("pruned_weights", constraints->pruned());
+        summary.emplace_back("frozen_parameters", constraints->frozen());
+      }
+      run->write_summary(summary);
       if (prediction && prediction->feasible) run->write_prediction(prediction_errors(*prediction, outcome, memory));
       run->finish("ok", "");
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/magnitude_pruning.hpp"
 #include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
@@ -81,6 +82,13 @@ class TrainingTask {
   // parameter gradients (by default the optimizer's slices, whole tensors).
   virtual std::vector<NamedValues> forward_values() { return {}; }
   virtual std::vector<NamedValues> gradient_values();
+  // The GEMM weight matrices that magnitude pruning ranks, pointing into parameters_flat()
+  // (ResNet: every convolution and fc; GPT: qkv, attention projection, fc and fc projection of
+  // every layer, not the embeddings); empty when the task does not list them.
+  virtual std::vector<compress::WeightMatrix> weight_matrices() { return {}; }
+  // Whether a parameter slice (by name) belongs to the head, the one part `finetune.freeze:
+  // backbone` trains; false everywhere for a task without a separate head.
+  virtual bool is_head_parameter(const std::string& /*slice_name*/) const { return false; }
 
  protected:
   // For a pipeline stage's set_batch: reports the model's gradient ranges to the GradientSync

@@ -25,10 +25,11 @@ struct CommandResult {
 
 class Scratch {
  public:
-  Scratch() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           (std::string("sb_cli_") + info->test_suite_name() + "_" + info->name() + "_" + std::to_string(::getpid()));
+  // A folder named after the running test.
+  Scratch() : Scratch(current_test_name()) {}
+  // A folder named `name`, for what a whole test suite shares (SetUpTestSuite has no test).
+  explicit Scratch(const std::string& name) {
+    dir_ = std::filesystem::temp_directory_path() / ("sb_cli_" + name + "_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -50,6 +51,10 @@ class Scratch {
   }
 
  private:
+  static std::string current_test_name() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    return std::string(info->test_suite_name()) + "_" + info->name();
+  }
   static std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p);
     std::stringstream s;

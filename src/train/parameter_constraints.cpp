@@ -1,0 +1,130 @@
+#include "train/parameter_constraints.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/check.hpp"
+#include "io/checkpoint_file.hpp"
+#include "train/checkpoint.hpp"
+
+namespace sb::train {
+
+namespace {
+
+std::int64_t integer_attribute(const io::Checkpoint& checkpoint, const std::string& name,
+                               const std::filesystem::path& path) {
+  const io::AttrValue& value = io::checkpoint_attribute(checkpoint, name, path);
+  SB_USER_CHECK(std::holds_alternative<std::int64_t>(value), "{}: checkpoint attribute {} is not an integer",
+                path.string(), name);
+  return std::get<std::int64_t>(value);
+}
+
+}  // namespace
+
+std::filesystem::path ParameterConstraints::source_of(const TrainConfig& c, const std::filesystem::path& out) {
+  const std::string& from = c.finetune.from;
+  if (from.rfind("run:", 0) == 0) {
+    SB_USER_CHECK(from.size() > 4, "{}: finetune.from 'run:' needs the id of the run to start from", c.source);
+    return default_checkpoint_path(out, from.substr(4));
+  }
+  return from;
+}
+
+ParameterConstraints::ParameterConstraints(const TrainConfig& c, TrainingTask& task, const std::filesystem::path& from,
+                                           bool load_start)
+    : task_(task) {
+  SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
+                "{}: finetune and prune run on data-parallel ranks only so far (tp {} and pp {} given)", c.source,
+                c.strategy.tp, c.strategy.pp);
+  SB_USER_CHECK(std::filesystem::is_regular_file(from), "{}: finetune.from {}: no such checkpoint file", c.source,
+                from.string());
+  const io::Checkpoint checkpoint =
+      io::read_checkpoint(from, [](const io::CheckpointRank& r) { return r.rank == 0; });
+  const io::AttrValue& model = io::checkpoint_attribute(checkpoint, "model", from);
+  SB_USER_CHECK(model == io::AttrValue{task.model_name()},
+                "{}: finetune.from {} holds a {}, not the {} this run trains", c.source, from.string(),
+                io::to_string(model), task.model_name());
+  SB_USER_CHECK(integer_attribute(checkpoint, "tp", from) == 1 && integer_attribute(checkpoint, "pp", from) == 1,
+                "{}: finetune.from {} was written by a tensor- or pipeline-parallel run; start from a data-parallel "
+                "one",
+                c.source, from.string());
+  SB_USER_CHECK(!checkpoint.ranks.empty() && checkpoint.ranks.front().rank == 0, "{}: finetune.from {} has no rank 0",
+                c.source, from.string());
+  const io::CheckpointRank& saved = checkpoint.ranks.front();
+  const std::span<float> parameters = task.parameters_flat();
+  SB_USER_CHECK(saved.parameters.size() == parameters.size(),
+                "{}: finetune.from {} holds {} parameters, this {} has {}", c.source, from.string(),
+                saved.parameters.size(), task.model_name(), parameters.size());
+  const std::span<float> statistics = task.untrained_state_flat();
+  SB_USER_CHECK(saved.untrained_state.size() == statistics.size(),
+                "{}: finetune.from {} holds {} BatchNorm statistics, this {} has {}", c.source, from.string(),
+                saved.untrained_state.size(), task.model_name(), statistics.size());
+  start_ = saved.parameters;
+  if (load_start) {
+    std::copy(start_.begin(), start_.end(), parameters.begin());
+    std::copy(saved.untrained_state.begin(), saved.untrained_state.end(), statistics.begin());
+    task.parameters_updated();
+  }
+  state_.assign(parameters.size(), 0);
+
+  const auto offset_of = [&](const float* p) {
+    SB_CHECK(p >= parameters.data() && p < parameters.data() + parameters.size(), "tensor outside the parameters");
+    return static_cast<std::size_t>(p - parameters.data());
+  };
+  if (c.finetune.freeze == "backbone") {
+    bool head = false;
+    for (const optim::ParameterSlice& slice : task.parameter_slices()) {
+      if (task.is_head_parameter(slice.name)) {
+        head = true;
+        continue;
+      }
+      std::fill_n(state_.begin() + static_cast<std::ptrdiff_t>(offset_of(slice.param)), slice.numel, 2);
+      frozen_ += slice.numel;
+    }
+    SB_USER_CHECK(head, "{}: finetune.freeze backbone needs a separate head, which {} has not", c.source,
+                  task.model_name());
+  }
+  if (!c.prune.pattern.empty()) {
+    // the masks rank the starting weights, wherever the run itself starts from
+    std::vector<compress::WeightMatrix> matrices = task.weight_matrices();
+    SB_USER_CHECK(!matrices.empty(), "{}: {} lists no weight matrices to prune", c.source, task.model_name());
+    for (compress::WeightMatrix& m : matrices) m.values = start_.data() + offset_of(m.values);
+    const auto keep =
+        compress::magnitude_masks(matrices, compress::pruning_pattern_from_string(c.prune.pattern), c.prune.sparsity);
+    for (std::size_t k = 0; k < matrices.size(); ++k) {
+      const std::size_t first = static_cast<std::size_t>(matrices[k].values - start_.data());
+      for (std::size_t i = 0; i < keep[k].size(); ++i) {
+        if (keep[k][i] || state_[first + i] == 2) continue;  // a frozen weight stays as it was
+        state_[first + i] = 1;
+        ++pruned_;
+      }
+    }
+    if (load_start) {
+      constrain_parameters(parameters);
+      task.parameters_updated();
+    }
+  }
+}
+
+void ParameterConstraints::constrain_gradients(std::span<float> gradients) const {
+  SB_CHECK(gradients.size() == state_.size(), "{} gradients for {} parameters", gradients.size(), state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (state_[i] != 0) gradients[i] = 0.0f;
+}
+
+void ParameterConstraints::constrain_parameters(std::span<float> parameters) const {
+  SB_CHECK(parameters.size() == state_.size(), "{} parameters for {}", parameters.size(), state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    if (state_[i] == 1) parameters[i] = 0.0f;
+    if (state_[i] == 2) parameters[i] = start_[i];
+  }
+}
+
+compress::Sparsity ParameterConstraints::sparsity() const {
+  const std::vector<compress::WeightMatrix> matrices = task_.weight_matrices();
+  return compress::sparsity_of(matrices);
+}
+
+}  // namespace sb::train
