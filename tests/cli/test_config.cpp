@@ -106,6 +106,25 @@ TEST(Suite, MatrixTimesCasesWithIdsAndValidation) {
   EXPECT_THROW(load_suite(bad, {}), UserError);
 }
 
+// finetune.from: run:<case> must name an earlier case (its checkpoint exists only once it ran).
+TEST(Suite, FinetuneFromARunNamesAnEarlierCase) {
+  sb::testing::Scratch scratch;
+  const std::string base = "base: {model: resnet-mini, data: mnist}\ncases:\n";
+  const auto good = scratch.write("good.yaml", base + "  - {name: dense, steps: 2}\n"
+                                                      "  - {name: pruned, finetune: {from: 'run:dense'}, prune: {pattern: '2:4'}}\n");
+  EXPECT_EQ(load_suite(good, {}).cases.size(), 2u);
+  const auto later = scratch.write("later.yaml", base + "  - {name: pruned, finetune: {from: 'run:dense'}}\n"
+                                                        "  - {name: dense, steps: 2}\n");
+  try {
+    load_suite(later, {});
+    ADD_FAILURE() << "a reference to a later case was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("case 'pruned' starts from 'run:dense', which is not an earlier case"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Every suite shipped in suites/ expands, and each of its cases parses and fits its grid.
 TEST(Suite, EveryShippedSuiteIsValid) {
   int suites = 0;

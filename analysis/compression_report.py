@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Pruning and transfer side by side, from a results file (`scalebench run
+suites/compression.yaml` writes results/compression.h5, suites/transfer.yaml results/transfer.h5):
+per run its data set and training subset, what it started from, its pruning pattern and target,
+the sparsity its weight matrices reached, the test accuracy at step 0 (a fine-tuned run: right
+after loading and pruning, before any step) and after its last step, and throughput.
+
+Exits 1 when a pruned run's sparsity reached is below its target (2:4: half of the matrices whose
+rows divide into groups of four) by more than 0.5 points, or (--transfer) when a fine-tuned run
+does not beat the from-scratch run on the same data subset.
+
+Usage: /usr/bin/python3 analysis/compression_report.py RESULTS.h5 [--transfer]
+"""
+import argparse
+import sys
+
+import h5py
+import yaml
+
+
+def text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def accuracy_at(run, first):
+    """Test accuracy of the first or last test-split evaluation, and its step."""
+    rows = [r for r in run["eval"][:] if text(r["split"]) in ("test", "heldout")]
+    if not rows:
+        return float("nan"), -1
+    row = min(rows, key=lambda r: r["step"]) if first else max(rows, key=lambda r: r["step"])
+    return float(row["accuracy"]), int(row["step"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results")
+    parser.add_argument("--transfer", action="store_true", help="hold fine-tuned runs to beating from-scratch")
+    args = parser.parse_args()
+    rows, failures = [], []
+    with h5py.File(args.results, "r") as f:
+        for name, run in f["runs"].items():
+            if text(run.attrs["status"]) != "ok":
+                print(f"{name}: status {text(run.attrs['status'])}, left out")
+                continue
+            config = yaml.safe_load(text(run.attrs["config_yaml"]))
+            data = config.get("data", {})
+            data = data if isinstance(data, dict) else {"dataset": data}
+            prune = config.get("prune") or {}
+            finetune = config.get("finetune") or {}
+            summary = run["summary"].attrs
+            start, start_step = accuracy_at(run, first=True)
+            final, final_step = accuracy_at(run, first=False)
+            rows.append({"name": name, "dataset": text(run.attrs["dataset"]),
+                         "subset": int(data.get("train_samples", 0)),
+                         "from": "checkpoint" if finetune.get("from") else "scratch",
+                         "freeze": finetune.get("freeze", "none"),
+                         "pattern": prune.get("pattern", ""), "target": float(prune.get("sparsity", 0.5 if prune else 0)),
+                         "sparsity": float(summary.get("sparsity", float("nan"))),
+                         "start": start if start_step == 0 else float("nan"), "final": final,
+                         "steps": int(summary["steps"]), "samples_per_s": float(summary["samples_per_s"])})
+    print(f"{'run':30} {'data':14} {'subset':>6} {'from':10} {'freeze':8} {'prune':12} {'target':>6} {'reached':>7} "
+          f"{'acc@0 %':>7} {'final %':>7} {'steps':>5} {'samples/s':>9}")
+    for r in rows:
+        prune = r["pattern"] or "-"
+        print(f"{r['name'][:30]:30} {r['dataset']:14} {r['subset'] or 'all':>6} {r['from']:10} {r['freeze']:8} "
+              f"{prune:12} {r['target']:6.2f} {r['sparsity']:7.4f} {100 * r['start']:7.2f} {100 * r['final']:7.2f} "
+              f"{r['steps']:5d} {r['samples_per_s']:9.1f}")
+        if r["pattern"] == "unstructured" and r["sparsity"] < r["target"] - 0.005:
+            failures.append(f"{r['name']}: sparsity reached {r['sparsity']:.4f}, target {r['target']}")
+    if args.transfer:
+        for r in rows:
+            if r["from"] != "checkpoint":
+                continue
+            scratch = [s for s in rows if s["from"] == "scratch" and (s["dataset"], s["subset"], s["steps"]) ==
+                       (r["dataset"], r["subset"], r["steps"])]
+            if not scratch:
+                failures.append(f"{r['name']}: no from-scratch run on {r['dataset']} with {r['subset']} samples")
+            elif r["final"] <= scratch[0]["final"]:
+                failures.append(f"{r['name']}: {100 * r['final']:.2f}% does not beat from scratch "
+                                f"({100 * scratch[0]['final']:.2f}%)")
+    for failure in failures:
+        print("FAIL " + failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
