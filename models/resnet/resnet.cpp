@@ -353,6 +353,10 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   k_.crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
   double sum = 0.0;
   for (i64 i = 0; i < N; ++i) sum += a.losses[i];
+  if constexpr (std::is_same_v<S, float>) {
+    if (soft_targets_.teacher_logits)
+      sum = (1 - soft_targets_.alpha) * sum + soft_targets_.alpha * soft_target_loss_sum(a.logits, soft_targets_, N, classes);
+  }
   return static_cast<float>(sum / static_cast<double>(N));
 }
 
@@ -442,6 +446,10 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
     zero(d.dblock_out, N * features * last_hw);
     std::fill(d.dlosses, d.dlosses + N, static_cast<float>(loss_scale_ / static_cast<double>(N)));
     k_.crossentropy_backward(d.dlogits, a.probs, st.labels, d.dlosses, N, classes);
+    if constexpr (std::is_same_v<S, float>) {
+      if (soft_targets_.teacher_logits)
+        soft_target_backward(d.dlogits, a.logits, soft_targets_, N, classes, loss_scale_ / static_cast<double>(N));
+    }
     k_.matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
                         features, classes);
     gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
@@ -507,6 +515,15 @@ std::vector<optim::ParameterSlice> ResnetModelT<S>::parameter_slices() {
     slices.push_back({std::move(view.name), view.param, view.grad, view.numel, true});
   }
   return slices;
+}
+
+template <class S>
+void ResnetModelT<S>::set_soft_targets(const SoftTargets& targets) {
+  constexpr bool fp32 = std::is_same_v<S, float>;
+  SB_CHECK(fp32 || targets.teacher_logits == nullptr, "knowledge distillation runs on fp32 storage only");
+  SB_CHECK(targets.temperature > 0 && targets.alpha >= 0 && targets.alpha <= 1, "temperature {}, alpha {}",
+           targets.temperature, targets.alpha);
+  soft_targets_ = targets;
 }
 
 #define SB_INSTANTIATE_RESNET(S)                                                                      \

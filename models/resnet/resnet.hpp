@@ -23,6 +23,7 @@
 #include "models/resnet/resnet_config.hpp"
 #include "models/resnet/resnet_flops.hpp"
 #include "models/resnet/resnet_partition.hpp"
+#include "models/resnet/soft_targets.hpp"
 #include "optim/parameter_slice.hpp"
 
 namespace sb::resnet {
@@ -206,6 +207,11 @@ class ResnetModelT {
   void sync_storage_parameters();
   // The factor the loss gradient starts from (fp16 loss scaling); 1 by default.
   void set_loss_scale(double scale) { loss_scale_ = scale; }
+  // Knowledge distillation (soft_targets.hpp): while set, a training or evaluation forward with
+  // labels returns the mixed loss and backward() starts from its gradient; the teacher's logits
+  // (N, classes) must match the next forward's batch. Default (null logits): cross-entropy.
+  // fp32 storage only.
+  void set_soft_targets(const SoftTargets& targets);
 
   // The whole network on slot 0: images (N, 1, 28, 28), labels (N) in [0, classes) or
   // nullptr; 1 <= N <= max_batch. training: BatchNorm uses batch statistics and updates the
@@ -333,6 +339,7 @@ class ResnetModelT {
   kernels::StorageKernels<S> k_;
   std::int64_t max_batch_, parameter_count_;
   double loss_scale_ = 1.0;
+  SoftTargets soft_targets_;
   std::int64_t first_unit_ = 0, end_unit_ = 0;  // the partition
   std::int64_t input_floats_ = 0, output_floats_ = 0;
 

@@ -17,6 +17,8 @@ const std::vector<ResnetConfig>& named_configs() {
   using enum ResnetBlock;
   static const std::vector<ResnetConfig> configs{
       {"resnet-mini", 1, 28, 10, 16, 3, 1, false, basic, {2, 2, 2}, {16, 32, 64}, false},
+      // a student for distillation from resnet-mini: one block per stage, half the width
+      {"resnet-micro", 1, 28, 10, 8, 3, 1, false, basic, {1, 1, 1}, {8, 16, 32}, false},
       {"resnet-18", 3, 224, 1000, 64, 7, 2, true, basic, {2, 2, 2, 2}, {64, 128, 256, 512}, true},
       {"resnet-50", 3, 224, 1000, 64, 7, 2, true, bottleneck, {3, 4, 6, 3}, {64, 128, 256, 512},
        true},

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "cli/child_process.hpp"
 #include "cli/mpirun_environment.hpp"
@@ -86,20 +87,19 @@ std::function<int()> add_run_command(CLI::App& app) {
       for (char ch : id) file_id += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
       return file_id;
     };
-    // finetune.from: run:<case> starts from the checkpoint an earlier case of this suite writes
-    // (load_suite checked that it is an earlier case)
+    // finetune.from and distill.teacher: run:<case> is the checkpoint an earlier case of this
+    // suite writes (load_suite checked that it is an earlier case)
     std::vector<YAML::Node> configs;
     std::map<std::string, fs::path> checkpoints;  // case id -> where it writes its checkpoint
     for (const auto& c : suite.cases) {
       YAML::Node config = YAML::Clone(c.config);
-      if (config["finetune"] && config["finetune"]["from"]) {
-        const std::string from = config["finetune"]["from"].as<std::string>();
-        if (from.rfind("run:", 0) == 0) {
-          const auto earlier = checkpoints.find(from.substr(4));
-          SB_CHECK(earlier != checkpoints.end(), "case '{}' starts from '{}': load_suite let it through", c.id,
-                   from);
-          config["finetune"]["from"] = fs::absolute(earlier->second).string();
-        }
+      for (const auto& [block, key] : {std::pair{"finetune", "from"}, std::pair{"distill", "teacher"}}) {
+        if (!config[block] || !config[block][key]) continue;
+        const std::string from = config[block][key].as<std::string>();
+        if (from.rfind("run:", 0) != 0) continue;
+        const auto earlier = checkpoints.find(from.substr(4));
+        SB_CHECK(earlier != checkpoints.end(), "case '{}' names '{}': load_suite let it through", c.id, from);
+        config[block][key] = fs::absolute(earlier->second).string();
       }
       checkpoints[c.id] = train::checkpoint_path_of(train::parse_train_config(config, suite.source),
                                                     cases_dir / (file_id_of(c.id) + ".h5"), c.id);

@@ -105,6 +105,30 @@ std::filesystem::path default_checkpoint_path(const std::filesystem::path& out, 
   return fmt::format("{}.{}.ckpt.h5", p.string(), run_id);
 }
 
+std::filesystem::path checkpoint_source(const std::string& value, const std::filesystem::path& out) {
+  if (value.rfind("run:", 0) == 0 && value.size() > 4) return default_checkpoint_path(out, value.substr(4));
+  return value;
+}
+
+SavedWeights read_saved_weights(const std::filesystem::path& path, const std::string& model, const std::string& key,
+                                const std::string& source) {
+  SB_USER_CHECK(std::filesystem::is_regular_file(path), "{}: {} {}: no such checkpoint file", source, key,
+                path.string());
+  const io::Checkpoint checkpoint = io::read_checkpoint(path, [](const io::CheckpointRank& r) { return r.rank == 0; });
+  const io::AttrValue& saved_model = io::checkpoint_attribute(checkpoint, "model", path);
+  SB_USER_CHECK(saved_model == io::AttrValue{model}, "{}: {} {} holds a {}, not the {} this run needs", source, key,
+                path.string(), io::to_string(saved_model), model);
+  for (const char* grid : {"tp", "pp"}) {
+    const io::AttrValue& size = io::checkpoint_attribute(checkpoint, grid, path);
+    SB_USER_CHECK(size == io::AttrValue{std::int64_t{1}},
+                  "{}: {} {} was written by a tensor- or pipeline-parallel run; start from a data-parallel one",
+                  source, key, path.string());
+  }
+  SB_USER_CHECK(!checkpoint.ranks.empty() && checkpoint.ranks.front().rank == 0, "{}: {} {} has no rank 0", source,
+                key, path.string());
+  return {checkpoint.ranks.front().parameters, checkpoint.ranks.front().untrained_state};
+}
+
 Checkpointer::Checkpointer(const TrainConfig& config, std::filesystem::path path, parallel::Communicator& world,
                            parallel::ProcessGrid& grid, TrainingTask& task, DistributedStep& step)
     : config_(config), path_(std::move(path)), world_(world), grid_(grid), task_(task), step_(step) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/check.hpp"
 #include "parallel/communicator.hpp"
@@ -39,6 +40,20 @@ std::filesystem::path checkpoint_path_of(const TrainConfig& config, const std::f
                                          const std::string& run_id);
 // Where a run writes its checkpoint without checkpoint.path: <out without .h5>.<run_id>.ckpt.h5.
 std::filesystem::path default_checkpoint_path(const std::filesystem::path& out, const std::string& run_id);
+
+// A config key naming another run's checkpoint (finetune.from, distill.teacher) as a file:
+// "run:<id>" is the checkpoint run <id> wrote beside the result file `out` (its default path);
+// anything else is the path itself.
+std::filesystem::path checkpoint_source(const std::string& value, const std::filesystem::path& out);
+
+// The fp32 parameters and untrained state (BatchNorm statistics) world rank 0 saved in a
+// checkpoint of a data-parallel run of `model`. UserError naming `key` of `source` and the file
+// when it is missing, of another model or of a tensor- or pipeline-parallel run.
+struct SavedWeights {
+  std::vector<float> parameters, untrained_state;
+};
+SavedWeights read_saved_weights(const std::filesystem::path& path, const std::string& model, const std::string& key,
+                                const std::string& source);
 
 class Checkpointer {
  public:

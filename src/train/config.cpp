@@ -120,7 +120,7 @@ const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
       "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
-      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint", "finetune", "prune"};
+      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint", "finetune", "prune", "distill"};
   return keys;
 }
 
@@ -347,6 +347,22 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                     source, m.has("sparsity") ? fmt::format("{}", c.prune.sparsity) : "nothing");
     SB_USER_CHECK(!c.finetune.from.empty(),
                   "{}: 'prune' ranks trained weights: set finetune.from to the checkpoint to prune", source);
+  }
+
+  if (top.has("distill")) {
+    MapReader m(top.node("distill"), "distill", source, {"teacher", "teacher_model", "temperature", "alpha"});
+    m.read("teacher", c.distill.teacher);
+    m.read("teacher_model", c.distill.teacher_model);
+    m.read("temperature", c.distill.temperature);
+    m.read("alpha", c.distill.alpha);
+    SB_USER_CHECK(!c.distill.teacher.empty() && !c.distill.teacher_model.empty(),
+                  "{}: 'distill' needs 'teacher' (the teacher's checkpoint file, or run:<id>) and 'teacher_model' "
+                  "(its model, e.g. resnet-mini)",
+                  source);
+    SB_USER_CHECK(c.distill.temperature > 0, "{}: 'distill.temperature' must be positive, got {}", source,
+                  c.distill.temperature);
+    SB_USER_CHECK(c.distill.alpha >= 0 && c.distill.alpha <= 1, "{}: 'distill.alpha' must lie in [0, 1], got {}",
+                  source, c.distill.alpha);
   }
 
   if (top.has("optimizer")) {

@@ -86,6 +86,15 @@ struct PruneSpec {
   double sparsity = 0;  // unstructured only, in [0, 1)
 };
 
+// Knowledge distillation (ResNet): a trained teacher, a checkpoint of `teacher_model` (a file,
+// or run:<id> as for finetune.from), whose logits softened by `temperature` the student learns
+// from beside the labels: loss (1 − alpha)·CE + alpha·T²·KL (models/resnet/soft_targets.hpp).
+struct DistillSpec {
+  std::string teacher;        // "" = no distillation
+  std::string teacher_model;  // a named ResNet, e.g. resnet-mini
+  double temperature = 4.0, alpha = 0.9;
+};
+
 struct TrainConfig {
   std::string source;  // the file the config came from, for messages
   std::string name;    // run id; default "<model>" with the suite adding its case name
@@ -97,6 +106,7 @@ struct TrainConfig {
   CheckpointSpec checkpoint;
   FinetuneSpec finetune;
   PruneSpec prune;
+  DistillSpec distill;
   std::int64_t global_batch = 16, micro_batch = 0;  // micro is per rank; 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;

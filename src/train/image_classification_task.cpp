@@ -14,6 +14,7 @@
 #include "train/model_parallel_plumbing.hpp"
 #include "train/pipeline_executor.hpp"
 #include "train/resnet_pipeline_stage.hpp"
+#include "train/checkpoint.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
@@ -55,6 +56,7 @@ class ImageClassificationTask final : public TrainingTask {
                   model_config_.name, model_config_.image_size, model_config_.image_size, model_config_.image_channels,
                   train_.name, train_.height, train_.width, train_.channels);
     model_.init_weights(c.seed);
+    if (!c.distill.teacher.empty()) load_teacher(c, backend, tracker);
     if (grid.pp() > 1) {
       stage_.emplace(model_, micro_);
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
@@ -92,11 +94,13 @@ class ImageClassificationTask final : public TrainingTask {
     double loss = 0;
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const std::int64_t first = shard_.rank * local + m * micro_;
+      if (teacher_) set_teacher_targets(images_.data() + first * image_size);
       loss += model_.forward(images_.data() + first * image_size, labels_.data() + first, micro_, true);
       if (sync_ && m + 1 == accumulation)
         model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
       model_.backward();
       model_.set_gradient_ready_callback({});
+      if (teacher_) model_.set_soft_targets({});  // evaluation reports the plain cross-entropy
     }
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return loss / static_cast<double>(accumulation);
@@ -136,6 +140,40 @@ class ImageClassificationTask final : public TrainingTask {
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     return from_last_stage(grid_.pp_comm(), figures.loss);
+  }
+
+  // distill.teacher: a trained model of distill.teacher_model from its checkpoint, evaluated
+  // (running BatchNorm statistics) on each micro-batch before the student's forward.
+  void load_teacher(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker) {
+    SB_USER_CHECK(grid_.pp() == 1 && c.precision.dtype == "fp32",
+                  "{}: distill runs fp32 without pipeline stages so far (precision {}, pp {})", c.source,
+                  c.precision.dtype, grid_.pp());
+    const resnet::ResnetConfig teacher_config = resnet::resnet_config_by_name(c.distill.teacher_model);
+    SB_USER_CHECK(teacher_config.classes == model_config_.classes && !teacher_config.spec_only &&
+                      teacher_config.image_size == model_config_.image_size &&
+                      teacher_config.image_channels == model_config_.image_channels,
+                  "{}: distill.teacher_model {} does not classify {}'s images into its {} classes", c.source,
+                  teacher_config.name, model_config_.name, model_config_.classes);
+    teacher_.emplace(teacher_config, micro_, backend, tracker);
+    const SavedWeights saved = read_saved_weights(c.distill.teacher, teacher_config.name, "distill.teacher", c.source);
+    const std::span<float> parameters = teacher_->parameters_flat(), statistics = teacher_->running_statistics_flat();
+    SB_USER_CHECK(saved.parameters.size() == parameters.size() && saved.untrained_state.size() == statistics.size(),
+                  "{}: distill.teacher {} holds {} parameters and {} statistics, {} has {} and {}", c.source,
+                  c.distill.teacher, saved.parameters.size(), saved.untrained_state.size(), teacher_config.name,
+                  parameters.size(), statistics.size());
+    std::copy(saved.parameters.begin(), saved.parameters.end(), parameters.begin());
+    std::copy(saved.untrained_state.begin(), saved.untrained_state.end(), statistics.begin());
+    teacher_->sync_storage_parameters();
+    teacher_logits_.resize(static_cast<std::size_t>(micro_ * model_config_.classes));
+  }
+
+  // The teacher's logits of one micro-batch become the student's soft targets.
+  void set_teacher_targets(const float* images) {
+    teacher_->forward(images, nullptr, micro_, false);
+    const float* logits = teacher_->logits();
+    std::copy(logits, logits + teacher_logits_.size(), teacher_logits_.begin());
+    if constexpr (std::is_same_v<S, float>)
+      model_.set_soft_targets({teacher_logits_.data(), config_.distill.temperature, config_.distill.alpha});
   }
 
   static data::ImageDataset load(const TrainConfig& c, const std::string& split) {
@@ -204,6 +242,9 @@ class ImageClassificationTask final : public TrainingTask {
   data::ImageBatcher train_batches_;
   std::vector<float> images_;
   std::vector<std::int32_t> labels_;
+  // distillation only
+  std::optional<resnet::ResnetModel> teacher_;
+  std::vector<float> teacher_logits_;  // (micro, classes) of the current micro-batch
   // pipeline parallel only
   std::optional<ResnetPipelineStageT<S>> stage_;
   std::unique_ptr<PipelineExecutor> executor_;

@@ -11,57 +11,21 @@
 
 namespace sb::train {
 
-namespace {
-
-std::int64_t integer_attribute(const io::Checkpoint& checkpoint, const std::string& name,
-                               const std::filesystem::path& path) {
-  const io::AttrValue& value = io::checkpoint_attribute(checkpoint, name, path);
-  SB_USER_CHECK(std::holds_alternative<std::int64_t>(value), "{}: checkpoint attribute {} is not an integer",
-                path.string(), name);
-  return std::get<std::int64_t>(value);
-}
-
-}  // namespace
-
-std::filesystem::path ParameterConstraints::source_of(const TrainConfig& c, const std::filesystem::path& out) {
-  const std::string& from = c.finetune.from;
-  if (from.rfind("run:", 0) == 0) {
-    SB_USER_CHECK(from.size() > 4, "{}: finetune.from 'run:' needs the id of the run to start from", c.source);
-    return default_checkpoint_path(out, from.substr(4));
-  }
-  return from;
-}
-
-ParameterConstraints::ParameterConstraints(const TrainConfig& c, TrainingTask& task, const std::filesystem::path& from,
-                                           bool load_start)
+ParameterConstraints::ParameterConstraints(const TrainConfig& c, TrainingTask& task, bool load_start)
     : task_(task) {
   SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
                 "{}: finetune and prune run on data-parallel ranks only so far (tp {} and pp {} given)", c.source,
                 c.strategy.tp, c.strategy.pp);
-  SB_USER_CHECK(std::filesystem::is_regular_file(from), "{}: finetune.from {}: no such checkpoint file", c.source,
-                from.string());
-  const io::Checkpoint checkpoint =
-      io::read_checkpoint(from, [](const io::CheckpointRank& r) { return r.rank == 0; });
-  const io::AttrValue& model = io::checkpoint_attribute(checkpoint, "model", from);
-  SB_USER_CHECK(model == io::AttrValue{task.model_name()},
-                "{}: finetune.from {} holds a {}, not the {} this run trains", c.source, from.string(),
-                io::to_string(model), task.model_name());
-  SB_USER_CHECK(integer_attribute(checkpoint, "tp", from) == 1 && integer_attribute(checkpoint, "pp", from) == 1,
-                "{}: finetune.from {} was written by a tensor- or pipeline-parallel run; start from a data-parallel "
-                "one",
-                c.source, from.string());
-  SB_USER_CHECK(!checkpoint.ranks.empty() && checkpoint.ranks.front().rank == 0, "{}: finetune.from {} has no rank 0",
-                c.source, from.string());
-  const io::CheckpointRank& saved = checkpoint.ranks.front();
+  SavedWeights saved = read_saved_weights(c.finetune.from, task.model_name(), "finetune.from", c.source);
   const std::span<float> parameters = task.parameters_flat();
   SB_USER_CHECK(saved.parameters.size() == parameters.size(),
-                "{}: finetune.from {} holds {} parameters, this {} has {}", c.source, from.string(),
+                "{}: finetune.from {} holds {} parameters, this {} has {}", c.source, c.finetune.from,
                 saved.parameters.size(), task.model_name(), parameters.size());
   const std::span<float> statistics = task.untrained_state_flat();
   SB_USER_CHECK(saved.untrained_state.size() == statistics.size(),
-                "{}: finetune.from {} holds {} BatchNorm statistics, this {} has {}", c.source, from.string(),
+                "{}: finetune.from {} holds {} BatchNorm statistics, this {} has {}", c.source, c.finetune.from,
                 saved.untrained_state.size(), task.model_name(), statistics.size());
-  start_ = saved.parameters;
+  start_ = std::move(saved.parameters);
   if (load_start) {
     std::copy(start_.begin(), start_.end(), parameters.begin());
     std::copy(saved.untrained_state.begin(), saved.untrained_state.end(), statistics.begin());

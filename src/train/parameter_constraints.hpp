@@ -21,16 +21,11 @@ namespace sb::train {
 
 class ParameterConstraints {
  public:
-  // Reads `from`, finetune.from resolved by source_of (UserError naming the file for another model or a model-parallel
+  // Reads finetune.from, a file by now (checkpoint_source) (UserError naming the file for another model or a model-parallel
   // checkpoint); computes the masks from its weights. `load_start` copies its parameters and
   // BatchNorm statistics into the task (false when a checkpoint of this run is being resumed,
   // which holds the fine-tuned state). Same result on every data-parallel rank.
-  ParameterConstraints(const TrainConfig& config, TrainingTask& task, const std::filesystem::path& from,
-                       bool load_start);
-
-  // finetune.from as a file: "run:<id>" is the checkpoint run <id> wrote beside the result file
-  // `out` (its default checkpoint path); anything else is the path itself.
-  static std::filesystem::path source_of(const TrainConfig& config, const std::filesystem::path& out);
+  ParameterConstraints(const TrainConfig& config, TrainingTask& task, bool load_start);
 
   // Whether the config asks for any constraint (finetune or prune).
   static bool wanted(const TrainConfig& config) { return !config.finetune.from.empty(); }

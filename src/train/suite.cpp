@@ -101,10 +101,11 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
       std::string id;
       for (const auto& part : id_parts) id += (id.empty() ? "" : ",") + part;
       if (id.empty()) id = parsed.model.name;
-      // finetune.from: run:<case> names an earlier case (`scalebench run` passes its checkpoint)
-      SB_USER_CHECK(parsed.finetune.from.rfind("run:", 0) != 0 || ids.count(parsed.finetune.from.substr(4)) > 0,
-                    "{}: case '{}' starts from '{}', which is not an earlier case of the suite", source, id,
-                    parsed.finetune.from);
+      // finetune.from, distill.teacher: run:<case> names an earlier case (`scalebench run` passes
+      // its checkpoint)
+      for (const std::string& from : {parsed.finetune.from, parsed.distill.teacher})
+        SB_USER_CHECK(from.rfind("run:", 0) != 0 || ids.count(from.substr(4)) > 0,
+                      "{}: case '{}' starts from '{}', which is not an earlier case of the suite", source, id, from);
       SB_USER_CHECK(ids.insert(id).second, "{}: two cases have the same id '{}'; give them names", source, id);
       config["name"] = id;
       suite.cases.push_back({id, config, parsed.strategy.world_size()});

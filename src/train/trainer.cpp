@@ -193,8 +193,12 @@ io::Attributes prediction_errors(const RunPrediction& p, const TrainOutcome& out
 
 }  // namespace
 
-TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out, const std::string& run_id,
+TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
                           bool append, const std::filesystem::path& trace, const RunPrediction* prediction) {
+  // other runs' checkpoints this one starts from or learns from, as files (run:<id> resolved)
+  TrainConfig c = config;
+  if (!c.finetune.from.empty()) c.finetune.from = checkpoint_source(c.finetune.from, out).string();
+  if (!c.distill.teacher.empty()) c.distill.teacher = checkpoint_source(c.distill.teacher, out).string();
   // ---- everything that can fail on user input, before any file is written ----
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
@@ -232,7 +236,7 @@ TrainOutcome run_training(const TrainConfig& c, const std::filesystem::path& out
   // finetune.from's weights (unless resuming), the frozen backbone and the pruning mask
   std::optional<ParameterConstraints> constraints;
   if (ParameterConstraints::wanted(c)) {
-    constraints.emplace(c, *task, ParameterConstraints::source_of(c, out), first_step == 0);
+    constraints.emplace(c, *task, first_step == 0);
     distributed.set_parameter_constraints(&*constraints);
   }
 

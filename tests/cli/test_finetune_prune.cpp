@@ -167,6 +167,37 @@ TEST_F(FinetunePrune, FrozenBackboneStaysBitForBitWhileTheHeadTrainsOnASubset) {
   EXPECT_EQ(io::read_string_attribute(out, "/runs/resnet-mini", "dataset"), "fashion-mnist");
 }
 
+// resnet-micro learns from the resnet-mini checkpoint: alpha 0 trains exactly as without a
+// teacher (the same losses, bit for bit), alpha 0.9 trains differently; the teacher's file must
+// hold the teacher_model.
+TEST_F(FinetunePrune, DistillationMixesTheTeachersSoftTargetsIntoTheLoss) {
+  const auto student = [&](const std::string& name, const std::string& sets) {
+    return scratch_->run("train --config " + kConfig + kShort + " --set steps=4 --set model=resnet-micro" + sets +
+                         " --out " + path(name + ".h5").string());
+  };
+  const std::string teacher = " --set distill.teacher=" + base_.string() + " --set distill.teacher_model=resnet-mini";
+  const auto alone = student("alone", ""), zero = student("zero", teacher + " --set distill.alpha=0"),
+             taught = student("taught", teacher + " --set distill.alpha=0.9 --set distill.temperature=4");
+  ASSERT_EQ(alone.exit_code, 0) << alone.stderr_text;
+  ASSERT_EQ(zero.exit_code, 0) << zero.stderr_text;
+  ASSERT_EQ(taught.exit_code, 0) << taught.stderr_text;
+  const auto losses = [&](const std::string& name) {
+    return io::read_column(path(name + ".h5"), "/runs/resnet-micro/steps", "loss");
+  };
+  EXPECT_EQ(losses("zero"), losses("alone"));
+  const auto mixed = losses("taught");
+  ASSERT_EQ(mixed.size(), 4u);
+  EXPECT_NE(mixed, losses("alone"));
+  for (double loss : mixed) EXPECT_TRUE(std::isfinite(loss));
+  const auto wrong = student("wrong", " --set distill.teacher=" + base_.string() +
+                                          " --set distill.teacher_model=resnet-micro");
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.stderr_text.find("distill.teacher " + base_.string() +
+                                   " holds a resnet-mini, not the resnet-micro this run needs"),
+            std::string::npos)
+      << wrong.stderr_text;
+}
+
 TEST_F(FinetunePrune, RefusalsNameTheKeyOrFile) {
   const auto missing = finetune("missing", " --set finetune.from=" + path("nope.ckpt.h5").string());
   EXPECT_EQ(missing.exit_code, 2);
@@ -194,7 +225,7 @@ TEST_F(FinetunePrune, RefusalsNameTheKeyOrFile) {
   ASSERT_EQ(gpt.exit_code, 0) << gpt.stderr_text;
   const auto other = finetune("bad", " --set finetune.from=" + path("gpt.ckpt.h5").string());
   EXPECT_EQ(other.exit_code, 2);
-  EXPECT_NE(other.stderr_text.find("holds a gpt-nano, not the resnet-mini this run trains"), std::string::npos)
+  EXPECT_NE(other.stderr_text.find("holds a gpt-nano, not the resnet-mini this run needs"), std::string::npos)
       << other.stderr_text;
 }
 

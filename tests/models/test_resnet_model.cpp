@@ -26,7 +26,7 @@ using kernels::Backend;
 
 TEST(ResnetConfig, NamedConfigsAndUnknownName) {
   EXPECT_EQ(resnet_config_names(),
-            (std::vector<std::string>{"resnet-mini", "resnet-18", "resnet-50"}));
+            (std::vector<std::string>{"resnet-mini", "resnet-micro", "resnet-18", "resnet-50"}));
   const ResnetConfig mini = resnet_config_by_name("resnet-mini");
   EXPECT_EQ(mini.image_channels, 1);
   EXPECT_EQ(mini.image_size, 28);
@@ -37,7 +37,7 @@ TEST(ResnetConfig, NamedConfigsAndUnknownName) {
     resnet_config_by_name("resnet-152");
     FAIL() << "expected UserError";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "unknown model 'resnet-152' (known: resnet-mini, resnet-18, resnet-50)");
+    EXPECT_STREQ(e.what(), "unknown model 'resnet-152' (known: resnet-mini, resnet-micro, resnet-18, resnet-50)");
   }
 }
 
