@@ -13,25 +13,54 @@ QuantizedConv2d::QuantizedConv2d(std::string name, const Conv2dShape& shape, con
   SB_CHECK(shape.OH() > 0 && shape.OW() > 0, "QuantizedConv2d '{}': empty output", gemm_.name());
 }
 
-void im2col_int8(std::int8_t* columns, const std::int8_t* inp, std::int64_t N, const Conv2dShape& s) {
+namespace {
+
+// One (padded) image (C, HP, WP) -> rows (OH·OW, C·KS·KS), a KS × KS kernel known at compile
+// time, so that each tap row is a fixed run of byte copies.
+template <int KS>
+void unfold_image(std::int8_t* rows, const std::int8_t* image, std::int64_t OH, std::int64_t OW,
+                  std::int64_t C, std::int64_t HP, std::int64_t WP, std::int64_t stride) {
+  for (std::int64_t oh = 0; oh < OH; ++oh)
+    for (std::int64_t ow = 0; ow < OW; ++ow) {
+      const std::int8_t* corner = image + oh * stride * WP + ow * stride;
+      for (std::int64_t c = 0; c < C; ++c) {
+        const std::int8_t* plane = corner + c * HP * WP;
+        for (int kh = 0; kh < KS; ++kh)
+          for (int kw = 0; kw < KS; ++kw) *rows++ = plane[kh * WP + kw];
+      }
+    }
+}
+
+}  // namespace
+
+void im2col_int8(std::int8_t* columns, std::int8_t* padded, const std::int8_t* inp, std::int64_t N,
+                 const Conv2dShape& s) {
   const std::int64_t OH = s.OH(), OW = s.OW(), K = s.K();
+  const std::int64_t HP = s.H + 2 * s.pad, WP = s.W + 2 * s.pad;
+  if (s.pad > 0) std::fill(padded, padded + s.C * HP * WP, std::int8_t{0});
   for (std::int64_t n = 0; n < N; ++n) {
     const std::int8_t* image = inp + n * s.C * s.H * s.W;
-    for (std::int64_t oh = 0; oh < OH; ++oh) {
-      for (std::int64_t ow = 0; ow < OW; ++ow) {
-        std::int8_t* row = columns + ((n * OH + oh) * OW + ow) * K;
-        for (std::int64_t c = 0; c < s.C; ++c) {
-          const std::int8_t* plane = image + c * s.H * s.W;
-          for (std::int64_t kh = 0; kh < s.KH; ++kh) {
-            const std::int64_t h = oh * s.stride - s.pad + kh;
-            for (std::int64_t kw = 0; kw < s.KW; ++kw) {
-              const std::int64_t w = ow * s.stride - s.pad + kw;
-              const bool inside = h >= 0 && h < s.H && w >= 0 && w < s.W;
-              *row++ = inside ? plane[h * s.W + w] : std::int8_t{0};
+    if (s.pad > 0) {  // the border stays zero: only the interior is rewritten per image
+      for (std::int64_t c = 0; c < s.C; ++c)
+        for (std::int64_t h = 0; h < s.H; ++h)
+          std::copy_n(image + (c * s.H + h) * s.W, s.W, padded + (c * HP + h + s.pad) * WP + s.pad);
+      image = padded;
+    }
+    std::int8_t* rows = columns + n * OH * OW * K;
+    if (s.KH == 3 && s.KW == 3) {
+      unfold_image<3>(rows, image, OH, OW, s.C, HP, WP, s.stride);
+    } else if (s.KH == 1 && s.KW == 1) {
+      unfold_image<1>(rows, image, OH, OW, s.C, HP, WP, s.stride);
+    } else {
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const std::int8_t* corner = image + oh * s.stride * WP + ow * s.stride;
+          for (std::int64_t c = 0; c < s.C; ++c)
+            for (std::int64_t kh = 0; kh < s.KH; ++kh) {
+              const std::int8_t* src = corner + (c * HP + kh) * WP;
+              for (std::int64_t kw = 0; kw < s.KW; ++kw) *rows++ = src[kw];
             }
-          }
         }
-      }
     }
   }
 }
@@ -46,7 +75,7 @@ void QuantizedConv2d::forward(float* out, const float* inp, std::int64_t N, Infe
     return;
   }
   k.quantize_int8(scratch.input_q, inp, gemm_.input_scale(), N * s.C * s.H * s.W);
-  im2col_int8(scratch.columns, scratch.input_q, N, s);
+  im2col_int8(scratch.columns, scratch.padded, scratch.input_q, N, s);
   const std::int64_t HW = s.OH() * s.OW();
   gemm_.forward_int8(scratch.rows_out, scratch.columns, N * HW, k);
   // (N·OH·OW, OC) -> (N, OC, OH·OW)

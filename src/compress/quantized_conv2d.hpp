@@ -23,6 +23,7 @@ struct Conv2dShape {
 // Host scratch of one forward, sized by the caller for its largest layer and batch.
 struct Conv2dScratch {
   std::int8_t* input_q;  // (N, C, H, W)
+  std::int8_t* padded;   // (C, H + 2·pad, W + 2·pad): one image with its zero border
   std::int8_t* columns;  // (N·OH·OW, C·KH·KW)
   float* rows_out;       // (N·OH·OW, OC)
 };
@@ -42,6 +43,9 @@ class QuantizedConv2d {
   const QuantizedLinear& gemm() const { return gemm_; }
   // Scratch bytes of one forward of N images: int8 input, int8 columns, float rows.
   std::int64_t input_q_bytes(std::int64_t N) const { return N * shape_.C * shape_.H * shape_.W; }
+  std::int64_t padded_bytes() const {
+    return shape_.C * (shape_.H + 2 * shape_.pad) * (shape_.W + 2 * shape_.pad);
+  }
   std::int64_t columns_bytes(std::int64_t N) const { return N * shape_.OH() * shape_.OW() * shape_.K(); }
   std::int64_t rows_out_floats(std::int64_t N) const { return N * shape_.OH() * shape_.OW() * shape_.OC; }
 
@@ -52,6 +56,9 @@ class QuantizedConv2d {
 
 // inp (N, C, H, W) int8 -> columns (N·OH·OW, C·KH·KW): row (n, oh, ow) holds the receptive
 // field in (c, kh, kw) order, the weight's order; zeros where it overlaps the padding.
-void im2col_int8(std::int8_t* columns, const std::int8_t* inp, std::int64_t N, const Conv2dShape& s);
+// padded: scratch of (C, H + 2·pad, W + 2·pad) bytes (unused when pad is 0), so that the copy
+// loop has no bounds checks.
+void im2col_int8(std::int8_t* columns, std::int8_t* padded, const std::int8_t* inp, std::int64_t N,
+                 const Conv2dShape& s);
 
 }  // namespace sb::compress

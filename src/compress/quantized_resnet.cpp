@@ -67,9 +67,10 @@ QuantizedResnet::QuantizedResnet(resnet::ResnetModel& model, i64 max_batch, kern
   }
   fc_.emplace("fc", t.at("fc.weight"), t.at("fc.bias"), config_.classes, features_, tracker);
 
-  i64 input_q = max_batch * features_, columns = 0, rows_out = 0;
+  i64 input_q = max_batch * features_, padded = 0, columns = 0, rows_out = 0;
   for_each_conv([&](QuantizedConv2d& c) {
     input_q = std::max(input_q, c.input_q_bytes(max_batch));
+    padded = std::max(padded, c.padded_bytes());
     columns = std::max(columns, c.columns_bytes(max_batch));
     rows_out = std::max(rows_out, c.rows_out_floats(max_batch));
   });
@@ -82,11 +83,12 @@ QuantizedResnet::QuantizedResnet(resnet::ResnetModel& model, i64 max_batch, kern
   }
   pooled_ = a;
   logits_ = pooled_ + max_batch * features_;
-  scratch_ = TrackedBuffer(tracker, MemoryCategory::workspace, 4 * rows_out + input_q + columns,
+  scratch_ = TrackedBuffer(tracker, MemoryCategory::workspace, 4 * rows_out + input_q + padded + columns,
                            "quantized_resnet.scratch");
   conv_scratch_.rows_out = scratch_.as<float>();
   conv_scratch_.input_q = reinterpret_cast<std::int8_t*>(conv_scratch_.rows_out + rows_out);
-  conv_scratch_.columns = conv_scratch_.input_q + input_q;
+  conv_scratch_.padded = conv_scratch_.input_q + input_q;
+  conv_scratch_.columns = conv_scratch_.padded + padded;
 }
 
 template <class Function>

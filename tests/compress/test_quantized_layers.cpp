@@ -78,9 +78,10 @@ TEST_P(QuantizedLayers, Int8ConvolutionOnTheGridEqualsFp32Exactly) {
     QuantizedConv2d conv("conv", s, w.data(), bias.data(), tracker_);
     const i64 out_n = N * s.OC * s.OH() * s.OW();
     std::vector<float> expected(out_n), calibrated(out_n, -1), quantized(out_n, -2);
-    std::vector<std::int8_t> input_q(conv.input_q_bytes(N)), columns(conv.columns_bytes(N));
+    std::vector<std::int8_t> input_q(conv.input_q_bytes(N)), padded(conv.padded_bytes()),
+        columns(conv.columns_bytes(N));
     std::vector<float> rows(conv.rows_out_floats(N));
-    const Conv2dScratch scratch{input_q.data(), columns.data(), rows.data()};
+    const Conv2dScratch scratch{input_q.data(), padded.data(), columns.data(), rows.data()};
     kernels::reference::conv2d_forward<float>(expected.data(), x.data(), w.data(), bias.data(), N, s.C,
                                               s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad);
     EXPECT_THROW(conv.forward(quantized.data(), x.data(), N, InferenceMode::int8, scratch, k()), Error);
