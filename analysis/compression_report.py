@@ -3,7 +3,8 @@
 suites/compression.yaml` writes results/compression.h5, suites/transfer.yaml results/transfer.h5):
 per run its data set and training subset, what it started from, its pruning pattern and target,
 the sparsity its weight matrices reached, the test accuracy at step 0 (a fine-tuned run: right
-after loading and pruning, before any step) and after its last step, and throughput.
+after loading and pruning, before any step) and after its last step, and throughput; then each
+int8-quantised run's size, accuracy (or held-out loss) and inference speed against fp32.
 
 Exits 1 when a pruned run's sparsity reached is below its target (2:4: half of the matrices whose
 rows divide into groups of four) by more than 0.5 points, or (--transfer) when a fine-tuned run
@@ -78,6 +79,16 @@ def main():
             elif r["final"] <= scratch[0]["final"]:
                 failures.append(f"{r['name']}: {100 * r['final']:.2f}% does not beat from scratch "
                                 f"({100 * scratch[0]['final']:.2f}%)")
+    with h5py.File(args.results, "r") as f:
+        for name, run in f["runs"].items():
+            if "compression" not in run:
+                continue
+            c = run["compression"].attrs
+            metric = ("accuracy", 100) if "accuracy_fp32" in c else ("heldout_loss", 1)
+            print(f"{name}: {text(c['quantize'])} weights {int(c['weight_bytes_int8'])} bytes vs fp32 "
+                  f"{int(c['weight_bytes_fp32'])} ({float(c['weight_bytes_ratio']):.2f}x smaller); {metric[0]} "
+                  f"fp32 {metric[1] * float(c[metric[0] + '_fp32']):.4g}, int8 {metric[1] * float(c[metric[0] + '_int8']):.4g}; "
+                  f"inference {float(c['samples_per_s_int8']) / float(c['samples_per_s_fp32']):.2f}x fp32's samples/s")
     for failure in failures:
         print("FAIL " + failure)
     return 1 if failures else 0

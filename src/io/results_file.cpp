@@ -367,6 +367,10 @@ void RunWriter::write_prediction(const Attributes& attributes) {
   write_group_attributes("prediction", attributes);
 }
 
+void RunWriter::write_compression(const Attributes& attributes) {
+  write_group_attributes("compression", attributes);
+}
+
 void RunWriter::flush() {
   H5QuietErrors quiet;
   SB_H5_CHECK(H5Fflush(group_.get(), H5F_SCOPE_GLOBAL));

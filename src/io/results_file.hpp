@@ -113,6 +113,8 @@ class RunWriter {
   void write_context(const Attributes& attributes);
   void write_summary(const Attributes& attributes);
   void write_prediction(const Attributes& attributes);
+  // The group compression: post-training quantisation's figures (train/trainer.cpp names them).
+  void write_compression(const Attributes& attributes);
   void flush();
   // status is ok, failed or interrupted; sets error and finished_utc, then flushes.
   void finish(const std::string& status, const std::string& error);

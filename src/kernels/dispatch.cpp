@@ -31,9 +31,11 @@ const KernelTable& kernels_for(Backend backend) {
 #define SB_REFERENCE_PLAIN_ENTRY(name, DECLARE) &reference::name,
 #define SB_CPU_ENTRY(name, DECLARE) &cpu::name,
   static const KernelTable reference_table{SB_FOR_EACH_KERNEL(SB_REFERENCE_ENTRY)
-                                               SB_FOR_EACH_CONVERSION_KERNEL(SB_REFERENCE_PLAIN_ENTRY)};
+                                               SB_FOR_EACH_CONVERSION_KERNEL(SB_REFERENCE_PLAIN_ENTRY)
+                                               SB_FOR_EACH_INT8_KERNEL(SB_REFERENCE_PLAIN_ENTRY)};
   static const KernelTable cpu_table{SB_FOR_EACH_KERNEL(SB_CPU_ENTRY)
-                                         SB_FOR_EACH_CONVERSION_KERNEL(SB_CPU_ENTRY)};
+                                         SB_FOR_EACH_CONVERSION_KERNEL(SB_CPU_ENTRY)
+                                         SB_FOR_EACH_INT8_KERNEL(SB_CPU_ENTRY)};
 #undef SB_REFERENCE_ENTRY
 #undef SB_REFERENCE_PLAIN_ENTRY
 #undef SB_CPU_ENTRY

@@ -195,6 +195,20 @@ using i64 = std::int64_t;
 #define SB_DECLARE_CONVERT_F32_TO_FP16 void convert_f32_to_fp16(fp16* out, const float* inp, i64 N)
 #define SB_DECLARE_CONVERT_FP16_TO_F32 void convert_fp16_to_f32(float* out, const fp16* inp, i64 N)
 
+// ---- int8 inference (post-training quantisation, src/compress/): symmetric, zero point 0; the
+// same in every precision, so the macros take no T. Integer sums are exact: every backend must
+// give the same bits. Rounding is nearbyint (ties to even); dequantisation is one fma.
+// inp (N), scale > 0 -> out (N) = clamp(nearbyint(inp / scale), -127, 127)   (OVERWRITTEN)
+#define SB_DECLARE_QUANTIZE_INT8 \
+  void quantize_int8(std::int8_t* out, const float* inp, float scale, i64 N)
+// inp (BT,C) int8 quantised with inp_scale, weight (OC,C) int8 quantised per output channel
+// with weight_scale (OC), bias (OC) float or nullptr -> out (BT,OC)
+//   = fma(float(Σ_c inp·weight as int32), inp_scale·weight_scale[o], bias[o] or 0) (OVERWRITTEN)
+#define SB_DECLARE_INT8_MATMUL_FORWARD                                                       \
+  void int8_matmul_forward(float* out, const std::int8_t* inp, const std::int8_t* weight,     \
+                           float inp_scale, const float* weight_scale, const float* bias, i64 BT, \
+                           i64 C, i64 OC)
+
 // X-macro over all kernels: X(name, DECLARE_MACRO)
 #define SB_FOR_EACH_KERNEL(X)                          \
   X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)         \
@@ -244,6 +258,11 @@ using i64 = std::int64_t;
   X(convert_f32_to_fp16, SB_DECLARE_CONVERT_F32_TO_FP16)   \
   X(convert_fp16_to_f32, SB_DECLARE_CONVERT_FP16_TO_F32)
 
+// X-macro over the int8 inference kernels: X(name, DECLARE), DECLARE a plain declaration.
+#define SB_FOR_EACH_INT8_KERNEL(X)             \
+  X(quantize_int8, SB_DECLARE_QUANTIZE_INT8)   \
+  X(int8_matmul_forward, SB_DECLARE_INT8_MATMUL_FORWARD)
+
 // ---- backends ---------------------------------------------------------------------------
 namespace reference {  // templates, instantiated for float and double in reference/*.cpp
 #define SB_DECLARE_REFERENCE(name, DECLARE) template <class T> DECLARE(T);
@@ -251,6 +270,7 @@ SB_FOR_EACH_KERNEL(SB_DECLARE_REFERENCE)
 #undef SB_DECLARE_REFERENCE
 #define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
 SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+SB_FOR_EACH_INT8_KERNEL(SB_DECLARE_PLAIN)
 #undef SB_DECLARE_PLAIN
 }  // namespace reference
 
@@ -260,6 +280,7 @@ SB_FOR_EACH_KERNEL(SB_DECLARE_CPU)
 #undef SB_DECLARE_CPU
 #define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
 SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+SB_FOR_EACH_INT8_KERNEL(SB_DECLARE_PLAIN)
 #undef SB_DECLARE_PLAIN
 }  // namespace cpu
 
@@ -272,6 +293,7 @@ SB_FOR_EACH_KERNEL(SB_DECLARE_CUDA)
 #undef SB_DECLARE_CUDA
 #define SB_DECLARE_PLAIN(name, DECLARE) DECLARE;
 SB_FOR_EACH_CONVERSION_KERNEL(SB_DECLARE_PLAIN)
+SB_FOR_EACH_INT8_KERNEL(SB_DECLARE_PLAIN)
 #undef SB_DECLARE_PLAIN
 }  // namespace cuda
 
@@ -283,12 +305,14 @@ Backend parse_backend(std::string_view name);
 // Where a backend's kernels read and write: host memory (reference, cpu) or the GPU (cuda).
 Device memory_device(Backend backend);
 
-// One function pointer per kernel, float precision, then the conversion kernels; initialised
-// in that order: {SB_FOR_EACH_KERNEL(...) SB_FOR_EACH_CONVERSION_KERNEL(...)}.
+// One function pointer per kernel, float precision, then the conversion and the int8 kernels;
+// initialised in that order:
+// {SB_FOR_EACH_KERNEL(...) SB_FOR_EACH_CONVERSION_KERNEL(...) SB_FOR_EACH_INT8_KERNEL(...)}.
 struct KernelTable {
 #define SB_TABLE_MEMBER(name, DECLARE) decltype(&cpu::name) name;
   SB_FOR_EACH_KERNEL(SB_TABLE_MEMBER)
   SB_FOR_EACH_CONVERSION_KERNEL(SB_TABLE_MEMBER)
+  SB_FOR_EACH_INT8_KERNEL(SB_TABLE_MEMBER)
 #undef SB_TABLE_MEMBER
 };
 

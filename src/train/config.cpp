@@ -120,7 +120,8 @@ const std::vector<std::string>& train_config_keys() {
   static const std::vector<std::string> keys = {
       "name",   "model",        "data",       "strategy",     "precision", "batch",
       "seq_len", "steps", "epochs", "warmup_steps", "eval_every", "eval_batches", "log_every",
-      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint", "finetune", "prune", "distill"};
+      "optimizer", "device",    "site",       "seed",       "threads", "checkpoint", "finetune", "prune", "distill",
+      "compress"};
   return keys;
 }
 
@@ -363,6 +364,24 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                   c.distill.temperature);
     SB_USER_CHECK(c.distill.alpha >= 0 && c.distill.alpha <= 1, "{}: 'distill.alpha' must lie in [0, 1], got {}",
                   source, c.distill.alpha);
+  }
+
+  if (top.has("compress")) {
+    MapReader m(top.node("compress"), "compress", source, {"quantize", "calibration_batches"});
+    m.read("quantize", c.compress.quantize);
+    m.read("calibration_batches", c.compress.calibration_batches);
+    require_one_of(c.compress.quantize, {"none", "int8"}, "compress.quantize", source);
+    require_positive(c.compress.calibration_batches, "compress.calibration_batches", source);
+    if (c.compress.quantize == "int8") {
+      SB_USER_CHECK(c.device == "cpu", "{}: 'compress.quantize: int8' runs int8 inference on the cpu, not device {}",
+                    source, c.device);
+      SB_USER_CHECK(c.precision.dtype == "fp32",
+                    "{}: 'compress.quantize: int8' quantises an fp32 model, not precision {}", source,
+                    c.precision.dtype);
+      SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
+                    "{}: 'compress.quantize: int8' needs the whole model on each rank (strategy tp 1 and pp 1)",
+                    source);
+    }
   }
 
   if (top.has("optimizer")) {

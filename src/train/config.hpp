@@ -95,6 +95,15 @@ struct DistillSpec {
   double temperature = 4.0, alpha = 0.9;
 };
 
+// Post-training compression after the last step (compress/post_training_quantization.hpp):
+// quantize none | int8; int8 calibrates activation ranges on calibration_batches batches of
+// training data, then compares fp32 and int8 inference on the evaluation data and writes
+// /runs/<id>/compression.
+struct CompressSpec {
+  std::string quantize = "none";
+  std::int64_t calibration_batches = 8;
+};
+
 struct TrainConfig {
   std::string source;  // the file the config came from, for messages
   std::string name;    // run id; default "<model>" with the suite adding its case name
@@ -107,6 +116,7 @@ struct TrainConfig {
   FinetuneSpec finetune;
   PruneSpec prune;
   DistillSpec distill;
+  CompressSpec compress;
   std::int64_t global_batch = 16, micro_batch = 0;  // micro is per rank; 0 = global / dp
   std::int64_t seq_len = 0;                         // 0 = the model's maximum
   std::int64_t steps = 100, warmup_steps = 0, eval_every = 0, eval_batches = 8, log_every = 10;

@@ -129,6 +129,19 @@ class ImageClassificationTask final : public TrainingTask {
     return matrices;
   }
   bool is_head_parameter(const std::string& name) const override { return name.rfind("fc.", 0) == 0; }
+  // Calibration: the first calibration_batches micro-batches of the training images, unshuffled;
+  // evaluation: the whole test set.
+  compress::QuantizationReport quantize_int8(std::int64_t calibration_batches) override {
+    if constexpr (std::is_same_v<S, float>) {
+      SB_CHECK(model_.has_stem() && model_.has_head(), "int8 quantisation needs the whole network");
+      const compress::ImageSet calibration{train_.images.data(), train_.labels.data(), train_.count,
+                                           train_.image_size()};
+      const compress::ImageSet test{test_.images.data(), test_.labels.data(), test_.count, test_.image_size()};
+      return compress::quantize_resnet_int8(model_, calibration, calibration_batches, test);
+    } else {
+      throw UserError(fmt::format("{}: 'compress.quantize: int8' quantises an fp32 model", config_.source));
+    }
+  }
 
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.

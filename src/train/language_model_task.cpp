@@ -137,6 +137,23 @@ class LanguageModelTask final : public TrainingTask {
 
   PipelineTimes pipeline_times() const override { return pipeline_times_; }
 
+  // Calibration: calibration_batches micro-batches of evenly spaced training windows; evaluation:
+  // the held-out windows evaluate() reads (eval_batches global batches).
+  compress::QuantizationReport quantize_int8(std::int64_t calibration_batches) override {
+    if constexpr (std::is_same_v<S, float>) {
+      SB_CHECK(model_.shard().embedding && model_.shard().head, "int8 quantisation needs the whole model");
+      const std::int64_t eval_batches = config_.eval_batches * config_.global_batch / micro_;
+      return compress::quantize_gpt_int8(
+          model_,
+          [&](std::int64_t i, std::int32_t* x, std::int32_t* y) { train_eval_.evaluation_batch(i, calibration_batches, x, y); },
+          calibration_batches,
+          [&](std::int64_t i, std::int32_t* x, std::int32_t* y) { heldout_eval_.evaluation_batch(i, eval_batches, x, y); },
+          eval_batches, micro_, T_);
+    } else {
+      throw UserError(fmt::format("{}: 'compress.quantize: int8' quantises an fp32 model", config_.source));
+    }
+  }
+
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compress/magnitude_pruning.hpp"
+#include "compress/post_training_quantization.hpp"
 #include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
@@ -81,6 +82,11 @@ class TrainingTask {
   // activations of its last forward (empty when the task does not list them), and its
   // parameter gradients (by default the optimizer's slices, whole tensors).
   virtual std::vector<NamedValues> forward_values() { return {}; }
+  // Post-training int8 quantisation of the trained model (compress.quantize: int8): calibrates
+  // on `calibration_batches` micro-batches of training data, then compares fp32 and int8 on the
+  // task's evaluation data (ResNet: test accuracy; GPT: held-out loss). One rank with the whole
+  // fp32 model (the config reader checks tp, pp, precision and device); no communication.
+  virtual compress::QuantizationReport quantize_int8(std::int64_t calibration_batches) = 0;
   virtual std::vector<NamedValues> gradient_values();
   // The GEMM weight matrices that magnitude pruning ranks, pointing into parameters_flat()
   // (ResNet: every convolution and fc; GPT: qkv, attention projection, fc and fc projection of

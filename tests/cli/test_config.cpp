@@ -72,6 +72,34 @@ TEST(Config, MessagesNameTheFileAndKey) {
             "case.yaml: the config must be a mapping of keys to values (it is empty, a list or a single value)");
 }
 
+TEST(Config, CompressBlock) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_train_config(parse_yaml_text(text, "case.yaml"), "case.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const TrainConfig off = parse_train_config(parse_yaml_text("model: gpt-nano\ndata: sotu\n", "c.yaml"), "c.yaml");
+  EXPECT_EQ(off.compress.quantize, "none");
+  const TrainConfig on = parse_train_config(
+      parse_yaml_text("model: gpt-nano\ndata: sotu\ncompress: {quantize: int8, calibration_batches: 3}\n", "c.yaml"),
+      "c.yaml");
+  EXPECT_EQ(on.compress.quantize, "int8");
+  EXPECT_EQ(on.compress.calibration_batches, 3);
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\ncompress: {quantise: int8}\n"),
+            "case.yaml: unknown key 'compress.quantise' (known: quantize, calibration_batches)");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\ncompress: {quantize: int4}\n"),
+            "case.yaml: 'compress.quantize' is 'int4' but must be one of: none, int8");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\ncompress: {quantize: int8, calibration_batches: 0}\n"),
+            "case.yaml: 'compress.calibration_batches' must be a positive integer, got 0");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: bf16\ncompress: {quantize: int8}\n"),
+            "case.yaml: 'compress.quantize: int8' quantises an fp32 model, not precision bf16");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nstrategy: {tp: 2}\ncompress: {quantize: int8}\n"),
+            "case.yaml: 'compress.quantize: int8' needs the whole model on each rank (strategy tp 1 and pp 1)");
+}
+
 TEST(LearningRate, WarmupThenCosineToMinimum) {
   OptimizerSpec o;
   o.lr = 1.0;

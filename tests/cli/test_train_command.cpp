@@ -11,6 +11,36 @@
 namespace sb::testing {
 namespace {
 
+// compress.quantize: int8 quantises the trained model and records /runs/<id>/compression; the
+// summary's weight_bytes is then the int8 model's as stored.
+TEST(TrainCommand, Int8CompressionIsRecordedInHdf5) {
+  Scratch scratch;
+  const auto config = scratch.write("nano.yaml",
+                                    "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nsteps: 40\n"
+                                    "eval_batches: 2\nthreads: 1\noptimizer: {lr: 1.0e-3}\n"
+                                    "compress: {quantize: int8, calibration_batches: 2}\n");
+  const auto out = scratch.path("nano.h5");
+  const auto r = scratch.run("train --config " + config.string() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text << r.stdout_text;
+  const std::string group = "/runs/gpt-nano/compression";
+  EXPECT_EQ(io::read_string_attribute(out, group, "quantize"), "int8");
+  EXPECT_EQ(io::read_number_attribute(out, group, "calibration_batches"), 2);
+  const auto n = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-nano")));
+  EXPECT_EQ(io::read_number_attribute(out, group, "weight_bytes_fp32"), 4 * n);
+  const double int8_bytes = io::read_number_attribute(out, group, "weight_bytes_int8");
+  EXPECT_LT(int8_bytes, 0.5 * 4 * n);  // gpt-nano: the embeddings (fp32) are a third of it
+  EXPECT_EQ(io::read_number_attribute(out, "/runs/gpt-nano/summary", "weight_bytes"), int8_bytes);
+  const double fp32_loss = io::read_number_attribute(out, group, "heldout_loss_fp32");
+  const double int8_loss = io::read_number_attribute(out, group, "heldout_loss_int8");
+  EXPECT_LT(fp32_loss, std::log(256.0) - 1.0);  // it learnt something
+  EXPECT_NEAR(int8_loss, fp32_loss, 0.05);
+  // the fp32 figure is the same held-out evaluation as the eval table's last row
+  const auto eval_loss = io::read_column(out, "/runs/gpt-nano/eval", "loss");
+  EXPECT_NEAR(fp32_loss, eval_loss[eval_loss.size() - 2], 1e-5);
+  EXPECT_GT(io::read_number_attribute(out, group, "samples_per_s_int8"), 0);
+  EXPECT_GT(io::read_number_attribute(out, group, "tokens_per_s_fp32"), 0);
+}
+
 TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
   Scratch scratch;
   const auto config = scratch.write("nano.yaml",

@@ -9,7 +9,8 @@ namespace sb::kernels::cuda {
 
 inline const KernelTable& cuda_kernel_table() {
 #define SB_CUDA_ENTRY(name, DECLARE) &cuda::name,
-  static const KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY) SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)};
+  static const KernelTable table{SB_FOR_EACH_KERNEL(SB_CUDA_ENTRY) SB_FOR_EACH_CONVERSION_KERNEL(SB_CUDA_ENTRY)
+                                 SB_FOR_EACH_INT8_KERNEL(SB_CUDA_ENTRY)};
 #undef SB_CUDA_ENTRY
   return table;
 }

@@ -1,0 +1,29 @@
+// CUDA int8 inference kernels: quantisation element-wise, and the int8 GEMM as one thread per
+// output with an int32 sum, bit-identical to the reference. Leaves out DP4A/IMMA tensor-core
+// tiles: quantised inference is measured on the CPU; this keeps the cuda table complete.
+#include <cmath>
+
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/kernels.hpp"
+
+namespace sb::kernels::cuda {
+
+SB_DECLARE_QUANTIZE_INT8 {
+  for_each_index(N, [=] __device__(i64 i) {
+    const float q = nearbyintf(inp[i] / scale);
+    out[i] = static_cast<std::int8_t>(fminf(fmaxf(q, -127.0f), 127.0f));
+  });
+}
+
+SB_DECLARE_INT8_MATMUL_FORWARD {
+  for_each_index(BT * OC, [=] __device__(i64 i) {
+    const i64 bt = i / OC, o = i % OC;
+    const std::int8_t* inp_row = inp + bt * C;
+    const std::int8_t* w_row = weight + o * C;
+    std::int32_t sum = 0;
+    for (i64 c = 0; c < C; ++c) sum += std::int32_t{inp_row[c]} * std::int32_t{w_row[c]};
+    out[i] = fmaf(static_cast<float>(sum), inp_scale * weight_scale[o], bias ? bias[o] : 0.0f);
+  });
+}
+
+}  // namespace sb::kernels::cuda

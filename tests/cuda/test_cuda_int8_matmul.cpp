@@ -1,0 +1,68 @@
+// The cuda int8 inference kernels equal the reference bit for bit: quantisation (rounding ties to
+// even, saturation) and the int8 GEMM with per-channel dequantisation over odd shapes, with and
+// without bias. Skips without a GPU. Leaves out the cpu kernels (tests/kernels).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "cuda_test_support.hpp"
+
+namespace sb::kernels::testing {
+namespace {
+
+class CudaInt8 : public CudaTest {};
+
+std::vector<std::int8_t> random_int8(i64 n, std::uint64_t stream) {
+  const CounterRng rng(43, stream);
+  std::vector<std::int8_t> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = static_cast<std::int8_t>(static_cast<i64>(rng.below(i, 255)) - 127);
+  return v;
+}
+
+std::vector<float> random_floats(i64 n, std::uint64_t stream, double scale) {
+  const CounterRng rng(43, stream);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(scale * rng.normal(i));
+  return v;
+}
+
+TEST_F(CudaInt8, QuantizeEqualsReference) {
+  const i64 n = 1'000'003;
+  auto inp = random_floats(n, 1, 3.0);
+  inp[0] = 1e30f, inp[1] = -1e30f, inp[2] = 0.025f, inp[3] = 0.075f;
+  std::vector<std::int8_t> expected(n);
+  reference::quantize_int8(expected.data(), inp.data(), 0.05f, n);
+  const cuda::DeviceBuffer<float> d_inp(inp);
+  cuda::DeviceBuffer<std::int8_t> d_out(n);
+  cuda_kernels().quantize_int8(d_out.data(), d_inp.data(), 0.05f, n);
+  EXPECT_EQ(d_out.to_host(), expected);
+}
+
+TEST_F(CudaInt8, MatmulEqualsReferenceBitForBit) {
+  struct Shape {
+    i64 BT, C, OC;
+  };
+  std::uint64_t stream = 10;
+  for (const Shape s : {Shape{1, 1, 1}, Shape{37, 144, 16}, Shape{65, 257, 31}, Shape{127, 1024, 256}}) {
+    const auto inp = random_int8(s.BT * s.C, ++stream), weight = random_int8(s.OC * s.C, ++stream);
+    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
+    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const cuda::DeviceBuffer<std::int8_t> d_inp(inp), d_weight(weight);
+    const cuda::DeviceBuffer<float> d_scale(weight_scale), d_bias(bias);
+    for (const bool with_bias : {true, false}) {
+      std::vector<float> expected(s.BT * s.OC);
+      reference::int8_matmul_forward(expected.data(), inp.data(), weight.data(), 0.0173f, weight_scale.data(),
+                                     with_bias ? bias.data() : nullptr, s.BT, s.C, s.OC);
+      cuda::DeviceBuffer<float> d_out(s.BT * s.OC);
+      cuda_kernels().int8_matmul_forward(d_out.data(), d_inp.data(), d_weight.data(), 0.0173f, d_scale.data(),
+                                         with_bias ? d_bias.data() : nullptr, s.BT, s.C, s.OC);
+      EXPECT_EQ(d_out.to_host(), expected) << "BT=" << s.BT << " C=" << s.C << " OC=" << s.OC;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sb::kernels::testing
