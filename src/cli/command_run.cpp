@@ -121,11 +121,7 @@ std::function<int()> add_run_command(CLI::App& app) {
       const std::string file_id = file_id_of(c.id);
       const fs::path config_path = cases_dir / (file_id + ".yaml");
       const fs::path result_path = cases_dir / (file_id + ".h5");
-      {
-        YAML::Emitter emitter;
-        emitter << configs[i];
-        std::ofstream(config_path) << emitter.c_str() << "\n";
-      }
+      std::ofstream(config_path) << train::yaml_text(configs[i]) << "\n";
       std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
       std::fflush(stdout);

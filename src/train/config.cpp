@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "core/check.hpp"
@@ -132,6 +133,47 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& source) {
     throw UserError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1,
                                 e.mark.column + 1, e.msg));
   }
+}
+
+namespace {
+
+void emit_portable(YAML::Emitter& out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginMap;
+      for (const auto& item : node) {
+        out << YAML::Key;
+        emit_portable(out, item.first);
+        out << YAML::Value;
+        emit_portable(out, item.second);
+      }
+      out << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& item : node) emit_portable(out, item);
+      out << YAML::EndSeq;
+      break;
+    case YAML::NodeType::Scalar: {
+      static const std::regex base60(R"([-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)");
+      const bool quoted_in_source = node.Tag() == "!";
+      if (quoted_in_source || std::regex_match(node.Scalar(), base60)) out << YAML::DoubleQuoted;
+      out << node.Scalar();
+      break;
+    }
+    default:
+      out << node;
+  }
+}
+
+}  // namespace
+
+std::string yaml_text(const YAML::Node& node) {
+  YAML::Emitter out;
+  emit_portable(out, node);
+  return out.c_str();
 }
 
 YAML::Node load_yaml_file(const std::filesystem::path& path) {
@@ -402,9 +444,7 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                   "{}: 'optimizer.weight_decay', 'grad_clip' and 'min_lr' must not be negative", source);
   }
 
-  YAML::Emitter out;
-  out << root;
-  c.yaml = out.c_str();
+  c.yaml = yaml_text(root);
   return c;
 }
 

@@ -137,6 +137,11 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
 YAML::Node parse_yaml_text(const std::string& text, const std::string& source);
 YAML::Node load_yaml_file(const std::filesystem::path& path);
 
+// The tree as YAML text that YAML 1.1 readers (PyYAML, which h5py users reach for) read back as
+// yaml-cpp does: a scalar the source quoted, or one YAML 1.1 would take for a base-60 number
+// (`2:4` reads as 124 there), is written double-quoted; flow and block styles are kept.
+std::string yaml_text(const YAML::Node& node);
+
 TrainConfig parse_train_config(const YAML::Node& root, const std::string& source);
 TrainConfig load_train_config(const std::filesystem::path& path,
                               const std::vector<std::string>& overrides);

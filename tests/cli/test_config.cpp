@@ -47,6 +47,26 @@ TEST(Config, InlineModelAndOverrides) {
   EXPECT_NE(c.yaml.find("lr: 0.01"), std::string::npos) << c.yaml;
 }
 
+// The stored config_yaml must read back the same in YAML 1.1 readers (PyYAML): there a plain
+// 2:4 is the base-60 integer 124 and a plain 0.5 a float, so such strings stay quoted.
+TEST(Config, StoredYamlQuotesWhatYaml11WouldReadAsANumber) {
+  YAML::Node root = parse_yaml_text(
+      "model: resnet-mini\ndata: {dataset: mnist}\nprune: {pattern: \"2:4\"}\nseed: 3\n"
+      "optimizer: {lr: 0.1}\nname: \"0.5\"\n", "t.yaml");
+  apply_override(root, "finetune.from=/x/base.ckpt.h5", "t.yaml");
+  const std::string text = yaml_text(root);
+  EXPECT_NE(text.find("prune: {pattern: \"2:4\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("name: \"0.5\""), std::string::npos) << text;
+  EXPECT_NE(text.find("optimizer: {lr: 0.1}"), std::string::npos) << text;
+  EXPECT_NE(text.find("seed: 3"), std::string::npos) << text;
+  YAML::Node plain = parse_yaml_text("pattern: 1:30\n", "t.yaml");
+  EXPECT_EQ(yaml_text(plain), "pattern: \"1:30\"");
+  const YAML::Node back = parse_yaml_text(text, "stored");
+  EXPECT_EQ(back["prune"]["pattern"].as<std::string>(), "2:4");
+  EXPECT_EQ(back["finetune"]["from"].as<std::string>(), "/x/base.ckpt.h5");
+  EXPECT_EQ(parse_train_config(root, "t.yaml").yaml, text);
+}
+
 TEST(Config, MessagesNameTheFileAndKey) {
   auto message = [](const std::string& text) {
     try {
