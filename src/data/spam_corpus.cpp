@@ -76,9 +76,10 @@ std::string subject_and_body(const std::string& raw) {
       subject = std::string(line) + "\n";
     at = end + 1;
   }
-  std::string text = subject;
-  text.append(raw, body, std::string::npos);
-  if (text.empty()) text = "\n";
+  std::string text;
+  text.reserve(subject.size() + raw.size() - body);
+  text.append(subject).append(std::string_view(raw).substr(body));
+  if (text.empty()) text.push_back('\n');
   return text;
 }
 

@@ -1,7 +1,6 @@
 // The GPT as a sequence classifier (models/gpt/sequence_classifier_head.hpp on forward_hidden /
 // backward_hidden of gpt.hpp) against central finite differences of its own loss: the
-// directional derivative along a random direction in every parameter tensor, the GPT's and the
-// head's. Padding past a row's length changes nothing; the loss of a two-class head at the GPT's
+// directional derivative in every parameter tensor, the GPT's and the head's. Padding past a row's length changes nothing; the loss of a two-class head at the GPT's
 // initialisation is near log 2. Synthetic bytes: this checks the gradient, not the data.
 #include <gtest/gtest.h>
 
@@ -74,11 +73,19 @@ TEST(GptSequenceClassifier, GradientMatchesFiniteDifferencesInEveryTensor) {
   const CounterRng direction(7, 3);
   for (const auto& [name, range] : tensors(c)) {
     const auto [offset, numel] = range;
-    // a unit direction v in this tensor; the analytic derivative is gradient · v
+    // a unit direction v in this tensor, half along the analytic gradient (so the derivative is
+    // well above rounding in a large tensor) and half random (so a gradient wrong in direction
+    // shows as well as one wrong in size); the analytic derivative is gradient · v
     std::vector<double> v(numel);
-    double norm = 0, analytic = 0;
+    double random_norm = 0, gradient_norm = 0, norm = 0, analytic = 0;
     for (std::size_t i = 0; i < numel; ++i) {
       v[i] = direction.normal(offset + i);
+      random_norm += v[i] * v[i];
+      gradient_norm += static_cast<double>(gradient[offset + i]) * gradient[offset + i];
+    }
+    ASSERT_GT(gradient_norm, 0) << name << ": no gradient at all";
+    for (std::size_t i = 0; i < numel; ++i) {
+      v[i] = v[i] / std::sqrt(random_norm) + gradient[offset + i] / std::sqrt(gradient_norm);
       norm += v[i] * v[i];
     }
     for (std::size_t i = 0; i < numel; ++i) analytic += gradient[offset + i] * (v[i] /= std::sqrt(norm));
