@@ -4,11 +4,13 @@ suites/compression.yaml` writes results/compression.h5, suites/transfer.yaml res
 per run its data set and training subset, what it started from, its pruning pattern and target,
 the sparsity its weight matrices reached, the test accuracy at step 0 (a fine-tuned run: right
 after loading and pruning, before any step) and after its last step, and throughput; then each
-int8-quantised run's size, accuracy (or held-out loss) and inference speed against fp32.
+int8-quantised run's size, accuracy (or held-out loss) and inference speed against fp32; then each
+distilled student's final accuracy beside the same model trained alone, averaged over seeds.
 
 Exits 1 when a pruned run's sparsity reached is below its target (2:4: half of the matrices whose
 rows divide into groups of four) by more than 0.5 points, or (--transfer) when a fine-tuned run
-does not beat the from-scratch run on the same data subset.
+does not beat the from-scratch run on the same data subset, or when a distilled student's accuracy
+averaged over its seeds does not beat the same student trained alone for the same steps.
 
 Usage: /usr/bin/python3 analysis/compression_report.py RESULTS.h5 [--transfer]
 """
@@ -32,6 +34,30 @@ def accuracy_at(run, first):
     return float(row["accuracy"]), int(row["step"])
 
 
+def distillation(rows):
+    """Prints each distilled student's mean final accuracy over its seeds beside the same model
+    trained from scratch alone for the same steps (neither pruned nor fine-tuned); returns failures."""
+    failures = []
+    plain = [r for r in rows if r["from"] == "scratch" and not r["pattern"]]
+    for model, steps in sorted({(r["model"], r["steps"]) for r in plain if r["distilled"]}):
+        alone = [r for r in plain if (r["model"], r["steps"]) == (model, steps) and not r["distilled"]]
+        taught = [r for r in plain if (r["model"], r["steps"]) == (model, steps) and r["distilled"]]
+        def summary(group):
+            mean = sum(r["final"] for r in group) / len(group)
+            seeds = ", ".join(f"seed {r['seed']} {100 * r['final']:.2f}" for r in sorted(group, key=lambda r: r["seed"]))
+            return mean, f"{100 * mean:.2f}% ({seeds})"
+        taught_mean, taught_text = summary(taught)
+        if not alone:
+            failures.append(f"distilled {model}: no run of it alone for {steps} steps to compare with")
+            continue
+        alone_mean, alone_text = summary(alone)
+        print(f"distillation {model}, {steps} steps: alone {alone_text}; with the teacher {taught_text}; "
+              f"{100 * (taught_mean - alone_mean):+.2f} points")
+        if taught_mean <= alone_mean:
+            failures.append(f"distilled {model}: {100 * taught_mean:.2f}% does not beat alone ({100 * alone_mean:.2f}%)")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results")
@@ -51,7 +77,8 @@ def main():
             summary = run["summary"].attrs
             start, start_step = accuracy_at(run, first=True)
             final, final_step = accuracy_at(run, first=False)
-            rows.append({"name": name, "dataset": text(run.attrs["dataset"]),
+            rows.append({"name": name, "dataset": text(run.attrs["dataset"]), "model": text(run.attrs["model"]),
+                         "seed": int(config.get("seed", 0)), "distilled": bool(config.get("distill")),
                          "subset": int(data.get("train_samples", 0)),
                          "from": "checkpoint" if finetune.get("from") else "scratch",
                          "freeze": finetune.get("freeze", "none"),
@@ -79,6 +106,7 @@ def main():
             elif r["final"] <= scratch[0]["final"]:
                 failures.append(f"{r['name']}: {100 * r['final']:.2f}% does not beat from scratch "
                                 f"({100 * scratch[0]['final']:.2f}%)")
+    failures += distillation(rows)
     with h5py.File(args.results, "r") as f:
         for name, run in f["runs"].items():
             if "compression" not in run:

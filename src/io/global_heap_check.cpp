@@ -99,9 +99,7 @@ void check_global_heap_collections(const std::filesystem::path& path) {
     if (header.size() < 8 + lengths) continue;  // cut short: libhdf5 fails to read it, cleanly
     const std::uint64_t collection_bytes = little_endian(&header[8], lengths);
     const auto damaged = [&](const std::string& what) {
-      throw UserError(fmt::format("{} is damaged: the global heap collection at byte {} {} (HDF5 would "
-                                  "read past it)",
-                                  path.string(), at, what));
+      throw UserError(fmt::format("{} is damaged: the global heap collection at byte {} {}", path.string(), at, what));
     };
     if (collection_bytes < kHeaderBytes) damaged(fmt::format("claims {} bytes, less than its header", collection_bytes));
     const auto heap = file.read(at, collection_bytes);  // what the file holds of it
@@ -112,12 +110,14 @@ void check_global_heap_collections(const std::filesystem::path& path) {
       if (object + kHeaderBytes > heap.size()) break;  // beyond the end of the file: libhdf5's read fails
       const std::uint64_t index = little_endian(&heap[object], 2);
       const std::uint64_t size = little_endian(&heap[object + 8], lengths);
-      if (size > end) damaged(fmt::format("holds object {} of {} bytes, more than the collection", index, size));
+      if (size > end) damaged(fmt::format("holds object {} of {} bytes, more than the collection (HDF5 would read past it)",
+                                       index, size));
       const std::uint64_t need = index > 0 ? kHeaderBytes + align8(size) : size;
-      if (need == 0) damaged("holds an empty free-space object (the walk would not advance)");
+      if (need == 0) damaged("holds an empty free-space object (HDF5 would loop on it forever)");
       if (object + need > end)
-        damaged(fmt::format("holds object {} of {} bytes at byte {}, past the collection's {} bytes", index, size,
-                            at + object, collection_bytes));
+        damaged(fmt::format("holds object {} of {} bytes at byte {}, past the collection's {} bytes (HDF5 would "
+                            "read past it)",
+                            index, size, at + object, collection_bytes));
       object += need;
     }
   }

@@ -10,13 +10,9 @@
 #include <sstream>
 #include <string>
 
-namespace sb::testing {
+#include "tests/test_support.hpp"
 
-// The installed data sets: $SB_DATA_DIR as ctest sets it, else data/ of the checkout.
-inline std::filesystem::path test_data_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "data";
-}
+namespace sb::testing {
 
 struct CommandResult {
   int exit_code = -1;

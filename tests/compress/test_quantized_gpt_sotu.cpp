@@ -17,6 +17,7 @@
 #include "data/text_corpus.hpp"
 #include "models/gpt/gpt.hpp"
 #include "optim/adamw.hpp"
+#include "tests/test_support.hpp"
 
 namespace sb::compress {
 namespace {
@@ -24,18 +25,9 @@ namespace {
 using i64 = std::int64_t;
 using Clock = std::chrono::steady_clock;
 
-std::filesystem::path data_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "data";
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 TEST(QuantizedGptSotu, Int8HeldoutLossWithin0_05Nats) {
   constexpr i64 kBatch = 8, kSeq = 128, kSteps = 80, kCalibrationBatches = 4, kEvalBatches = 12;
-  const data::TextCorpus corpus = data::load_sotu(data_dir() / "sotu");
+  const data::TextCorpus corpus = data::load_sotu(sb::testing::test_data_dir() / "sotu");
   const auto heldout = corpus.heldout();
   const auto calibration_text = heldout.subspan(0, heldout.size() / 2);
   const auto eval_text = heldout.subspan(heldout.size() / 2);
@@ -59,7 +51,7 @@ TEST(QuantizedGptSotu, Int8HeldoutLossWithin0_05Nats) {
     adamw.clip_and_step(step < 10 ? adamw_config.lr * (step + 1) / 10 : adamw_config.lr);
   }
   std::printf("trained %lld steps of %lld×%lld in %.1f s, last loss %.4f\n", static_cast<long long>(kSteps),
-              static_cast<long long>(kBatch), static_cast<long long>(kSeq), seconds_since(train_start), loss);
+              static_cast<long long>(kBatch), static_cast<long long>(kSeq), sb::testing::seconds_since(train_start), loss);
 
   const data::WindowSampler calibration(calibration_text, kBatch, kSeq, 0), eval(eval_text, kBatch, kSeq, 0);
   const QuantizationReport r = quantize_gpt_int8(

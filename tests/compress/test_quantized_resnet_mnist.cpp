@@ -19,17 +19,13 @@
 #include "data/image_dataset.hpp"
 #include "models/resnet/resnet.hpp"
 #include "optim/sgd.hpp"
+#include "tests/test_support.hpp"
 
 namespace sb::compress {
 namespace {
 
 using i64 = std::int64_t;
 using Clock = std::chrono::steady_clock;
-
-std::filesystem::path data_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "data";
-}
 
 // Images [begin, end) of a data set as a data set of their own.
 data::ImageDataset slice(const data::ImageDataset& d, i64 begin, i64 end, const std::string& name) {
@@ -41,14 +37,10 @@ data::ImageDataset slice(const data::ImageDataset& d, i64 begin, i64 end, const 
   return s;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 TEST(QuantizedResnetMnist, Int8WithinHalfAPointAndAtLeast3_9TimesSmaller) {
   constexpr i64 kBatch = 64, kSteps = 240, kWarmup = 24, kEvalBatch = 200, kCalibrationBatches = 8;
-  const data::ImageDataset train_all = data::load_mnist(data_dir() / "mnist", "train");
-  const data::ImageDataset test = data::load_mnist(data_dir() / "mnist", "test");
+  const data::ImageDataset train_all = data::load_mnist(sb::testing::test_data_dir() / "mnist", "train");
+  const data::ImageDataset test = data::load_mnist(sb::testing::test_data_dir() / "mnist", "test");
   const data::ImageDataset train = slice(train_all, 0, 50000, "mnist/train[:50000]");
   const data::ImageDataset heldout = slice(train_all, 50000, train_all.count, "mnist/train[50000:]");
 
@@ -72,7 +64,7 @@ TEST(QuantizedResnetMnist, Int8WithinHalfAPointAndAtLeast3_9TimesSmaller) {
     sgd.clip_and_step(lr);
   }
   std::printf("trained %lld steps of %lld in %.1f s, last loss %.4f\n", static_cast<long long>(kSteps),
-              static_cast<long long>(kBatch), seconds_since(train_start), loss);
+              static_cast<long long>(kBatch), sb::testing::seconds_since(train_start), loss);
 
   const ImageSet calibration{heldout.images.data(), heldout.labels.data(), heldout.count, heldout.image_size()};
   const ImageSet test_set{test.images.data(), test.labels.data(), test.count, test.image_size()};

@@ -11,16 +11,12 @@
 
 #include "core/check.hpp"
 #include "data/image_dataset.hpp"
+#include "tests/test_support.hpp"
 
 namespace sb::data {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path data_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return dir && *dir ? fs::path(dir) : fs::path(SB_SOURCE_DIR) / "data";
-}
 
 double mean_of(const std::vector<float>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -49,8 +45,8 @@ class ScratchDir {
 };
 
 TEST(Mnist, BothSplitsLoadWithPublishedSizesAndNormalisation) {
-  const auto train = load_mnist(data_dir() / "mnist", "train");
-  const auto test = load_mnist(data_dir() / "mnist", "test");
+  const auto train = load_mnist(sb::testing::test_data_dir() / "mnist", "train");
+  const auto test = load_mnist(sb::testing::test_data_dir() / "mnist", "test");
   EXPECT_EQ(train.count, 60000);
   EXPECT_EQ(test.count, 10000);
   EXPECT_EQ(train.images.size(), 60000u * 784u);
@@ -62,7 +58,7 @@ TEST(Mnist, BothSplitsLoadWithPublishedSizesAndNormalisation) {
 }
 
 TEST(FashionMnist, GzipFilesLoad) {
-  const auto test = load_fashion_mnist(data_dir() / "fashion-mnist", "test");
+  const auto test = load_fashion_mnist(sb::testing::test_data_dir() / "fashion-mnist", "test");
   EXPECT_EQ(test.count, 10000);
   EXPECT_NEAR(mean_of(test.images), 0.0, 0.02);
   std::vector<int> per_class(10);
@@ -71,7 +67,7 @@ TEST(FashionMnist, GzipFilesLoad) {
 }
 
 TEST(Digits, CsvLoads) {
-  const auto d = load_digits(data_dir() / "digits");
+  const auto d = load_digits(sb::testing::test_data_dir() / "digits");
   EXPECT_EQ(d.count, 1797);
   EXPECT_EQ(d.height, 8);
   EXPECT_EQ(d.labels[0], 0);
@@ -81,14 +77,14 @@ TEST(Digits, CsvLoads) {
 TEST(Idx, CorruptFilesAreNamedInOneSentence) {
   ScratchDir scratch;
   const auto dir = scratch.path();
-  fs::copy(data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte");
-  fs::copy(data_dir() / "mnist" / "t10k-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte");
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte");
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "t10k-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte");
   // Truncated images.
   fs::resize_file(dir / "t10k-images-idx3-ubyte", 1000);
   EXPECT_NE(message_of([&] { load_mnist(dir, "test"); }).find("is truncated or padded: its header promises 7840016 bytes but it holds 1000"),
             std::string::npos);
   // Wrong magic.
-  fs::copy(data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte",
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte",
            fs::copy_options::overwrite_existing);
   {
     std::fstream f(dir / "t10k-images-idx3-ubyte", std::ios::in | std::ios::out | std::ios::binary);
@@ -98,13 +94,13 @@ TEST(Idx, CorruptFilesAreNamedInOneSentence) {
   EXPECT_NE(message_of([&] { load_mnist(dir, "test"); }).find("has magic number 0x00000801 but an IDX image file starts with 0x00000803"),
             std::string::npos);
   // Label count mismatch: labels of the training set beside test images.
-  fs::copy(data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte",
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "t10k-images-idx3-ubyte", dir / "t10k-images-idx3-ubyte",
            fs::copy_options::overwrite_existing);
-  fs::copy(data_dir() / "mnist" / "train-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte",
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "train-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte",
            fs::copy_options::overwrite_existing);
   EXPECT_NE(message_of([&] { load_mnist(dir, "test"); }).find("holds 10000 images but"), std::string::npos);
   // A label out of range.
-  fs::copy(data_dir() / "mnist" / "t10k-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte",
+  fs::copy(sb::testing::test_data_dir() / "mnist" / "t10k-labels-idx1-ubyte", dir / "t10k-labels-idx1-ubyte",
            fs::copy_options::overwrite_existing);
   {
     std::fstream f(dir / "t10k-labels-idx1-ubyte", std::ios::in | std::ios::out | std::ios::binary);
