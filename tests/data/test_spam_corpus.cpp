@@ -3,22 +3,19 @@
 // missing or incomplete folder.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 
 #include "core/check.hpp"
 #include "data/spam_corpus.hpp"
+#include "tests/test_support.hpp"
 
 namespace sb::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path spam_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return (dir && *dir ? fs::path(dir) : fs::path(SB_SOURCE_DIR) / "data") / "spam-assassin";
-}
+fs::path spam_dir() { return testing::test_data_dir() / "spam-assassin"; }
 
 std::int64_t spam_count(const EncodedMessages& m) { return std::accumulate(m.labels.begin(), m.labels.end(), 0LL); }
 
