@@ -169,7 +169,7 @@ i64 gpt_shard_activation_gradient_bytes(const GptShard& shard, i64 B, i64 T) {
 
 template <class S>
 GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
-                        MemoryTracker& tracker, GptPartition partition)
+                        MemoryTracker& tracker, GptPartition partition, i64 appended_parameters)
     : config_(config),
       shard_(resolve_gpt_partition(config, partition)),
       tp_(std::move(partition.tp)),
@@ -178,7 +178,10 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
       k_(backend, tracker),
       max_batch_(batch),
       max_seq_len_(seq_len),
-      parameter_count_(gpt_shard_parameter_count(config, shard_)) {
+      parameter_count_(gpt_shard_parameter_count(config, shard_)),
+      appended_parameters_(appended_parameters) {
+  SB_CHECK(appended_parameters >= 0 && (appended_parameters == 0 || shard_.whole()),
+           "gpt: {} appended parameters need the whole model on one rank", appended_parameters);
   SB_USER_CHECK(batch > 0, "gpt '{}': batch must be positive, got {}", config_.name, batch);
   SB_USER_CHECK(seq_len > 0 && seq_len <= config_.max_seq_len,
                 "gpt '{}': seq_len must be in [1, max_seq_len = {}], got {}", config_.name,
@@ -197,12 +200,13 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   constexpr bool mixed = !std::is_same_v<S, float>;
   const i64 slots = shard_.activation_slots;
   const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;
-  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
+  const i64 flat = parameter_count_ + appended_parameters_;
+  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * flat,
                                  mixed ? "gpt 16-bit params" : "gpt params", device_);
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
-    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
+    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
                                    "gpt fp32 master params", device_);
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "gpt grads", device_);
+  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * flat, "gpt grads", device_);
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,
                                "gpt activations", device_);
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
@@ -261,7 +265,7 @@ void GptModelT<S>::init_weights(std::uint64_t seed) {
 
 template <class S>
 void GptModelT<S>::sync_storage_parameters() {
-  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_.wte, master_.wte, parameter_count_);
+  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_.wte, master_.wte, static_cast<i64>(flat_size()));
 }
 
 template <class S>
@@ -299,7 +303,26 @@ float GptModelT<S>::forward(const std::int32_t* tokens, const std::int32_t* targ
 
 template <class S>
 float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, const S* input,
-                              const std::int32_t* targets, i64 B, i64 T) {
+                                  const std::int32_t* targets, i64 B, i64 T) {
+  return forward_slot(slot_index, tokens, input, targets, B, T, true);
+}
+
+template <class S>
+const S* GptModelT<S>::forward_hidden(const std::int32_t* tokens, i64 B, i64 T) {
+  SB_CHECK(shard_.whole(), "gpt: forward_hidden needs the whole model on one rank");
+  forward_slot(0, tokens, nullptr, nullptr, B, T, false);
+  return slots_.front().acts.lnf;
+}
+
+template <class S>
+void GptModelT<S>::backward_hidden(const S* dhidden) {
+  SB_CHECK(shard_.whole() && dhidden != nullptr, "gpt: backward_hidden needs the whole model and d(hidden)");
+  backward_slot(0, nullptr, dhidden);
+}
+
+template <class S>
+float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, const S* input,
+                                 const std::int32_t* targets, i64 B, i64 T, bool lm_head) {
   SB_CHECK(B >= 1 && B <= max_batch_, "gpt forward: B = {} outside [1, {}]", B, max_batch_);
   SB_CHECK(T >= 1 && T <= max_seq_len_, "gpt forward: T = {} outside [1, {}]", T, max_seq_len_);
   const GptShard& s = shard_;
@@ -390,6 +413,7 @@ float GptModelT<S>::forward_stage(i64 slot_index, const std::int32_t* tokens, co
 
   const S* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
   k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
+  if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
   k_.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
   if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
@@ -451,10 +475,15 @@ void GptModelT<S>::backward() { backward_stage(0, nullptr); }
 
 template <class S>
 void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
+  backward_slot(slot_index, doutput, nullptr);
+}
+
+template <class S>
+void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhidden) {
   Slot& slot = slot_at(slot_index);
   const GptShard& s = shard_;
   SB_CHECK(slot.forwarded, "gpt backward of slot {} needs its forward first", slot_index);
-  SB_CHECK(!s.head || slot.has_targets, "gpt backward needs a forward with targets first");
+  SB_CHECK(!s.head || slot.has_targets || dhidden, "gpt backward needs a forward with targets first");
   SB_CHECK(s.head || doutput != nullptr, "gpt backward: a stage without the head needs d(output)");
   const i64 B = slot.B, T = slot.T, BT = B * T;
   const i64 L = s.L, C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
@@ -475,7 +504,13 @@ void GptModelT<S>::backward_stage(i64 slot_index, const S* doutput) {
   };
 
   zero(d.dlosses, d.dresidual_in);
-  if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
+  if (s.head && dhidden) {  // the caller's head on the hidden states: d(lnf) given
+    copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
+                           a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    ready(g.lnfw, C);
+    ready(g.lnfb, C);
+  } else if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
     host_staging_.assign(static_cast<std::size_t>(BT), static_cast<float>(loss_scale_ / static_cast<double>(BT)));
     copy_device_bytes(d.dlosses, device_, host_staging_.data(), Device::cpu, static_cast<std::size_t>(BT) * sizeof(float));
     if (!tp) {

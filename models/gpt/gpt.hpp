@@ -151,9 +151,13 @@ template <class S>
 class GptModelT {
  public:
   // Allocates everything for batches up to (batch, seq_len); parameters start at zero. The
-  // default partition is the whole model on one rank.
+  // default partition is the whole model on one rank. `appended_parameters` floats follow the
+  // GPT's own in the parameter and gradient allocations, for a task's head on the hidden states
+  // (sequence classification): parameters_flat() and gradients_flat() cover them, the views,
+  // slices and init_weights do not; zero_grad zeroes their gradients.
   GptModelT(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
-            kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {});
+            kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {},
+            std::int64_t appended_parameters = 0);
 
   // normal(0, 0.02) matrices and embeddings, zero biases, LayerNorm weight 1. Element i of
   // tensor k draws CounterRng(seed, k).normal(i): independent of thread count. A partition's
@@ -178,6 +182,18 @@ class GptModelT {
   // Accumulates d(mean loss)/d(parameters) of the last forward into the gradients
   // (backward_stage(0, nullptr)).
   void backward();
+
+  // ---- the final hidden states, for tasks other than next-byte prediction -----------------
+  // Whole model on one rank. Forward of tokens (B, T) (host memory) through the final LayerNorm,
+  // without the tied output head; returns lnf (B, T, C) of slot 0, valid until the next forward.
+  const S* forward_hidden(const std::int32_t* tokens, std::int64_t B, std::int64_t T);
+  // Accumulates d(loss)/d(parameters) from dhidden (B, T, C) = d(loss)/d(forward_hidden's
+  // output) of the last forward_hidden (backend memory, as that output); loss scaling is the
+  // caller's (dhidden carries it).
+  void backward_hidden(const S* dhidden);
+  // The appended parameters and their gradients (appended_parameters floats each).
+  std::span<float> appended_parameters_flat() { return {master_.wte + parameter_count_, appended_size()}; }
+  std::span<float> appended_gradients_flat() { return {grads_.wte + parameter_count_, appended_size()}; }
 
   // ---- pipeline stages (any partition; the whole model is the one-stage case) -------------
   // Forward of one micro-batch into activation slot `slot` (< activation_slots). The embedding
@@ -226,6 +242,7 @@ class GptModelT {
   // master weights, the same memory in fp32) and the parameter gradients (always fp32).
   const ParameterTensorsT<S>& params() const { return params_; }
   const ParameterTensors& grads() const { return grads_; }
+  // The GPT's parameters then the appended ones.
   std::span<float> parameters_flat() { return {master_.wte, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }
   // The tensors this rank holds (empty ones left out), in storage order; param is the fp32 master.
@@ -252,8 +269,14 @@ class GptModelT {
     bool has_targets = false;  // the head stage's forward had targets
   };
 
-  std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
+  std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_ + appended_parameters_); }
+  std::size_t appended_size() const { return static_cast<std::size_t>(appended_parameters_); }
   Slot& slot_at(std::int64_t slot);
+  // forward_stage, and with lm_head false forward_hidden (stops after the final LayerNorm)
+  float forward_slot(std::int64_t slot, const std::int32_t* tokens, const S* input, const std::int32_t* targets,
+                     std::int64_t B, std::int64_t T, bool lm_head);
+  // backward_stage, and with dhidden backward_hidden (the head stage starts from d(lnf))
+  void backward_slot(std::int64_t slot, const S* doutput, const S* dhidden);
   void tp_all_reduce_sum(S* data, std::int64_t count);
 
   GptConfig config_;
@@ -262,7 +285,7 @@ class GptModelT {
   kernels::Backend backend_;
   Device device_;  // where every buffer below lives: the backend's memory
   kernels::StorageKernels<S> k_;
-  std::int64_t max_batch_, max_seq_len_, parameter_count_;
+  std::int64_t max_batch_, max_seq_len_, parameter_count_, appended_parameters_;
   double loss_scale_ = 1.0;
 
   TrackedBuffer params_memory_;       // params: the weights the kernels read (S)

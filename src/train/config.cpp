@@ -264,10 +264,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
       m.read("path", path);
       c.data.path = path;
     }
-    require_one_of(c.data.dataset, {"sotu", "mnist", "fashion-mnist"}, "data.dataset", source);
+    require_one_of(c.data.dataset, {"sotu", "spam-assassin", "mnist", "fashion-mnist"}, "data.dataset", source);
     SB_USER_CHECK(c.data.train_samples == 0 || c.data.dataset != "sotu",
-                  "{}: 'data.train_samples' takes a subset of labelled images; {} is a text corpus", source,
-                  c.data.dataset);
+                  "{}: 'data.train_samples' takes a subset of labelled images or messages; {} is an unlabelled text "
+                  "corpus", source, c.data.dataset);
     if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
   }
 

@@ -194,7 +194,8 @@ class LanguageModelTask final : public TrainingTask {
   }
 
   static data::TextCorpus load_corpus(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
-    SB_USER_CHECK(c.data.dataset == "sotu", "{}: model {} trains on text (data: sotu), not '{}'", c.source,
+    SB_USER_CHECK(c.data.dataset == "sotu",
+                  "{}: model {} trains on text (data: sotu, or spam-assassin as a classifier), not '{}'", c.source,
                   model.name, c.data.dataset);
     SB_USER_CHECK(c.optimizer.type == "adamw", "{}: the GPT trains with optimizer.type adamw, not '{}'", c.source,
                   c.optimizer.type);

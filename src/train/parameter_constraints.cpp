@@ -18,9 +18,17 @@ ParameterConstraints::ParameterConstraints(const TrainConfig& c, TrainingTask& t
                 c.strategy.tp, c.strategy.pp);
   SavedWeights saved = read_saved_weights(c.finetune.from, task.model_name(), "finetune.from", c.source);
   const std::span<float> parameters = task.parameters_flat();
-  SB_USER_CHECK(saved.parameters.size() == parameters.size(),
-                "{}: finetune.from {} holds {} parameters, this {} has {}", c.source, c.finetune.from,
-                saved.parameters.size(), task.model_name(), parameters.size());
+  // a checkpoint of the bare model (a language model) for a task that appends a head: the
+  // backbone is loaded, the head keeps its initialisation
+  const auto backbone = parameters.size() - static_cast<std::size_t>(task.appended_head_parameters());
+  const bool without_head = saved.parameters.size() == backbone && backbone < parameters.size();
+  SB_USER_CHECK(saved.parameters.size() == parameters.size() || without_head,
+                "{}: finetune.from {} holds {} parameters, this {} has {}{}", c.source, c.finetune.from,
+                saved.parameters.size(), task.model_name(), parameters.size(),
+                backbone < parameters.size() ? fmt::format(" ({} without its classification head)", backbone) : "");
+  if (without_head)  // the head's starting values are this run's own
+    saved.parameters.insert(saved.parameters.end(), parameters.begin() + static_cast<std::ptrdiff_t>(backbone),
+                            parameters.end());
   const std::span<float> statistics = task.untrained_state_flat();
   SB_USER_CHECK(saved.untrained_state.size() == statistics.size(),
                 "{}: finetune.from {} holds {} BatchNorm statistics, this {} has {}", c.source, c.finetune.from,

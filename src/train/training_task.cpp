@@ -1,5 +1,5 @@
-// Choosing the task of a config: GPT names and inline descriptions train on text, ResNet
-// names on images.
+// Choosing the task of a config: GPT names and inline descriptions train on text (a language
+// model, or a spam classifier on spam-assassin), ResNet names on images.
 #include "train/training_task.hpp"
 
 #include "core/check.hpp"
@@ -82,6 +82,7 @@ std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kern
                                                  MemoryTracker& tracker, parallel::ProcessGrid& grid) {
   if (trains_resnet(config))
     return make_image_classification_task(config, backend, tracker, grid);
+  if (config.data.dataset == "spam-assassin") return make_sequence_classification_task(config, backend, tracker, grid);
   return make_language_model_task(config, backend, tracker, grid);
 }
 

@@ -95,6 +95,11 @@ class TrainingTask {
   // Whether a parameter slice (by name) belongs to the head, the one part `finetune.freeze:
   // backbone` trains; false everywhere for a task without a separate head.
   virtual bool is_head_parameter(const std::string& /*slice_name*/) const { return false; }
+  // The parameters at the end of parameters_flat() that this task adds to its model (a
+  // classification head on a language model): a checkpoint of the bare model lacks them, and
+  // `finetune.from` such a checkpoint loads everything before them (they keep their
+  // initialisation). 0 for a task whose checkpoints and model are one.
+  virtual std::int64_t appended_head_parameters() const { return 0; }
 
  protected:
   // For a pipeline stage's set_batch: reports the model's gradient ranges to the GradientSync
@@ -119,7 +124,8 @@ bool trains_resnet(const TrainConfig& config);
 // The GPT a config names or describes inline (sizes not yet validated).
 gpt::GptConfig gpt_config_of(const TrainConfig& config);
 
-// Builds the task a config names (GPT on text, ResNet on images), loading and checking its
+// Builds the task a config names (GPT on text: a language model, or with data spam-assassin a
+// sequence classifier; ResNet on images), loading and checking its
 // data; every user mistake is a UserError before anything is written.
 // `grid` places this rank: its data shard (dp), its tensor-parallel shard (tp) and its pipeline
 // stage (pp); it must outlive the task.
@@ -128,6 +134,9 @@ std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kern
 
 std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
                                                        MemoryTracker& tracker, parallel::ProcessGrid& grid);
+std::unique_ptr<TrainingTask> make_sequence_classification_task(const TrainConfig& config,
+                                                                kernels::Backend backend, MemoryTracker& tracker,
+                                                                parallel::ProcessGrid& grid);
 std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config,
                                                              kernels::Backend backend, MemoryTracker& tracker,
                                                              parallel::ProcessGrid& grid);

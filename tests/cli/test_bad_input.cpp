@@ -51,7 +51,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "'optimizer.lr' has value 'fast', which is not a number"},
         BadInput{"missing_config", "", "", "cannot read config file"},
         BadInput{"unknown_dataset", "model: gpt-nano\ndata: {dataset: wikipedia}\nsteps: 2\n", "",
-                 "'data.dataset' is 'wikipedia' but must be one of: sotu, mnist, fashion-mnist"},
+                 "'data.dataset' is 'wikipedia' but must be one of: sotu, spam-assassin, mnist, fashion-mnist"},
         BadInput{"heads_not_dividing", "model: {layers: 1, hidden: 10, heads: 3, seq_len: 8, vocab: 256}\ndata: sotu\n", "",
                  "model.hidden (10) must be divisible by model.heads (3)"},
         BadInput{"seq_len_too_long", std::string(kGoodCase) + "seq_len: 65\n", "",
