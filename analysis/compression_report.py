@@ -8,9 +8,9 @@ int8-quantised run's size, accuracy (or held-out loss) and inference speed again
 distilled student's final accuracy beside the same model trained alone, averaged over seeds.
 
 Exits 1 when a pruned run's sparsity reached is below its target (2:4: half of the matrices whose
-rows divide into groups of four) by more than 0.5 points, or (--transfer) when a fine-tuned run
-does not beat the from-scratch run on the same data subset, or when a distilled student's accuracy
-averaged over its seeds does not beat the same student trained alone for the same steps.
+rows divide into groups of four) by more than 0.5 points, or (--transfer) when fine-tuned runs do
+not beat the from-scratch runs on the same data subset and steps, or when a distilled student does
+not beat the same student trained alone for the same steps (each a mean over seeds).
 
 Usage: /usr/bin/python3 analysis/compression_report.py RESULTS.h5 [--transfer]
 """
@@ -34,6 +34,36 @@ def accuracy_at(run, first):
     return float(row["accuracy"]), int(row["step"])
 
 
+def mean_over_seeds(group):
+    """The group's mean final accuracy, and its text with every seed's figure."""
+    mean = sum(r["final"] for r in group) / len(group)
+    seeds = ", ".join(f"seed {r['seed']} {100 * r['final']:.2f}" for r in sorted(group, key=lambda r: r["seed"]))
+    return mean, f"{100 * mean:.2f}% ({seeds})"
+
+
+def transfer(rows):
+    """Prints each fine-tuned configuration (its checkpoint and freeze) beside the from-scratch
+    runs on the same data subset for the same steps, both averaged over their seeds; returns
+    failures where fine-tuning does not beat scratch."""
+    failures = []
+    same = lambda a, b: (a["dataset"], a["subset"], a["steps"]) == (b["dataset"], b["subset"], b["steps"])
+    tuned = [r for r in rows if r["from"] == "checkpoint" and not r["pattern"]]
+    for key in sorted({(r["dataset"], r["subset"], r["steps"], r["freeze"]) for r in tuned}):
+        group = [r for r in tuned if (r["dataset"], r["subset"], r["steps"], r["freeze"]) == key]
+        scratch = [s for s in rows if s["from"] == "scratch" and same(s, group[0])]
+        label = f"{key[0]}, {key[1] or 'all'} samples, {key[2]} steps, fine-tuned (freeze {key[3]})"
+        if not scratch:
+            failures.append(f"{label}: no from-scratch run on the same data and steps")
+            continue
+        tuned_mean, tuned_text = mean_over_seeds(group)
+        scratch_mean, scratch_text = mean_over_seeds(scratch)
+        print(f"transfer {label}: {tuned_text}; from scratch {scratch_text}; "
+              f"{100 * (tuned_mean - scratch_mean):+.2f} points")
+        if tuned_mean <= scratch_mean:
+            failures.append(f"{label}: {100 * tuned_mean:.2f}% does not beat from scratch ({100 * scratch_mean:.2f}%)")
+    return failures
+
+
 def distillation(rows):
     """Prints each distilled student's mean final accuracy over its seeds beside the same model
     trained from scratch alone for the same steps (neither pruned nor fine-tuned); returns failures."""
@@ -42,15 +72,11 @@ def distillation(rows):
     for model, steps in sorted({(r["model"], r["steps"]) for r in plain if r["distilled"]}):
         alone = [r for r in plain if (r["model"], r["steps"]) == (model, steps) and not r["distilled"]]
         taught = [r for r in plain if (r["model"], r["steps"]) == (model, steps) and r["distilled"]]
-        def summary(group):
-            mean = sum(r["final"] for r in group) / len(group)
-            seeds = ", ".join(f"seed {r['seed']} {100 * r['final']:.2f}" for r in sorted(group, key=lambda r: r["seed"]))
-            return mean, f"{100 * mean:.2f}% ({seeds})"
-        taught_mean, taught_text = summary(taught)
+        taught_mean, taught_text = mean_over_seeds(taught)
         if not alone:
             failures.append(f"distilled {model}: no run of it alone for {steps} steps to compare with")
             continue
-        alone_mean, alone_text = summary(alone)
+        alone_mean, alone_text = mean_over_seeds(alone)
         print(f"distillation {model}, {steps} steps: alone {alone_text}; with the teacher {taught_text}; "
               f"{100 * (taught_mean - alone_mean):+.2f} points")
         if taught_mean <= alone_mean:
@@ -96,16 +122,7 @@ def main():
         if r["pattern"] == "unstructured" and r["sparsity"] < r["target"] - 0.005:
             failures.append(f"{r['name']}: sparsity reached {r['sparsity']:.4f}, target {r['target']}")
     if args.transfer:
-        for r in rows:
-            if r["from"] != "checkpoint":
-                continue
-            scratch = [s for s in rows if s["from"] == "scratch" and (s["dataset"], s["subset"], s["steps"]) ==
-                       (r["dataset"], r["subset"], r["steps"])]
-            if not scratch:
-                failures.append(f"{r['name']}: no from-scratch run on {r['dataset']} with {r['subset']} samples")
-            elif r["final"] <= scratch[0]["final"]:
-                failures.append(f"{r['name']}: {100 * r['final']:.2f}% does not beat from scratch "
-                                f"({100 * scratch[0]['final']:.2f}%)")
+        failures += transfer(rows)
     failures += distillation(rows)
     with h5py.File(args.results, "r") as f:
         for name, run in f["runs"].items():
