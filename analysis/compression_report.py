@@ -68,7 +68,8 @@ def run_rows(path):
 
 def int8_rows(path):
     """One row per run with a /runs/<id>/compression group: weight bytes fp32 and int8 and their
-    ratio, the metric (accuracy, else held-out loss) in both, and inference samples/s in both."""
+    ratio, the metric (accuracy, else held-out loss; scale 100 prints accuracy in %) in both, and
+    inference samples/s in both."""
     rows = []
     with h5py.File(path, "r") as f:
         for name, run in f["runs"].items():
@@ -81,14 +82,20 @@ def int8_rows(path):
                          "ratio": float(c["weight_bytes_ratio"]), "metric": metric,
                          "scale": 100 if metric == "accuracy" else 1,
                          "fp32": float(c[metric + "_fp32"]), "int8": float(c[metric + "_int8"]),
-                         "speed_ratio": float(c["samples_per_s_int8"]) / float(c["samples_per_s_fp32"])})
+                         "samples_per_s_fp32": float(c["samples_per_s_fp32"]),
+                         "samples_per_s_int8": float(c["samples_per_s_int8"])})
     return rows
+
+
+def speed_ratio(r):
+    """int8 inference samples/s over fp32's."""
+    return r["samples_per_s_int8"] / r["samples_per_s_fp32"]
 
 
 def int8_text(r):
     return (f"{r['name']}: {r['quantize']} weights {r['bytes_int8']} bytes vs fp32 {r['bytes_fp32']} "
             f"({r['ratio']:.2f}x smaller); {r['metric']} fp32 {r['scale'] * r['fp32']:.4g}, "
-            f"int8 {r['scale'] * r['int8']:.4g}; inference {r['speed_ratio']:.2f}x fp32's samples/s")
+            f"int8 {r['scale'] * r['int8']:.4g}; inference {speed_ratio(r):.2f}x fp32's samples/s")
 
 
 def mean_over_seeds(group):

@@ -291,8 +291,9 @@ def plot_int8(ax, int8, metric):
         x = (r["bytes_fp32"] / 2**10, r["bytes_int8"] / 2**10)
         y = (r["scale"] * r["fp32"], r["scale"] * r["int8"])
         ax.annotate("", xy=(x[1], y[1]), xytext=(x[0], y[0]), arrowprops={"arrowstyle": "->", "color": "grey"})
-        ax.annotate(f"{r['file']}/{r['name']}: {r['ratio']:.2f}x smaller, {y[1] - y[0]:+.2f}"
-                    f"{' points' if metric == 'accuracy' else ''}, {compression_report.speed_ratio(r):.2f}x samples/s",
+        change = f"{y[1] - y[0]:+.2f} points" if metric == "accuracy" else f"{y[1] - y[0]:+.4f} loss"
+        ax.annotate(f"{r['file']}/{r['name']}: {r['ratio']:.2f}x smaller, {change}, "
+                    f"{compression_report.speed_ratio(r):.2f}x samples/s",
                     (x[1], y[1]), fontsize=6, xytext=(4, -10), textcoords="offset points")
     ax.scatter([r["bytes_fp32"] / 2**10 for r in int8], [r["scale"] * r["fp32"] for r in int8], marker="s",
                color="tab:blue", label="fp32")
