@@ -51,7 +51,7 @@ def run_rows(path):
             data = data if isinstance(data, dict) else {"dataset": data}
             prune = config.get("prune") or {}
             finetune = config.get("finetune") or {}
-            summary = run["summary"].attrs
+            summary = run["summary"].attrs if "summary" in run else {}  # the report reads any result file
             start, start_step = accuracy_at(run, first=True)
             final, final_step = accuracy_at(run, first=False)
             rows.append({"name": name, "dataset": text(run.attrs["dataset"]), "model": text(run.attrs["model"]),
@@ -62,7 +62,8 @@ def run_rows(path):
                          "pattern": prune.get("pattern", ""), "target": float(prune.get("sparsity", 0.5 if prune else 0)),
                          "sparsity": float(summary.get("sparsity", float("nan"))),
                          "start": start if start_step == 0 else float("nan"), "final": final,
-                         "steps": int(summary["steps"]), "samples_per_s": float(summary["samples_per_s"])})
+                         "steps": int(summary.get("steps", 0)),
+                         "samples_per_s": float(summary.get("samples_per_s", float("nan")))})
     return rows, left_out
 
 
