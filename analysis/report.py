@@ -9,7 +9,17 @@ Figures, each an <img id="fig-..."> holding a PNG:
                    workspace, comm)
   fig-prediction   the cost model's predicted step time against the measured one, with the error
   fig-accuracy     final held-out (text) or test (images) accuracy per run, grouped by precision
-and a table of every run (id="runs"). Reads HDF5 only (h5py); plots with matplotlib (Agg).
+  fig-compression  (section "Compression and transfer") test accuracy against the sparsity reached
+                   for each pruned run, right after pruning (step 0) and after fine-tuning, beside
+                   the dense model (the same model and data from scratch, mean over its runs); and
+                   each int8-quantised run's weight size and accuracy (held-out loss for text)
+                   against fp32's
+with, in that section, a table (id="compression") of each distilled student against the same
+model alone and each fine-tuned configuration against from scratch (means over seeds with every
+seed's figure, and whether it beats it) and of each int8 run (size, accuracy, inference speed
+against fp32) - the rows and comparisons of analysis/compression_report.py, imported - and a
+table of every run (id="runs"). A figure with nothing to show says why, in the image and its alt.
+Reads HDF5 only (h5py); plots with matplotlib (Agg).
 
 Usage: /usr/bin/python3 analysis/report.py RESULTS.h5 [...] -o report.html [--title T]
 Exit status: 0 written; 2 on a file that is not a scalebench result file or holds no run.
@@ -29,6 +39,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+import compression_report  # noqa: E402  (analysis/, beside this file)
 
 CATEGORIES = ["params", "grads", "optimizer", "activations", "workspace", "comm"]
 PARTS = [("compute_s", "compute"), ("comm_s", "communication"), ("bubble_s", "bubble"), ("optimizer_s", "optimizer")]
@@ -91,10 +103,17 @@ def png(fig):
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def image(fig_id, title, fig):
+    """The figure as an <img> holding its PNG; its alt is the title, or why there is nothing to show."""
+    alt = html.escape(getattr(fig, "sb_no_data", title), quote=True)
+    return f"<img id='{fig_id}' alt='{alt}' src='data:image/png;base64,{png(fig)}'>"
+
+
 def no_data(title, why):
     fig, ax = plt.subplots(figsize=(6, 1.6))
     ax.axis("off")
     ax.text(0.5, 0.5, f"{title}: {why}", ha="center", va="center")
+    fig.sb_no_data = f"{title}: {why}"  # the page says it too (the <img> alt)
     return fig
 
 
@@ -218,6 +237,127 @@ def figure_accuracy(runs):
     return fig
 
 
+def load_compression(paths):
+    """Per result file: compression_report's rows of its finished runs, its int8 rows and its
+    distillation and transfer comparisons (kind, comparison)."""
+    files = []
+    for path in paths:
+        name = os.path.basename(path)
+        rows, _ = compression_report.run_rows(path)
+        files.append({"file": name, "rows": [dict(r, file=name) for r in rows],
+                      "int8": [dict(r, file=name) for r in compression_report.int8_rows(path)],
+                      "comparisons": [("distillation", c) for c in compression_report.distillation_comparisons(rows)] +
+                                     [("transfer", c) for c in compression_report.transfer_comparisons(rows)]})
+    return files
+
+
+def dense_reference(rows, pruned):
+    """The dense model a pruned run is held against: its file's runs of the same model and data
+    from scratch, neither pruned nor distilled; their mean final accuracy and how many (0: none)."""
+    dense = [r for r in rows if r["file"] == pruned["file"] and (r["model"], r["dataset"]) ==
+             (pruned["model"], pruned["dataset"]) and r["from"] == "scratch" and not r["pattern"]
+             and not r["distilled"] and np.isfinite(r["final"])]
+    return (float(np.mean([r["final"] for r in dense])) if dense else np.nan), len(dense)
+
+
+def plot_pruning(ax, rows, pruned):
+    # one colour per run, its figures in the legend (labels beside the points collide: 2:4 and
+    # unstructured 50% reach the same sparsity, fine-tuned accuracies lie within a point)
+    for k, r in enumerate(pruned):
+        colour = plt.cm.tab10(k % 10)
+        x = r["sparsity"]
+        before = f"step 0 {100 * r['start']:.2f}% -> " if np.isfinite(r["start"]) else ""
+        ax.plot([x, x], [100 * r["start"], 100 * r["final"]], color=colour, lw=0.8, ls=":")
+        ax.scatter([x], [100 * r["start"]], marker="v", color=colour)
+        ax.scatter([x], [100 * r["final"]], marker="o", color=colour,
+                   label=f"{r['name']} ({r['pattern']}, {x:.3f}): {before}final {100 * r['final']:.2f}%")
+    ax.scatter([], [], marker="v", color="grey", label="triangle: right after pruning (step 0)")
+    ax.scatter([], [], marker="o", color="grey", label="circle: after fine-tuning")
+    references = {(r["file"], r["model"], r["dataset"]): dense_reference(rows, r) for r in pruned}
+    for k, ((file, model, dataset), (accuracy, count)) in enumerate(sorted(references.items())):
+        if count:
+            ax.axhline(100 * accuracy, color="black", lw=0.9, ls=["--", "-.", ":"][k % 3],
+                       label=f"dense {model} on {dataset} ({file}, {count} run{'s' if count > 1 else ''}): "
+                             f"{100 * accuracy:.2f}%")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("sparsity reached (fraction of prunable weights at zero)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("pruning: accuracy against sparsity")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.13))  # below: the points use the whole plot
+
+
+def plot_int8(ax, int8, metric):
+    for r in int8:
+        x = (r["bytes_fp32"] / 2**10, r["bytes_int8"] / 2**10)
+        y = (r["scale"] * r["fp32"], r["scale"] * r["int8"])
+        ax.annotate("", xy=(x[1], y[1]), xytext=(x[0], y[0]), arrowprops={"arrowstyle": "->", "color": "grey"})
+        change = f"{y[1] - y[0]:+.2f} points" if metric == "accuracy" else f"{y[1] - y[0]:+.4f} loss"
+        ax.annotate(f"{r['file']}/{r['name']}: {r['ratio']:.2f}x smaller, {change}, "
+                    f"{compression_report.speed_ratio(r):.2f}x samples/s",
+                    (x[1], y[1]), fontsize=6, xytext=(4, -10), textcoords="offset points")
+    ax.scatter([r["bytes_fp32"] / 2**10 for r in int8], [r["scale"] * r["fp32"] for r in int8], marker="s",
+               color="tab:blue", label="fp32")
+    ax.scatter([r["bytes_int8"] / 2**10 for r in int8], [r["scale"] * r["int8"] for r in int8], marker="D",
+               color="tab:orange", label="int8")
+    ax.set_xlim(0, 1.15 * max(r["bytes_fp32"] for r in int8) / 2**10)
+    ax.set_xlabel("weight bytes (KiB)")
+    ax.set_ylabel("test accuracy (%)" if metric == "accuracy" else "held-out loss")
+    ax.set_title(f"int8 against fp32: size and {'accuracy' if metric == 'accuracy' else 'held-out loss'}")
+    ax.legend(fontsize=7)
+
+
+def figure_compression(compression):
+    rows = [r for f in compression for r in f["rows"]]
+    pruned = [r for r in rows if r["pattern"] and np.isfinite(r["sparsity"])]
+    int8 = [r for f in compression for r in f["int8"]]
+    metrics = sorted({r["metric"] for r in int8})
+    if not pruned and not int8:
+        return no_data("compression", "no pruned or int8-quantised run")
+    panels = len(metrics) + (1 if pruned else 0)
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.8), squeeze=False)
+    axes = list(axes[0])
+    if pruned:
+        plot_pruning(axes.pop(0), rows, pruned)
+    for metric, ax in zip(metrics, axes):
+        plot_int8(ax, [r for r in int8 if r["metric"] == metric], metric)
+    return fig
+
+
+def compression_table(compression):
+    treated_names = {"distillation": "with the teacher", "transfer": "fine-tuned"}
+    head = ["kind", "file", "what", "baseline", "compressed / transferred", "difference", "verdict"]
+    rows = []
+    for f in compression:
+        for kind, c in f["comparisons"]:
+            if "reference_mean" in c:
+                cells = [kind, f["file"], c["label"], f"{c['reference_name']}: {c['reference_text']}",
+                         f"{treated_names[kind]}: {c['treated_text']}", f"{c['gain_points']:+.2f} points",
+                         "beats it" if c["failure"] is None else "does not beat it"]
+            else:
+                cells = [kind, f["file"], c["label"], "none", f"{treated_names[kind]}: {c['treated_text']}", "",
+                         c["failure"]]
+            rows.append(cells)
+        for r in f["int8"]:
+            shown = (lambda v: f"accuracy {r['scale'] * v:.2f}%") if r["metric"] == "accuracy" else \
+                (lambda v: f"held-out loss {v:.4f}")
+            rows.append([r["quantize"], f["file"], r["name"],
+                         f"fp32: {r['bytes_fp32'] / 2**10:.1f} KiB, {shown(r['fp32'])}, "
+                         f"{r['samples_per_s_fp32']:.4g} samples/s",
+                         f"{r['quantize']}: {r['bytes_int8'] / 2**10:.1f} KiB, {shown(r['int8'])}, "
+                         f"{r['samples_per_s_int8']:.4g} samples/s",
+                         f"{r['ratio']:.2f}x smaller, " +
+                         (f"{100 * (r['int8'] - r['fp32']):+.2f} points" if r["metric"] == "accuracy" else
+                          f"{r['int8'] - r['fp32']:+.4f} loss") + ", "
+                         f"{compression_report.speed_ratio(r):.2f}x samples/s", ""])
+    if not rows:
+        rows.append(["none of these files holds a distilled, fine-tuned (unpruned) or int8-quantised run"] +
+                    [""] * (len(head) - 1))
+    return ('<table id="compression"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) +
+            "</tr></thead><tbody>\n" +
+            "\n".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>" for cells in rows) +
+            "\n</tbody></table>")
+
+
 def number(x, fmt):
     return "" if x is None or (isinstance(x, float) and not np.isfinite(x)) else format(x, fmt)
 
@@ -250,6 +390,7 @@ def main():
             return 2
     try:
         runs = load_runs(args.files)
+        compression = load_compression(args.files)
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
@@ -264,8 +405,10 @@ def main():
              f"<h1>{html.escape(args.title)}</h1>",
              f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>"]
     for fig_id, title, make in figures:
-        parts.append(f"<h2>{html.escape(title)}</h2><img id='{fig_id}' alt='{html.escape(title)}' "
-                     f"src='data:image/png;base64,{png(make(runs))}'>")
+        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, make(runs)))
+    parts.append("<h2>Compression and transfer</h2>" +
+                 image("fig-compression", "Compression and transfer", figure_compression(compression)) +
+                 compression_table(compression))
     parts.append("<h2>Every run</h2>" + runs_table(runs) + "</body></html>")
     # written beside the target and renamed: never a half-written report
     out_dir = os.path.dirname(os.path.abspath(args.out))
@@ -275,7 +418,7 @@ def main():
     os.umask(umask)
     os.chmod(tmp.name, 0o666 & ~umask)
     os.replace(tmp.name, args.out)
-    print(f"report: {len(runs)} runs, {len(figures)} figures -> {args.out}")
+    print(f"report: {len(runs)} runs, {len(figures) + 1} figures -> {args.out}")
     return 0
 
 
