@@ -8,8 +8,9 @@ int8-quantised run's size, accuracy (or held-out loss) and inference speed again
 distilled student's final accuracy beside the same model trained alone, averaged over seeds.
 
 Exits 1 when a pruned run's sparsity reached is below its target (2:4: half of the matrices whose
-rows divide into groups of four) by more than 0.5 points, or (--transfer) when fine-tuned runs do
-not beat the from-scratch runs on the same data subset and steps, or when a distilled student does
+rows divide into groups of four) by more than 0.5 points, or (--transfer) when fully fine-tuned
+runs do not beat the from-scratch runs on the same data subset and steps (a frozen backbone is
+printed beside them, not held to it), or when a distilled student does
 not beat the same student trained alone for the same steps (each a mean over seeds).
 
 The collection (run_rows, int8_rows) and the comparisons (transfer_comparisons,
@@ -59,7 +60,7 @@ def run_rows(path):
                          "subset": int(data.get("train_samples", 0)),
                          "from": "checkpoint" if finetune.get("from") else "scratch",
                          "freeze": finetune.get("freeze", "none"),
-                         "pattern": prune.get("pattern", ""), "target": float(prune.get("sparsity", 0.5 if prune else 0)),
+                         "pattern": pattern_text(prune.get("pattern", "")), "target": float(prune.get("sparsity", 0.5 if prune else 0)),
                          "sparsity": float(summary.get("sparsity", float("nan"))),
                          "start": start if start_step == 0 else float("nan"), "final": final,
                          "steps": int(summary.get("steps", 0)),
@@ -99,6 +100,12 @@ def int8_text(r):
             f"int8 {r['scale'] * r['int8']:.4g}; inference {speed_ratio(r):.2f}x fp32's samples/s")
 
 
+def pattern_text(pattern):
+    """Files written before config_yaml quoted it hold `pattern: 2:4` plain, which PyYAML (YAML
+    1.1) reads as the base-60 integer 124: read it back as the pattern."""
+    return f"{pattern // 60}:{pattern % 60}" if isinstance(pattern, int) else pattern
+
+
 def mean_over_seeds(group):
     """The group's mean final accuracy, and its text with every seed's figure."""
     mean = sum(r["final"] for r in group) / len(group)
@@ -131,8 +138,11 @@ def transfer_comparisons(rows):
         group = [r for r in tuned if (r["dataset"], r["subset"], r["steps"], r["freeze"]) == key]
         scratch = [s for s in rows if s["from"] == "scratch" and same(s, group[0])]
         label = f"{key[0]}, {key[1] or 'all'} samples, {key[2]} steps, fine-tuned (freeze {key[3]})"
-        comparisons.append(comparison(label, scratch, group, "from scratch",
-                                      "no from-scratch run on the same data and steps"))
+        c = comparison(label, scratch, group, "from scratch", "no from-scratch run on the same data and steps")
+        # Full fine-tuning is held to beating scratch; a frozen backbone (a feature extractor
+        # from another task) is reported beside it but not held to it.
+        c["held"] = key[3] == "none"
+        comparisons.append(c)
     return comparisons
 
 
@@ -151,13 +161,13 @@ def distillation_comparisons(rows):
 
 def transfer(rows):
     """Prints each fine-tuned configuration beside the from-scratch runs; returns failures where
-    fine-tuning does not beat scratch."""
+    full fine-tuning does not beat scratch (a frozen backbone is printed, not held to it)."""
     comparisons = transfer_comparisons(rows)
     for c in comparisons:
         if "reference_mean" in c:
             print(f"transfer {c['label']}: {c['treated_text']}; from scratch {c['reference_text']}; "
-                  f"{c['gain_points']:+.2f} points")
-    return [c["failure"] for c in comparisons if c["failure"]]
+                  f"{c['gain_points']:+.2f} points{'' if c['held'] else ' (frozen backbone: reported, not held to beating scratch)'}")
+    return [c["failure"] for c in comparisons if c["failure"] and c["held"]]
 
 
 def distillation(rows):
