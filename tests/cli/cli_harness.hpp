@@ -9,10 +9,18 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "io/checkpoint_file.hpp"
 #include "tests/test_support.hpp"
 
 namespace sb::testing {
+
+// Rank 0's flat parameters as a checkpoint file holds them.
+inline std::vector<float> checkpoint_parameters(const std::filesystem::path& checkpoint) {
+  const io::Checkpoint c = io::read_checkpoint(checkpoint, [](const io::CheckpointRank& r) { return r.rank == 0; });
+  return c.ranks.at(0).parameters;
+}
 
 struct CommandResult {
   int exit_code = -1;

@@ -45,11 +45,6 @@ Layout resnet_mini_layout() {
   return layout;
 }
 
-std::vector<float> parameters_of(const std::filesystem::path& checkpoint) {
-  const io::Checkpoint c = io::read_checkpoint(checkpoint, [](const io::CheckpointRank& r) { return r.rank == 0; });
-  return c.ranks.at(0).parameters;
-}
-
 class FinetunePrune : public ::testing::Test {
  protected:
   // One pretrained checkpoint for every test of the suite (20 steps, a couple of seconds).
@@ -81,7 +76,7 @@ std::filesystem::path FinetunePrune::base_;
 TEST_F(FinetunePrune, TwoOfFourMaskRankedOnTheStartIsKeptThroughTraining) {
   const auto r = finetune("two-four", " --set prune.pattern=2:4");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const std::vector<float> base = parameters_of(base_), tuned = parameters_of(path("two-four.ckpt.h5"));
+  const std::vector<float> base = checkpoint_parameters(base_), tuned = checkpoint_parameters(path("two-four.ckpt.h5"));
   ASSERT_EQ(base.size(), tuned.size());
   std::int64_t pruned = 0, elements = 0, dense = 0;
   for (const Matrix& m : resnet_mini_layout().matrices) {
@@ -122,7 +117,7 @@ TEST_F(FinetunePrune, TwoOfFourMaskRankedOnTheStartIsKeptThroughTraining) {
 TEST_F(FinetunePrune, GlobalUnstructuredPrunesTheSmallestStartingWeightsOfEveryMatrix) {
   const auto r = finetune("sparse80", " --set prune.sparsity=0.8");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const std::vector<float> base = parameters_of(base_), tuned = parameters_of(path("sparse80.ckpt.h5"));
+  const std::vector<float> base = checkpoint_parameters(base_), tuned = checkpoint_parameters(path("sparse80.ckpt.h5"));
   std::vector<float> magnitudes;
   for (const Matrix& m : resnet_mini_layout().matrices)
     for (std::int64_t i = 0; i < m.rows * m.cols; ++i) magnitudes.push_back(std::fabs(base[m.offset + i]));
@@ -147,7 +142,7 @@ TEST_F(FinetunePrune, FrozenBackboneStaysBitForBitWhileTheHeadTrainsOnASubset) {
   const auto r = finetune("frozen", " --set finetune.freeze=backbone --set data.dataset=fashion-mnist"
                                     " --set data.train_samples=64");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const std::vector<float> base = parameters_of(base_), tuned = parameters_of(path("frozen.ckpt.h5"));
+  const std::vector<float> base = checkpoint_parameters(base_), tuned = checkpoint_parameters(path("frozen.ckpt.h5"));
   const Layout layout = resnet_mini_layout();
   std::size_t head_changed = 0, head_size = 0;
   for (std::size_t i = 0; i < base.size(); ++i) {

@@ -21,11 +21,6 @@ const std::string kSpam = " --set data.dataset=spam-assassin --set data.train_sa
                           " --set eval_batches=2 --set threads=1 --set log_every=1000 --set warmup_steps=0";
 constexpr std::int64_t kTestMessages = 1209;
 
-std::vector<float> parameters_of(const std::filesystem::path& checkpoint) {
-  const io::Checkpoint c = io::read_checkpoint(checkpoint, [](const io::CheckpointRank& r) { return r.rank == 0; });
-  return c.ranks.at(0).parameters;
-}
-
 class SpamClassifier : public ::testing::Test {
  protected:
   // One gpt-nano language-model checkpoint on State of the Union for every test (a second).
@@ -73,14 +68,14 @@ TEST_F(SpamClassifier, TrainsAndRecordsAccuracyOnTheWholeTestSet) {
   EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "final_accuracy"), accuracy[0]);
   // the checkpoint holds the GPT's parameters and the head's, weight (2, 64) and bias (2)
   const auto nano = gpt::gpt_config_by_name("gpt-nano");
-  EXPECT_EQ(parameters_of(path("scratch.ckpt.h5")).size(),
+  EXPECT_EQ(checkpoint_parameters(path("scratch.ckpt.h5")).size(),
             static_cast<std::size_t>(gpt::gpt_parameter_count(nano) + 2 * nano.channels + 2));
 }
 
 TEST_F(SpamClassifier, FrozenBackboneIsTheLanguageModelsBitForBitWhileTheHeadTrains) {
   const auto r = classify("frozen", " --set finetune.from=" + lm_.string() + " --set finetune.freeze=backbone", 4);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const std::vector<float> lm = parameters_of(lm_), tuned = parameters_of(path("frozen.ckpt.h5"));
+  const std::vector<float> lm = checkpoint_parameters(lm_), tuned = checkpoint_parameters(path("frozen.ckpt.h5"));
   ASSERT_EQ(tuned.size(), lm.size() + 2 * 64 + 2);
   for (std::size_t i = 0; i < lm.size(); ++i) ASSERT_EQ(tuned[i], lm[i]) << "backbone parameter " << i << " moved";
   const auto out = path("frozen.h5");
