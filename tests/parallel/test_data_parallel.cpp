@@ -92,7 +92,15 @@ Trained train_alone(TrainConfig config) {
   return train(config, *self);
 }
 
-void expect_same_training(const Trained& got, const Trained& want, const std::string& what, double lr = kLr) {
+// The relative tolerance of the ResNet cases: with OpenBLAS's AVX-512 (SkylakeX) SGEMM kernels the
+// 5-step updates of resnet-mini at dp=4 (4 MNIST images a rank, BatchNorm synchronised) differ from
+// one rank's, and ZeRO-1's from plain dp's, by 2.64e-4 relative on an Intel Xeon (largest element
+// 1.3e-4 lr); with OPENBLAS_CORETYPE=Haswell on the same machine, and on AVX2 AMD EPYC hosts,
+// below 1e-4. Rounding, not a different model: the losses still agree to 1e-5.
+constexpr double kResnetRelativeTolerance = 1e-3;
+
+void expect_same_training(const Trained& got, const Trained& want, const std::string& what, double lr = kLr,
+                          double relative_tolerance = 1e-4) {
   ASSERT_EQ(got.parameters.size(), want.parameters.size());
   ASSERT_EQ(got.initial, want.initial) << what << ": the runs must start from the same weights";
   std::size_t worst = 0;
@@ -107,7 +115,7 @@ void expect_same_training(const Trained& got, const Trained& want, const std::st
   const double relative = std::sqrt(difference_squared / update_squared);
   EXPECT_LE(worst_difference, 1e-2 * lr) << what << ": parameter " << worst << " is " << got.parameters[worst]
                                           << ", one rank trained " << want.parameters[worst];
-  EXPECT_LE(relative, 1e-4) << what << ": relative difference of the 5-step updates";
+  EXPECT_LE(relative, relative_tolerance) << what << ": relative difference of the 5-step updates";
   if (world().rank() == 0)
     std::printf("%s: largest element difference %.3g (= %.3g lr), relative update difference %.3g\n", what.c_str(),
                 worst_difference, worst_difference / lr, relative);
@@ -151,13 +159,13 @@ TEST(DataParallel, ResnetWithSynchronisedBatchNormTrainsTheSameModelAsOneRank) {
   const Trained parallel = train(config, world());
   EXPECT_GT(parallel.buckets, 2) << "resnet-mini's gradients should travel in several buckets";
   expect_same_training(parallel, train_alone(config), "resnet sync-BN dp=" + std::to_string(world().size()),
-                       kLr * 25);
+                       kLr * 25, kResnetRelativeTolerance);
 }
 
 TEST(DataParallel, ResnetZeroOneWithSgdEqualsPlainDataParallel) {
   const Trained plain = train(config_from(resnet_yaml(world().size(), 0, "sync")), world());
   const Trained zero = train(config_from(resnet_yaml(world().size(), 1, "sync")), world());
-  expect_same_training(zero, plain, "resnet zero-1", kLr * 25);
+  expect_same_training(zero, plain, "resnet zero-1", kLr * 25, kResnetRelativeTolerance);
   const auto n = static_cast<std::int64_t>(plain.parameters.size());
   const std::int64_t shard = (n + world().size() - 1) / world().size();
   EXPECT_EQ(zero.optimizer_bytes, 4 * std::min(shard, n - shard * world().rank()));  // one momentum buffer
