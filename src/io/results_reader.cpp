@@ -46,6 +46,38 @@ struct Table {
   std::int64_t rows = 0;
 };
 
+// libhdf5 1.10 trusts a compound type's member offsets: one past the row makes H5Dread's
+// conversion copy from freed memory (fuzz_results_reader found it). Refuses a field that lies
+// outside the row or overlaps the one before it.
+void check_fields_inside_row(const OpenResults& results, const Table& table, const std::string& table_path) {
+  const std::size_t row_bytes = H5Tget_size(table.type.get());
+  const int count = SB_H5_CHECK(H5Tget_nmembers(table.type.get()));
+  struct Field {
+    std::size_t offset, bytes;
+    unsigned index;
+  };
+  std::vector<Field> fields;
+  for (int i = 0; i < count; ++i) {
+    const auto index = static_cast<unsigned>(i);
+    H5Handle member{SB_H5_CHECK(H5Tget_member_type(table.type.get(), index)), H5Tclose};
+    fields.push_back({H5Tget_member_offset(table.type.get(), index), H5Tget_size(member.get()), index});
+  }
+  std::sort(fields.begin(), fields.end(), [](const Field& a, const Field& b) { return a.offset < b.offset; });
+  std::size_t free_from = 0;  // the first byte no earlier field uses
+  for (const Field& f : fields) {
+    const bool outside = f.bytes > row_bytes || f.offset > row_bytes - f.bytes;
+    if (outside || f.offset < free_from) {
+      char* name = H5Tget_member_name(table.type.get(), f.index);
+      const std::string field = name ? name : "?";
+      H5free_memory(name);
+      throw UserError(fmt::format("{} is damaged: field '{}' of {} claims bytes [{}, {}) of a {}-byte row{}",
+                                  results.file_path.string(), field, table_path, f.offset, f.offset + f.bytes,
+                                  row_bytes, outside ? "" : ", overlapping the field before it"));
+    }
+    free_from = f.offset + f.bytes;
+  }
+}
+
 Table open_table(const OpenResults& results, const std::string& table) {
   Table opened{open_object(results, table), {}, 0};
   const bool is_dataset = H5Iget_type(opened.dataset.get()) == H5I_DATASET;
@@ -57,6 +89,7 @@ Table open_table(const OpenResults& results, const std::string& table) {
         SB_H5_CHECK(H5Sget_simple_extent_ndims(space.get())) == 1) {
       SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), &rows, nullptr));
       opened.rows = static_cast<std::int64_t>(rows);
+      check_fields_inside_row(results, opened, table);
       return opened;
     }
   }

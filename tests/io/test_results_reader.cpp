@@ -133,6 +133,35 @@ TEST(ResultsReader, RefusesADamagedGlobalHeapBeforeHdf5ReadsIt) {
             std::string::npos);
 }
 
+// fuzz_results_reader found it: a step table's compound type whose member `comm_s` claims offset
+// 0x5B0038 in a 104-byte row made libhdf5 1.10's H5Dread conversion copy from freed memory. The
+// reader refuses the table before reading it, whichever field is asked for.
+TEST(ResultsReader, RefusesATableWhoseFieldLiesPastItsRow) {
+  const ScratchFile scratch("reader_member_offset");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  in.close();
+  // the first step table's type: the member name padded to 8 bytes, then its 4-byte offset (56)
+  const std::string member("comm_s\0\0\x38\0\0\0", 12);
+  const std::size_t at = bytes.find(member);
+  ASSERT_NE(at, std::string::npos) << "no comm_s member at offset 56 in the example file";
+  bytes[at + 10] = '\x5b';  // offset 0x5B0038, the fuzzer's
+  write_bytes(path, bytes);
+  int refused = 0;
+  for (const std::string& run : list_runs(path)) {
+    for (const std::string& field : {"loss", "comm_s"}) {
+      const std::string message = user_error_of([&] { read_column(path, "/runs/" + run + "/steps", field); });
+      if (message.find("is damaged") == std::string::npos) continue;  // read, or a run without steps
+      ++refused;
+      EXPECT_EQ(message, path.string() + " is damaged: field 'comm_s' of /runs/" + run +
+                             "/steps claims bytes [5963832, 5963840) of a 104-byte row");
+    }
+  }
+  EXPECT_EQ(refused, 2) << "one table, both fields refused";
+}
+
 TEST(ResultsReader, SummaryCoversEveryRun) {
   const ScratchFile scratch("reader_summary");
   const auto& path = scratch.path();
