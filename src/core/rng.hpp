@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 namespace sb {
 
@@ -48,6 +49,12 @@ class CounterRng {
     const auto b = bits(i);
     const std::uint64_t r = (static_cast<std::uint64_t>(b[0]) << 32) | b[1];
     return static_cast<std::uint64_t>((static_cast<unsigned __int128>(r) * n) >> 64);
+  }
+  // Fisher-Yates over items[0, n): position i (from n-1 down to 1) swaps with below(i, i + 1),
+  // so a permutation is a pure function of (seed, stream) like every other draw.
+  template <class T>
+  void shuffle(T* items, std::uint64_t n) const {
+    for (std::uint64_t i = n > 0 ? n - 1 : 0; i > 0; --i) std::swap(items[i], items[below(i, i + 1)]);
   }
   // Standard normal for index i (Box-Muller on two 32-bit words).
   double normal(std::uint64_t i) const {

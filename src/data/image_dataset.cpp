@@ -185,11 +185,7 @@ void ImageBatcher::prepare_epoch(std::int64_t epoch) {
   order_.resize(static_cast<std::size_t>(data_.count));
   std::iota(order_.begin(), order_.end(), 0);
   if (!shuffle_) return;
-  const CounterRng rng(seed_ ^ (static_cast<std::uint64_t>(epoch) << 32), kShuffleStream);
-  for (std::int64_t i = data_.count - 1; i > 0; --i) {  // Fisher-Yates, draw i from the stream
-    const auto j = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(i + 1)));
-    std::swap(order_[static_cast<std::size_t>(i)], order_[static_cast<std::size_t>(j)]);
-  }
+  CounterRng(seed_ ^ (static_cast<std::uint64_t>(epoch) << 32), kShuffleStream).shuffle(order_.data(), order_.size());
 }
 
 std::int64_t ImageBatcher::batch(std::int64_t g, float* images, std::int32_t* labels) {

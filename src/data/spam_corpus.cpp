@@ -117,9 +117,7 @@ SpamCorpus load_spam_assassin(const std::filesystem::path& dir, std::int64_t seq
     messages.push_back({subject_and_body(raw), files[i].second});
     (static_cast<std::int64_t>(i) % kTestEvery == kTestEvery - 1 ? test : train).push_back(i);
   }
-  const CounterRng rng(kTrainOrderSeed, kTrainOrderStream);
-  for (std::size_t i = train.size() - 1; i > 0; --i)  // Fisher-Yates, draw i from the stream
-    std::swap(train[i], train[rng.below(i, i + 1)]);
+  CounterRng(kTrainOrderSeed, kTrainOrderStream).shuffle(train.data(), train.size());
   SB_USER_CHECK(train_samples <= static_cast<std::int64_t>(train.size()),
                 "data.train_samples {} exceeds the {} training messages of spam-assassin", train_samples,
                 train.size());

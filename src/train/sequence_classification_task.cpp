@@ -151,9 +151,7 @@ class SequenceClassificationTask final : public TrainingTask {
     if (epoch == epoch_) return;
     epoch_ = epoch;
     std::iota(order_.begin(), order_.end(), 0);
-    const CounterRng rng(config_.seed ^ (static_cast<std::uint64_t>(epoch) << 32), kShuffleStream);
-    for (std::size_t i = order_.size() - 1; i > 0; --i)  // Fisher-Yates, draw i from the stream
-      std::swap(order_[i], order_[rng.below(i, i + 1)]);
+    CounterRng(config_.seed ^ (static_cast<std::uint64_t>(epoch) << 32), kShuffleStream).shuffle(order_.data(), order_.size());
   }
 
   // Messages rows[0..n) of `data` into tokens_ (n, T), lengths_ and labels_ (n).
