@@ -36,7 +36,8 @@ using costmodel::KernelTime;
 const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16"};
 
 // BASE's text without its top-level `calibrated:` section (the lines up to the next top-level
-// key), so the datasheet figures and their source comments stay as written.
+// key) and the "# Fitted by" line an earlier calibrate wrote above it, so the datasheet figures
+// and their source comments stay as written and a refit replaces the old fit whole.
 std::string without_calibrated_section(const std::string& text) {
   std::istringstream in(text);
   std::string line, out;
@@ -44,7 +45,7 @@ std::string without_calibrated_section(const std::string& text) {
   while (std::getline(in, line)) {
     const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '#' && line[0] != '-';
     if (top_level) skipping = line.starts_with("calibrated:");
-    if (!skipping) out += line + "\n";
+    if (!skipping && !line.starts_with("# Fitted by `scalebench calibrate")) out += line + "\n";
   }
   while (out.ends_with("\n\n")) out.pop_back();
   return out;
@@ -99,14 +100,14 @@ int time_kernels_to_file(const std::string& csv, int threads, int ranks, const s
   ParallelRuntime runtime(threads);
   KernelProfile profile;
   for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
-    const std::vector<costmodel::KernelCall> calls = calls_to_calibrate(precision == "fp32" ? 4 : 2, max_batch);
+    const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision == "fp32" ? 4 : 2, max_batch);
     std::size_t last_percent = 0;
-    for (KernelTime& t : time_kernel_calls(calls, precision, threads, ranks, seconds_per_call,
+    for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call,
                                            [&](std::size_t done, std::size_t total) {
                                              const std::size_t percent = 100 * done / total;
                                              if (percent >= last_percent + 25 || done == total) {
                                                std::printf("calibrate: %s on %d thread(s), %d rank(s) at once: %zu of %zu "
-                                                           "kernel timings (3 rounds)\n",
+                                                           "kernel calls timed in their micro-batch (3 rounds)\n",
                                                            precision.c_str(), threads, ranks, done, total);
                                                std::fflush(stdout);
                                                last_percent = percent;

@@ -15,20 +15,27 @@
 
 namespace sb::cli {
 
-// The distinct calls to time for one precision (element bytes 4 or 2): gpt-nano and gpt-tiny at
-// micro-batches 1..32 and tp 1, 2, 4; resnet-mini at 4..128 images; the optimizer's calls at
-// 1e4..1e7 parameters; fills of 1 KiB..64 MiB. max_batch > 0 leaves out GPT micro-batches and
-// ResNet image counts above it (ResNet keeps its smallest, 4).
-std::vector<costmodel::KernelCall> calls_to_calibrate(int element_bytes, std::int64_t max_batch = 0);
+// One stretch of the trainer's calls, timed in its order (see kernel_benchmark.cpp).
+struct KernelSequence {
+  std::string name;  // "gpt-tiny tp 2 micro-batch 8", "adamw of 30000 parameters", ...
+  std::vector<costmodel::KernelCall> calls;
+};
 
-// Seconds per call of each call in `precision` ("fp32", "bf16", "fp16"): three rounds over the
-// list, each the mean of at least two calls after a warm-up within a third of
-// `seconds_per_call`; the median round counts. `ranks`: how many processes time the same list
-// at once on this node (recorded, see kernel_profile.hpp). `progress(done, total)` after each
-// timing.
-std::vector<costmodel::KernelTime> time_kernel_calls(const std::vector<costmodel::KernelCall>& calls,
-                                                     const std::string& precision, int devices, int ranks,
-                                                     double seconds_per_call,
-                                                     const std::function<void(std::size_t, std::size_t)>& progress);
+// What to time for one precision (element bytes 4 or 2): one micro-batch (every unit's forward,
+// then every backward in reverse) of gpt-nano and gpt-tiny at micro-batches 1..32 and tp 1, 2,
+// 4, and of resnet-mini at 4..128 images; the optimizer's calls at 1e4..1e7 parameters; fills
+// of 1 KiB..64 MiB. max_batch > 0 leaves out GPT micro-batches and ResNet image counts above it
+// (ResNet keeps its smallest, 4).
+std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, std::int64_t max_batch = 0);
+
+// Seconds per call of each distinct call (kernel and shape) of the sequences in `precision`
+// ("fp32", "bf16", "fp16"), each timed inside its sequence: three rounds, in each the median of
+// at least three passes after a warm-up pass, within about a third of `seconds_per_call` per
+// call; the median round counts. `ranks`: how many processes time the same list at once on this
+// node (recorded, see kernel_profile.hpp). `progress(done, total)` after each sequence.
+std::vector<costmodel::KernelTime> time_kernel_sequences(const std::vector<KernelSequence>& sequences,
+                                                         const std::string& precision, int devices, int ranks,
+                                                         double seconds_per_call,
+                                                         const std::function<void(std::size_t, std::size_t)>& progress);
 
 }  // namespace sb::cli

@@ -50,6 +50,7 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
                         " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1").exit_code, 0);
   const std::string again = read_text(site);
   EXPECT_EQ(again.find("calibrated:"), again.rfind("calibrated:"));
+  EXPECT_EQ(again.find("# Fitted by"), again.rfind("# Fitted by")) << again;
 
   // a short one-thread fp32 run predicted from the kernel times, its error stored
   const auto config = scratch.write("nano.yaml", "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\n"
