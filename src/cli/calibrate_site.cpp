@@ -96,19 +96,19 @@ const KernelTime* largest(const KernelProfile& profile, const std::string& kerne
 }  // namespace
 
 int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call, std::int64_t max_batch) {
+                         double seconds_per_call, std::int64_t max_batch, int rounds) {
   ParallelRuntime runtime(threads);
   KernelProfile profile;
   for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
     const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision == "fp32" ? 4 : 2, max_batch);
     std::size_t last_percent = 0;
-    for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call,
+    for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call, rounds,
                                            [&](std::size_t done, std::size_t total) {
                                              const std::size_t percent = 100 * done / total;
                                              if (percent >= last_percent + 25 || done == total) {
                                                std::printf("calibrate: %s on %d thread(s), %d rank(s) at once: %zu of %zu "
-                                                           "kernel calls timed in their micro-batch (3 rounds)\n",
-                                                           precision.c_str(), threads, ranks, done, total);
+                                                           "kernel calls timed in their micro-batch (%d round(s))\n",
+                                                           precision.c_str(), threads, ranks, done, total, rounds);
                                                std::fflush(stdout);
                                                last_percent = percent;
                                              }
@@ -149,26 +149,37 @@ int calibrate_site(const SiteCalibrationOptions& options) {
 
   // ---- kernels: one process per thread count, placed as a one-rank run places its threads;
   // then, where a node holds several ranks of t threads, that many processes at once, placed
-  // as a multi-rank run places them, their tables averaged ----
-  KernelProfile profile;
+  // as a multi-rank run places them, their tables averaged. Each process times one round and
+  // the configurations take turns, kRounds times over: the machine's speed wanders over
+  // minutes (a neighbour, the host's clock), and a slow spell then lands on one round of every
+  // configuration, which the median over the rounds leaves out, instead of on every round of
+  // one of them ----
+  constexpr int kRounds = 3;
   const auto command = [&](const fs::path& csv, int t, int ranks) {
     std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
                                      std::to_string(t), "--ranks-on-node", std::to_string(ranks),
-                                     "--seconds-per-call", fmt::format("{}", options.seconds_per_call)};
+                                     "--seconds-per-call", fmt::format("{}", options.seconds_per_call), "--rounds", "1"};
     if (options.max_batch > 0) args.insert(args.end(), {"--max-batch", std::to_string(options.max_batch)});
     for (const std::string& p : options.precisions) args.insert(args.end(), {"--precision", p});
     return args;
   };
+  std::vector<std::pair<int, int>> configurations;  // threads, ranks at once
   for (int t : threads) {
-    const int node_ranks = base.devices_per_node / t;
-    std::vector<int> rank_counts = {1};
-    if (node_ranks > 1) rank_counts.push_back(node_ranks);
-    for (int ranks : rank_counts) {
+    configurations.push_back({t, 1});
+    if (base.devices_per_node / t > 1) configurations.push_back({t, base.devices_per_node / t});
+  }
+  // rounds[c][k]: configuration c's table from round k, the mean over its ranks
+  std::vector<std::vector<std::vector<KernelTime>>> rounds(configurations.size());
+  for (int round = 0; round < kRounds; ++round)
+    for (std::size_t c = 0; c < configurations.size(); ++c) {
+      const auto [t, ranks] = configurations[c];
+      std::printf("calibrate: round %d of %d, %d thread(s), %d rank(s) at once\n", round + 1, kRounds, t, ranks);
+      std::fflush(stdout);
       prepare_mpirun_environment(ranks);
       std::vector<std::vector<std::string>> commands;
       std::vector<fs::path> tables;
       for (int r = 0; r < ranks; ++r) {
-        tables.push_back(scratch / fmt::format("kernels-{}x{}-{}.csv", t, ranks, r));
+        tables.push_back(scratch / fmt::format("kernels-{}x{}-{}-round{}.csv", t, ranks, r, round));
         commands.push_back(command(tables.back(), t, ranks));
       }
       const std::vector<int> codes = spawn_all_and_wait(commands);
@@ -177,14 +188,23 @@ int calibrate_site(const SiteCalibrationOptions& options) {
                       t, ranks, code);
       std::vector<KernelProfile> parts;
       for (const fs::path& table : tables) parts.push_back(KernelProfile::load(table));
-      for (std::size_t i = 0; i < parts[0].times().size(); ++i) {
-        KernelTime mean = parts[0].times()[i];
-        for (std::size_t r = 1; r < parts.size(); ++r) mean.seconds += parts[r].times()[i].seconds;
-        mean.seconds /= static_cast<double>(parts.size());
-        profile.add(std::move(mean));
+      std::vector<KernelTime> mean = parts[0].times();
+      for (std::size_t i = 0; i < mean.size(); ++i) {
+        for (std::size_t r = 1; r < parts.size(); ++r) mean[i].seconds += parts[r].times()[i].seconds;
+        mean[i].seconds /= static_cast<double>(parts.size());
       }
+      rounds[c].push_back(std::move(mean));
     }
-  }
+  KernelProfile profile;
+  for (const std::vector<std::vector<KernelTime>>& tables : rounds)
+    for (std::size_t i = 0; i < tables[0].size(); ++i) {
+      std::vector<double> seconds;
+      for (const std::vector<KernelTime>& table : tables) seconds.push_back(table[i].seconds);
+      std::sort(seconds.begin(), seconds.end());
+      KernelTime median = tables[0][i];
+      median.seconds = seconds[seconds.size() / 2];
+      profile.add(std::move(median));
+    }
 
   // ---- the link between two ranks of a node -------------------------------------------------
   std::optional<LinkFit> link;

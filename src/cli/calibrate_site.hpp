@@ -25,8 +25,9 @@ struct SiteCalibrationOptions {
 int calibrate_site(const SiteCalibrationOptions& options);
 
 // The child's part: time every call of kernel_benchmark.hpp in this process with `threads`
-// threads and write the CSV table; `ranks`: how many such processes run at once on the node.
+// threads in `rounds` rounds and write the CSV table; `ranks`: how many such processes run at
+// once on the node.
 int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call, std::int64_t max_batch);
+                         double seconds_per_call, std::int64_t max_batch, int rounds);
 
 }  // namespace sb::cli

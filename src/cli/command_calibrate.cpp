@@ -50,6 +50,7 @@ struct CalibrateOptions {
   SiteCalibrationOptions site;
   std::string kernel_times;  // the child's mode: time the kernels into this CSV
   int ranks_on_node = 1;     // the child's mode: how many children time at once
+  int rounds = 3;            // the child's mode: rounds over the list (calibrate_site runs one per child)
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = std::int64_t{256} << 20;
   std::vector<std::string> collectives;  // empty: all
@@ -318,7 +319,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                   "default fp32, bf16, fp16)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--seconds-per-call", options->site.seconds_per_call,
-                  "timing budget per kernel call (default 0.02, over three rounds; the median round counts)")
+                  "timing budget per kernel call and three rounds (default 0.02; the median round counts)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-batch", options->site.max_batch,
                   "largest micro-batch timed: GPT sequences (of 1 to 32) and ResNet images (of 4 to 128; the smallest "
@@ -327,6 +328,10 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--kernel-times", options->kernel_times,
                   "time the trainer's kernels in this process (--threads N, one value) into this CSV file; what "
                   "--out SITE.yaml runs once per thread count");
+  cmd->add_option("--rounds", options->rounds,
+                  "with --kernel-times: rounds over the list, the median counts (default 3; --out SITE.yaml runs "
+                  "three processes of one round each per configuration, taking turns)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--ranks-on-node", options->ranks_on_node,
                   "with --kernel-times: how many such processes time at once on this node (recorded in the table)")
       ->check(CLI::PositiveNumber);
@@ -350,7 +355,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
       const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
       SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
       return time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
-                                  options->site.seconds_per_call, options->site.max_batch);
+                                  options->site.seconds_per_call, options->site.max_batch, options->rounds);
     }
     SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "
                   "(the collective sweep, under mpirun)");

@@ -238,12 +238,14 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
 // nearest caches as a training step does. Timing one call over and over on the same buffers
 // instead (the calls' operands then stay in L1/L2) measured this machine's GEMMs 15-22% and its
 // memory-bound kernels 2-5x faster than the same calls in a sequence, and predicted every
-// training step 20-35% short. The sequences are timed in kRounds rounds over the whole list;
-// within a round each sequence runs at least kMinPasses passes after a warm-up pass and a call's
-// median pass counts; a call that occurs in several sequences (the same kernel and shape) takes
-// the mean of them; over the rounds the median counts, so a slow spell of the machine (a
-// neighbour, a clock change) lands on one round, not on every repetition.
-constexpr int kRounds = 3;
+// training step 20-35% short. The sequences are timed in `rounds` rounds over the whole list;
+// within a round each sequence runs at least kMinPasses passes after a warm-up pass, within a
+// budget of seconds_per_call / kBudgetRounds per call, and a call's median pass counts; a call
+// that occurs in several sequences (the same kernel and shape) takes the mean of them; over the
+// rounds the median counts, so a slow spell of the machine (a neighbour, a clock change) lands
+// on one round, not on every repetition (calibrate_site.cpp spreads the rounds further: one per
+// process, minutes apart).
+constexpr int kBudgetRounds = 3;
 constexpr int kMinPasses = 3;
 
 double median_of(std::vector<double> v) {
@@ -254,8 +256,9 @@ double median_of(std::vector<double> v) {
 
 template <class S>
 std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, const std::string& precision,
-                                 int devices, int ranks, double seconds_per_call,
+                                 int devices, int ranks, double seconds_per_call, int rounds,
                                  const std::function<void(std::size_t, std::size_t)>& progress) {
+  SB_CHECK(rounds >= 1, "calibrate: {} rounds", rounds);
   using clock = std::chrono::steady_clock;
   MemoryTracker tracker;
   kernels::StorageKernels<S> k(kernels::Backend::cpu, tracker);
@@ -275,10 +278,10 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       runs[q].push_back(prepare<S>(k, call, tracker, rng));
       ++calls_per_round;
     }
-  // rounds[id]: the call's figure in each round
-  std::vector<std::vector<double>> rounds(distinct.size());
+  // by_round[id]: the call's figure in each round
+  std::vector<std::vector<double>> by_round(distinct.size());
   std::size_t done = 0;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     std::vector<double> sum(distinct.size(), 0.0);
     std::vector<int> occurrences(distinct.size(), 0);
     for (std::size_t q = 0; q < sequences.size(); ++q) {
@@ -289,7 +292,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       for (const auto& run : seq) run();
       Kokkos::fence();
       const double pass_s = std::chrono::duration<double>(clock::now() - warm_start).count();
-      const double budget = seconds_per_call / kRounds * static_cast<double>(seq.size());
+      const double budget = seconds_per_call / kBudgetRounds * static_cast<double>(seq.size());
       const int passes = std::clamp(static_cast<int>(budget / std::max(pass_s, 1e-9)), kMinPasses, 200);
       std::vector<std::vector<double>> seconds(seq.size());
       for (int pass = 0; pass < passes; ++pass)
@@ -304,15 +307,15 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
         occurrences[call_ids[q][i]] += 1;
       }
       done += seq.size();
-      if (progress) progress(done, kRounds * calls_per_round);
+      if (progress) progress(done, static_cast<std::size_t>(rounds) * calls_per_round);
     }
     for (std::size_t id = 0; id < distinct.size(); ++id)
-      rounds[id].push_back(sum[id] / occurrences[id]);
+      by_round[id].push_back(sum[id] / occurrences[id]);
   }
   std::vector<KernelTime> times;
   for (std::size_t id = 0; id < distinct.size(); ++id)
     times.push_back({distinct[id].kernel, precision, devices, ranks, distinct[id].shape, distinct[id].size,
-                     median_of(rounds[id])});
+                     median_of(by_round[id])});
   return times;
 }
 
@@ -362,11 +365,11 @@ std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, i64 max_ba
 }
 
 std::vector<KernelTime> time_kernel_sequences(const std::vector<KernelSequence>& sequences, const std::string& precision,
-                                              int devices, int ranks, double seconds_per_call,
+                                              int devices, int ranks, double seconds_per_call, int rounds,
                                               const std::function<void(std::size_t, std::size_t)>& progress) {
-  if (precision == "fp32") return time_all<float>(sequences, precision, devices, ranks, seconds_per_call, progress);
-  if (precision == "bf16") return time_all<bf16>(sequences, precision, devices, ranks, seconds_per_call, progress);
-  if (precision == "fp16") return time_all<fp16>(sequences, precision, devices, ranks, seconds_per_call, progress);
+  if (precision == "fp32") return time_all<float>(sequences, precision, devices, ranks, seconds_per_call, rounds, progress);
+  if (precision == "bf16") return time_all<bf16>(sequences, precision, devices, ranks, seconds_per_call, rounds, progress);
+  if (precision == "fp16") return time_all<fp16>(sequences, precision, devices, ranks, seconds_per_call, rounds, progress);
   SB_USER_CHECK(false, "calibrate: unknown precision '{}' (fp32, bf16, fp16)", precision);
   return {};
 }

@@ -29,13 +29,13 @@ struct KernelSequence {
 std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, std::int64_t max_batch = 0);
 
 // Seconds per call of each distinct call (kernel and shape) of the sequences in `precision`
-// ("fp32", "bf16", "fp16"), each timed inside its sequence: three rounds, in each the median of
-// at least three passes after a warm-up pass, within about a third of `seconds_per_call` per
+// ("fp32", "bf16", "fp16"), each timed inside its sequence: `rounds` rounds, in each the median
+// of at least three passes after a warm-up pass, within about a third of `seconds_per_call` per
 // call; the median round counts. `ranks`: how many processes time the same list at once on this
 // node (recorded, see kernel_profile.hpp). `progress(done, total)` after each sequence.
 std::vector<costmodel::KernelTime> time_kernel_sequences(const std::vector<KernelSequence>& sequences,
                                                          const std::string& precision, int devices, int ranks,
-                                                         double seconds_per_call,
+                                                         double seconds_per_call, int rounds,
                                                          const std::function<void(std::size_t, std::size_t)>& progress);
 
 }  // namespace sb::cli
