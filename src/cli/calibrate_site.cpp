@@ -60,11 +60,12 @@ struct LinkFit {
 LinkFit fit_link(const fs::path& file) {
   const std::string table = "/calibration/p2p";
   const std::vector<double> sizes = io::read_column(file, table, "size_bytes");
-  const std::vector<double> seconds = io::read_column(file, table, "time_s");  // a round trip
+  // one way already: the sweep divides the round trip by its two transfers (results/README)
+  const std::vector<double> seconds = io::read_column(file, table, "time_s");
   const std::vector<std::string> paths = io::read_string_column(file, table, "path");
   std::vector<std::pair<double, double>> points;  // bytes, one-way seconds
   for (std::size_t i = 0; i < sizes.size(); ++i)
-    if (paths[i] == "scalebench") points.push_back({sizes[i], seconds[i] / 2.0});
+    if (paths[i] == "scalebench") points.push_back({sizes[i], seconds[i]});
   SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
   std::sort(points.begin(), points.end());
   LinkFit fit;

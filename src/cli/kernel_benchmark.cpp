@@ -47,13 +47,29 @@ std::vector<std::int32_t> random_indices(i64 n, i64 bound, std::mt19937& rng) {
   return v;
 }
 
-// One call, prepared: its buffers live in the closure.
+// The activation a sequence's previous call wrote: the next call reads it when it takes an
+// activation of that size, as the trainer's next kernel reads what the last one wrote (a layer's
+// output is the next one's input, a gradient flows on), while it is still in the nearest caches.
+template <class S>
+struct ActivationChain {
+  std::shared_ptr<std::vector<S>> last;
+};
+
+// One call, prepared: its buffers live in the closure. Its activation input is the chain's last
+// output where the sizes agree; its activation output becomes the chain's last.
 template <class S>
 std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& call, MemoryTracker& tracker,
-                              std::mt19937& rng) {
+                              std::mt19937& rng, ActivationChain<S>& chain) {
   const auto& a = call.shape;
   const std::string& name = call.kernel;
   const auto act = [&](i64 n) { return std::make_shared<std::vector<S>>(random_buffer<S>(n, 1.0f, rng)); };
+  const auto in = [&](i64 n) {
+    return chain.last && static_cast<i64>(chain.last->size()) == std::max<i64>(n, 1) ? chain.last : act(n);
+  };
+  const auto produced = [&](std::shared_ptr<std::vector<S>> buffer) {
+    chain.last = buffer;
+    return buffer;
+  };
   const auto wt = [&](i64 n) { return std::make_shared<std::vector<S>>(random_buffer<S>(n, 0.02f, rng)); };
   const auto f32 = [&](i64 n, float scale = 1.0f) {
     return std::make_shared<std::vector<float>>(random_buffer<float>(n, scale, rng));
@@ -68,10 +84,12 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   };
   if (name == "matmul_forward" || name == "matmul_backward") {
     const i64 BT = a[0], C = a[1], OC = a[2];
-    auto inp = act(BT * C), w = wt(OC * C), bias = wt(OC), out = act(BT * OC);
-    if (name == "matmul_forward")
+    if (name == "matmul_forward") {
+      auto inp = in(BT * C), w = wt(OC * C), bias = wt(OC), out = produced(act(BT * OC));
       return [&k, inp, w, bias, out, BT, C, OC] { k.matmul_forward(out->data(), inp->data(), w->data(), bias->data(), BT, C, OC); };
-    auto dinp = act(BT * C);
+    }
+    auto out = in(BT * OC), inp = act(BT * C), w = wt(OC * C);  // out: the output's gradient
+    auto dinp = produced(act(BT * C));
     auto dw = f32(OC * C), db = f32(OC);
     return [&k, inp, w, out, dinp, dw, db, BT, C, OC] {
       k.matmul_backward(dinp->data(), dw->data(), db->data(), out->data(), inp->data(), w->data(), BT, C, OC);
@@ -83,7 +101,9 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
     const i64 off = shard ? 1 : 0, Vr = shard ? a[0] : 256, B = a[off], T = a[off + 1], C = a[off + 2];
     const i64 V = shard ? 2 * Vr : Vr;  // half the tokens fall outside a shard, as with tp 2
     auto tokens = idx(B * T, V);
-    auto wte = wt(Vr * C), wpe = wt(T * C), out = act(B * T * C);
+    auto wte = wt(Vr * C), wpe = wt(T * C);
+    const bool forward = name.ends_with("_forward");
+    auto out = forward ? produced(act(B * T * C)) : in(B * T * C);  // the output, or its gradient
     auto dwte = f32(Vr * C), dwpe = f32(T * C);
     if (name == "embedding_forward")
       return [&k, tokens, wte, wpe, out, B, T, C] { k.embedding_forward(out->data(), tokens->data(), wte->data(), wpe->data(), B, T, C); };
@@ -99,24 +119,30 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   }
   if (name == "layernorm_forward" || name == "layernorm_backward") {
     const i64 N = a[0], C = a[1];
-    auto inp = act(N * C), out = act(N * C), w = wt(C), b = wt(C), mean = f32(N, 0.1f), rstd = positive(N);
-    if (name == "layernorm_forward")
+    auto w = wt(C), b = wt(C), mean = f32(N, 0.1f), rstd = positive(N);
+    if (name == "layernorm_forward") {
+      auto inp = in(N * C), out = produced(act(N * C));
       return [&k, inp, out, w, b, mean, rstd, N, C] {
         k.layernorm_forward(out->data(), mean->data(), rstd->data(), inp->data(), w->data(), b->data(), N, C);
       };
+    }
+    auto dout = in(N * C), inp = act(N * C), dinp = produced(act(N * C));
     auto dw = f32(C), db = f32(C);
-    return [&k, inp, out, w, dw, db, mean, rstd, N, C] {
-      k.layernorm_backward(out->data(), dw->data(), db->data(), inp->data(), inp->data(), w->data(), mean->data(),
+    return [&k, inp, dout, dinp, w, dw, db, mean, rstd, N, C] {
+      k.layernorm_backward(dinp->data(), dw->data(), db->data(), dout->data(), inp->data(), w->data(), mean->data(),
                            rstd->data(), N, C);
     };
   }
   if (name == "attention_forward" || name == "attention_backward") {
     const i64 B = a[0], T = a[1], C = a[2], NH = a[3];
-    auto qkv = act(B * T * 3 * C), out = act(B * T * C), att = act(B * NH * T * T);
-    if (name == "attention_forward")
+    if (name == "attention_forward") {
+      auto qkv = in(B * T * 3 * C), att = act(B * NH * T * T), out = produced(act(B * T * C));
       return [&k, qkv, out, att, B, T, C, NH] { k.attention_forward(out->data(), att->data(), qkv->data(), B, T, C, NH); };
-    k.attention_forward(out->data(), att->data(), qkv->data(), B, T, C, NH);  // real probabilities
-    auto dqkv = act(B * T * 3 * C);
+    }
+    auto out = in(B * T * C), qkv = act(B * T * 3 * C), att = act(B * NH * T * T);  // out: the output's gradient
+    auto scratch = act(B * T * C);
+    k.attention_forward(scratch->data(), att->data(), qkv->data(), B, T, C, NH);  // real probabilities
+    auto dqkv = produced(act(B * T * 3 * C));
     return [&k, qkv, out, att, dqkv, B, T, C, NH] {
       k.attention_backward(dqkv->data(), out->data(), qkv->data(), att->data(), B, T, C, NH);
     };
@@ -124,17 +150,28 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   if (name == "gelu_forward" || name == "gelu_backward" || name == "residual_forward" ||
       name == "residual_backward" || name == "relu_backward") {
     const i64 N = a[0];
-    auto x = act(N), y = act(N), z = act(N);
-    if (name == "gelu_forward") return [&k, x, y, N] { k.gelu_forward(y->data(), x->data(), N); };
+    if (name == "gelu_forward") {
+      auto x = in(N), y = produced(act(N));
+      return [&k, x, y, N] { k.gelu_forward(y->data(), x->data(), N); };
+    }
+    if (name == "residual_forward") {
+      auto x = in(N), y = act(N), z = produced(act(N));
+      return [&k, x, y, z, N] { k.residual_forward(z->data(), x->data(), y->data(), N); };
+    }
+    if (name == "residual_backward") {  // z: the output's gradient; x, y: the inputs'
+      auto z = in(N), y = act(N), x = produced(act(N));
+      return [&k, x, y, z, N] { k.residual_backward(x->data(), y->data(), z->data(), N); };
+    }
+    auto y = in(N), x = act(N), z = produced(act(N));  // y: the output's gradient; z: the input's
     if (name == "gelu_backward") return [&k, x, y, z, N] { k.gelu_backward(z->data(), x->data(), y->data(), N); };
-    if (name == "residual_forward") return [&k, x, y, z, N] { k.residual_forward(z->data(), x->data(), y->data(), N); };
-    if (name == "residual_backward") return [&k, x, y, z, N] { k.residual_backward(x->data(), y->data(), z->data(), N); };
     return [&k, x, y, z, N] { k.relu_backward(z->data(), x->data(), y->data(), N); };
   }
   if (name.starts_with("crossentropy")) {
     const bool shard = name == "crossentropy_shard_partials" || name == "crossentropy_shard_backward";
     const i64 BT = shard ? a[1] : a[0], V = shard ? a[2] : a[1];
-    auto logits = act(BT * V), probs = act(BT * V), targets = idx(BT, V);
+    // the logits the head's matmul wrote; the backward writes their gradient over them
+    auto logits = name.ends_with("backward") ? produced(act(BT * V)) : in(BT * V);
+    auto probs = act(BT * V), targets = idx(BT, V);
     auto losses = f32(BT), dlosses = f32(BT, 0.01f), row_max = f32(BT), sumexp = positive(BT), target_logit = f32(BT);
     if (name == "crossentropy_forward")
       return [&k, logits, probs, targets, losses, BT, V] {
@@ -164,11 +201,14 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   if (name == "conv2d_forward" || name == "conv2d_backward" || name == "conv2d_backward_weight") {
     const i64 N = a[0], C = a[1], H = a[2], W = a[3], OC = a[4], KH = a[5], KW = a[6], stride = a[7], pad = a[8];
     const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
-    auto inp = act(N * C * H * W), w = wt(OC * C * KH * KW), out = act(N * OC * OH * OW);
-    if (name == "conv2d_forward")
+    const bool forward = name == "conv2d_forward";
+    // forward: the input, the output written; backward: `out` is the output's gradient
+    auto inp = forward ? in(N * C * H * W) : act(N * C * H * W), w = wt(OC * C * KH * KW);
+    auto out = forward ? produced(act(N * OC * OH * OW)) : in(N * OC * OH * OW);
+    if (forward)
       return [=, &k] { k.conv2d_forward(out->data(), inp->data(), w->data(), nullptr, N, C, H, W, OC, KH, KW, stride, pad); };
     auto dw = f32(OC * C * KH * KW);
-    auto dinp = name == "conv2d_backward" ? act(N * C * H * W) : nullptr;
+    auto dinp = name == "conv2d_backward" ? produced(act(N * C * H * W)) : nullptr;
     return [=, &k] {
       k.conv2d_backward(dinp ? dinp->data() : nullptr, dw->data(), nullptr, out->data(), inp->data(), w->data(), N, C, H,
                         W, OC, KH, KW, stride, pad);
@@ -176,7 +216,13 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   }
   if (name.starts_with("batchnorm2d")) {
     const i64 N = a[0], C = a[1], HW = a[2], n = N * C * HW;
-    auto inp = act(n), out = act(n), relu_out = act(n), dout = act(n), w = wt(C), b = wt(C);
+    // channel_sums and forward_apply read the convolution's output; backward_sums and
+    // backward_apply the output's gradient; forward_apply and backward_apply write `out`
+    const bool forward = name == "batchnorm2d_channel_sums" || name == "batchnorm2d_forward_apply";
+    auto inp = forward ? in(n) : act(n);
+    auto dout = forward ? act(n) : in(n);
+    auto relu_out = act(n), w = wt(C), b = wt(C);
+    auto out = name.ends_with("_apply") ? produced(act(n)) : act(n);
     auto mean = f32(C, 0.1f), rstd = positive(C), dw = f32(C), db = f32(C);
     auto sums = std::make_shared<std::vector<double>>(static_cast<std::size_t>(2 * C + 1), 0.5);
     const double count = static_cast<double>(N * HW);
@@ -202,8 +248,11 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
   }
   if (name == "global_avgpool_forward" || name == "global_avgpool_backward") {
     const i64 N = a[0], C = a[1], HW = a[2];
-    auto big = act(N * C * HW), small = act(N * C);
-    if (name == "global_avgpool_forward")
+    const bool forward = name == "global_avgpool_forward";
+    auto big = forward ? in(N * C * HW) : act(N * C * HW);
+    auto small = forward ? produced(act(N * C)) : in(N * C);
+    if (!forward) big = produced(big);
+    if (forward)
       return [=, &k] { k.global_avgpool_forward(small->data(), big->data(), N, C, HW); };
     return [=, &k] { k.global_avgpool_backward(big->data(), small->data(), N, C, HW); };
   }
@@ -233,12 +282,14 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
 }
 
 // Every call is timed where the trainer makes it: inside its micro-batch's sequence (each unit's
-// forward in order, then each backward in reverse; the optimizer's calls; a fill), each call on
-// its own buffers, so that what the calls before it touched has pushed its operands out of the
-// nearest caches as a training step does. Timing one call over and over on the same buffers
-// instead (the calls' operands then stay in L1/L2) measured this machine's GEMMs 15-22% and its
-// memory-bound kernels 2-5x faster than the same calls in a sequence, and predicted every
-// training step 20-35% short. The sequences are timed in `rounds` rounds over the whole list;
+// forward in order, then each backward in reverse; the optimizer's calls; a fill), reading the
+// activation the call before it wrote (ActivationChain) and its other operands from buffers of
+// its own, so that its operands are as near or as far in the caches as in a training step.
+// Timing one call over and over on the same buffers instead (its operands then stay in L1/L2)
+// measured this machine's GEMMs 15-22% and its memory-bound kernels 2-5x faster than in a
+// step, and predicted every training step 20-35% short; a sequence whose calls all read cold
+// buffers predicted gpt-nano's steps 20-36% long. The sequences are timed in `rounds` rounds
+// over the whole list;
 // within a round each sequence runs at least kMinPasses passes after a warm-up pass, within a
 // budget of seconds_per_call / kBudgetRounds per call, and a call's median pass counts; a call
 // that occurs in several sequences (the same kernel and shape) takes the mean of them; over the
@@ -269,15 +320,17 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
   std::vector<std::vector<std::size_t>> call_ids(sequences.size());
   std::vector<std::vector<std::function<void()>>> runs(sequences.size());
   std::size_t calls_per_round = 0;
-  for (std::size_t q = 0; q < sequences.size(); ++q)
+  for (std::size_t q = 0; q < sequences.size(); ++q) {
+    ActivationChain<S> chain;
     for (const KernelCall& call : sequences[q].calls) {
       if (call.kernel == "narrow" && std::is_same_v<S, float>) continue;
       const auto [at, added] = ids.try_emplace({call.kernel, call.shape}, distinct.size());
       if (added) distinct.push_back(call);
       call_ids[q].push_back(at->second);
-      runs[q].push_back(prepare<S>(k, call, tracker, rng));
+      runs[q].push_back(prepare<S>(k, call, tracker, rng, chain));
       ++calls_per_round;
     }
+  }
   // by_round[id]: the call's figure in each round
   std::vector<std::vector<double>> by_round(distinct.size());
   std::size_t done = 0;
