@@ -289,13 +289,12 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
 // measured this machine's GEMMs 15-22% and its memory-bound kernels 2-5x faster than in a
 // step, and predicted every training step 20-35% short; a sequence whose calls all read cold
 // buffers predicted gpt-nano's steps 20-36% long. The sequences are timed in `rounds` rounds
-// over the whole list;
-// within a round each sequence runs at least kMinPasses passes after a warm-up pass, within a
-// budget of seconds_per_call / kBudgetRounds per call, and a call's median pass counts; a call
-// that occurs in several sequences (the same kernel and shape) takes the mean of them; over the
-// rounds the median counts, so a slow spell of the machine (a neighbour, a clock change) lands
-// on one round, not on every repetition (calibrate_site.cpp spreads the rounds further: one per
-// process, minutes apart).
+// over the whole list; within a round each sequence runs at least kMinPasses passes after a
+// warm-up pass, within a budget of seconds_per_call / kBudgetRounds per call, and a call's
+// median pass counts; a call that occurs in several sequences (the same kernel and shape) takes
+// the mean of them; over the rounds the median counts, so a slow spell of the machine (a
+// neighbour, a clock change) lands on one round, not on every repetition (calibrate_site.cpp
+// spreads the rounds further: one per process, minutes apart).
 constexpr int kBudgetRounds = 3;
 constexpr int kMinPasses = 3;
 
