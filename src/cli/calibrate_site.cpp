@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cli/child_process.hpp"
+#include "core/statistics.hpp"
 #include "cli/kernel_benchmark.hpp"
 #include "cli/mpirun_environment.hpp"
 #include "core/check.hpp"
@@ -201,10 +202,9 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     for (std::size_t i = 0; i < tables[0].size(); ++i) {
       std::vector<double> seconds;
       for (const std::vector<KernelTime>& table : tables) seconds.push_back(table[i].seconds);
-      std::sort(seconds.begin(), seconds.end());
-      KernelTime median = tables[0][i];
-      median.seconds = seconds[seconds.size() / 2];
-      profile.add(std::move(median));
+      KernelTime time = tables[0][i];
+      time.seconds = median(std::move(seconds));
+      profile.add(std::move(time));
     }
 
   // ---- the link between two ranks of a node -------------------------------------------------

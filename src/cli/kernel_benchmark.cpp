@@ -3,7 +3,6 @@
 #include "cli/kernel_benchmark.hpp"
 
 #include <Kokkos_Core.hpp>
-#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -11,6 +10,7 @@
 #include <map>
 
 #include "core/check.hpp"
+#include "core/statistics.hpp"
 #include "core/memory.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
@@ -298,12 +298,6 @@ std::function<void()> prepare(kernels::StorageKernels<S>& k, const KernelCall& c
 constexpr int kBudgetRounds = 3;
 constexpr int kMinPasses = 3;
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 template <class S>
 std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, const std::string& precision,
                                  int devices, int ranks, double seconds_per_call, int rounds,
@@ -355,7 +349,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
           seconds[i].push_back(std::chrono::duration<double>(clock::now() - start).count());
         }
       for (std::size_t i = 0; i < seq.size(); ++i) {
-        sum[call_ids[q][i]] += median_of(std::move(seconds[i]));
+        sum[call_ids[q][i]] += median(std::move(seconds[i]));
         occurrences[call_ids[q][i]] += 1;
       }
       done += seq.size();
@@ -367,7 +361,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
   std::vector<KernelTime> times;
   for (std::size_t id = 0; id < distinct.size(); ++id)
     times.push_back({distinct[id].kernel, precision, devices, ranks, distinct[id].shape, distinct[id].size,
-                     median_of(by_round[id])});
+                     median(by_round[id])});
   return times;
 }
 
@@ -377,8 +371,8 @@ std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, i64 max_ba
   const auto timed = [max_batch](i64 batch) { return max_batch <= 0 || batch <= max_batch; };
   // a micro-batch as the trainer runs it: each unit's forward in order, then each backward in
   // reverse order
-  const auto micro_batch = [](std::string name, const std::vector<costmodel::KernelCalls>& units) {
-    KernelSequence seq{std::move(name), {}};
+  const auto micro_batch = [](const std::vector<costmodel::KernelCalls>& units) {
+    KernelSequence seq;
     for (const costmodel::KernelCalls& u : units) seq.calls.insert(seq.calls.end(), u.forward.begin(), u.forward.end());
     for (auto u = units.rbegin(); u != units.rend(); ++u)
       seq.calls.insert(seq.calls.end(), u->backward.begin(), u->backward.end());
@@ -393,7 +387,7 @@ std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, i64 max_ba
         std::vector<costmodel::KernelCalls> units;
         for (auto unit : {costmodel::GptUnitKind::embedding, costmodel::GptUnitKind::block, costmodel::GptUnitKind::head})
           units.push_back(costmodel::gpt_unit_kernel_calls(g, unit, tp, b, g.max_seq_len, element_bytes));
-        sequences.push_back(micro_batch(fmt::format("{} tp {} micro-batch {}", name, tp, b), units));
+        sequences.push_back(micro_batch(units));
       }
   }
   const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-mini");
@@ -403,13 +397,12 @@ std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, i64 max_ba
     std::vector<costmodel::KernelCalls> units;
     for (std::size_t u = 0; u < unit_count; ++u)
       units.push_back(costmodel::resnet_unit_kernel_calls(r, u, n, element_bytes));
-    sequences.push_back(micro_batch(fmt::format("resnet-mini {} images", n), units));
+    sequences.push_back(micro_batch(units));
   }
   for (i64 n : {10'000, 30'000, 100'000, 300'000, 1'000'000, 3'000'000, 10'000'000})
     for (const char* optimizer : {"adamw", "sgd"})
-      sequences.push_back({fmt::format("{} of {} parameters", optimizer, n),
-                           costmodel::optimizer_kernel_calls(optimizer, n, n, element_bytes)});
-  KernelSequence fills{"fills", {}};
+      sequences.push_back({costmodel::optimizer_kernel_calls(optimizer, n, n, element_bytes)});
+  KernelSequence fills;
   for (i64 bytes = 1024; bytes <= (i64{64} << 20); bytes *= 4)
     fills.calls.push_back({"fill", {bytes}, static_cast<double>(bytes)});
   sequences.push_back(std::move(fills));

@@ -15,9 +15,9 @@
 
 namespace sb::cli {
 
-// One stretch of the trainer's calls, timed in its order (see kernel_benchmark.cpp).
+// One stretch of the trainer's calls (a micro-batch of one model, tp and size; an optimizer step;
+// fills), timed in its order (see kernel_benchmark.cpp).
 struct KernelSequence {
-  std::string name;  // "gpt-tiny tp 2 micro-batch 8", "adamw of 30000 parameters", ...
   std::vector<costmodel::KernelCall> calls;
 };
 

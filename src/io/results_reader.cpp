@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/statistics.hpp"
 #include "io/global_heap_check.hpp"
 #include "io/h5_objects.hpp"
 #include "io/results_file.hpp"
@@ -215,17 +216,6 @@ std::string human_seconds(double seconds) {
   if (seconds < 1e-3) return fmt::format("{:.1f} us", seconds * 1e6);
   if (seconds < 1.0) return fmt::format("{:.2f} ms", seconds * 1e3);
   return fmt::format("{:.3f} s", seconds);
-}
-
-double median(std::vector<double> values) {
-  const std::size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle),
-                   values.end());
-  const double upper = values[middle];
-  if (values.size() % 2 == 1) return upper;
-  return (upper + *std::max_element(values.begin(), values.begin() +
-                                                        static_cast<std::ptrdiff_t>(middle))) /
-         2.0;
 }
 
 double sum(const std::vector<double>& values) {

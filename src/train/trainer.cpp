@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/statistics.hpp"
 #include "core/memory.hpp"
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
@@ -84,13 +85,6 @@ void inject_failure_if_asked(int rank, std::int64_t step) {
   if (std::string_view(mode) == "usr1") return static_cast<void>(std::raise(SIGUSR1));
   if (std::string_view(mode) == "term") return static_cast<void>(std::raise(SIGTERM));
   throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // Every rank's timeline rows (one per step; every rank ran the same steps), gathered at the end
