@@ -21,6 +21,7 @@
 #include "cli/mpirun_environment.hpp"
 #include "core/check.hpp"
 #include "costmodel/kernel_profile.hpp"
+#include "costmodel/link_fit.hpp"
 #include "costmodel/site_profile.hpp"
 #include "io/results_reader.hpp"
 #include "metrics/run_context.hpp"
@@ -52,36 +53,17 @@ std::string without_calibrated_section(const std::string& text) {
   return out;
 }
 
-struct LinkFit {
-  double alpha = 0, beta = 0;  // seconds one way, bytes/s
-  std::string from;
-};
-
-// α/β of the ping-pong in `file` (our Communicator's path): one-way time = α + bytes / β.
-LinkFit fit_link(const fs::path& file) {
+// α/β of the ping-pong in `file` (our Communicator's path), its times one way already: the
+// sweep divides the round trip by its two transfers (results/README).
+costmodel::LinkFit fit_link(const fs::path& file) {
   const std::string table = "/calibration/p2p";
   const std::vector<double> sizes = io::read_column(file, table, "size_bytes");
-  // one way already: the sweep divides the round trip by its two transfers (results/README)
   const std::vector<double> seconds = io::read_column(file, table, "time_s");
   const std::vector<std::string> paths = io::read_string_column(file, table, "path");
   std::vector<std::pair<double, double>> points;  // bytes, one-way seconds
   for (std::size_t i = 0; i < sizes.size(); ++i)
     if (paths[i] == "scalebench") points.push_back({sizes[i], seconds[i]});
-  SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
-  std::sort(points.begin(), points.end());
-  LinkFit fit;
-  fit.alpha = points.front().second;
-  // β: the median over the messages of 1 MiB and up of bytes / (time − α), robust to a round
-  // that a neighbour's burst slowed
-  std::vector<double> rates;
-  for (const auto& [bytes, seconds] : points)
-    if (bytes >= (1 << 20) && seconds > fit.alpha) rates.push_back(bytes / (seconds - fit.alpha));
-  SB_USER_CHECK(rates.size() >= 2, "calibrate: the ping-pong needs two sizes of 1 MiB or more");
-  std::sort(rates.begin(), rates.end());
-  fit.beta = rates[rates.size() / 2];
-  fit.from = fmt::format("{} B one way {:.3g} us; median bandwidth of {} sizes of 1 to {:.0f} MiB", points.front().first,
-                         fit.alpha * 1e6, rates.size(), points.back().first / (1 << 20));
-  return fit;
+  return costmodel::fit_link(std::move(points));
 }
 
 // The largest timed call of a kernel in a precision and devices.
@@ -208,7 +190,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     }
 
   // ---- the link between two ranks of a node -------------------------------------------------
-  std::optional<LinkFit> link;
+  std::optional<costmodel::LinkFit> link;
   if (base.devices_per_node >= 2) {
     prepare_mpirun_environment(2);
     const fs::path h5 = scratch / "links.h5";

@@ -46,8 +46,9 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   // the datasheet comments stay; a second calibration replaces the section instead of adding one
   const std::string text = read_text(site);
   EXPECT_NE(text.find("# Peak per core = clock"), std::string::npos);
-  ASSERT_EQ(scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
-                        " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1").exit_code, 0);
+  const CommandResult refit = scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
+                                          " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1");
+  ASSERT_EQ(refit.exit_code, 0) << refit.stderr_text << refit.stdout_text;
   const std::string again = read_text(site);
   EXPECT_EQ(again.find("calibrated:"), again.rfind("calibrated:"));
   EXPECT_EQ(again.find("# Fitted by"), again.rfind("# Fitted by")) << again;

@@ -1,0 +1,30 @@
+// α from the smallest message, β as a median rate over the large ones (link_fit.hpp).
+#include "costmodel/link_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.hpp"
+#include "core/statistics.hpp"
+
+namespace sb::costmodel {
+
+LinkFit fit_link(std::vector<std::pair<double, double>> points) {
+  SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
+  std::sort(points.begin(), points.end());
+  LinkFit fit;
+  fit.alpha = points.front().second;
+  constexpr double kLarge = 1 << 20;
+  std::vector<double> rates;
+  for (const auto& [bytes, seconds] : points)
+    if (bytes >= kLarge && seconds > fit.alpha) rates.push_back(bytes / (seconds - fit.alpha));
+  SB_USER_CHECK(rates.size() >= 2, "calibrate: the ping-pong needs two sizes of 1 MiB or more, slower than its "
+                "smallest message; it has {}", rates.size());
+  fit.beta = median(rates);
+  fit.from = fmt::format("{} B one way {:.3g} us; median bandwidth of {} sizes of 1 to {:.0f} MiB",
+                         points.front().first, fit.alpha * 1e6, rates.size(), points.back().first / kLarge);
+  return fit;
+}
+
+}  // namespace sb::costmodel

@@ -1,0 +1,25 @@
+// The α-β model of one link (one-way time = α + bytes / β) fitted to ping-pong measurements,
+// for `calibrate` (cli/calibrate_site.cpp) to write into a site profile. Leaves out reading
+// the measurements (the caller passes them) and the collectives' algorithms built on α and β
+// (closed_forms.hpp).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sb::costmodel {
+
+struct LinkFit {
+  double alpha = 0;  // seconds, one way
+  double beta = 0;   // bytes per second
+  std::string from;  // how the two were read off the points, for the profile's comment
+};
+
+// points: (message bytes, ONE-WAY seconds), any order, at least 4 sizes, two of them of 1 MiB or
+// more. α is the time of the smallest message; β the median over the messages of 1 MiB and up
+// of bytes / (time − α), robust to a round a neighbour's burst slowed. Throws UserError naming
+// what is missing.
+LinkFit fit_link(std::vector<std::pair<double, double>> points);
+
+}  // namespace sb::costmodel
