@@ -185,11 +185,13 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator() override {
-    // Teardown errors are ignored (destructors must not throw). Queued messages were launched
-    // by their requests' destructors, which ran before this one or belong to a failing job.
+    // Teardown errors are ignored (destructors must not throw). Every call was waited for by
+    // its caller or its request's destructor, so the stream is idle; when it is not (queued
+    // messages, work of a failing job) the communicator is aborted rather than waited on, as
+    // the peers it waits for may be gone.
     cudaSetDevice(device_);
     if (comm_) {
-      if (pending_.empty() && cudaStreamSynchronize(stream_) == cudaSuccess)
+      if (pending_.empty() && cudaStreamQuery(stream_) == cudaSuccess)
         ncclCommDestroy(comm_);
       else
         ncclCommAbort(comm_);
@@ -424,6 +426,7 @@ class NcclCommunicator final : public Communicator {
     check_usable();
     SB_CHECK(peer >= 0 && peer < size(), "{} peer {} outside communicator of {}",
              to_string(kind), peer, size());
+    nccl_count(count);  // checked here: nothing may throw between ncclGroupStart and End
     CommRecord record = begin(kind, count, type, blocking);
     if (!queue_launch_ || queue_launch_->launched) queue_launch_ = std::make_shared<Launch>();
     pending_.push_back({kind, data, count, type, peer});
@@ -452,9 +455,16 @@ class NcclCommunicator final : public Communicator {
       }
     }
     const ncclResult_t ended = ncclGroupEnd();  // also after a failed call: the group must close
-    if (failed != ncclSuccess) throw_nccl_failure(failed, failed_call, __FILE__, __LINE__);
-    SB_NCCL_CHECK(ended);
-    SB_CUDA_CHECK(cudaEventRecord(queue_launch_->event, stream_));
+    // A failed launch leaves its requests' event unrecorded (a query would say "complete"), so
+    // the communicator is aborted and every later use throws.
+    if (failed != ncclSuccess || ended != ncclSuccess) {
+      abort_after_failure();
+      if (failed != ncclSuccess) throw_nccl_failure(failed, failed_call, __FILE__, __LINE__);
+      throw_nccl_failure(ended, "ncclGroupEnd() (queued messages)", __FILE__, __LINE__);
+    }
+    const cudaError_t recorded = cudaEventRecord(queue_launch_->event, stream_);
+    if (recorded != cudaSuccess) abort_after_failure();
+    SB_CUDA_CHECK(recorded);
     queue_launch_->launched = true;
   }
 
