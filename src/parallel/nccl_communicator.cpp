@@ -180,6 +180,7 @@ class NcclCommunicator final : public Communicator {
     mpi_->broadcast(&id, static_cast<std::int64_t>(sizeof id), DataType::u8, 0);
     mpi_->stats().set_enabled(recording);
     SB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    SB_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     SB_NCCL_CHECK(ncclCommInitRank(&comm_, mpi_->size(), id, mpi_->rank()));
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
@@ -196,6 +197,7 @@ class NcclCommunicator final : public Communicator {
       else
         ncclCommAbort(comm_);
     }
+    if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -381,6 +383,16 @@ class NcclCommunicator final : public Communicator {
     SB_CHECK(comm_ != nullptr, "NCCL communicator '{}' was aborted after a failure", name());
   }
 
+  // Orders the next launch after every kernel and copy issued so far on the device's blocking
+  // streams (a CudaContext's stream, cudaMemcpy's legacy stream), which may still be writing the
+  // buffers: an event recorded on the legacy default stream completes only after all of them,
+  // and the communicator's (non-blocking) stream waits for it, without the host waiting. The
+  // reverse order is not imposed: compute issued later does not wait for communication.
+  void order_after_device_work() {
+    SB_CUDA_CHECK(cudaEventRecord(ready_, cudaStreamLegacy));
+    SB_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
+  }
+
   // Collectives go after the queued messages (issue order is kept on the stream).
   template <class Enqueue>
   Started launch_collective(CommRecord record, Enqueue enqueue) {
@@ -388,6 +400,7 @@ class NcclCommunicator final : public Communicator {
     launch_pending();
     auto launch = std::make_shared<Launch>();
     SB_CUDA_CHECK(cudaSetDevice(device_));
+    order_after_device_work();
     enqueue();
     SB_CUDA_CHECK(cudaEventRecord(launch->event, stream_));
     launch->launched = true;
@@ -441,6 +454,7 @@ class NcclCommunicator final : public Communicator {
     SB_CUDA_CHECK(cudaSetDevice(device_));
     const std::vector<QueuedMessage> messages = std::move(pending_);
     pending_.clear();
+    order_after_device_work();
     SB_NCCL_CHECK(ncclGroupStart());
     ncclResult_t failed = ncclSuccess;
     const char* failed_call = "";
@@ -490,6 +504,7 @@ class NcclCommunicator final : public Communicator {
   int device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;  // order_after_device_work's marker on the legacy stream
   std::vector<QueuedMessage> pending_;
   std::shared_ptr<Launch> queue_launch_;  // the launch the queued messages will share
 };

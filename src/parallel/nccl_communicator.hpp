@@ -24,6 +24,10 @@ std::string nccl_version();
 // Wraps `mpi` (its rank, size and name become this communicator's): collectives and messages
 // on device pointers go through NCCL on the current CUDA device, on host pointers through
 // `mpi`. Collective over `mpi`'s ranks.
+// A device buffer may still be being written by kernels or copies issued earlier on a blocking
+// stream (a CudaContext's, or cudaMemcpy's legacy default stream): each launch is ordered after
+// them on the device, without the host waiting. Work on non-blocking streams must be finished
+// by the caller. Results are in place when a blocking call returns or its request completes.
 // Device calls differ from MPI's in three ways, as NCCL does:
 //   * they run in issue order on the communicator's one stream, and each blocking call and each
 //     completed request means the data is in place (the stream was waited on);

@@ -92,6 +92,24 @@ TYPED_TEST(NcclAllReduceTest, EveryOpOnDeviceBuffers) {
   }
 }
 
+// A buffer still being written on another blocking stream (as a CudaContext's kernels write
+// gradients) is reduced after the write: 256 MiB of memset is long enough to lose a race.
+TEST_F(NcclTest, OrderedAfterWorkOnBlockingStreams) {
+  const std::int64_t count = std::int64_t{64} << 20;
+  DeviceBuffer<std::int32_t> data(count);
+  cudaStream_t producer = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&producer), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(data.data(), 0, data.bytes(), producer), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(data.data(), 1, data.bytes(), producer), cudaSuccess);  // 0x01010101
+  comm().all_reduce(data.data(), count, DataType::i32, ReduceOp::sum);
+  ASSERT_EQ(cudaStreamSynchronize(producer), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(producer), cudaSuccess);
+  const std::vector<std::int32_t> reduced_values = data.to_host();
+  std::int64_t mismatches = 0;
+  for (const std::int32_t value : reduced_values) mismatches += value != 0x01010101 * comm().size();
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST_F(NcclTest, ReduceScatterGivesEachRankItsBlock) {
   const int n = comm().size();
   const std::int64_t block = 1001;
