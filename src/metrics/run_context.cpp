@@ -3,6 +3,7 @@
 #include "metrics/run_context.hpp"
 
 #include "core/check.hpp"
+#include "parallel/nccl_communicator.hpp"
 
 #include <Kokkos_Macros.hpp>
 #include <fmt/format.h>
@@ -140,7 +141,8 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   context.emplace_back("driver", std::string("none"));
   context.emplace_back("mpi_library", mpi_library());
   context.emplace_back("mpi_standard", mpi_standard());
-  context.emplace_back("nccl", std::string("not compiled"));
+  context.emplace_back("nccl", parallel::nccl_version());
+  context.emplace_back("cuda_aware_mpi", parallel::cuda_aware_mpi());
   context.emplace_back("hdf5", hdf5_version());
   context.emplace_back("kokkos", kokkos_version());
   context.emplace_back("blas", trimmed(openblas_get_config()));

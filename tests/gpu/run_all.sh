@@ -4,12 +4,17 @@
 # Builds first (needs the full toolchain: MPI, HDF5, Kokkos, GoogleTest, Benchmark), or with
 # --bundle runs the binaries scripts/gpu_bundle.sh packed (needs only the NVIDIA driver and
 # the CUDA 13 libraries). Without a GPU every test skips and the script still exits 0.
-# Leaves out multi-GPU (NCCL) checks. Finishes in well under 8 minutes (time limits below).
+# The NCCL section (test_nccl_communicator on 1 rank, and on 2 when 2 GPUs are visible;
+# bench_nccl_collectives on one rank per GPU) runs only where mpirun exists: both binaries link
+# MPI and call MPI_Init, which Open MPI cannot do without mpirun (a singleton start needs its
+# orted and plugins, which a bundle does not carry). Without mpirun, or in a bundle without
+# the two binaries, the section says so in the summary and counts as skipped.
+# Finishes in well under 8 minutes (time limits below).
 #
 #   bash tests/gpu/run_all.sh --out DIR [--bundle DIR] [--quick]
 # DIR receives at most 8 files: summary.txt, run_all.log (with the benchmarks' output),
 # test_cuda_kernels.txt, test_cuda_gpt_training.txt, bench_cuda_gemm.json,
-# bench_cuda_gpt_step.json, and sanitizer.txt after a failed test.
+# bench_cuda_gpt_step.json, test_nccl_communicator.txt, and sanitizer.txt after a failed test.
 # Exit status: 0 when everything that ran passed (or skipped), 1 on a failed test or
 # benchmark, 2 on bad usage or a broken bundle.
 set -uo pipefail
@@ -141,10 +146,62 @@ if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
   say "torch_gpt2_step.py: exit $?"
 fi
 
+# ---- NCCL: the communicator's test and the collectives benchmark, under mpirun ------------------
+nccl_status=0 nccl_lines=""
+nccl_limit_s=90
+nccl_note() { say "$1"; nccl_lines+="$1"$'\n'; }
+if ! command -v mpirun >/dev/null; then
+  nccl_note "nccl: skipped (no mpirun on this node; the NCCL binaries link MPI and need it to start)"
+else
+  nccl_bin=""
+  if [[ -n $bundle ]]; then
+    [[ -x $bin_dir/test_nccl_communicator && -x $bin_dir/bench_nccl_collectives ]] && nccl_bin=$bin_dir
+    [[ -z $nccl_bin ]] && nccl_note "nccl: skipped (the bundle carries no test_nccl_communicator/bench_nccl_collectives)"
+  elif grep -q '^SB_NCCL_LIBRARY:FILEPATH=.*NOTFOUND' "$build/CMakeCache.txt" 2>/dev/null; then
+    nccl_note "nccl: skipped (the build found no NCCL: see SB_NCCL_LIBRARY in $build/CMakeCache.txt)"
+  elif cmake --build "$build" -j"$(nproc)" --target test_nccl_communicator bench_nccl_collectives >>"$log" 2>&1; then
+    nccl_bin=$build/nccl-bin
+    mkdir -p "$nccl_bin" && ln -sf "$build/tests/cuda/test_nccl_communicator" "$build/bench/bench_nccl_collectives" "$nccl_bin/"
+  else
+    nccl_status=1
+    nccl_note "nccl: build of test_nccl_communicator/bench_nccl_collectives failed (see run_all.log)"
+  fi
+  if [[ -n $nccl_bin ]]; then
+    gpus=0
+    command -v nvidia-smi >/dev/null && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    rank_counts=(1)
+    ((gpus >= 2)) && rank_counts+=(2)
+    : >"$out/test_nccl_communicator.txt"
+    for ranks in "${rank_counts[@]}"; do
+      say "running test_nccl_communicator on $ranks rank(s) (limit ${nccl_limit_s}s)"
+      part=$out/nccl_np$ranks.tmp
+      timeout "$nccl_limit_s" mpirun -n "$ranks" "$nccl_bin/test_nccl_communicator" --gtest_color=no >"$part" 2>&1
+      status=$?
+      ((status != 0)) && nccl_status=1
+      passed=$(count_of PASSED "$part") failed=$(count_of FAILED "$part") skipped=$(count_of SKIPPED "$part")
+      line="test_nccl_communicator np$ranks: exit $status, ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+      ((status == 124)) && line+=" (stopped at the ${nccl_limit_s}s limit)"
+      nccl_note "$line"
+      nccl_lines+=$(grep -m1 '^NCCL ' "$part" | sed 's/^/  /')$'\n'
+      nccl_lines+=$(grep '^\[  FAILED  \] .*(.* ms)$' "$part" | sed 's/^/  /')
+      { echo "==== mpirun -n $ranks test_nccl_communicator"; cat "$part"; } >>"$out/test_nccl_communicator.txt"
+    done
+    bench_ranks=$((gpus > 0 ? gpus : 1))
+    say "running bench_nccl_collectives $quick on $bench_ranks rank(s) (limit ${nccl_limit_s}s)"
+    timeout "$nccl_limit_s" mpirun -n "$bench_ranks" "$nccl_bin/bench_nccl_collectives" $quick \
+      --summary "$out/nccl_summary.tmp" >>"$log" 2>&1
+    status=$?
+    ((status != 0)) && nccl_status=1
+    nccl_note "bench_nccl_collectives: exit $status"
+    if [[ -s $out/nccl_summary.tmp ]]; then nccl_lines+=$(cat "$out/nccl_summary.tmp")$'\n'; fi
+  fi
+fi
+
 # ---- summary --------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 status=0
-((test_status != 0 || bench_status != 0 || step_status != 0 || kernels_status != 0)) && status=1
+((test_status != 0 || bench_status != 0 || step_status != 0 || kernels_status != 0 || nccl_status != 0)) && status=1
 {
   echo "scalebench GPU checks: $( ((status == 0)) && echo OK || echo FAILED ) in ${elapsed}s on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "gpu: $gpu"
@@ -161,6 +218,8 @@ status=0
     echo
   done
   [[ -s $out/gpt_peer.tmp ]] && cat "$out/gpt_peer.tmp"
+  echo
+  echo "$nccl_lines"
 } >"$summary"
 rm -f "$out"/*.tmp
 tee -a "$log" <"$summary"

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "metrics/run_context.hpp"
+#include "parallel/nccl_communicator.hpp"
 
 namespace sb::metrics {
 namespace {
@@ -16,8 +17,8 @@ TEST(RunContext, HasEveryKeyInOrder) {
   EXPECT_EQ(keys, (std::vector<std::string>{
                       "hostnames", "host_count", "cpu_model", "cores", "threads",
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
-                      "mpi_standard", "nccl", "hdf5", "kokkos", "blas", "blas_threading",
-                      "blas_library", "compiler", "build_type", "git_sha"}));
+                      "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
+                      "blas_threading", "blas_library", "compiler", "build_type", "git_sha"}));
   const auto value = [&](const std::string& key) {
     for (const auto& [k, v] : context) {
       if (k == key) return io::to_string(v);
@@ -27,7 +28,9 @@ TEST(RunContext, HasEveryKeyInOrder) {
   EXPECT_EQ(value("threads"), "3");
   EXPECT_EQ(value("host_count"), "1");
   EXPECT_EQ(value("gpu_model"), "none");
-  EXPECT_EQ(value("nccl"), "not compiled");
+  EXPECT_EQ(value("nccl"), parallel::nccl_version());
+  EXPECT_TRUE(value("cuda_aware_mpi") == "yes" || value("cuda_aware_mpi") == "no" ||
+              value("cuda_aware_mpi") == "unknown") << value("cuda_aware_mpi");
   EXPECT_EQ(value("hdf5").rfind("1.", 0), 0u) << value("hdf5");
   EXPECT_EQ(value("kokkos").rfind("3.", 0), 0u) << value("kokkos");
   EXPECT_NE(value("blas").find("OpenBLAS"), std::string::npos) << value("blas");
