@@ -1,0 +1,91 @@
+// Native 16-bit softmax + cross-entropy: one block per row, max and exponentials in float, the
+// row sum in double (as the fp32 kernel: at V = 50304 float drops terms), probabilities rounded
+// once; the backward element-wise in float with 8-value accesses. Leaves out the fused
+// classifier that never stores probs (the kernel interface keeps them).
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_context.hpp"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/native_storage.hpp"
+#include "kernels/cuda/storage_types.cuh"
+
+namespace sb::kernels::cuda::native {
+
+namespace {
+
+template <class D>
+__global__ void crossentropy_forward_rows(float* losses, D* probs, const D* logits, const std::int32_t* targets,
+                                          i64 V) {
+  const i64 r = blockIdx.x;
+  const D* x = logits + r * V;
+  D* p = probs + r * V;
+  float local_max = -INFINITY;
+  for (i64 i = threadIdx.x; i < V; i += blockDim.x) local_max = fmaxf(local_max, widen(x[i]));
+  const float max_logit = block_max(local_max);
+  double local_sum = 0.0;
+  for (i64 i = threadIdx.x; i < V; i += blockDim.x) local_sum += expf(widen(x[i]) - max_logit);
+  const double sum = block_sum(local_sum);
+  for (i64 i = threadIdx.x; i < V; i += blockDim.x)
+    p[i] = narrow<D>(static_cast<float>(static_cast<double>(expf(widen(x[i]) - max_logit)) / sum));
+  if (threadIdx.x == 0) losses[r] = static_cast<float>(log(sum) - (widen(x[targets[r]]) - max_logit));
+}
+
+// dlogits += probs dloss, then -= dloss at the target; `vector`: packs of 8 (V % 8 == 0, aligned).
+template <class D>
+__global__ void crossentropy_backward_kernel(D* dlogits, const D* probs, const std::int32_t* targets,
+                                             const float* dlosses, i64 BT, i64 V, bool vector) {
+  if (vector) {
+    for (i64 p = grid_index(); p < BT * V / 8; p += grid_stride()) {
+      const i64 i = 8 * p, r = i / V;
+      const float d = dlosses[r];
+      const i64 target = targets[r];
+      Pack8<D> g = load8(dlogits + i);
+      const Pack8<D> q = load8(probs + i);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        float value = widen(g.v[k]) + widen(q.v[k]) * d;
+        if ((i + k) % V == target) value -= d;
+        g.v[k] = narrow<D>(value);
+      }
+      store8(dlogits + i, g);
+    }
+    return;
+  }
+  for (i64 i = grid_index(); i < BT * V; i += grid_stride()) {
+    const i64 r = i / V;
+    const float d = dlosses[r];
+    float value = widen(dlogits[i]) + widen(probs[i]) * d;
+    if (i % V == targets[r]) value -= d;
+    dlogits[i] = narrow<D>(value);
+  }
+}
+
+}  // namespace
+
+template <class S>
+void crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets, i64 BT, i64 V) {
+  if (BT == 0) return;
+  CudaContext& ctx = default_context();
+  crossentropy_forward_rows<<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
+      losses, device_view(probs), device_view(logits), targets, V);
+  SB_CUDA_CHECK_LAUNCH();
+}
+
+template <class S>
+void crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses, i64 BT,
+                           i64 V) {
+  if (BT * V == 0) return;
+  CudaContext& ctx = default_context();
+  const bool vector = V % 8 == 0 && aligned16(dlogits) && aligned16(probs);
+  crossentropy_backward_kernel<<<blocks_for(vector ? BT * V / 8 : BT * V), kThreads, 0, ctx.stream()>>>(
+      device_view(dlogits), device_view(probs), targets, dlosses, BT, V, vector);
+  SB_CUDA_CHECK_LAUNCH();
+}
+
+#define SB_INSTANTIATE(S)                                                                                   \
+  template void crossentropy_forward<S>(float*, S*, const S*, const std::int32_t*, i64, i64);              \
+  template void crossentropy_backward<S>(S*, const S*, const std::int32_t*, const float*, i64, i64);
+SB_INSTANTIATE(bf16)
+SB_INSTANTIATE(fp16)
+#undef SB_INSTANTIATE
+
+}  // namespace sb::kernels::cuda::native
