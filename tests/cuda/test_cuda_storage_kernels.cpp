@@ -147,54 +147,62 @@ TYPED_TEST(CudaStorageKernels, EmbeddingForwardAndBackward) {
 
 TYPED_TEST(CudaStorageKernels, LayernormForwardAndBackward) {
   using S = TypeParam;
-  constexpr i64 C = 200;  // more than one pass of a row block's threads, not a multiple of 8
-  const auto inp = random_values<S>(kBT * C, 14, 2.0f), weight = random_values<S>(C, 15);
-  const auto bias = random_values<S>(C, 16);
-  std::vector<S> out(kBT * C);
-  std::vector<float> mean(kBT), rstd(kBT);
-  auto d_inp = on_device(inp), d_weight = on_device(weight), d_bias = on_device(bias), d_out = on_device(out);
-  auto d_mean = on_device(mean), d_rstd = on_device(rstd);
-  this->expected_->layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
-                                     kBT, C);
-  this->actual_->layernorm_forward(d_out.data(), d_mean.data(), d_rstd.data(), d_inp.data(), d_weight.data(),
-                                   d_bias.data(), kBT, C);
-  this->expect_close("layernorm", Check::backend_forward, "out", out, d_out);
-  this->expect_close("layernorm", Check::backend_forward, "mean", mean, d_mean);
-  this->expect_close("layernorm", Check::backend_forward, "rstd", rstd, d_rstd);
+  // more than one pass of a row block's threads; 200: 8 values at a time, 203: one at a time
+  for (const i64 C : {i64{200}, i64{203}}) {
+    SCOPED_TRACE(fmt::format("C={}", C));
+    const auto inp = random_values<S>(kBT * C, 14, 2.0f), weight = random_values<S>(C, 15);
+    const auto bias = random_values<S>(C, 16);
+    std::vector<S> out(kBT * C);
+    std::vector<float> mean(kBT), rstd(kBT);
+    auto d_inp = on_device(inp), d_weight = on_device(weight), d_bias = on_device(bias), d_out = on_device(out);
+    auto d_mean = on_device(mean), d_rstd = on_device(rstd);
+    this->expected_->layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                                       kBT, C);
+    this->actual_->layernorm_forward(d_out.data(), d_mean.data(), d_rstd.data(), d_inp.data(), d_weight.data(),
+                                     d_bias.data(), kBT, C);
+    this->expect_close("layernorm", Check::backend_forward, "out", out, d_out);
+    this->expect_close("layernorm", Check::backend_forward, "mean", mean, d_mean);
+    this->expect_close("layernorm", Check::backend_forward, "rstd", rstd, d_rstd);
 
-  const auto dout = random_values<S>(kBT * C, 17);
-  auto dinp = random_values<S>(kBT * C, 18);
-  auto dweight = random_values<float>(C, 19), dbias = random_values<float>(C, 20);
-  auto d_dout = on_device(dout), d_dinp = on_device(dinp), d_dweight = on_device(dweight), d_dbias = on_device(dbias);
-  d_mean.upload(mean);  // both backward calls read the reference's statistics
-  d_rstd.upload(rstd);
-  this->expected_->layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
-                                      weight.data(), mean.data(), rstd.data(), kBT, C);
-  this->actual_->layernorm_backward(d_dinp.data(), d_dweight.data(), d_dbias.data(), d_dout.data(), d_inp.data(),
-                                    d_weight.data(), d_mean.data(), d_rstd.data(), kBT, C);
-  this->expect_close("layernorm", Check::backend_backward, "dinp", dinp, d_dinp);
-  this->expect_close("layernorm", Check::backend_backward, "dweight", dweight, d_dweight);
-  this->expect_close("layernorm", Check::backend_backward, "dbias", dbias, d_dbias);
+    const auto dout = random_values<S>(kBT * C, 17);
+    auto dinp = random_values<S>(kBT * C, 18);
+    auto dweight = random_values<float>(C, 19), dbias = random_values<float>(C, 20);
+    auto d_dout = on_device(dout), d_dinp = on_device(dinp);
+    auto d_dweight = on_device(dweight), d_dbias = on_device(dbias);
+    d_mean.upload(mean);  // both backward calls read the reference's statistics
+    d_rstd.upload(rstd);
+    this->expected_->layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                                        weight.data(), mean.data(), rstd.data(), kBT, C);
+    this->actual_->layernorm_backward(d_dinp.data(), d_dweight.data(), d_dbias.data(), d_dout.data(), d_inp.data(),
+                                      d_weight.data(), d_mean.data(), d_rstd.data(), kBT, C);
+    this->expect_close("layernorm", Check::backend_backward, "dinp", dinp, d_dinp);
+    this->expect_close("layernorm", Check::backend_backward, "dweight", dweight, d_dweight);
+    this->expect_close("layernorm", Check::backend_backward, "dbias", dbias, d_dbias);
+  }
 }
 
 TYPED_TEST(CudaStorageKernels, AttentionForwardAndBackward) {
   using S = TypeParam;
-  const auto qkv = random_values<S>(kBT * 3 * kC, 21);
-  const i64 att_count = kB * kNH * kT * kT;
-  std::vector<S> out(kBT * kC), att(att_count);
-  auto d_qkv = on_device(qkv), d_out = on_device(out), d_att = on_device(att);
-  this->expected_->attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
-  this->actual_->attention_forward(d_out.data(), d_att.data(), d_qkv.data(), kB, kT, kC, kNH);
-  this->expect_close("attention", Check::backend_forward, "att", att, d_att);
-  this->expect_close("attention", Check::backend_forward, "out", out, d_out);
+  for (const i64 T : {kT, i64{40}}) {  // 40: the softmax rows 8 values at a time
+    SCOPED_TRACE(fmt::format("T={}", T));
+    const i64 BT = kB * T;
+    const auto qkv = random_values<S>(BT * 3 * kC, 21);
+    const i64 att_count = kB * kNH * T * T;
+    std::vector<S> out(BT * kC), att(att_count);
+    auto d_qkv = on_device(qkv), d_out = on_device(out), d_att = on_device(att);
+    this->expected_->attention_forward(out.data(), att.data(), qkv.data(), kB, T, kC, kNH);
+    this->actual_->attention_forward(d_out.data(), d_att.data(), d_qkv.data(), kB, T, kC, kNH);
+    this->expect_close("attention", Check::backend_forward, "att", att, d_att);
+    this->expect_close("attention", Check::backend_forward, "out", out, d_out);
 
-  const auto dout = random_values<S>(kBT * kC, 22);
-  auto dqkv = random_values<S>(kBT * 3 * kC, 23);
-  auto d_dout = on_device(dout), d_dqkv = on_device(dqkv);
-  d_att.upload(att);  // both backward calls read the reference's probabilities
-  this->expected_->attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), kB, kT, kC, kNH);
-  this->actual_->attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_att.data(), kB, kT, kC, kNH);
-  this->expect_close("attention", Check::backend_backward, "dqkv", dqkv, d_dqkv);
+    const auto dout = random_values<S>(BT * kC, 22);
+    auto dqkv = random_values<S>(BT * 3 * kC, 23);
+    auto d_dout = on_device(dout), d_dqkv = on_device(dqkv);
+    d_att.upload(att);  // both backward calls read the reference's probabilities
+    this->expected_->attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), kB, T, kC, kNH);
+    this->actual_->attention_backward(d_dqkv.data(), d_dout.data(), d_qkv.data(), d_att.data(), kB, T, kC, kNH);
+    this->expect_close("attention", Check::backend_backward, "dqkv", dqkv, d_dqkv);
+  }
 }
 
 TYPED_TEST(CudaStorageKernels, GeluAndResidual) {

@@ -1,7 +1,8 @@
 // Native 16-bit softmax + cross-entropy: one block per row, max and exponentials in float, the
-// row sum in double (as the fp32 kernel: at V = 50304 float drops terms), probabilities rounded
-// once; the backward element-wise in float with 8-value accesses. Leaves out the fused
-// classifier that never stores probs (the kernel interface keeps them).
+// row sum in double (as the fp32 kernel: at V = 50304 float drops terms; float within one
+// 8-value pack), probabilities rounded once, 16-byte accesses where V % 8 == 0; the backward
+// element-wise in float, 8 values at a time. Leaves out the fused classifier that never stores
+// probs (the kernel interface keeps them).
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"
@@ -12,20 +13,38 @@ namespace sb::kernels::cuda::native {
 
 namespace {
 
-template <class D>
+// W logits at a time; each thread's partial sum in float over its few values, the block's in
+// double.
+template <int W, class D>
 __global__ void crossentropy_forward_rows(float* losses, D* probs, const D* logits, const std::int32_t* targets,
                                           i64 V) {
-  const i64 r = blockIdx.x;
+  const i64 r = blockIdx.x, packs = V / W;
   const D* x = logits + r * V;
   D* p = probs + r * V;
   float local_max = -INFINITY;
-  for (i64 i = threadIdx.x; i < V; i += blockDim.x) local_max = fmaxf(local_max, widen(x[i]));
+  for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<D, W> xv = load_pack<W>(x + j * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) local_max = fmaxf(local_max, widen(xv.v[k]));
+  }
   const float max_logit = block_max(local_max);
   double local_sum = 0.0;
-  for (i64 i = threadIdx.x; i < V; i += blockDim.x) local_sum += expf(widen(x[i]) - max_logit);
+  for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<D, W> xv = load_pack<W>(x + j * W);
+    float pack_sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < W; ++k) pack_sum += expf(widen(xv.v[k]) - max_logit);
+    local_sum += pack_sum;
+  }
   const double sum = block_sum(local_sum);
-  for (i64 i = threadIdx.x; i < V; i += blockDim.x)
-    p[i] = narrow<D>(static_cast<float>(static_cast<double>(expf(widen(x[i]) - max_logit)) / sum));
+  const float inverse = static_cast<float>(1.0 / sum);
+  for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<D, W> xv = load_pack<W>(x + j * W);
+    Pack<D, W> pv;
+#pragma unroll
+    for (int k = 0; k < W; ++k) pv.v[k] = narrow<D>(expf(widen(xv.v[k]) - max_logit) * inverse);
+    store_pack<W>(p + j * W, pv);
+  }
   if (threadIdx.x == 0) losses[r] = static_cast<float>(log(sum) - (widen(x[targets[r]]) - max_logit));
 }
 
@@ -65,8 +84,10 @@ template <class S>
 void crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets, i64 BT, i64 V) {
   if (BT == 0) return;
   CudaContext& ctx = default_context();
-  crossentropy_forward_rows<<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
-      losses, device_view(probs), device_view(logits), targets, V);
+  with_pack_width(V, {probs, logits}, [&](auto W) {
+    crossentropy_forward_rows<W()><<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
+        losses, device_view(probs), device_view(logits), targets, V);
+  });
   SB_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,12 +15,18 @@ namespace sb::kernels::cuda::native {
 
 namespace {
 
-template <class D>
+// W values of a row at a time.
+template <int W, class D>
 __global__ void embedding_forward_kernel(D* out, const std::int32_t* tokens, const D* wte, const D* wpe, i64 B,
                                          i64 T, i64 C) {
-  for (i64 i = grid_index(); i < B * T * C; i += grid_stride()) {
-    const i64 bt = i / C, c = i % C, t = bt % T;
-    out[i] = narrow<D>(widen(wte[static_cast<i64>(tokens[bt]) * C + c]) + widen(wpe[t * C + c]));
+  const i64 packs = C / W;
+  for (i64 i = grid_index(); i < B * T * packs; i += grid_stride()) {
+    const i64 bt = i / packs, c = (i % packs) * W, t = bt % T;
+    const Pack<D, W> e = load_pack<W>(wte + static_cast<i64>(tokens[bt]) * C + c), p = load_pack<W>(wpe + t * C + c);
+    Pack<D, W> sum;
+#pragma unroll
+    for (int k = 0; k < W; ++k) sum.v[k] = narrow<D>(widen(e.v[k]) + widen(p.v[k]));
+    store_pack<W>(out + bt * C + c, sum);
   }
 }
 
@@ -63,8 +69,10 @@ template <class S>
 void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B, i64 T, i64 C) {
   if (B * T * C == 0) return;
   CudaContext& ctx = default_context();
-  embedding_forward_kernel<<<blocks_for(B * T * C), kThreads, 0, ctx.stream()>>>(
-      device_view(out), tokens, device_view(wte), device_view(wpe), B, T, C);
+  with_pack_width(C, {out, wte, wpe}, [&](auto W) {
+    embedding_forward_kernel<W()><<<blocks_for(B * T * C / W()), kThreads, 0, ctx.stream()>>>(
+        device_view(out), tokens, device_view(wte), device_view(wpe), B, T, C);
+  });
   SB_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,8 +7,11 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 
 #include "kernels/cuda/gemm.hpp"
+#include "kernels/kernels.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
 
@@ -56,19 +59,42 @@ __device__ inline __half narrow<__half>(float x) { return __float2half_rn(x); }
 template <>
 __device__ inline float narrow<float>(float x) { return x; }
 
-// 8 values of D in one 16-byte load or store (the pointer 16-byte aligned).
-template <class D>
-struct alignas(16) Pack8 {
-  D v[8];
+// W values of D in one load or store (W = 8: 16 bytes; the pointer aligned to the pack).
+template <class D, int W>
+struct alignas(sizeof(D) * W) Pack {
+  D v[W];
 };
+template <int W, class D>
+__device__ inline Pack<D, W> load_pack(const D* p) {
+  return *reinterpret_cast<const Pack<D, W>*>(p);
+}
+template <int W, class D>
+__device__ inline void store_pack(D* p, const Pack<D, W>& pack) {
+  *reinterpret_cast<Pack<D, W>*>(p) = pack;
+}
+template <class D>
+using Pack8 = Pack<D, 8>;
 template <class D>
 __device__ inline Pack8<D> load8(const D* p) {
-  return *reinterpret_cast<const Pack8<D>*>(p);
+  return load_pack<8>(p);
 }
 template <class D>
 __device__ inline void store8(D* p, const Pack8<D>& pack) {
-  *reinterpret_cast<Pack8<D>*>(p) = pack;
+  store_pack<8>(p, pack);
 }
 inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+// f(std::integral_constant<int, 8>) when rows of `length` values at these pointers split into
+// aligned 16-byte packs (length % 8 == 0, every pointer 16-byte aligned), else
+// f(std::integral_constant<int, 1>): a row kernel's pack width, chosen at launch.
+template <class F>
+void with_pack_width(i64 length, std::initializer_list<const void*> pointers, F f) {
+  bool vector = length % 8 == 0;
+  for (const void* p : pointers) vector = vector && aligned16(p);
+  if (vector)
+    f(std::integral_constant<int, 8>{});
+  else
+    f(std::integral_constant<int, 1>{});
+}
 
 }  // namespace sb::kernels::cuda
