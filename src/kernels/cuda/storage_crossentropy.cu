@@ -1,6 +1,6 @@
 // Native 16-bit softmax + cross-entropy: one block per row, max and exponentials in float, the
-// row sum in double (as the fp32 kernel: at V = 50304 float drops terms; float within one
-// 8-value pack), probabilities rounded once, 16-byte accesses where V % 8 == 0; the backward
+// row sum in double across threads (as the fp32 kernel: at V = 50304 one float sum drops terms;
+// float within a thread's ~200 terms), probabilities rounded once, 16-byte accesses where V % 8 == 0; the backward
 // element-wise in float, 8 values at a time. Leaves out the fused classifier that never stores
 // probs (the kernel interface keeps them).
 #include "kernels/cuda/cuda_check.hpp"
@@ -13,29 +13,30 @@ namespace sb::kernels::cuda::native {
 
 namespace {
 
-// W logits at a time; each thread's partial sum in float over its few values, the block's in
-// double.
+// W logits at a time, two passes over the row: an online max and sum of exponentials (each
+// thread's sum in float over its share, rescaled when its max grows; the block's in double),
+// then the probabilities.
 template <int W, class D>
 __global__ void crossentropy_forward_rows(float* losses, D* probs, const D* logits, const std::int32_t* targets,
                                           i64 V) {
   const i64 r = blockIdx.x, packs = V / W;
   const D* x = logits + r * V;
   D* p = probs + r * V;
-  float local_max = -INFINITY;
+  float thread_max = -INFINITY, thread_sum = 0.0f;  // thread_sum: Σ exp(x - thread_max)
   for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
     const Pack<D, W> xv = load_pack<W>(x + j * W);
+    float pack_max = -INFINITY;
 #pragma unroll
-    for (int k = 0; k < W; ++k) local_max = fmaxf(local_max, widen(xv.v[k]));
-  }
-  const float max_logit = block_max(local_max);
-  double local_sum = 0.0;
-  for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
-    const Pack<D, W> xv = load_pack<W>(x + j * W);
-    float pack_sum = 0.0f;
+    for (int k = 0; k < W; ++k) pack_max = fmaxf(pack_max, widen(xv.v[k]));
+    if (pack_max > thread_max) {
+      thread_sum *= expf(thread_max - pack_max);
+      thread_max = pack_max;
+    }
 #pragma unroll
-    for (int k = 0; k < W; ++k) pack_sum += expf(widen(xv.v[k]) - max_logit);
-    local_sum += pack_sum;
+    for (int k = 0; k < W; ++k) thread_sum += expf(widen(xv.v[k]) - thread_max);
   }
+  const float max_logit = block_max(thread_max);
+  const double local_sum = thread_sum > 0.0f ? static_cast<double>(thread_sum * expf(thread_max - max_logit)) : 0.0;
   const double sum = block_sum(local_sum);
   const float inverse = static_cast<float>(1.0 / sum);
   for (i64 j = threadIdx.x; j < packs; j += blockDim.x) {
