@@ -97,27 +97,34 @@ constexpr i64 kBT = kB * kT;
 
 TYPED_TEST(CudaStorageKernels, MatmulForwardAndBackward) {
   using S = TypeParam;
-  for (const bool with_bias : {true, false}) {
-    SCOPED_TRACE(with_bias ? "with bias" : "without bias");
-    const auto inp = random_values<S>(kBT * kC, 1), weight = random_values<S>(kOC * kC, 2, 0.2f);
-    const auto bias = random_values<S>(kOC, 3);
-    std::vector<S> out(kBT * kOC);
+  struct Shape {
+    i64 BT, C, OC;
+  };
+  // odd sizes (the cublasGemmEx path) and 16-byte rows (cuBLASLt, bias epilogue, fp32 dweight)
+  const Shape shapes[] = {{kBT, kC - 1, kOC + 1}, {256, 64, 192}};
+  for (int run = 0; run < 4; ++run) {
+    const auto [BT, C, OC] = shapes[run / 2];
+    const bool with_bias = run % 2 == 0;
+    SCOPED_TRACE(fmt::format("BT={} C={} OC={} {}", BT, C, OC, with_bias ? "with bias" : "without bias"));
+    const auto inp = random_values<S>(BT * C, 1), weight = random_values<S>(OC * C, 2, 0.2f);
+    const auto bias = random_values<S>(OC, 3);
+    std::vector<S> out(BT * OC);
     auto d_inp = on_device(inp), d_weight = on_device(weight), d_bias = on_device(bias), d_out = on_device(out);
-    this->expected_->matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, kBT,
-                                    kC, kOC);
+    this->expected_->matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, BT,
+                                    C, OC);
     this->actual_->matmul_forward(d_out.data(), d_inp.data(), d_weight.data(), with_bias ? d_bias.data() : nullptr,
-                                  kBT, kC, kOC);
+                                  BT, C, OC);
     this->expect_close("matmul", Check::backend_forward, "out", out, d_out);
 
-    const auto dout = random_values<S>(kBT * kOC, 4);
-    auto dinp = random_values<S>(kBT * kC, 5);  // += onto values already there
-    auto dweight = random_values<float>(kOC * kC, 6), dbias = random_values<float>(kOC, 7);
+    const auto dout = random_values<S>(BT * OC, 4);
+    auto dinp = random_values<S>(BT * C, 5);  // += onto values already there
+    auto dweight = random_values<float>(OC * C, 6), dbias = random_values<float>(OC, 7);
     auto d_dout = on_device(dout), d_dinp = on_device(dinp);
     auto d_dweight = on_device(dweight), d_dbias = on_device(dbias);
     this->expected_->matmul_backward(dinp.data(), dweight.data(), with_bias ? dbias.data() : nullptr, dout.data(),
-                                     inp.data(), weight.data(), kBT, kC, kOC);
+                                     inp.data(), weight.data(), BT, C, OC);
     this->actual_->matmul_backward(d_dinp.data(), d_dweight.data(), with_bias ? d_dbias.data() : nullptr,
-                                   d_dout.data(), d_inp.data(), d_weight.data(), kBT, kC, kOC);
+                                   d_dout.data(), d_inp.data(), d_weight.data(), BT, C, OC);
     this->expect_close("matmul", Check::backend_backward, "dinp", dinp, d_dinp);
     this->expect_close("matmul", Check::backend_backward, "dweight", dweight, d_dweight);
     this->expect_close("matmul", Check::backend_backward, "dbias", dbias, d_dbias);

@@ -115,8 +115,10 @@ GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a,
                        void* d, std::int64_t M, std::int64_t N, std::int64_t K,
                        float beta);
 // The same for any shape (operand layout, fp32 output, bias epilogue); bias as run() takes it.
-GemmChoice gemm_choice(CudaContext& ctx, const GemmShape& shape, const void* a, const void* b,
-                       void* d, float beta, const void* bias = nullptr);
+// Both lower shape.alignment to what the pointers and the rows' byte lengths share (gemm()
+// and gemm_choice() of one call find the same plan).
+GemmChoice gemm_choice(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d,
+                       float beta, const void* bias = nullptr);
 
 // Plans and their chosen algorithms by call signature, owned by a CudaContext.
 struct GemmPlanCache {
@@ -133,8 +135,8 @@ struct GemmPlanCache {
 // inp·weightᵀ), with the algorithm gemm_choice() picks (autotuned, cached per signature).
 void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
           std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 1.0f, float beta = 0.0f);
-// d = alpha op(a)·op(b) + beta d (+ bias) for any shape; shape.alignment is lowered to what the
-// pointers share, so callers may leave it at its default.
+// d = alpha op(a)·op(b) + beta d (+ bias) for any shape, with the plan gemm_choice() finds
+// (callers may leave shape.alignment at its default).
 void gemm(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d, float alpha,
           float beta, const void* bias = nullptr);
 

@@ -83,8 +83,18 @@ bool stream_is_capturing(cudaStream_t stream) {
 
 }  // namespace
 
-GemmChoice gemm_choice(CudaContext& ctx, const GemmShape& shape, const void* a, const void* b,
-                       void* d, float beta, const void* bias) {
+GemmChoice gemm_choice(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d,
+                       float beta, const void* bias) {
+  // Every row of a matrix starts where its pointer plus a multiple of its row's bytes does.
+  const auto in_bytes = static_cast<std::uintptr_t>(dtype_bytes(storage_dtype(shape.precision)));
+  const std::uintptr_t d_bytes = shape.float_output ? sizeof(float) : in_bytes;
+  const auto row = [](std::int64_t count, std::uintptr_t bytes) {
+    return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(count) * bytes);
+  };
+  const std::int64_t a_row = shape.operands == GemmOperands::at_b ? shape.M : shape.K;
+  const std::int64_t b_row = shape.operands == GemmOperands::a_bt ? shape.K : shape.N;
+  shape.alignment = std::min(shape.alignment, common_alignment({a, b, d, bias, row(a_row, in_bytes),
+                                                                row(b_row, in_bytes), row(shape.N, d_bytes)}));
   const int variant = static_cast<int>(shape.operands) * 4 + (shape.float_output ? 2 : 0) + (shape.bias ? 1 : 0);
   GemmPlanCache::Entry& entry = ctx.gemm_plans().plans[std::make_tuple(
       shape.M, shape.N, shape.K, static_cast<int>(shape.precision), beta != 0.0f, variant, shape.alignment)];
@@ -124,7 +134,6 @@ void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* 
 
 void gemm(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d, float alpha,
           float beta, const void* bias) {
-  shape.alignment = std::min(shape.alignment, common_alignment({a, b, d, bias}));
   const GemmChoice choice = gemm_choice(ctx, shape, a, b, d, beta, bias);
   choice.plan->run(choice.algorithm, a, b, d, alpha, beta, bias);
 }
