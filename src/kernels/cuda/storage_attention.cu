@@ -1,12 +1,14 @@
 // Native 16-bit causal attention, llm.c's layout: q, k, v permuted out of qkv (B,T,3,NH,hs)
-// into (B,NH,T,hs) so that each product is ONE cublasGemmStridedBatchedEx over all B·NH heads,
-// 16-bit operands on tensor cores, fp32 accumulation (CUBLAS_COMPUTE_32F). The scores and att
-// (B,NH,T,T) live in S — no T×T tensor in fp32 — with the causal softmax and its backward
-// computed in float per row. Scratch (the context's): the permuted q, k, v, the head-major
-// output or its gradient, and in backward dq, dk, dv and the score gradients (B,NH,T,T) in S.
-// Leaves out flash-style tiling (att is kept, as the kernel interface asks) and skipping the
-// masked upper triangle in the products.
+// into (B,NH,T,hs) so that each product is cublasGemmStridedBatchedEx over all B·NH heads,
+// 16-bit operands on tensor cores, fp32 accumulation (CUBLAS_COMPUTE_32F), one call per block
+// of query rows so that the blocks above the causal diagonal are never computed. The scores and
+// att (B,NH,T,T) live in S — no T×T tensor in fp32 — with the causal softmax and its backward in
+// float per row. Scratch (the context's): the permuted q, k, v and the head-major output or
+// dout, in backward dq, dk, dv in fp32 and the score gradients (B,NH,T,T) in S. Leaves out
+// flash-style tiling (att is kept, as the kernel interface asks) and the masked triangles
+// inside the diagonal blocks.
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
@@ -61,20 +63,20 @@ __global__ void merge_heads(D* out, const D* y, i64 B, i64 T, i64 NH, i64 hs) {
   }
 }
 
-// dqkv (B,T,3,NH,hs) += dq, dk, dv (B,NH,T,hs), in float, rounded once
+// dqkv (B,T,3,NH,hs) += dq, dk, dv (B,NH,T,hs) (fp32), rounded once
 template <int W, class D>
-__global__ void add_merged_heads(D* dqkv, const D* dq, const D* dk, const D* dv, i64 B, i64 T, i64 NH, i64 hs) {
+__global__ void add_merged_heads(D* dqkv, const float* dq, const float* dk, const float* dv, i64 B, i64 T, i64 NH,
+                                 i64 hs) {
   const i64 C = NH * hs, packs = hs / W;
   for (i64 i = grid_index(); i < B * NH * T * packs; i += grid_stride()) {
     const HeadIndex x(i, T, NH, packs);
     D* row = dqkv + (x.b * T + x.t) * 3 * C + x.h * hs + x.j * W;
-    const D* parts[3] = {dq + i * W, dk + i * W, dv + i * W};
+    const float* parts[3] = {dq + i * W, dk + i * W, dv + i * W};
 #pragma unroll
     for (int part = 0; part < 3; ++part) {
       Pack<D, W> sum = load_pack<W>(row + part * C);
-      const Pack<D, W> add = load_pack<W>(parts[part]);
 #pragma unroll
-      for (int k = 0; k < W; ++k) sum.v[k] = narrow<D>(widen(sum.v[k]) + widen(add.v[k]));
+      for (int k = 0; k < W; ++k) sum.v[k] = narrow<D>(widen(sum.v[k]) + parts[part][k]);
       store_pack<W>(row + part * C, sum);
     }
   }
@@ -139,24 +141,39 @@ __global__ void causal_softmax_backward_rows(D* datt, const D* att, i64 T, float
   }
 }
 
-// Column-major C (m,n) = alpha op(A) op(B) + beta C for `batch` matrices, 16-bit storage, fp32
-// accumulation.
+// Column-major C (m,n) = alpha op(A) op(B) + beta C for `batch` matrices: A and B in S, C in S
+// or fp32 (c_float), fp32 accumulation.
 template <class S>
 void batched_gemm(CudaContext& ctx, cublasOperation_t op_a, cublasOperation_t op_b, i64 m, i64 n, i64 k,
                   float alpha, const void* a, i64 lda, i64 stride_a, const void* b, i64 ldb, i64 stride_b,
-                  float beta, void* c, i64 ldc, i64 stride_c, i64 batch) {
+                  float beta, void* c, i64 ldc, i64 stride_c, i64 batch, bool c_float = false) {
   const cudaDataType_t type = DeviceStorage<S>::cuda_type;
   SB_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx.cublas(), op_a, op_b, m, n, k, &alpha, a, type, lda, stride_a,
-                                                b, type, ldb, stride_b, &beta, c, type, ldc, stride_c, batch,
-                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                                b, type, ldb, stride_b, &beta, c, c_float ? CUDA_R_32F : type, ldc,
+                                                stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 i64 padded(i64 count) { return (count + 127) / 128 * 128; }  // keeps each scratch tensor 256-byte aligned
 
+// Causality by blocks of query rows: rows [begin, end) attend keys [0, end) only, so the
+// products skip the blocks above the diagonal (att's zeros there come from the softmax, which
+// writes whole rows). With n blocks the T×T products touch (n+1)/2n of the matrix.
+struct QueryBlock {
+  i64 begin, end;
+};
+std::vector<QueryBlock> query_blocks(i64 T) {
+  const i64 count = std::min<i64>(T, T >= 512 ? 8 : 4);
+  const i64 size = (T + count - 1) / count;
+  std::vector<QueryBlock> blocks;
+  for (i64 begin = 0; begin < T; begin += size) blocks.push_back({begin, std::min(T, begin + size)});
+  return blocks;
+}
+
 }  // namespace
 
 // Per head (b,h), column-major views of row-major tensors: q, k, v, y (T,hs) are (hs,T), ld hs;
-// att (T,T) is attᵀ, ld T.   att = scale q kᵀ;  softmax;  y = att v
+// att (T,T) is attᵀ, ld T. Per query block [r0, r1) and its keys [0, r1):
+//   att[r0:r1, :r1] = scale q[r0:r1] k[:r1]ᵀ;  softmax (every row);  y[r0:r1] = att[r0:r1, :r1] v[:r1]
 template <class S>
 void attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
@@ -169,26 +186,36 @@ void attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH
   D* k = q + BTC;
   D* v = k + BTC;
   D* y = v + BTC;
+  D* a = device_view(att);
   const unsigned rows = static_cast<unsigned>(heads * T);
   with_pack_width(hs, {qkv, q}, [&](auto W) {
     split_heads<W()><<<blocks_for(B * T * C / W()), kThreads, 0, ctx.stream()>>>(q, k, v, device_view(qkv), B, T,
                                                                                 NH, hs);
   });
   SB_CUDA_CHECK_LAUNCH();
-  batched_gemm<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, hs, Ths, q, hs, Ths, 0.0f, att, T, TT, heads);
+  const std::vector<QueryBlock> blocks = query_blocks(T);
+  for (const auto [r0, r1] : blocks)
+    batched_gemm<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, r1, r1 - r0, hs, scale, k, hs, Ths, q + r0 * hs, hs, Ths, 0.0f,
+                    a + r0 * T, T, TT, heads);
   with_pack_width(T, {att}, [&](auto W) {
-    causal_softmax_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(device_view(att), T);
+    causal_softmax_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(a, T);
   });
   SB_CUDA_CHECK_LAUNCH();
-  batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, hs, Ths, att, T, TT, 0.0f, y, hs, Ths, heads);
+  for (const auto [r0, r1] : blocks)
+    batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, r1 - r0, r1, 1.0f, v, hs, Ths, a + r0 * T, T, TT, 0.0f,
+                    y + r0 * hs, hs, Ths, heads);
   with_pack_width(hs, {out, y}, [&](auto W) {
     merge_heads<W()><<<blocks_for(B * T * C / W()), kThreads, 0, ctx.stream()>>>(device_view(out), y, B, T, NH, hs);
   });
   SB_CUDA_CHECK_LAUNCH();
 }
 
-//   datt = dy vᵀ;  dpre = softmax backward (scale folded in);
-//   dq = dpre k;  dk = dpreᵀ q;  dv = attᵀ dy;  dqkv += merged (dq, dk, dv)
+// Per query block [r0, r1):  datt[r0:r1, :r1] = dy[r0:r1] v[:r1]ᵀ;  then for every row
+// dpre = softmax backward (scale folded in; zero above the diagonal);  then
+//   dq[r0:r1] = dpre[r0:r1, :r1] k[:r1];  dk[:r1] += dpre[r0:r1, :r1]ᵀ q[r0:r1];
+//   dv[:r1] += att[r0:r1, :r1]ᵀ dy[r0:r1]
+// dq, dk, dv in fp32 (dk and dv sum over blocks, the last block — every key — first, with
+// beta = 0); dqkv += their merge, rounded once.
 template <class S>
 void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T, i64 C, i64 NH) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
@@ -197,14 +224,16 @@ void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 
   CudaContext& ctx = default_context();
   const i64 hs = C / NH, BTC = padded(B * T * C), heads = B * NH, TT = T * T, Ths = T * hs;
   const float scale = 1.0f / sqrtf(static_cast<float>(hs));
-  D* q = static_cast<D*>(ctx.scratch(static_cast<std::size_t>(7 * BTC + padded(heads * TT)) * sizeof(D)));
+  // 4 tensors (B,NH,T,hs) in S, 3 in fp32 (2 S-sized halves each), the score gradients in S
+  D* q = static_cast<D*>(ctx.scratch(static_cast<std::size_t>(10 * BTC + padded(heads * TT)) * sizeof(D)));
   D* k = q + BTC;
   D* v = k + BTC;
   D* dy = v + BTC;
-  D* dq = dy + BTC;
-  D* dk = dq + BTC;
-  D* dv = dk + BTC;
-  D* dpre = dv + BTC;
+  auto* dq = reinterpret_cast<float*>(dy + BTC);
+  float* dk = dq + BTC;
+  float* dv = dk + BTC;
+  D* dpre = reinterpret_cast<D*>(dv + BTC);
+  const D* a = device_view(att);
   const unsigned rows = static_cast<unsigned>(heads * T);
   with_pack_width(hs, {qkv, dout, q}, [&](auto W) {
     split_heads<W()><<<blocks_for(B * T * C / W()), kThreads, 0, ctx.stream()>>>(q, k, v, device_view(qkv), B, T,
@@ -214,14 +243,24 @@ void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 
                                                                               C);
   });
   SB_CUDA_CHECK_LAUNCH();
-  batched_gemm<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, hs, Ths, dy, hs, Ths, 0.0f, dpre, T, TT, heads);
+  const std::vector<QueryBlock> blocks = query_blocks(T);
+  for (const auto [r0, r1] : blocks)
+    batched_gemm<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, r1, r1 - r0, hs, 1.0f, v, hs, Ths, dy + r0 * hs, hs, Ths, 0.0f,
+                    dpre + r0 * T, T, TT, heads);
   with_pack_width(T, {att, dpre}, [&](auto W) {
-    causal_softmax_backward_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(dpre, device_view(att), T, scale);
+    causal_softmax_backward_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(dpre, a, T, scale);
   });
   SB_CUDA_CHECK_LAUNCH();
-  batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, k, hs, Ths, dpre, T, TT, 0.0f, dq, hs, Ths, heads);
-  batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, q, hs, Ths, dpre, T, TT, 0.0f, dk, hs, Ths, heads);
-  batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dy, hs, Ths, att, T, TT, 0.0f, dv, hs, Ths, heads);
+  for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
+    const auto [r0, r1] = *block;
+    const float beta = block == blocks.rbegin() ? 0.0f : 1.0f;
+    batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, r1 - r0, r1, 1.0f, k, hs, Ths, dpre + r0 * T, T, TT, 0.0f,
+                    dq + r0 * hs, hs, Ths, heads, true);
+    batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, r1, r1 - r0, 1.0f, q + r0 * hs, hs, Ths, dpre + r0 * T, T, TT,
+                    beta, dk, hs, Ths, heads, true);
+    batched_gemm<S>(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, r1, r1 - r0, 1.0f, dy + r0 * hs, hs, Ths, a + r0 * T, T, TT,
+                    beta, dv, hs, Ths, heads, true);
+  }
   with_pack_width(hs, {dqkv, dq}, [&](auto W) {
     add_merged_heads<W()><<<blocks_for(B * T * C / W()), kThreads, 0, ctx.stream()>>>(device_view(dqkv), dq, dk, dv,
                                                                                      B, T, NH, hs);
