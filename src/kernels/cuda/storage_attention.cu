@@ -116,11 +116,14 @@ __global__ void causal_softmax_rows(D* att, i64 T) {
 }
 
 // One row: datt = dy·vᵀ becomes dpre = att (datt - Σ att datt) scale in place, zero above the
-// diagonal.
+// diagonal up to the end of the row's query block (keys the blocked products read; the rest of
+// the row is never read, so it is not written).
 template <int W, class D>
-__global__ void causal_softmax_backward_rows(D* datt, const D* att, i64 T, float scale) {
+__global__ void causal_softmax_backward_rows(D* datt, const D* att, i64 T, i64 block_rows, float scale) {
   const i64 row = blockIdx.x;
-  const i64 t = row % T, packs = T / W, live = t / W + 1;
+  const i64 t = row % T, live = t / W + 1;
+  const i64 block_end = std::min(T, (t / block_rows + 1) * block_rows);
+  const i64 packs = (block_end + W - 1) / W;
   D* d = datt + row * T;
   const D* a = att + row * T;
   float local = 0.0f;
@@ -248,7 +251,7 @@ void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 
     batched_gemm<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, r1, r1 - r0, hs, 1.0f, v, hs, Ths, dy + r0 * hs, hs, Ths, 0.0f,
                     dpre + r0 * T, T, TT, heads);
   with_pack_width(T, {att, dpre}, [&](auto W) {
-    causal_softmax_backward_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(dpre, a, T, scale);
+    causal_softmax_backward_rows<W()><<<rows, kRowThreads, 0, ctx.stream()>>>(dpre, a, T, blocks[0].end, scale);
   });
   SB_CUDA_CHECK_LAUNCH();
   for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
