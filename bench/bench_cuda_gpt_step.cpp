@@ -1,11 +1,15 @@
-// One GPT training step on the GPU (cuda back-end, fp32 storage, every buffer on the device):
-// zero_grad, forward, backward, AdamW with clipping, timed with CUDA events around whole steps.
+// One GPT training step on the GPU (cuda back-end, every buffer on the device) in fp32 or with
+// bf16/fp16 storage (native tensor-core kernels, fp32 master weights and gradients): zero_grad,
+// forward, backward, AdamW with clipping and, in 16-bit, the rounding of the master weights into
+// the 16-bit copy — timed with CUDA events around whole steps.
 // Reports milliseconds per step, tokens per second, achieved TFLOP/s (gpt_flops.hpp, the
 // trainer's definition) and MFU against the device's dense bf16 peak (the yardstick)
 // and its fp32 (non-tensor-core) peak, where the device is one whose datasheet figures are
-// below. Leaves out mixed precision on the GPU (not built yet) and multi-GPU runs.
+// below. Leaves out fp16 loss scaling (the steps are timed, not trained to convergence) and
+// multi-GPU runs.
 //
-//   bench_cuda_gpt_step [--model NAME] [--batch B] [--seq-len T] [--steps N] [--summary FILE]
+//   bench_cuda_gpt_step [--model NAME] [--precision fp32|bf16|fp16] [--batch B] [--seq-len T]
+//                       [--steps N] [--summary FILE]      (defaults gpt2-124m, bf16, 8, 1024, 10)
 // Without a visible GPU it prints SKIP and exits 0.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -42,6 +46,7 @@ const Peak* peak_for(const std::string& device) {
 
 struct Options {
   std::string model = "gpt2-124m";
+  std::string precision = "bf16";
   int64_t batch = 8, seq_len = 1024;
   int steps = 10;
   std::string summary;
@@ -53,11 +58,12 @@ struct StepResult {
   int64_t device_bytes = 0;
 };
 
+template <class S>
 StepResult measure(const Options& o) {
   using namespace sb;
   const gpt::GptConfig config = gpt::gpt_config_by_name(o.model);
   MemoryTracker tracker;
-  gpt::GptModel model(config, o.batch, o.seq_len, kernels::Backend::cuda, tracker);
+  gpt::GptModelT<S> model(config, o.batch, o.seq_len, kernels::Backend::cuda, tracker);
   model.init_weights(42);
   optim::AdamW optimizer(model.parameter_slices(), optim::AdamWConfig{}, kernels::Backend::cuda, tracker);
   const CounterRng rng(7, 0);
@@ -70,6 +76,7 @@ StepResult measure(const Options& o) {
     const float loss = model.forward(tokens.data(), targets.data(), o.batch, o.seq_len);
     model.backward();
     optimizer.clip_and_step(3e-4);
+    model.sync_storage_parameters();
     return loss;
   };
   StepResult r;
@@ -91,6 +98,12 @@ StepResult measure(const Options& o) {
   return r;
 }
 
+StepResult measure_in(const Options& o) {
+  if (o.precision == "fp32") return measure<float>(o);
+  if (o.precision == "bf16") return measure<sb::bf16>(o);
+  return measure<sb::fp16>(o);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,15 +113,21 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "--model" && has_value) o.model = argv[++i];
+    else if (arg == "--precision" && has_value) o.precision = argv[++i];
     else if (arg == "--batch" && has_value) o.batch = std::stoll(argv[++i]);
     else if (arg == "--seq-len" && has_value) o.seq_len = std::stoll(argv[++i]);
     else if (arg == "--steps" && has_value) o.steps = std::stoi(argv[++i]);
     else if (arg == "--summary" && has_value) o.summary = argv[++i];
     else {
-      std::fprintf(stderr, "bench_cuda_gpt_step: unknown argument '%s' (known: --model NAME, --batch B, "
-                           "--seq-len T, --steps N, --summary FILE, --benchmark_*)\n", arg.c_str());
+      std::fprintf(stderr, "bench_cuda_gpt_step: unknown argument '%s' (known: --model NAME, --precision P, "
+                           "--batch B, --seq-len T, --steps N, --summary FILE, --benchmark_*)\n", arg.c_str());
       return 2;
     }
+  }
+  if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16") {
+    std::fprintf(stderr, "bench_cuda_gpt_step: --precision must be fp32, bf16 or fp16, not '%s'\n",
+                 o.precision.c_str());
+    return 2;
   }
   auto write_summary = [&](const std::string& text) {
     std::fputs(text.c_str(), stdout);
@@ -125,10 +144,10 @@ int main(int argc, char** argv) {
     const Peak* peak = peak_for(device);
     benchmark::AddCustomContext("gpu", device);
     StepResult result;
-    const std::string name = fmt::format("gpt_step/{}/fp32/B={}/T={}", o.model, o.batch, o.seq_len);
+    const std::string name = fmt::format("gpt_step/{}/{}/B={}/T={}", o.model, o.precision, o.batch, o.seq_len);
     benchmark::RegisterBenchmark(name.c_str(), [&](benchmark::State& state) {
       for (auto _ : state) {
-        result = measure(o);
+        result = measure_in(o);
         state.SetIterationTime(result.seconds_per_step);
       }
       const double tflops = flops / result.seconds_per_step * 1e-12;
@@ -140,9 +159,9 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
     const double tflops = flops / result.seconds_per_step * 1e-12;
     std::string text = fmt::format("GPT training step on {}\n", device);
-    text += fmt::format("{} fp32 B={} T={}: {:.2f} ms/step over {} steps, {:.0f} tokens/s, {:.1f} TFLOP/s "
+    text += fmt::format("{} {} B={} T={}: {:.2f} ms/step over {} steps, {:.0f} tokens/s, {:.1f} TFLOP/s "
                         "({:.3g} TFLOP per step), tracked memory {:.2f} GiB, loss {:.4f} -> {:.4f}\n",
-                        o.model, o.batch, o.seq_len, result.seconds_per_step * 1e3, o.steps,
+                        o.model, o.precision, o.batch, o.seq_len, result.seconds_per_step * 1e3, o.steps,
                         static_cast<double>(o.batch * o.seq_len) / result.seconds_per_step, tflops, flops * 1e-12,
                         static_cast<double>(result.device_bytes) / (1 << 30), result.first_loss, result.last_loss);
     if (peak)

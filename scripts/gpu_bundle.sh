@@ -14,13 +14,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 bundle=$root/.gpu-bundle
 max_bytes=$((60 * 1024 * 1024))
-binaries=(tests/cuda/test_cuda_kernels tests/cuda/test_cuda_gpt_training bench/bench_cuda_gemm bench/bench_cuda_gpt_step bench/bench_cuda_gpt_kernels)
+binaries=(tests/cuda/test_cuda_kernels tests/cuda/test_cuda_storage_kernels tests/cuda/test_cuda_gpt_training bench/bench_cuda_gemm bench/bench_cuda_gpt_step bench/bench_cuda_gpt_kernels)
 # Libraries every Linux GPU node has (glibc, the C++ runtime) or that must come from the node
 # itself (the driver, the CUDA libraries matching it).
 on_every_node='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libnvidia)'
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j2 --target test_cuda_kernels test_cuda_gpt_training bench_cuda_gemm bench_cuda_gpt_step bench_cuda_gpt_kernels
+cmake --build "$build" -j2 --target test_cuda_kernels test_cuda_storage_kernels test_cuda_gpt_training bench_cuda_gemm bench_cuda_gpt_step bench_cuda_gpt_kernels
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"

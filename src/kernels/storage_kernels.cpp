@@ -1,5 +1,6 @@
 // The storage-policy kernels: one float kernel call each, its 16-bit operands widened into
-// scratch before and its 16-bit outputs rounded back after (nothing to do for float).
+// scratch before and its 16-bit outputs rounded back after (nothing to do for float); with
+// 16-bit S on cuda the GPT's kernels go to the native table instead.
 #include "kernels/storage_kernels.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/device_memory.hpp"
 
 namespace sb::kernels {
 
@@ -15,7 +17,6 @@ namespace {
 constexpr i64 kChunkFloats = i64{1} << 20;  // 4 MiB: a new chunk is at least this large
 constexpr i64 kAlignFloats = 16;            // 64 bytes
 
-void convert(const KernelTable&, float* out, const float* inp, i64 n) { std::copy(inp, inp + n, out); }
 void convert(const KernelTable& k, float* out, const bf16* inp, i64 n) { k.convert_bf16_to_f32(out, inp, n); }
 void convert(const KernelTable& k, float* out, const fp16* inp, i64 n) { k.convert_fp16_to_f32(out, inp, n); }
 void convert(const KernelTable& k, bf16* out, const float* inp, i64 n) { k.convert_f32_to_bf16(out, inp, n); }
@@ -66,8 +67,14 @@ class Widened {
 };
 
 // Rows of an embedding table a lookup touches: 1 + the largest token (the table's own row
-// count is not a kernel argument).
-i64 vocab_rows(const std::int32_t* tokens, i64 n) {
+// count is not a kernel argument). Tokens on the GPU are read back first.
+i64 vocab_rows(const std::int32_t* tokens, i64 n, Device device) {
+  std::vector<std::int32_t> host;
+  if (device != Device::cpu) {
+    host.resize(static_cast<std::size_t>(n));
+    copy_device_bytes(host.data(), Device::cpu, tokens, device, host.size() * sizeof(std::int32_t));
+    tokens = host.data();
+  }
   std::int32_t largest = 0;
   for (i64 i = 0; i < n; ++i) largest = std::max(largest, tokens[i]);
   return static_cast<i64>(largest) + 1;
@@ -75,8 +82,8 @@ i64 vocab_rows(const std::int32_t* tokens, i64 n) {
 
 }  // namespace
 
-WideningScratch::WideningScratch(MemoryTracker& tracker, std::string label)
-    : tracker_(&tracker), label_(std::move(label)) {}
+WideningScratch::WideningScratch(MemoryTracker& tracker, std::string label, Device device)
+    : tracker_(&tracker), label_(std::move(label)), device_(device) {}
 
 float* WideningScratch::take(i64 count) {
   const i64 n = (count + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
@@ -90,31 +97,37 @@ float* WideningScratch::take(i64 count) {
     ++used_chunk_, used_floats_ = 0;
   }
   const i64 floats = std::max(n, kChunkFloats);
-  chunks_.emplace_back(*tracker_, MemoryCategory::workspace, floats * static_cast<i64>(sizeof(float)), label_);
+  chunks_.emplace_back(*tracker_, MemoryCategory::workspace, floats * static_cast<i64>(sizeof(float)), label_,
+                       device_);
   used_chunk_ = chunks_.size() - 1;
   used_floats_ = n;
   return chunks_.back().as<float>();
 }
 
 template <class S>
-StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker) : k_(&kernels_for(backend)) {
+StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker)
+    : k_(&kernels_for(backend)), device_(memory_device(backend)) {
   if constexpr (!std::is_same_v<S, float>) {
-    SB_USER_CHECK(backend != Backend::cuda,
-                  "precision {} runs on the cpu back-end; 16-bit storage on the cuda back-end is not built yet",
-                  storage_name<S>());
-    scratch_ = std::make_unique<WideningScratch>(tracker, std::string("widened ") + storage_name<S>() + " operands");
+#ifdef SB_HAVE_CUDA
+    if (backend == Backend::cuda) native_ = &cuda::native_storage_kernels<S>();
+#endif
+    scratch_ = std::make_unique<WideningScratch>(tracker, std::string("widened ") + storage_name<S>() + " operands",
+                                                 device_);
   }
 }
 
 template <class S>
 void StorageKernels<S>::widen(float* out, const S* inp, i64 N) const {
-  convert(*k_, out, inp, N);
+  if constexpr (std::is_same_v<S, float>)
+    copy_device_bytes(out, device_, inp, device_, static_cast<std::size_t>(N) * sizeof(float));
+  else
+    convert(*k_, out, inp, N);
 }
 
 template <class S>
 void StorageKernels<S>::narrow(S* out, const float* inp, i64 N) const {
   if constexpr (std::is_same_v<S, float>)
-    std::copy(inp, inp + N, out);
+    copy_device_bytes(out, device_, inp, device_, static_cast<std::size_t>(N) * sizeof(float));
   else
     convert(*k_, out, inp, N);
 }
@@ -122,6 +135,7 @@ void StorageKernels<S>::narrow(S* out, const float* inp, i64 N) const {
 template <class S>
 void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C,
                                        i64 OC) {
+  if (native_) return native_->matmul_forward(out, inp, weight, bias, BT, C, OC);
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_forward(w.out(out, BT * OC), w.in(inp, BT * C), w.in(weight, OC * C), w.in(bias, OC), BT, C, OC);
 }
@@ -129,6 +143,7 @@ void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, co
 template <class S>
 void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
                                         const S* weight, i64 BT, i64 C, i64 OC) {
+  if (native_) return native_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_backward(w.inout(dinp, BT * C), dweight, dbias, w.in(dout, BT * OC), w.in(inp, BT * C),
                       w.in(weight, OC * C), BT, C, OC);
@@ -137,14 +152,16 @@ void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, c
 template <class S>
 void StorageKernels<S>::embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B,
                                           i64 T, i64 C) {
+  if (native_) return native_->embedding_forward(out, tokens, wte, wpe, B, T, C);
   Widened<S> w(*k_, scratch_.get());
-  const i64 V = vocab_rows(tokens, B * T);
+  const i64 V = vocab_rows(tokens, B * T, device_);
   k_->embedding_forward(w.out(out, B * T * C), tokens, w.in(wte, V * C), w.in(wpe, T * C), B, T, C);
 }
 
 template <class S>
 void StorageKernels<S>::embedding_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens,
                                            i64 B, i64 T, i64 C) {
+  if (native_) return native_->embedding_backward(dwte, dwpe, dout, tokens, B, T, C);
   Widened<S> w(*k_, scratch_.get());
   k_->embedding_backward(dwte, dwpe, w.in(dout, B * T * C), tokens, B, T, C);
 }
@@ -152,6 +169,7 @@ void StorageKernels<S>::embedding_backward(float* dwte, float* dwpe, const S* do
 template <class S>
 void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, const S* inp, const S* weight,
                                           const S* bias, i64 N, i64 C) {
+  if (native_) return native_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_forward(w.out(out, N * C), mean, rstd, w.in(inp, N * C), w.in(weight, C), w.in(bias, C), N, C);
 }
@@ -159,6 +177,7 @@ void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, cons
 template <class S>
 void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
                                            const S* weight, const float* mean, const float* rstd, i64 N, i64 C) {
+  if (native_) return native_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_backward(w.inout(dinp, N * C), dweight, dbias, w.in(dout, N * C), w.in(inp, N * C),
                          w.in(weight, C), mean, rstd, N, C);
@@ -166,6 +185,7 @@ void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias
 
 template <class S>
 void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH) {
+  if (native_) return native_->attention_forward(out, att, qkv, B, T, C, NH);
   Widened<S> w(*k_, scratch_.get());
   k_->attention_forward(w.out(out, B * T * C), w.out(att, B * NH * T * T), w.in(qkv, B * T * 3 * C), B, T, C, NH);
 }
@@ -173,6 +193,7 @@ void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i
 template <class S>
 void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T,
                                            i64 C, i64 NH) {
+  if (native_) return native_->attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
   Widened<S> w(*k_, scratch_.get());
   k_->attention_backward(w.inout(dqkv, B * T * 3 * C), w.in(dout, B * T * C), w.in(qkv, B * T * 3 * C),
                          w.in(att, B * NH * T * T), B, T, C, NH);
@@ -180,24 +201,28 @@ void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv,
 
 template <class S>
 void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
+  if (native_) return native_->gelu_forward(out, inp, N);
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_forward(w.out(out, N), w.in(inp, N), N);
 }
 
 template <class S>
 void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 N) {
+  if (native_) return native_->gelu_backward(dinp, inp, dout, N);
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_backward(w.inout(dinp, N), w.in(inp, N), w.in(dout, N), N);
 }
 
 template <class S>
 void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) {
+  if (native_) return native_->residual_forward(out, a, b, N);
   Widened<S> w(*k_, scratch_.get());
   k_->residual_forward(w.out(out, N), w.in(a, N), w.in(b, N), N);
 }
 
 template <class S>
 void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
+  if (native_) return native_->residual_backward(da, db, dout, N);
   Widened<S> w(*k_, scratch_.get());
   k_->residual_backward(w.inout(da, N), w.inout(db, N), w.in(dout, N), N);
 }
@@ -205,6 +230,7 @@ void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
 template <class S>
 void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets,
                                              i64 BT, i64 V) {
+  if (native_) return native_->crossentropy_forward(losses, probs, logits, targets, BT, V);
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_forward(losses, w.out(probs, BT * V), w.in(logits, BT * V), targets, BT, V);
 }
@@ -212,6 +238,7 @@ void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* l
 template <class S>
 void StorageKernels<S>::crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets,
                                               const float* dlosses, i64 BT, i64 V) {
+  if (native_) return native_->crossentropy_backward(dlogits, probs, targets, dlosses, BT, V);
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, BT, V);
 }

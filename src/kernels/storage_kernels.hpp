@@ -7,9 +7,11 @@
 // back), runs the backend's float kernel — so GEMMs, reductions and statistics accumulate in
 // fp32 — and rounds the outputs it wrote back to S. That is what a tensor core does with bf16
 // operands, and what PyTorch does on a CPU without native 16-bit arithmetic; the conversions cost
-// time here that a GPU does not pay (the cost model carries the tensor-core ratio).
-// Leaves out 16-bit GEMM instructions (AVX512-BF16, tensor cores) and the CUDA back-end, whose
-// scratch would live on the device.
+// time here that a GPU does not pay (the cost model carries the tensor-core ratio). On the cuda
+// back-end the GPT's kernels are native instead (NativeStorageKernels below: 16-bit operands
+// on tensor cores through cuBLASLt, float math in registers), and every other call widens into
+// device scratch with the cuda conversion kernels.
+// Leaves out 16-bit GEMM instructions on the CPU (AVX512-BF16, AMX).
 #pragma once
 
 #include <cstdint>
@@ -36,17 +38,64 @@ template <> constexpr const char* storage_name<float>() { return "fp32"; }
 template <> constexpr const char* storage_name<bf16>() { return "bf16"; }
 template <> constexpr const char* storage_name<fp16>() { return "fp16"; }
 
+// The GPT's kernels with S storage as a back-end implements them natively: the signatures of
+// StorageKernels' members of the same names (16-bit activations and weights, fp32 parameter
+// gradients and statistics), semantics as kernels.hpp's. Declared once here; the cuda tree
+// provides them for bf16 and fp16 (kernels/cuda/storage_*.cu).
+#define SB_FOR_EACH_NATIVE_STORAGE_KERNEL(X)                                                             \
+  X(matmul_forward, void (*)(S * out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C, i64 OC)) \
+  X(matmul_backward, void (*)(S * dinp, float* dweight, float* dbias, const S* dout, const S* inp,          \
+                              const S* weight, i64 BT, i64 C, i64 OC))                                       \
+  X(embedding_forward,                                                                                    \
+    void (*)(S * out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B, i64 T, i64 C))          \
+  X(embedding_backward,                                                                                   \
+    void (*)(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens, i64 B, i64 T, i64 C))     \
+  X(layernorm_forward, void (*)(S * out, float* mean, float* rstd, const S* inp, const S* weight,          \
+                                const S* bias, i64 N, i64 C))                                               \
+  X(layernorm_backward, void (*)(S * dinp, float* dweight, float* dbias, const S* dout, const S* inp,      \
+                                 const S* weight, const float* mean, const float* rstd, i64 N, i64 C))     \
+  X(attention_forward, void (*)(S * out, S * att, const S* qkv, i64 B, i64 T, i64 C, i64 NH))              \
+  X(attention_backward,                                                                                   \
+    void (*)(S * dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T, i64 C, i64 NH))             \
+  X(gelu_forward, void (*)(S * out, const S* inp, i64 N))                                                  \
+  X(gelu_backward, void (*)(S * dinp, const S* inp, const S* dout, i64 N))                                 \
+  X(residual_forward, void (*)(S * out, const S* a, const S* b, i64 N))                                    \
+  X(residual_backward, void (*)(S * da, S * db, const S* dout, i64 N))                                     \
+  X(crossentropy_forward, void (*)(float* losses, S* probs, const S* logits, const std::int32_t* targets, \
+                                   i64 BT, i64 V))                                                          \
+  X(crossentropy_backward, void (*)(S * dlogits, const S* probs, const std::int32_t* targets,              \
+                                    const float* dlosses, i64 BT, i64 V))
+
+template <class T>
+using SpelledType = T;  // lets a function-pointer type stand before a member's name
+
+template <class S>
+struct NativeStorageKernels {
+#define SB_NATIVE_STORAGE_MEMBER(name, POINTER) SpelledType<POINTER> name;
+  SB_FOR_EACH_NATIVE_STORAGE_KERNEL(SB_NATIVE_STORAGE_MEMBER)
+#undef SB_NATIVE_STORAGE_MEMBER
+};
+
+namespace cuda {
+// The cuda back-end's native 16-bit kernels (device pointers, the default context's stream);
+// defined for bf16 and fp16 where CUDA is compiled in.
+template <class S>
+const NativeStorageKernels<S>& native_storage_kernels();
+}  // namespace cuda
+
 // Float scratch for one kernel call's widened operands: a bump allocator over tracked chunks
-// (category workspace) that keeps its chunks, so after the first step no call allocates.
+// (category workspace) on the back-end's device that keeps its chunks, so after the first step
+// no call allocates.
 class WideningScratch {
  public:
-  WideningScratch(MemoryTracker& tracker, std::string label);
+  WideningScratch(MemoryTracker& tracker, std::string label, Device device = Device::cpu);
   float* take(i64 count);  // 64-byte aligned; valid until release_all()
   void release_all() { used_chunk_ = 0, used_floats_ = 0; }
 
  private:
   MemoryTracker* tracker_;
   std::string label_;
+  Device device_;
   std::vector<TrackedBuffer> chunks_;
   std::size_t used_chunk_ = 0;  // the chunk being filled
   i64 used_floats_ = 0;         // floats used in it
@@ -115,6 +164,8 @@ class StorageKernels {
 
  private:
   const KernelTable* k_;
+  Device device_;
+  const NativeStorageKernels<S>* native_ = nullptr;  // 16-bit S on cuda: the GPT's kernels
   std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
 };
 

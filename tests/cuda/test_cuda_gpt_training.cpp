@@ -1,8 +1,9 @@
 // The GPT reference model trained on the GPU: every buffer on the device (cuda back-end), the
 // same tokens and initial weights as the model on the reference back-end in host memory;
-// the loss and every parameter gradient of the first step, then the losses of AdamW steps.
-// Leaves out mixed precision and model parallelism on the GPU (the model refuses them) and
-// speed (bench/bench_cuda_gpt_step.cpp).
+// the loss and every parameter gradient of the first step, then the losses of AdamW steps; in
+// fp32, and with bf16 storage (the native tensor-core kernels) against the reference back-end's
+// GptModelT<bf16>. Leaves out model parallelism on the GPU (the model refuses it) and speed
+// (bench/bench_cuda_gpt_step.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -115,6 +116,61 @@ TEST_F(CudaGptTraining, FirstStepMatchesTheReferenceThenAdamWTrains) {
     actual_optimizer.clip_and_step(adamw.lr);
   }
   EXPECT_LT(losses.back(), losses.front() - 0.05f) << "8 AdamW steps on one batch did not lower the loss";
+}
+
+// bf16 storage: the native kernels against the reference's widen-compute-round, through a whole
+// model. Inputs to every kernel drift apart by bf16 roundings layer after layer, so the bounds
+// are bf16's (2^-8 relative per rounding), not fp32's.
+TEST_F(CudaGptTraining, Bf16FirstStepMatchesTheReferenceThenAdamWTrains) {
+  const gpt::GptConfig config = gpt::gpt_config_by_name("gpt-nano");
+  MemoryTracker host_tracker, device_tracker;
+  gpt::GptModelT<bf16> expected(config, kBatch, kSeqLen, Backend::reference, host_tracker);
+  gpt::GptModelT<bf16> actual(config, kBatch, kSeqLen, Backend::cuda, device_tracker);
+  expected.init_weights(1337);
+  actual.init_weights(1337);
+  EXPECT_EQ(to_host(actual.parameters_flat().data(), Device::cuda, actual.parameter_count()),
+            std::vector<float>(expected.parameters_flat().begin(), expected.parameters_flat().end()));
+
+  const Batch first = synthetic_batch(config, 0);
+  expected.zero_grad();
+  actual.zero_grad();
+  const float loss_expected = expected.forward(first.tokens.data(), first.targets.data(), kBatch, kSeqLen);
+  const float loss_actual = actual.forward(first.tokens.data(), first.targets.data(), kBatch, kSeqLen);
+  EXPECT_NEAR(loss_actual, loss_expected, 5e-3 * std::fabs(loss_expected));
+  expected.backward();
+  actual.backward();
+  // Each gradient tensor within 5% of its largest element: a wrong index or a missing term
+  // moves it by O(1) of it.
+  const auto expected_views = expected.parameter_views();
+  const auto actual_views = actual.parameter_views();
+  ASSERT_EQ(expected_views.size(), actual_views.size());
+  for (std::size_t k = 0; k < expected_views.size(); ++k) {
+    const auto& e = expected_views[k];
+    const std::vector<float> got = to_host(actual_views[k].grad, Device::cuda, e.numel);
+    float largest = 0, worst = 0;
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      largest = std::max(largest, std::fabs(e.grad[i]));
+      worst = std::max(worst, std::fabs(e.grad[i] - got[static_cast<std::size_t>(i)]));
+    }
+    EXPECT_GT(largest, 0.0f) << e.name;
+    EXPECT_LE(worst, 5e-2f * largest) << e.name << ": largest |grad| " << largest;
+  }
+
+  const optim::AdamWConfig adamw{.lr = 1e-3};
+  optim::AdamW optimizer(actual.parameter_slices(), adamw, Backend::cuda, device_tracker);
+  optimizer.clip_and_step(adamw.lr);
+  actual.sync_storage_parameters();
+  const Batch fixed = synthetic_batch(config, 1);
+  std::vector<float> losses;
+  for (int step = 1; step <= 8; ++step) {
+    actual.zero_grad();
+    losses.push_back(actual.forward(fixed.tokens.data(), fixed.targets.data(), kBatch, kSeqLen));
+    EXPECT_TRUE(std::isfinite(losses.back())) << "step " << step;
+    actual.backward();
+    optimizer.clip_and_step(adamw.lr);
+    actual.sync_storage_parameters();
+  }
+  EXPECT_LT(losses.back(), losses.front() - 0.05f) << "8 AdamW steps on one batch did not lower the bf16 loss";
 }
 
 // Runs without a GPU too: the refusal comes before any allocation.

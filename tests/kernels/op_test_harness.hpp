@@ -90,6 +90,21 @@ inline constexpr ToleranceEntry kTolerances[] = {
     {DType::f32, "adamw", Check::backend_forward, {1e-6, 1e-7},
      "tighter: same operation order, only FMA fusion in the AVX2 build (an ulp of O(0.1))"},
     {DType::f32, "", Check::known_value, {1e-6, 1e-6}, "a few dozen float roundings"},
+    // 16-bit storage, a native kernel against the reference's widen-compute-round (both with
+    // 16-bit inputs, fp32 arithmetic): fp32 results a few float ulps apart round to neighbouring
+    // 16-bit values (bf16: 2^-8 relative, fp16: 2^-11); fp32 outputs (parameter gradients,
+    // statistics, losses) differ only in summation order.
+    {DType::bf16, "", Check::backend_forward, {1e-2, 1e-3}, "one bf16 rounding apart"},
+    {DType::bf16, "", Check::backend_backward, {1e-2, 1e-3}, "one bf16 rounding apart"},
+    {DType::bf16, "attention", Check::backend_forward, {4e-2, 1e-2},
+     "the native kernel stores the scores in bf16 before the softmax (2^-9 of a score O(3) moves "
+     "a probability ~1%); the reference rounds only the probabilities"},
+    {DType::bf16, "attention", Check::backend_backward, {8e-2, 2e-2},
+     "as forward, and the score gradients are stored in bf16 too, then summed over T"},
+    {DType::f16, "", Check::backend_forward, {2e-3, 2e-4}, "one fp16 rounding apart"},
+    {DType::f16, "", Check::backend_backward, {2e-3, 2e-4}, "one fp16 rounding apart"},
+    {DType::f16, "attention", Check::backend_forward, {6e-3, 2e-3}, "as bf16's, 8 times finer"},
+    {DType::f16, "attention", Check::backend_backward, {1.2e-2, 4e-3}, "as bf16's, 8 times finer"},
     {DType::f64, "", Check::known_value, {1e-13, 1e-15}, "a few dozen double roundings"},
 };
 

@@ -4,7 +4,8 @@
 // and its backward as row kernels, llm.c's layout. The scores Q·Kᵀ are computed whole and
 // masked by the softmax. Backward keeps one batch element's score gradients (NH,T,T) in the
 // context's scratch at a time. Deterministic: no atomics, fixed cuBLAS algorithms. Leaves out
-// flash-style tiling (no T×T in memory) and tensor cores (16-bit storage is a later slice).
+// flash-style tiling (no T×T in memory) and tensor cores: 16-bit storage runs
+// storage_attention.cu (all heads in one batched call, att in 16 bits).
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"

@@ -61,14 +61,24 @@ struct GemmPlan::Impl {
   }
 };
 
-// Column-major view: row-major d (M,N) is dᵀ (N,M) = bᵀ-stored (K,N) transposed · aᵀ-stored
-// (K,M), so cuBLASLt's A is our b (op T) and its B is our a (op N): the "TN" layout that
-// every Hopper tensor-core kernel supports.
+std::int64_t common_alignment(std::initializer_list<const void*> pointers) {
+  std::uintptr_t bits = 256;
+  for (const void* p : pointers)
+    if (p) bits |= reinterpret_cast<std::uintptr_t>(p);
+  return static_cast<std::int64_t>(bits & (~bits + 1));  // lowest set bit, at most 256
+}
+
+// Column-major view: row-major d (M,N) is dᵀ (N,M) = op(b)ᵀ · op(a)ᵀ, so cuBLASLt's A is our b
+// and its B is our a. a_bt: A = b stored (K,N) op T, B = a stored (K,M) op N (the "TN" layout
+// every Hopper tensor-core kernel supports); a_b: A = b stored (N,K) op N, B = a stored (K,M)
+// op N; at_b: A = b stored (N,K) op N, B = a stored (M,K) op T.
 GemmPlan::GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms)
     : impl_(std::make_unique<Impl>()) {
   SB_CHECK(shape.M > 0 && shape.N > 0 && shape.K > 0 && max_algorithms > 0,
            "GemmPlan: M={} N={} K={} and {} algorithms must be positive", shape.M, shape.N, shape.K,
            max_algorithms);
+  SB_CHECK(shape.alignment > 0 && shape.alignment <= 256 && (shape.alignment & (shape.alignment - 1)) == 0,
+           "GemmPlan: alignment {} is not a power of two up to 256", shape.alignment);
   Impl& p = *impl_;
   p.ctx = &ctx;
   p.shape = shape;
@@ -76,17 +86,31 @@ GemmPlan::GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms)
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
   SB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.operation, compute, CUDA_R_32F));
-  const cublasOperation_t transpose = CUBLAS_OP_T, no_transpose = CUBLAS_OP_N;
+  const bool a_bt = shape.operands == GemmOperands::a_bt, at_b = shape.operands == GemmOperands::at_b;
+  const cublasOperation_t op_a = a_bt ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = at_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                 &transpose, sizeof transpose));
+                                                 &op_a, sizeof op_a));
   SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_TRANSB,
-                                                 &no_transpose, sizeof no_transpose));
+                                                 &op_b, sizeof op_b));
+  if (shape.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                   &epilogue, sizeof epilogue));
+  }
   const cudaDataType_t type = cuda_data_type(shape.precision);
+  const cudaDataType_t d_type = shape.float_output ? CUDA_R_32F : type;
   const auto M = static_cast<std::uint64_t>(shape.M), N = static_cast<std::uint64_t>(shape.N),
              K = static_cast<std::uint64_t>(shape.K);
-  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b_layout, type, K, N, shape.K));
-  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, type, K, M, shape.K));
-  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d_layout, type, N, M, shape.N));
+  if (a_bt)
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b_layout, type, K, N, shape.K));
+  else
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b_layout, type, N, K, shape.N));
+  if (at_b)
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, type, M, K, shape.M));
+  else
+    SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, type, K, M, shape.K));
+  SB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d_layout, d_type, N, M, shape.N));
 
   cublasLtMatmulPreference_t preference = nullptr;
   SB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -100,6 +124,12 @@ GemmPlan::GemmPlan(CudaContext& ctx, GemmShape shape, int max_algorithms)
   if (set == CUBLAS_STATUS_SUCCESS)
     set = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                                &reduction_schemes, sizeof reduction_schemes);
+  const auto alignment = static_cast<std::uint32_t>(shape.alignment);
+  for (const cublasLtMatmulPreferenceAttributes_t attribute :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (set == CUBLAS_STATUS_SUCCESS)
+      set = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment, sizeof alignment);
   std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(max_algorithms));
   int returned = 0;
   const cublasStatus_t query =
@@ -155,10 +185,15 @@ std::string describe(const GemmAlgorithmInfo& info) {
 }
 
 void GemmPlan::run(int algorithm, const void* a, const void* b, void* d, float alpha,
-                   float beta) const {
+                   float beta, const void* bias) const {
   const Impl& p = *impl_;
   SB_CHECK(algorithm >= 0 && algorithm < algorithm_count(),
            "GemmPlan::run: algorithm {} of {}", algorithm, algorithm_count());
+  SB_CHECK((bias != nullptr) == p.shape.bias, "GemmPlan::run: a bias {} for a plan {} the bias epilogue",
+           bias ? "given" : "missing", p.shape.bias ? "with" : "without");
+  if (bias)  // the pointer is an attribute of the descriptor; calls are stream-ordered
+    SB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &bias, sizeof bias));
   SB_CUBLAS_CHECK(cublasLtMatmul(p.ctx->cublaslt(), p.operation, &alpha, b, p.b_layout, a,
                                  p.a_layout, &beta, d, p.d_layout, d, p.d_layout,
                                  &p.algorithms[static_cast<std::size_t>(algorithm)].algo,

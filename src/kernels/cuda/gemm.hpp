@@ -1,8 +1,11 @@
 // Mixed-precision GEMM through cuBLASLt: fp32, tf32, fp16 and bf16 storage, fp32 accumulation,
-// precision chosen at run time. Leaves out fp8, epilogues (bias, GELU) and batched GEMMs.
+// precision chosen at run time; the three operand layouts of a linear layer's forward and
+// backward, an fp32 output for 16-bit inputs (fp32 parameter gradients) and the bias epilogue.
+// Leaves out fp8, the GELU epilogue and batched GEMMs (attention uses cuBLAS's).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,10 +28,25 @@ GemmPrecision parse_gemm_precision(std::string_view name);
 // Element type of a, b and d: f32, f32, f16, bf16.
 DType storage_dtype(GemmPrecision precision);
 
+// Which products of row-major a and b make row-major d (M,N):
+//   a_bt: d = a (M,K) · b (N,K)ᵀ   (a linear layer's forward: inp · weightᵀ)
+//   a_b:  d = a (M,K) · b (K,N)    (its input gradient: dout · weight)
+//   at_b: d = a (K,M)ᵀ · b (K,N)   (its weight gradient: doutᵀ · inp)
+enum class GemmOperands : int { a_bt, a_b, at_b };
+
 struct GemmShape {
   std::int64_t M, N, K;
   GemmPrecision precision;
+  GemmOperands operands = GemmOperands::a_bt;
+  bool float_output = false;  // d (and c) fp32 whatever a and b are: A/B 16-bit, C/D fp32
+  bool bias = false;          // d += bias (N) on every row, in d's type (cuBLASLt's epilogue)
+  // The alignment (bytes, a power of two, at most 256) every pointer of a call has: cuBLASLt's
+  // heuristic may propose a kernel that needs up to 256 (its default assumption).
+  std::int64_t alignment = 256;
 };
+
+// The alignment a call's pointers share (bytes, capped at 256), for GemmShape::alignment.
+std::int64_t common_alignment(std::initializer_list<const void*> pointers);
 
 // 2·M·N·K: the one FLOP count of a GEMM, shared by benchmarks and reports.
 inline double gemm_flops(const GemmShape& shape) {
@@ -59,9 +77,11 @@ class GemmPlan {
   const GemmShape& shape() const;
   int algorithm_count() const;
   GemmAlgorithmInfo algorithm_info(int algorithm) const;
-  // Row-major a (M,K), b (N,K), d (M,N), in storage_dtype: d = alpha a·bᵀ + beta d, on the
+  // Row-major a, b, d as the shape's operands say, in storage_dtype (d fp32 with
+  // float_output): d = alpha op(a)·op(b) + beta d (+ bias (N) with the bias epilogue), on the
   // context's stream (asynchronous). Throws if cuBLASLt rejects the algorithm.
-  void run(int algorithm, const void* a, const void* b, void* d, float alpha, float beta) const;
+  void run(int algorithm, const void* a, const void* b, void* d, float alpha, float beta,
+           const void* bias = nullptr) const;
 
  private:
   struct Impl;
@@ -94,6 +114,11 @@ struct GemmChoice {
 GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b,
                        void* d, std::int64_t M, std::int64_t N, std::int64_t K,
                        float beta);
+// The same for any shape (operand layout, fp32 output, bias epilogue); bias as run() takes it.
+// Both lower shape.alignment to what the pointers and the rows' byte lengths share (gemm()
+// and gemm_choice() of one call find the same plan).
+GemmChoice gemm_choice(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d,
+                       float beta, const void* bias = nullptr);
 
 // Plans and their chosen algorithms by call signature, owned by a CudaContext.
 struct GemmPlanCache {
@@ -102,13 +127,17 @@ struct GemmPlanCache {
     int algorithm = 0;
     bool tuned = false;
   };
-  // (M, N, K, precision, beta != 0)
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, bool>, Entry> plans;
+  // (M, N, K, precision, beta != 0, operands·4 + float_output·2 + bias, alignment)
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, bool, int, std::int64_t>, Entry> plans;
 };
 
 // d (M,N) = alpha a (M,K) · b (N,K)ᵀ + beta d, row-major (the layout of matmul_forward:
 // inp·weightᵀ), with the algorithm gemm_choice() picks (autotuned, cached per signature).
 void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
           std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 1.0f, float beta = 0.0f);
+// d = alpha op(a)·op(b) + beta d (+ bias) for any shape, with the plan gemm_choice() finds
+// (callers may leave shape.alignment at its default).
+void gemm(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d, float alpha,
+          float beta, const void* bias = nullptr);
 
 }  // namespace sb::kernels::cuda

@@ -33,9 +33,9 @@ struct EventPair {
 // Seconds per launch of `launches` back-to-back runs of one algorithm.
 double time_launches(CudaContext& ctx, const EventPair& events, const GemmPlan& plan,
                      int algorithm, const void* a, const void* b, void* d, float beta,
-                     int launches) {
+                     const void* bias, int launches) {
   SB_CUDA_CHECK(cudaEventRecord(events.start, ctx.stream()));
-  for (int i = 0; i < launches; ++i) plan.run(algorithm, a, b, d, 1.0f, beta);
+  for (int i = 0; i < launches; ++i) plan.run(algorithm, a, b, d, 1.0f, beta, bias);
   SB_CUDA_CHECK(cudaEventRecord(events.stop, ctx.stream()));
   SB_CUDA_CHECK(cudaEventSynchronize(events.stop));
   float ms = 0;
@@ -47,7 +47,7 @@ double time_launches(CudaContext& ctx, const EventPair& events, const GemmPlan& 
 // scratch copy). A candidate that cuBLASLt refuses at launch is skipped; rank 0 is the
 // fallback when every candidate is refused (the real call then reports the error).
 int fastest_algorithm(CudaContext& ctx, const GemmPlan& plan, const void* a, const void* b,
-                      void* d, float beta) {
+                      void* d, float beta, const void* bias) {
   const EventPair events;
   int launches = 0;
   int best = 0;
@@ -55,13 +55,13 @@ int fastest_algorithm(CudaContext& ctx, const GemmPlan& plan, const void* a, con
   for (int algorithm = 0; algorithm < plan.algorithm_count(); ++algorithm) {
     double seconds = 1e30;
     try {
-      for (int i = 0; i < kWarmups; ++i) plan.run(algorithm, a, b, d, 1.0f, beta);
+      for (int i = 0; i < kWarmups; ++i) plan.run(algorithm, a, b, d, 1.0f, beta, bias);
       if (launches == 0) {  // sized once, on the best-ranked candidate, the same for all
-        const double estimate = time_launches(ctx, events, plan, algorithm, a, b, d, beta, 1);
+        const double estimate = time_launches(ctx, events, plan, algorithm, a, b, d, beta, bias, 1);
         launches = std::clamp(static_cast<int>(kRoundSeconds / std::max(estimate, 1e-7)), 3, 50);
       }
       for (int round = 0; round < kRounds; ++round)
-        seconds = std::min(seconds, time_launches(ctx, events, plan, algorithm, a, b, d, beta, launches));
+        seconds = std::min(seconds, time_launches(ctx, events, plan, algorithm, a, b, d, beta, bias, launches));
     } catch (const Error&) {
       cudaGetLastError();  // a refused launch leaves no sticky error; clear a stray one
       SB_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
@@ -83,12 +83,21 @@ bool stream_is_capturing(cudaStream_t stream) {
 
 }  // namespace
 
-GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b,
-                       void* d, std::int64_t M, std::int64_t N, std::int64_t K,
-                       float beta) {
-  const GemmShape shape{M, N, K, precision};
-  GemmPlanCache::Entry& entry =
-      ctx.gemm_plans().plans[std::make_tuple(M, N, K, static_cast<int>(precision), beta != 0.0f)];
+GemmChoice gemm_choice(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d,
+                       float beta, const void* bias) {
+  // Every row of a matrix starts where its pointer plus a multiple of its row's bytes does.
+  const auto in_bytes = static_cast<std::uintptr_t>(dtype_bytes(storage_dtype(shape.precision)));
+  const std::uintptr_t d_bytes = shape.float_output ? sizeof(float) : in_bytes;
+  const auto row = [](std::int64_t count, std::uintptr_t bytes) {
+    return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(count) * bytes);
+  };
+  const std::int64_t a_row = shape.operands == GemmOperands::at_b ? shape.M : shape.K;
+  const std::int64_t b_row = shape.operands == GemmOperands::a_bt ? shape.K : shape.N;
+  shape.alignment = std::min(shape.alignment, common_alignment({a, b, d, bias, row(a_row, in_bytes),
+                                                                row(b_row, in_bytes), row(shape.N, d_bytes)}));
+  const int variant = static_cast<int>(shape.operands) * 4 + (shape.float_output ? 2 : 0) + (shape.bias ? 1 : 0);
+  GemmPlanCache::Entry& entry = ctx.gemm_plans().plans[std::make_tuple(
+      shape.M, shape.N, shape.K, static_cast<int>(shape.precision), beta != 0.0f, variant, shape.alignment)];
   if (!entry.plan) {
     entry.plan = std::make_unique<GemmPlan>(ctx, shape, kGemmAutotuneCandidates);
     entry.algorithm = 0;
@@ -96,15 +105,15 @@ GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a,
   }
   const bool tune = ctx.gemm_autotune() && entry.plan->algorithm_count() > 1;
   if (tune && !entry.tuned && !stream_is_capturing(ctx.stream())) {
-    const std::size_t d_bytes = static_cast<std::size_t>(M) * static_cast<std::size_t>(N) *
-                                dtype_bytes(storage_dtype(precision));
+    const std::size_t d_bytes = static_cast<std::size_t>(shape.M) * static_cast<std::size_t>(shape.N) *
+                                (shape.float_output ? sizeof(float) : dtype_bytes(storage_dtype(shape.precision)));
     if (beta == 0.0f) {
-      entry.algorithm = fastest_algorithm(ctx, *entry.plan, a, b, d, beta);
+      entry.algorithm = fastest_algorithm(ctx, *entry.plan, a, b, d, beta, bias);
     } else {
       DeviceBuffer<std::uint8_t> scratch_d(static_cast<std::int64_t>(d_bytes));
       SB_CUDA_CHECK(cudaMemcpyAsync(scratch_d.data(), d, d_bytes, cudaMemcpyDeviceToDevice,
                                     ctx.stream()));
-      entry.algorithm = fastest_algorithm(ctx, *entry.plan, a, b, scratch_d.data(), beta);
+      entry.algorithm = fastest_algorithm(ctx, *entry.plan, a, b, scratch_d.data(), beta, bias);
       SB_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));  // before cudaFree of the scratch
     }
     entry.tuned = true;
@@ -112,10 +121,21 @@ GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a,
   return {entry.plan.get(), tune ? entry.algorithm : 0, tune && entry.tuned};
 }
 
+GemmChoice gemm_choice(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b,
+                       void* d, std::int64_t M, std::int64_t N, std::int64_t K,
+                       float beta) {
+  return gemm_choice(ctx, GemmShape{M, N, K, precision}, a, b, d, beta);
+}
+
 void gemm(CudaContext& ctx, GemmPrecision precision, const void* a, const void* b, void* d,
           std::int64_t M, std::int64_t N, std::int64_t K, float alpha, float beta) {
-  const GemmChoice choice = gemm_choice(ctx, precision, a, b, d, M, N, K, beta);
-  choice.plan->run(choice.algorithm, a, b, d, alpha, beta);
+  gemm(ctx, GemmShape{M, N, K, precision}, a, b, d, alpha, beta);
+}
+
+void gemm(CudaContext& ctx, GemmShape shape, const void* a, const void* b, void* d, float alpha,
+          float beta, const void* bias) {
+  const GemmChoice choice = gemm_choice(ctx, shape, a, b, d, beta, bias);
+  choice.plan->run(choice.algorithm, a, b, d, alpha, beta, bias);
 }
 
 }  // namespace sb::kernels::cuda

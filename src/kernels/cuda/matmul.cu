@@ -1,5 +1,6 @@
 // CUDA fully connected layer: the two GEMMs through cuBLAS (fp32, no TF32), bias as small
-// kernels. Leaves out fused epilogues and 16-bit storage (gemm.hpp covers mixed precision).
+// kernels. Leaves out fused epilogues and 16-bit storage (storage_matmul.cu: cuBLASLt through
+// gemm.hpp, the bias in the epilogue).
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"
