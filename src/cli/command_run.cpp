@@ -20,6 +20,7 @@
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
+#include "runtime/device_runtime.hpp"
 #include "train/checkpoint.hpp"
 #include "train/config.hpp"
 #include "train/suite.hpp"
@@ -66,6 +67,22 @@ RunOverview read_run_overview(const fs::path& file, const std::string& id) {
   return r;
 }
 
+// Cases on device cuda need a GPU per rank on this machine (NCCL takes one rank per GPU):
+// refused before any case runs, so a suite never half-runs for want of GPUs.
+void check_gpus_for(const train::Suite& suite, const std::vector<train::TrainConfig>& configs) {
+  const int gpus = visible_gpu_count();
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].device != "cuda") continue;
+    const train::SuiteCase& c = suite.cases[i];
+    SB_USER_CHECK(gpus > 0,
+                  "{}: case '{}' runs on device cuda, but no CUDA device visible on this machine; run the suite on a "
+                  "GPU node", suite.source, c.id);
+    SB_USER_CHECK(c.world_size <= gpus,
+                  "{}: case '{}' runs {} ranks on device cuda, one GPU each, and this machine shows {} GPU(s); "
+                  "lower strategy.dp", suite.source, c.id, c.world_size, gpus);
+  }
+}
+
 std::string cell(double value, const char* format) {
   return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : "-";
 }
@@ -90,6 +107,7 @@ std::function<int()> add_run_command(CLI::App& app) {
     // finetune.from and distill.teacher: run:<case> is the checkpoint an earlier case of this
     // suite writes (load_suite checked that it is an earlier case)
     std::vector<YAML::Node> configs;
+    std::vector<train::TrainConfig> parsed;
     std::map<std::string, fs::path> checkpoints;  // case id -> where it writes its checkpoint
     for (const auto& c : suite.cases) {
       YAML::Node config = YAML::Clone(c.config);
@@ -101,10 +119,11 @@ std::function<int()> add_run_command(CLI::App& app) {
         SB_CHECK(earlier != checkpoints.end(), "case '{}' names '{}': load_suite let it through", c.id, from);
         config[block][key] = fs::absolute(earlier->second).string();
       }
-      checkpoints[c.id] = train::checkpoint_path_of(train::parse_train_config(config, suite.source),
-                                                    cases_dir / (file_id_of(c.id) + ".h5"), c.id);
+      parsed.push_back(train::parse_train_config(config, suite.source));
+      checkpoints[c.id] = train::checkpoint_path_of(parsed.back(), cases_dir / (file_id_of(c.id) + ".h5"), c.id);
       configs.push_back(config);
     }
+    check_gpus_for(suite, parsed);
 
     fs::create_directories(out_dir);
     fs::create_directories(cases_dir);

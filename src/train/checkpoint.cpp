@@ -15,6 +15,7 @@
 #include "io/checkpoint_file.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
+#include "train/device_staging.hpp"
 
 namespace sb::train {
 
@@ -163,13 +164,16 @@ void Checkpointer::save(std::int64_t steps_done) {
   put_i64(mine, grid_.tp_rank());
   put_i64(mine, grid_.pp_rank());
   put_i64(mine, state.begin);
-  // data-parallel replicas hold the same parameters: dp rank 0's copy is kept
-  put_floats(mine, grid_.dp_rank() == 0 ? task_.parameters_flat() : std::span<float>{});
-  put_floats(mine, task_.untrained_state_flat());
+  // data-parallel replicas hold the same parameters: dp rank 0's copy is kept. Every tensor is
+  // staged through host memory (the task's may be on the GPU).
+  const Device device = task_.device();
+  const auto host = [device](std::span<const float> values) { return copy_to_host(values, device); };
+  put_floats(mine, host(grid_.dp_rank() == 0 ? task_.parameters_flat() : std::span<float>{}));
+  put_floats(mine, host(task_.untrained_state_flat()));
   put_i64(mine, static_cast<std::int64_t>(state.tensors.size()));
   for (const auto& [name, values] : state.tensors) {
     put_text(mine, name);
-    put_floats(mine, values);
+    put_floats(mine, host(values));
   }
   const std::vector<std::string> all = parallel::gather_text(world_, mine, 0);
   if (world_.rank() == 0) {
@@ -250,13 +254,14 @@ std::int64_t Checkpointer::resume(std::int64_t total_steps) {
   SB_USER_CHECK(replica->parameters.size() == parameters.size(),
                 "checkpoint {} holds {} parameters for tp rank {}, pp rank {}, but this model has {} there",
                 from.string(), replica->parameters.size(), t, p, parameters.size());
-  std::copy(replica->parameters.begin(), replica->parameters.end(), parameters.begin());
+  const Device device = task_.device();
+  copy_from_host(parameters, device, std::span<const float>(replica->parameters));
   const std::span<float> untrained = task_.untrained_state_flat();
   const io::CheckpointRank& statistics = same ? *same : *replica;
   SB_USER_CHECK(statistics.untrained_state.size() == untrained.size(),
                 "checkpoint {} holds {} running statistics for tp rank {}, pp rank {}, but this model has {}",
                 from.string(), statistics.untrained_state.size(), t, p, untrained.size());
-  std::copy(statistics.untrained_state.begin(), statistics.untrained_state.end(), untrained.begin());
+  copy_from_host(untrained, device, std::span<const float>(statistics.untrained_state));
   task_.parameters_updated();
 
   // Optimizer tensors: the saved pieces (whole, or ZeRO-1 shards) laid over the flat parameter
@@ -284,7 +289,8 @@ std::int64_t Checkpointer::resume(std::int64_t total_steps) {
                   name, state.begin, state.begin + state.count);
     SB_CHECK(static_cast<std::int64_t>(values.size()) == state.count, "optimizer tensor '{}' of {} for {}", name,
              values.size(), state.count);
-    std::copy_n(full.begin() + state.begin, state.count, values.begin());
+    copy_from_host(values, device, std::span<const float>(full).subspan(static_cast<std::size_t>(state.begin),
+                                                                        static_cast<std::size_t>(state.count)));
   }
   state.set_step_count(integer("optimizer_step"));
   if (optim::LossScaler* scaler = step_.loss_scaler()) {

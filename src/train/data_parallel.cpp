@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
 
 namespace sb::train {
@@ -39,16 +40,20 @@ double union_length(std::vector<std::pair<double, double>> intervals, double cut
 
 BucketedAllReduce::BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients,
                                      std::int64_t bucket_bytes, bool overlap, const std::string& algorithm,
-                                     MemoryTracker& tracker)
+                                     MemoryTracker& tracker, kernels::Backend backend)
     : dp_(dp),
       gradients_(gradients),
+      kernels_(kernels::kernels_for(backend)),
+      device_(kernels::memory_device(backend)),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       overlap_(overlap),
       ring_(algorithm == "ring"),
       packed_(tracker, MemoryCategory::comm, static_cast<std::int64_t>(gradients.size() * sizeof(float)),
-              "dp all-reduce buckets") {
+              "dp all-reduce buckets", device_) {
   SB_USER_CHECK(bucket_bytes > 0, "strategy.bucket_mb must be positive");
   SB_USER_CHECK(algorithm == "ring" || algorithm == "mpi", "strategy.allreduce '{}' is not ring or mpi", algorithm);
+  SB_USER_CHECK(!ring_ || device_ == Device::cpu,
+                "strategy.allreduce ring adds in host memory; gradients on the GPU take strategy.allreduce: mpi");
 }
 
 void BucketedAllReduce::start_bucket(std::int64_t end) {
@@ -77,7 +82,8 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
            total);
-  std::copy_n(gradients_.data() + offset, count, packed_.as<float>() + cursor_);
+  copy_device_bytes(packed_.as<float>() + cursor_, device_, gradients_.data() + offset, device_,
+                    static_cast<std::size_t>(count) * sizeof(float));
   pieces_.push_back({offset, count, cursor_});
   cursor_ += count;
   if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
@@ -97,13 +103,14 @@ void BucketedAllReduce::finish(double local_scale) {
     bucket.request.wait();
     if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
   }
+  // The sums back into place, then one scale of the whole gradient: float(sum · scale), each
+  // product rounded once from an exact double product, as the float multiply it replaces.
   const float scale = static_cast<float>(local_scale / dp_.size());
   const float* packed = packed_.as<float>();
-  for (const Piece& piece : pieces_) {
-    float* out = gradients_.data() + piece.offset;
-    const float* in = packed + piece.packed_at;
-    for (std::int64_t i = 0; i < piece.count; ++i) out[i] = in[i] * scale;
-  }
+  for (const Piece& piece : pieces_)
+    copy_device_bytes(gradients_.data() + piece.offset, device_, packed + piece.packed_at, device_,
+                      static_cast<std::size_t>(piece.count) * sizeof(float));
+  if (scale != 1.0f) kernels_.scale_inplace(gradients_.data(), cursor_, static_cast<double>(scale));
   std::vector<std::pair<double, double>> intervals;
   for (const Bucket& bucket : buckets_) intervals.emplace_back(bucket.start_s, bucket.done_s);
   figures_.bytes = cursor_ * static_cast<std::int64_t>(sizeof(float));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/memory.hpp"
+#include "kernels/kernels.hpp"
 #include "optim/parameter_slice.hpp"
 #include "parallel/communicator.hpp"
 #include "train/gradient_sync.hpp"
@@ -32,11 +33,15 @@ struct GradientExchangeFigures {
 // starts the last bucket, waits for all and unpacks them scaled into the gradients. With
 // overlap off every bucket starts in finish(), after backward: the baseline overlap is
 // measured against. The comm buffer (one float per parameter) is charged to category comm.
-// algorithm "ring" runs parallel/ring.hpp (bytes sent are counted); "mpi" MPI_Iallreduce.
+// algorithm "ring" runs parallel/ring.hpp (bytes sent are counted, host memory only); "mpi" the
+// communicator's own iall_reduce (MPI_Iallreduce; NCCL for device memory under the NCCL
+// communicator). The gradients and the comm buffer live in `backend`'s memory: packing and
+// unpacking are device copies and the averaging is the backend's scale_inplace.
 class BucketedAllReduce final : public GradientSync {
  public:
   BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients, std::int64_t bucket_bytes,
-                    bool overlap, const std::string& algorithm, MemoryTracker& tracker);
+                    bool overlap, const std::string& algorithm, MemoryTracker& tracker,
+                    kernels::Backend backend = kernels::Backend::cpu);
   void ready(std::int64_t offset, std::int64_t count) override;
   void finish(double local_scale) override;
   const GradientExchangeFigures& last_step() const { return figures_; }
@@ -55,6 +60,8 @@ class BucketedAllReduce final : public GradientSync {
 
   parallel::Communicator& dp_;
   std::span<float> gradients_;
+  const kernels::KernelTable& kernels_;
+  Device device_;
   std::int64_t bucket_elements_;
   bool overlap_, ring_;
   TrackedBuffer packed_;  // comm: (parameters) in ready order

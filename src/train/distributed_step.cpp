@@ -15,6 +15,8 @@
 #include "core/check.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
+#include "runtime/device_runtime.hpp"
+#include "train/device_staging.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace sb::train {
@@ -98,6 +100,7 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
                                  kernels::Backend backend, MemoryTracker& tracker)
     : config_(config),
       task_(task),
+      device_(kernels::memory_device(backend)),
       dp_(grid.dp_comm()),
       tp_(grid.tp_comm()),
       scaler_(loss_scaler_of(config.precision)),
@@ -123,7 +126,8 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
   } else if (dp.size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
     all_reduce_ = std::make_unique<BucketedAllReduce>(dp, task.gradients_flat(), bucket_bytes,
-                                                      config.strategy.overlap, config.strategy.allreduce, tracker);
+                                                      config.strategy.overlap, config.strategy.allreduce, tracker,
+                                                      backend);
     task.set_gradient_sync(all_reduce_.get());
   }
   if (config.strategy.batchnorm == "sync" && dp.size() > 1)
@@ -131,6 +135,12 @@ DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, 
   optimizer_state_.begin = zero_ ? std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(parameters.size())) : 0;
   optimizer_step_ =
       make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
+}
+
+// Before a timestamp: the host threads' work and the GPU's queued work are done.
+void DistributedStep::finish_queued_work() const {
+  Kokkos::fence();
+  synchronize_device(device_);
 }
 
 StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
@@ -143,10 +153,9 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (step + 1 == inject_overflow_step_) {
     // every gradient of this rank: also those the norm leaves out (a pipeline's second copy of
     // a tied embedding), which the optimizer would otherwise apply
-    const std::span<float> gradients = task_.gradients_flat();
-    std::fill(gradients.begin(), gradients.end(), std::numeric_limits<float>::infinity());
+    fill_floats(task_.gradients_flat(), device_, std::numeric_limits<float>::infinity());
   }
-  Kokkos::fence();
+  finish_queued_work();
   r.backward_end_s = comm_clock_seconds();
   const auto& tp_records = tp_.stats().records();
   for (std::size_t i = tp_first; i < tp_records.size(); ++i) r.tp_comm_s += tp_records[i].seconds;
@@ -165,7 +174,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.grad_norm = optimizer_step_(r.lr, {.loss_scale = r.loss_scale, .skip_non_finite = true});
   r.skipped = !std::isfinite(r.grad_norm);
   if (scaler_) scaler_->update(r.skipped);
-  Kokkos::fence();
+  finish_queued_work();
   r.optimizer_end_s = comm_clock_seconds();
   if (zero_ && !r.skipped) {
     zero_->gather_parameters();
@@ -173,6 +182,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   }
   if (constraints_ && !r.skipped) constraints_->constrain_parameters(task_.parameters_flat());
   if (!r.skipped) task_.parameters_updated();
+  finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
   return r;
 }

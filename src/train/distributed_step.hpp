@@ -84,8 +84,11 @@ class DistributedStep {
   bool scales_loss() const { return scaler_.has_value(); }
 
  private:
+  void finish_queued_work() const;
+
   const TrainConfig& config_;
   TrainingTask& task_;
+  Device device_;  // where the task's parameters, gradients and the optimizer state live
   parallel::Communicator& dp_;
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;

@@ -14,6 +14,7 @@
 #include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "train/device_staging.hpp"
 #include "train/gpt_pipeline_stage.hpp"
 #include "train/model_parallel_plumbing.hpp"
 #include "train/pipeline_executor.hpp"
@@ -103,6 +104,7 @@ class LanguageModelTask final : public TrainingTask {
       SB_CHECK(m.numel() > 0, "weight matrix {} of gpt {} is empty", m.name, g.name);
     return matrices;
   }
+  Device device() const override { return model_.device(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }
@@ -174,7 +176,9 @@ class LanguageModelTask final : public TrainingTask {
   // rank's rows are [vocab_begin, vocab_begin + V_r); the maxima meet over the tp group.
   void predictions(std::int64_t rows, std::vector<std::int32_t>& predicted) {
     const gpt::GptShard& sh = model_.shard();
-    const S* logits = model_.logits();
+    const std::vector<S> staged = copy_to_host(std::span<const S>(model_.logits(), static_cast<std::size_t>(rows * sh.V_tp)),
+                                               model_.device());
+    const S* logits = staged.data();
     std::vector<float> best(static_cast<std::size_t>(rows));
     predicted.resize(static_cast<std::size_t>(rows));
     for (std::int64_t r = 0; r < rows; ++r) {

@@ -10,6 +10,7 @@
 #include "core/check.hpp"
 #include "core/finite_scan.hpp"
 #include "parallel/gather_text.hpp"
+#include "train/device_staging.hpp"
 
 namespace sb::train {
 
@@ -22,19 +23,32 @@ struct Finding {
   std::string where;
 };
 
+// The tensors as host copies (their storage appended to `held`), for the scan on the host: the
+// task's tensors may be on the GPU. Only a step that already failed pays for the copies.
+std::vector<NamedValues> staged_on_host(std::vector<NamedValues> tensors, Device device,
+                                        std::vector<std::vector<float>>& held) {
+  held.reserve(held.size() + tensors.size());
+  for (NamedValues& t : tensors) {
+    held.push_back(copy_to_host(t.values, device));
+    t.values = held.back();
+  }
+  return tensors;
+}
+
 Finding scan_this_rank(TrainingTask& task, int pp_rank, int rank, int world_size) {
+  std::vector<std::vector<float>> held;
   const std::string on_rank = world_size > 1 ? fmt::format(" on rank {}", rank) : "";
   const auto key = [pp_rank](std::int64_t kind, std::size_t index) {
     return (kind << 48) + (static_cast<std::int64_t>(pp_rank) << 32) + static_cast<std::int64_t>(index);
   };
-  const std::vector<NamedValues> activations = task.forward_values();
+  const std::vector<NamedValues> activations = staged_on_host(task.forward_values(), task.device(), held);
   if (const auto hit = first_non_finite(activations)) {
     const NamedValues& t = activations[hit->tensor];
     const std::string what = t.name == "losses" ? std::string("the per-token losses")
                                                 : "the forward activation " + describe_tensor(t);
     return {key(0, hit->tensor), fmt::format("({}) first appeared in {}{}", hit->value, what, on_rank)};
   }
-  const std::vector<NamedValues> gradients = task.gradient_values();
+  const std::vector<NamedValues> gradients = staged_on_host(task.gradient_values(), task.device(), held);
   if (const auto hit = first_non_finite(gradients)) {
     const NamedValues& t = gradients[hit->tensor];
     return {key(1, hit->tensor),

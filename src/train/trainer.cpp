@@ -37,7 +37,9 @@
 #include "train/model_parallel_check.hpp"
 #include "train/non_finite_check.hpp"
 #include "train/parameter_constraints.hpp"
+#include "runtime/device_runtime.hpp"
 #include "runtime/parallel_runtime.hpp"
+#include "train/world_communicator.hpp"
 #include "train/progress.hpp"
 #include "train/training_task.hpp"
 
@@ -46,6 +48,28 @@ namespace sb::train {
 namespace {
 
 using parallel::comm_clock_seconds;
+
+// device cuda: the GPT language model, whole on every rank (the cuda GPT has no tensor or
+// pipeline shards yet), data parallel through the communicator's own all-reduce (NCCL), with
+// the optimizer state whole on each rank. What needs host memory or another model is refused.
+void check_supported_on_cuda(const TrainConfig& c) {
+  SB_USER_CHECK(!trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
+                "train ResNets with device: cpu", c.source, c.model.name);
+  SB_USER_CHECK(c.data.dataset == "sotu", "{}: data.dataset {} on device cuda: the GPU trainer runs the GPT language "
+                "model on sotu so far (sequence classification trains with device: cpu)", c.source, c.data.dataset);
+  for (const auto& [key, size] : {std::pair{"strategy.tp", c.strategy.tp}, std::pair{"strategy.pp", c.strategy.pp}})
+    SB_USER_CHECK(size == 1, "{}: {} {} on device cuda: the GPU model is whole on every rank (its tensor-parallel "
+                  "and pipeline shards run with device: cpu); scale with strategy.dp", c.source, key, size);
+  SB_USER_CHECK(c.strategy.zero == 0, "{}: strategy.zero {} on device cuda: ZeRO-1's ring exchange runs in host "
+                "memory; use zero 0 (or device: cpu)", c.source, c.strategy.zero);
+  SB_USER_CHECK(c.strategy.dp == 1 || c.strategy.allreduce == "mpi",
+                "{}: strategy.allreduce {} on device cuda: the ring all-reduce adds in host memory; set "
+                "strategy.allreduce: mpi (the communicator's own all-reduce, NCCL on GPUs)",
+                c.source, c.strategy.allreduce);
+  SB_USER_CHECK(c.finetune.from.empty() && c.prune.pattern.empty() && c.distill.teacher.empty(),
+                "{}: finetune, prune and distill on device cuda: their masks and teacher run in host memory; "
+                "use device: cpu", c.source);
+}
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const TrainConfig& c) {
@@ -58,15 +82,12 @@ void check_supported(const TrainConfig& c) {
                 "{}: the trainer shards optimizer state (strategy.zero 1) but not gradients or parameters; "
                 "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
-  if (c.precision.dtype != "fp32") {
-    SB_USER_CHECK(c.device == "cpu", "{}: precision {} runs on device cpu so far, not '{}'", c.source,
-                  c.precision.dtype, c.device);
-  }
   SB_USER_CHECK(c.precision.main_grads == "fp32",
                 "{}: the trainer keeps fp32 main gradients; precision.main_grads '{}' is for the cost model "
                 "(predict/plan)", c.source, c.precision.main_grads);
   SB_USER_CHECK(c.strategy.recompute == "none", "{}: strategy.recompute '{}' is not available in the trainer yet",
                 c.source, c.strategy.recompute);
+  if (c.device == "cuda") check_supported_on_cuda(c);
 }
 
 // SB_INJECT_FAILURE="RANK:STEP:error|kill|usr1|term" makes that rank fail at the start of that
@@ -85,6 +106,26 @@ void inject_failure_if_asked(int rank, std::int64_t step) {
   if (std::string_view(mode) == "usr1") return static_cast<void>(std::raise(SIGUSR1));
   if (std::string_view(mode) == "term") return static_cast<void>(std::raise(SIGTERM));
   throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
+}
+
+// The run's context with the device's part: the GPU and its driver (rank 0's), and how step
+// times were taken. The host clock times every step; on cuda the step waits for the GPU
+// (cudaDeviceSynchronize) before each of its timestamps, so the time is the GPU's work too.
+io::Attributes run_context_on(Device device, io::Attributes context) {
+  const auto set = [&context](const std::string& name, io::AttrValue value) {
+    for (auto& [key, old] : context)
+      if (key == name) return static_cast<void>(old = std::move(value));
+    context.emplace_back(name, std::move(value));
+  };
+  if (device == Device::cuda) {
+    const GpuDescription gpu = current_gpu_description();
+    set("gpu_model", gpu.model);
+    set("driver", gpu.driver);
+    set("step_timing", std::string("host clock after cudaDeviceSynchronize"));
+  } else {
+    set("step_timing", std::string("host clock after Kokkos::fence"));
+  }
+  return context;
 }
 
 // Every rank's timeline rows (one per step; every rank ran the same steps), gathered at the end
@@ -220,13 +261,9 @@ TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);  // "not compiled: cuda" before any work
-  // The CUDA kernels take device pointers, and every tensor of this trainer lives in host
-  // memory: refuse here rather than hand host pointers to the GPU (device-resident training
-  // is the next slice of the GPU issue).
-  SB_USER_CHECK(backend != kernels::Backend::cuda,
-                "{}: device 'cuda' cannot train yet: this build has the CUDA kernels but the "
-                "trainer keeps its tensors in host memory; use device: cpu", c.source);
-  const std::unique_ptr<parallel::Communicator> world = parallel::make_mpi_world_communicator();
+  const Device device = kernels::memory_device(backend);
+  // on cuda: this rank's GPU chosen, then NCCL around MPI; every tensor below lives on it
+  const std::unique_ptr<parallel::Communicator> world = make_world_communicator(device, c.source);
   SB_USER_CHECK(world->size() == c.strategy.world_size(),
                 "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with mpirun -np {}",
                 c.source, c.strategy.world_size(), world->size(), c.strategy.world_size());
@@ -260,7 +297,7 @@ TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path
   // ---- the result file, on rank 0: status reads "interrupted" until finish() ----
   std::optional<io::ResultsFile> file;
   std::optional<io::RunWriter> run;
-  const io::Attributes context = metrics::collect_run_context(threads, MPI_COMM_WORLD);
+  const io::Attributes context = run_context_on(device, metrics::collect_run_context(threads, MPI_COMM_WORLD));
   if (root) {
     file.emplace(append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out));
     io::Attributes attrs = {

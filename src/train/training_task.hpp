@@ -60,6 +60,10 @@ class TrainingTask {
   // BatchNorm statistics summed over every data-parallel rank (models without BatchNorm
   // refuse); `all_reduce_sum` adds a vector of doubles over the ranks in place.
   virtual void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum);
+  // Where parameters_flat(), gradients_flat(), the NamedValues lists below and the optimizer
+  // state live: host memory, or the GPU under device cuda. Host code reads them through
+  // train/device_staging.hpp.
+  virtual Device device() const { return Device::cpu; }
   // fp32: the weights; under mixed precision the fp32 master weights. Gradients are fp32 always.
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_harness.hpp"
+#include "runtime/device_runtime.hpp"
 
 namespace sb::testing {
 namespace {
@@ -79,9 +80,21 @@ INSTANTIATE_TEST_SUITE_P(
                  "the trainer keeps fp32 main gradients; precision.main_grads 'storage' is for the cost model"},
         BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "the trainer runs interleave 1"},
-        // "not compiled: cuda (...; use device: cpu)" without CUDA; with it, the trainer refuses
-        // until training is device-resident ("...; use device: cpu").
-        BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"}),
+        // "not compiled: cuda (...; use device: cpu)" without CUDA; with it and no GPU, "no CUDA
+        // device visible on this machine; use device: cpu" (tests/cuda trains where one is).
+        BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"},
+        // what device cuda refuses, in any build, before it looks for a GPU
+        BadInput{"cuda_tensor_parallel", std::string(kGoodCase) + "device: cuda\nstrategy: {tp: 2}\n", "",
+                 "strategy.tp 2 on device cuda: the GPU model is whole on every rank"},
+        BadInput{"cuda_pipeline_parallel", std::string(kGoodCase) + "device: cuda\nstrategy: {pp: 2}\n", "",
+                 "strategy.pp 2 on device cuda"},
+        BadInput{"cuda_resnet", "model: resnet-mini\ndata: mnist\nsteps: 2\ndevice: cuda\n", "",
+                 "model resnet-mini on device cuda: the GPU trainer runs the GPT language model so far"},
+        BadInput{"cuda_ring_all_reduce", std::string(kGoodCase) + "device: cuda\nstrategy: {dp: 2}\n", "",
+                 "strategy.allreduce ring on device cuda: the ring all-reduce adds in host memory; set "
+                 "strategy.allreduce: mpi"},
+        BadInput{"cuda_zero", std::string(kGoodCase) + "device: cuda\nstrategy: {zero: 1}\n", "",
+                 "strategy.zero 1 on device cuda"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 TEST(BadData, TruncatedCorpusIsNamed) {
@@ -95,6 +108,36 @@ TEST(BadData, TruncatedCorpusIsNamed) {
   const auto r = scratch.run("train --config " + config.string() + " --out " + out.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("truncated or modified"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// The GPU suite and config on a machine without a GPU: each parses (no config error comes
+// first), then one sentence, exit 2, and nothing started or written.
+TEST(NoGpu, GpuSuiteIsRefusedBeforeAnyCase) {
+  if (visible_gpu_count() > 0) GTEST_SKIP() << "a GPU is visible here: the suite would run";
+  Scratch scratch;
+  const auto out = scratch.path("results");
+  const auto r = scratch.run("run " + std::string(SB_SOURCE_DIR) + "/suites/gpu.yaml --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("gpu.yaml: case 'gpt2-124m-fp32' runs on device cuda, but no CUDA device visible on "
+                               "this machine"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "the suite started before refusing";
+}
+
+TEST(NoGpu, Gpt2CudaConfigIsRefusedWithoutAGpu) {
+  if (visible_gpu_count() > 0) GTEST_SKIP() << "a GPU is visible here: the config would train";
+  Scratch scratch;
+  const auto out = scratch.path("out.h5");
+  const auto r = scratch.run("train --config " + std::string(SB_SOURCE_DIR) +
+                             "/models/gpt/configs/gpt2-124m-cuda.yaml --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  // a build without CUDA says "not compiled: cuda" first
+  const bool refused = r.stderr_text.find("no CUDA device visible on this machine") != std::string::npos ||
+                       r.stderr_text.find("not compiled: cuda") != std::string::npos;
+  EXPECT_TRUE(refused) << r.stderr_text;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

@@ -23,6 +23,7 @@
 #include "runtime/parallel_runtime.hpp"
 #include "train/config.hpp"
 #include "parallel/process_grid.hpp"
+#include "train/data_parallel.hpp"
 #include "train/distributed_step.hpp"
 #include "train/training_task.hpp"
 
@@ -169,6 +170,44 @@ TEST(DataParallel, ResnetZeroOneWithSgdEqualsPlainDataParallel) {
   const auto n = static_cast<std::int64_t>(plain.parameters.size());
   const std::int64_t shard = (n + world().size() - 1) / world().size();
   EXPECT_EQ(zero.optimizer_bytes, 4 * std::min(shard, n - shard * world().rank()));  // one momentum buffer
+}
+
+// The bucket exchange alone, on both algorithms, with and without overlap: backward reports
+// the gradients in pieces out of flat order (last layer first, uneven sizes, buckets of 16
+// floats cutting through pieces); finish() leaves each element at (sum over ranks) · scale /
+// ranks, bit for bit: the values are small integers, so every sum is exact, and the product is
+// rounded once (float(sum · float(scale / ranks)), as a float multiply), whichever rank order
+// the reduction took. Packing and unpacking go through the device copies the GPU path uses.
+TEST(DataParallel, BucketsPackAndUnpackEveryPieceInPlace) {
+  const int n = world().size();
+  constexpr std::int64_t kCount = 1003;
+  constexpr double kLocalScale = 0.5;
+  const auto value = [](int rank, std::int64_t i) { return static_cast<float>((rank + 1) * (i % 7) - 3); };
+  for (const char* algorithm : {"ring", "mpi"}) {
+    for (bool overlap : {true, false}) {
+      MemoryTracker tracker;
+      std::vector<float> gradients(kCount);
+      for (std::int64_t i = 0; i < kCount; ++i) gradients[static_cast<std::size_t>(i)] = value(world().rank(), i);
+      BucketedAllReduce exchange(world(), gradients, 16 * sizeof(float), overlap, algorithm, tracker);
+      EXPECT_EQ(tracker.usage().of(MemoryCategory::comm), static_cast<std::int64_t>(kCount * sizeof(float)));
+      for (std::int64_t end = kCount, piece = 1; end > 0; piece = piece % 37 + 5) {  // last piece first
+        const std::int64_t begin = std::max<std::int64_t>(0, end - piece);
+        exchange.ready(begin, end - begin);
+        end = begin;
+      }
+      exchange.finish(kLocalScale);
+      const float scale = static_cast<float>(kLocalScale / n);
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < kCount; ++i) {
+        float sum = 0;
+        for (int r = 0; r < n; ++r) sum += value(r, i);
+        wrong += gradients[static_cast<std::size_t>(i)] != sum * scale;
+      }
+      EXPECT_EQ(wrong, 0) << algorithm << (overlap ? ", overlapped" : ", after backward");
+      EXPECT_EQ(exchange.last_step().bytes, static_cast<std::int64_t>(kCount * sizeof(float)));
+      EXPECT_GE(exchange.last_step().buckets, static_cast<int>(kCount / (16 + 41)));  // a bucket: 16 floats + a piece
+    }
+  }
 }
 
 // The bytes each rank sent in a step, counted as the ring algorithms hand them to MPI, are

@@ -82,7 +82,13 @@ void* CudaContext::scratch(std::size_t bytes) {
 void CudaContext::synchronize() const { SB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 CudaContext& default_context() {
-  thread_local CudaContext context(0);
+  // The device this thread made current (a trainer rank selects its node-local GPU before any
+  // kernel runs); 0 when nobody chose, as cudaGetDevice reports then.
+  thread_local CudaContext context([] {
+    int device = 0;
+    SB_CUDA_CHECK(cudaGetDevice(&device));
+    return device;
+  }());
   return context;
 }
 

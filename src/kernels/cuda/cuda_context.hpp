@@ -63,7 +63,7 @@ class CudaContext {
 };
 
 // The context of the kernel table's functions, whose signatures carry none: one per host
-// thread, on device 0, created at first use. Code that holds its own context passes it to
+// thread, on the thread's current device when first used (0 unless cudaSetDevice chose). Code that holds its own context passes it to
 // gemm() and friends instead.
 CudaContext& default_context();
 
