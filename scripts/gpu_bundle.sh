@@ -40,6 +40,8 @@ copy_dependencies() {
   done
 }
 for binary in "$bundle"/bin/*; do copy_dependencies "$binary"; done
+# Symbol tables are not needed to run; without them the bundle stays under its limit.
+strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*
 
 # The bundle must start with only itself and the CUDA libraries on the path.
 missing=$(LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64" ldd "$bundle"/bin/* | grep 'not found' || true)
