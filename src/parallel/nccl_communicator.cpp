@@ -178,11 +178,30 @@ class NcclCommunicator final : public Communicator {
     const bool recording = mpi_->stats().enabled();
     mpi_->stats().set_enabled(false);  // set-up, not traffic
     mpi_->broadcast(&id, static_cast<std::int64_t>(sizeof id), DataType::u8, 0);
+    refuse_shared_gpus();
     mpi_->stats().set_enabled(recording);
+    SB_NCCL_CHECK(ncclCommInitRank(&comm_, mpi_->size(), id, mpi_->rank()));
+    // after the init, which may throw: a constructor that throws runs no destructor
     SB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SB_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    SB_NCCL_CHECK(ncclCommInitRank(&comm_, mpi_->size(), id, mpi_->rank()));
   }
+  // NCCL takes one rank per GPU and answers two ranks on one GPU with "duplicate GPU": say
+  // which ranks share which GPU, and what to do, before it does. Collective over mpi_.
+  void refuse_shared_gpus() {
+    cudaDeviceProp prop{};
+    SB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    std::vector<char> uuids(16 * static_cast<std::size_t>(mpi_->size()));
+    mpi_->all_gather(prop.uuid.bytes, uuids.data(), 16, DataType::u8);
+    const auto uuid_of = [&](int r) { return std::string_view(uuids.data() + 16 * r, 16); };
+    for (int a = 0; a < mpi_->size(); ++a)
+      for (int b = a + 1; b < mpi_->size(); ++b)
+        SB_USER_CHECK(uuid_of(a) != uuid_of(b),
+                      "NCCL communicator '{}': ranks {} and {} were given the same GPU (rank {} here uses a {}, "
+                      "device {}); NCCL needs one rank per GPU: launch at most as many ranks per node as it has "
+                      "GPUs, or give each rank its own with CUDA_VISIBLE_DEVICES",
+                      mpi_->name(), a, b, mpi_->rank(), prop.name, device_);
+  }
+
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator() override {

@@ -3,7 +3,8 @@
 // forward GEMM's epilogue, the weight gradient written in fp32 by the GEMM itself (A/B 16-bit,
 // C/D fp32), the bias gradient as deterministic column sums. Rows that are not 16-byte
 // multiples (C or OC not a multiple of 8, an odd vocabulary) go through cublasGemmEx instead,
-// the same types and accumulation, with the bias added by a kernel. Leaves out the GELU epilogue.
+// the same types and accumulation, with the bias copied into the output first and
+// added by the GEMM (beta 1), so the sum is rounded once. Leaves out the GELU epilogue.
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/native_storage.hpp"
 #include "kernels/cuda/storage_column_sums.cuh"
@@ -31,10 +32,11 @@ void gemm_ex(CudaContext& ctx, cublasOperation_t op_a, cublasOperation_t op_b, i
                                   c_type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-// out (BT,OC) += bias (OC) on every row, in float, rounded once.
+// out (BT,OC) = bias (OC) on every row: an exact copy, which the GEMM then adds its product to
+// with beta 1 (in fp32, rounded once, as the reference's widen-add-round).
 template <class D>
-__global__ void add_bias_to_rows(D* out, const D* bias, i64 BT, i64 OC) {
-  for (i64 i = grid_index(); i < BT * OC; i += grid_stride()) out[i] = narrow<D>(widen(out[i]) + widen(bias[i % OC]));
+__global__ void broadcast_bias_to_rows(D* out, const D* bias, i64 BT, i64 OC) {
+  for (i64 i = grid_index(); i < BT * OC; i += grid_stride()) out[i] = bias[i % OC];
 }
 
 }  // namespace
@@ -51,14 +53,15 @@ void matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT
     gemm(ctx, shape, inp, weight, out, 1.0f, 0.0f, bias);
     return;
   }
-  // outᵀ (OC,BT) = weight (C,OC)ᵀ-stored transposed · inpᵀ (C,BT), as the fp32 kernel
-  gemm_ex<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, OC, BT, C, weight, C, inp, C, 0.0f, out, DeviceStorage<S>::cuda_type,
-             OC);
+  // outᵀ (OC,BT) = weight (C,OC)ᵀ-stored transposed · inpᵀ (C,BT) + the bias already in out:
+  // adding the bias after a rounded product would round twice, far off where the bias cancels it
   if (bias) {
-    add_bias_to_rows<<<blocks_for(BT * OC), kThreads, 0, ctx.stream()>>>(device_view(out), device_view(bias), BT,
-                                                                         OC);
+    broadcast_bias_to_rows<<<blocks_for(BT * OC), kThreads, 0, ctx.stream()>>>(device_view(out), device_view(bias),
+                                                                               BT, OC);
     SB_CUDA_CHECK_LAUNCH();
   }
+  gemm_ex<S>(ctx, CUBLAS_OP_T, CUBLAS_OP_N, OC, BT, C, weight, C, inp, C, bias ? 1.0f : 0.0f, out,
+             DeviceStorage<S>::cuda_type, OC);
 }
 
 // dinp (BT,C) += dout (BT,OC) · weight (OC,C); dweight (OC,C) += dout ᵀ · inp (fp32 output);
