@@ -194,9 +194,6 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
              gpt_parameter_count(config_));
   }
 
-  SB_USER_CHECK(device_ == Device::cpu || (shard_.whole() && shard_.tp_size == 1),
-                "gpt '{}': the cuda back-end runs the whole model on one rank (tensor and pipeline "
-                "parallelism on GPUs need the NCCL communicator, not built yet)", config_.name);
   constexpr bool mixed = !std::is_same_v<S, float>;
   const i64 slots = shard_.activation_slots;
   const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;

@@ -4,8 +4,9 @@
 // head, several micro-batches' activations alive at once) and/or a Megatron tensor-parallel
 // shard. Leaves out sampling, mixed precision, communication (tp collectives are hooks) and the
 // pipeline schedule. On the cuda back-end every allocation lives on the GPU (tokens and targets
-// are passed from the host and copied); it runs the whole model on one rank, in fp32 or with
-// 16-bit storage (native tensor-core kernels, storage_kernels.hpp). Under mixed precision (GptModelT<bf16>, GptModelT<fp16>) the weights the
+// are passed from the host and copied; a stage's input and d(output) are device memory, and
+// the tp hooks get device spans), in fp32 or with 16-bit storage (native tensor-core kernels,
+// storage_kernels.hpp). Under mixed precision (GptModelT<bf16>, GptModelT<fp16>) the weights the
 // kernels read, the activations and their gradients are 16-bit (kernels/storage_kernels.hpp); the
 // fp32 master weights (what optimizers update), the parameter gradients, LayerNorm statistics
 // and the losses stay float.

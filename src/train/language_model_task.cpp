@@ -69,7 +69,7 @@ class LanguageModelTask final : public TrainingTask {
         targets_(tokens_.size()) {
     model_.init_weights(c.seed);
     if (grid.pp() > 1) {
-      stage_.emplace(model_, micro_, T_);
+      stage_.emplace(model_, micro_, T_, tracker);
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
                                                      pipeline_schedule_from_string(c.strategy.schedule),
                                                      local_batch_of(c) / micro_, tracker);
@@ -165,7 +165,7 @@ class LanguageModelTask final : public TrainingTask {
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
-    if (holds_tied_embedding()) sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), tied_scratch_);
+    if (holds_tied_embedding()) sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), model_.device(), tied_scratch_);
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }
 
@@ -220,12 +220,12 @@ class LanguageModelTask final : public TrainingTask {
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
       if (!first) receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(std::span(stage_activation_)));
-      const float loss = model_.forward_stage(0, first ? tokens_.data() : nullptr,
-                                              first ? nullptr : stage_activation_.data(),
-                                              last ? targets_.data() : nullptr, micro_, T_);
+      // a pipeline stage stages what crosses stages through host memory (on device cuda)
+      const double loss = stage_ ? stage_->forward_rows(tokens_.data(), stage_activation_.data(), targets_.data())
+                                 : model_.forward(tokens_.data(), targets_.data(), micro_, T_);
       if (!last) {
-        send_to_next_stage(grid_.pp_comm(),
-                           std::as_bytes(std::span(model_.stage_output(0), stage_activation_.size())));
+        send_to_next_stage(grid_.pp_comm(), std::span(static_cast<const std::byte*>(stage_->output(0)),
+                                                      stage_activation_.size() * sizeof(S)));
         continue;
       }
       r.loss += loss;

@@ -3,6 +3,7 @@
 
 #include "core/check.hpp"
 #include "core/balanced_partition.hpp"
+#include "train/device_staging.hpp"
 
 namespace sb::train {
 
@@ -30,18 +31,20 @@ double from_last_stage(parallel::Communicator& pp, double value) {
   return value;
 }
 
-void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, std::span<float> scratch) {
+void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, Device device, std::span<float> scratch) {
   const int last = pp.size() - 1;
   if (last == 0 || (pp.rank() != 0 && pp.rank() != last)) return;
   SB_CHECK(scratch.size() >= gradient.size(), "tied gradient: scratch of {} floats for {}", scratch.size(),
            gradient.size());
   const auto n = static_cast<std::int64_t>(gradient.size());
   const int peer = pp.rank() == 0 ? last : 0;
+  std::vector<float> mine = copy_to_host(std::span<const float>(gradient), device);
   parallel::Request receive = pp.irecv(scratch.data(), n, parallel::DataType::f32, peer, kTiedGradientTag);
-  pp.send(gradient.data(), n, parallel::DataType::f32, peer, kTiedGradientTag);
+  pp.send(mine.data(), n, parallel::DataType::f32, peer, kTiedGradientTag);
   receive.wait();
   // a + b on one stage, b + a on the other: the same floats.
-  for (std::size_t i = 0; i < gradient.size(); ++i) gradient[i] += scratch[i];
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += scratch[i];
+  copy_from_host(gradient, device, std::span<const float>(mine));
 }
 
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {

@@ -10,13 +10,15 @@
 #include <span>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "models/gpt/gpt_partition.hpp"
 #include "parallel/communicator.hpp"
 #include "train/config.hpp"
 
 namespace sb::train {
 
-// The tp communicator as the model's TensorParallelGroup (sum and max all-reduces).
+// The tp communicator as the model's TensorParallelGroup (sum and max all-reduces). The model
+// hands it spans in its own memory: on device cuda they are reduced by NCCL, in place on the GPU.
 gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp);
 
 // Units (GPT blocks, ResNet layers) per pipeline stage: strategy.stages when given, else the
@@ -26,12 +28,14 @@ std::vector<std::int64_t> pipeline_stage_sizes(const TrainConfig& config, std::s
 // The last stage's value on every stage of pp (a broadcast from rank pp.size() − 1).
 double from_last_stage(parallel::Communicator& pp, double value);
 
-// The first and the last stage each hold a copy of a tied weight and its gradient; both end
-// with the sum of the two gradients (the same floats on both). Other stages do nothing.
-void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, std::span<float> scratch);
+// The first and the last stage each hold a copy of a tied weight and its gradient (on
+// `device`); both end with the sum of the two gradients (the same floats on both). The sum is
+// staged through host memory (scratch: at least gradient.size() floats), so the exchange is an
+// MPI message on every device, like the pipeline's others. Other stages do nothing.
+void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, Device device, std::span<float> scratch);
 
-// An evaluation forward's activations, as bytes in the stage's storage type: from the
-// previous stage / to the next one.
+// An evaluation forward's activations, as bytes in the stage's storage type, in host memory:
+// from the previous stage / to the next one.
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation);
 void send_to_next_stage(parallel::Communicator& pp, std::span<const std::byte> activation);
 

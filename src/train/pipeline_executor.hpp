@@ -5,7 +5,9 @@
 // timeline: compute, point-to-point transfer, bubble, bytes, activation slots in use. Leaves out
 // zeroing and averaging the gradients, the optimizer and the loss broadcast (the caller's: the
 // executor is the pipeline phase of a step), data parallelism across pipelines, and device
-// buffers (messages are host memory).
+// buffers: messages are host memory (a GPU stage stages them, gpt_pipeline_stage.hpp), so they
+// travel over MPI even on a communicator that sends device buffers through NCCL, whose queued
+// receives could not be posted this far ahead.
 //
 // How waiting is split (all on parallel::comm_clock_seconds()):
 //   wall      = the step's end − entry into run_step(). The step ends when the first stage's

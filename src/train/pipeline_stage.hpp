@@ -1,7 +1,8 @@
 // What a model stage offers the pipeline executor: forward and backward of one micro-batch in
 // one of its activation slots, with the activation and gradient that cross to the neighbouring
 // stages as byte buffers in the stage's storage type (fp32, or bf16/fp16 under mixed precision:
-// a 16-bit pipeline sends half the bytes). Leaves out the schedule (pipeline_schedule.hpp),
+// a 16-bit pipeline sends half the bytes), in host memory whatever device the stage computes
+// on (a GPU stage copies them). Leaves out the schedule (pipeline_schedule.hpp),
 // messages (pipeline_executor.hpp), the optimizer and where the micro-batch data come from (the
 // stage reads its own: the first stage its inputs, the last its targets).
 #pragma once

@@ -49,17 +49,15 @@ namespace {
 
 using parallel::comm_clock_seconds;
 
-// device cuda: the GPT language model, whole on every rank (the cuda GPT has no tensor or
-// pipeline shards yet), data parallel through the communicator's own all-reduce (NCCL), with
-// the optimizer state whole on each rank. What needs host memory or another model is refused.
+// device cuda: the GPT language model, data parallel through the communicator's own all-reduce
+// (NCCL), tensor parallel with its activations' all-reduces on the GPU (NCCL), pipeline
+// parallel with each message staged through host memory (MPI), the optimizer state whole on
+// each rank. What needs host memory or another model is refused.
 void check_supported_on_cuda(const TrainConfig& c) {
   SB_USER_CHECK(!trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
                 "train ResNets with device: cpu", c.source, c.model.name);
   SB_USER_CHECK(c.data.dataset == "sotu", "{}: data.dataset {} on device cuda: the GPU trainer runs the GPT language "
                 "model on sotu so far (sequence classification trains with device: cpu)", c.source, c.data.dataset);
-  for (const auto& [key, size] : {std::pair{"strategy.tp", c.strategy.tp}, std::pair{"strategy.pp", c.strategy.pp}})
-    SB_USER_CHECK(size == 1, "{}: {} {} on device cuda: the GPU model is whole on every rank (its tensor-parallel "
-                  "and pipeline shards run with device: cpu); scale with strategy.dp", c.source, key, size);
   SB_USER_CHECK(c.strategy.zero == 0, "{}: strategy.zero {} on device cuda: ZeRO-1's ring exchange runs in host "
                 "memory; use zero 0 (or device: cpu)", c.source, c.strategy.zero);
   SB_USER_CHECK(c.strategy.dp == 1 || c.strategy.allreduce == "mpi",

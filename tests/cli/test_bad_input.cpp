@@ -84,10 +84,6 @@ INSTANTIATE_TEST_SUITE_P(
         // device visible on this machine; use device: cpu" (tests/cuda trains where one is).
         BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"},
         // what device cuda refuses, in any build, before it looks for a GPU
-        BadInput{"cuda_tensor_parallel", std::string(kGoodCase) + "device: cuda\nstrategy: {tp: 2}\n", "",
-                 "strategy.tp 2 on device cuda: the GPU model is whole on every rank"},
-        BadInput{"cuda_pipeline_parallel", std::string(kGoodCase) + "device: cuda\nstrategy: {pp: 2}\n", "",
-                 "strategy.pp 2 on device cuda"},
         BadInput{"cuda_resnet", "model: resnet-mini\ndata: mnist\nsteps: 2\ndevice: cuda\n", "",
                  "model resnet-mini on device cuda: the GPU trainer runs the GPT language model so far"},
         BadInput{"cuda_ring_all_reduce", std::string(kGoodCase) + "device: cuda\nstrategy: {dp: 2}\n", "",

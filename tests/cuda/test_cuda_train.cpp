@@ -1,8 +1,11 @@
 // `scalebench train` on device cuda end to end: gpt-nano on State of the Union for a few steps
 // in fp32 and bf16, read back from the HDF5 file (never stdout) and held to the same run on
 // device cpu: the loss of every step, the held-out evaluation, the tracked bytes per category,
-// and the run's record of its GPU. dp 2 (NCCL) when two GPUs are visible. Leaves out speed
-// (suites/gpu.yaml) and what the trainer refuses on cuda (tests/cli/test_bad_input.cpp).
+// and the run's record of its GPU. When two GPUs are visible, dp 2 (NCCL), tp 2 (the
+// activations' all-reduces and the vocabulary-parallel cross-entropy through NCCL, fp32 and
+// bf16) and pp 2 (messages staged through host memory, MPI), each against the same strategy on
+// cpu ranks. Leaves out speed (suites/gpu.yaml) and what the trainer refuses on cuda
+// (tests/cli/test_bad_input.cpp).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -59,20 +62,29 @@ CommandResult run_under_mpirun(const Scratch& scratch, int ranks, const std::str
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
-std::string case_yaml(const std::string& device, const std::string& precision, int dp) {
+// How a case splits the model over its ranks: one of dp, tp, pp is `ranks`, the others 1.
+struct Split {
+  const char* name = "dp";  // "dp", "tp" or "pp"
+  int ranks = 1;
+};
+
+std::string case_yaml(const std::string& device, const std::string& precision, Split split) {
+  // pp: four micro-batches of 2, so the schedule overlaps the stages
+  const std::string extra = std::string(split.name) == "pp" ? ", micro_batches: 4" : "";
   return "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nsteps: " + std::to_string(kSteps) +
          "\neval_every: 4\neval_batches: 2\nthreads: 2\nseed: 1\noptimizer: {type: adamw, lr: 1.0e-3}\n"
-         "device: " + device + "\nprecision: " + precision + "\nstrategy: {dp: " + std::to_string(dp) +
-         ", allreduce: mpi}\n";
+         "device: " + device + "\nprecision: " + precision + "\nstrategy: {" + split.name + ": " +
+         std::to_string(split.ranks) + extra + ", allreduce: mpi}\n";
 }
 
-// Trains one case and reads what the comparison needs; `dp` ranks through mpirun when above 1.
-RunFigures train(const Scratch& scratch, const std::string& device, const std::string& precision, int dp) {
-  const std::string name = device + "_" + precision + "_dp" + std::to_string(dp);
-  const auto config = scratch.write(name + ".yaml", case_yaml(device, precision, dp));
+// Trains one case and reads what the comparison needs; through mpirun when it has several ranks.
+RunFigures train(const Scratch& scratch, const std::string& device, const std::string& precision,
+                 Split split = {}) {
+  const std::string name = device + "_" + precision + "_" + split.name + std::to_string(split.ranks);
+  const auto config = scratch.write(name + ".yaml", case_yaml(device, precision, split));
   const auto out = scratch.path(name + ".h5");
   const std::string train = "train --config " + config.string() + " --out " + out.string() + " --run-id run";
-  const CommandResult r = dp == 1 ? scratch.run(train) : run_under_mpirun(scratch, dp, train);
+  const CommandResult r = split.ranks == 1 ? scratch.run(train) : run_under_mpirun(scratch, split.ranks, train);
   EXPECT_EQ(r.exit_code, 0) << name << ": " << r.stderr_text << r.stdout_text;
   RunFigures f;
   if (r.exit_code != 0) return f;
@@ -116,20 +128,48 @@ class CudaTrain : public CudaTest {};
 
 TEST_F(CudaTrain, GptNanoFp32FollowsTheCpuRun) {
   Scratch scratch;
-  expect_same_training(train(scratch, "cuda", "fp32", 1), train(scratch, "cpu", "fp32", 1), "fp32");
+  expect_same_training(train(scratch, "cuda", "fp32"), train(scratch, "cpu", "fp32"), "fp32");
 }
 
 TEST_F(CudaTrain, GptNanoBf16FollowsTheCpuRun) {
   Scratch scratch;
-  expect_same_training(train(scratch, "cuda", "bf16", 1), train(scratch, "cpu", "bf16", 1), "bf16");
+  expect_same_training(train(scratch, "cuda", "bf16"), train(scratch, "cpu", "bf16"), "bf16");
 }
 
-// Two ranks, one GPU each, gradients all-reduced by NCCL, against two cpu ranks over MPI.
-TEST_F(CudaTrain, GptNanoDataParallelOverTwoGpusFollowsTheCpuRun) {
-  const int gpus = cuda::visible_device_count();
-  if (gpus < 2) GTEST_SKIP() << "dp 2 needs 2 visible GPUs, this machine shows " << gpus;
+// Two ranks, one GPU each, against two cpu ranks over MPI (the same split of the model).
+class CudaTrainOnTwoGpus : public CudaTrain {
+ protected:
+  void SetUp() override {
+    CudaTrain::SetUp();
+    if (IsSkipped()) return;
+    const int gpus = cuda::visible_device_count();
+    if (gpus < 2) GTEST_SKIP() << "this case needs 2 visible GPUs, this machine shows " << gpus;
+  }
+};
+
+// gradients all-reduced by NCCL
+TEST_F(CudaTrainOnTwoGpus, GptNanoDataParallelFollowsTheCpuRun) {
   Scratch scratch;
-  expect_same_training(train(scratch, "cuda", "fp32", 2), train(scratch, "cpu", "fp32", 2), "fp32");
+  expect_same_training(train(scratch, "cuda", "fp32", {"dp", 2}), train(scratch, "cpu", "fp32", {"dp", 2}), "fp32");
+}
+
+// Megatron shards: heads, MLP columns and vocabulary split; activations all-reduced by NCCL
+TEST_F(CudaTrainOnTwoGpus, GptNanoTensorParallelFollowsTheCpuRun) {
+  Scratch scratch;
+  expect_same_training(train(scratch, "cuda", "fp32", {"tp", 2}), train(scratch, "cpu", "fp32", {"tp", 2}), "fp32");
+}
+
+// 16-bit activations summed in fp32 on the GPU (widened, all-reduced, rounded once)
+TEST_F(CudaTrainOnTwoGpus, GptNanoTensorParallelBf16FollowsTheCpuRun) {
+  Scratch scratch;
+  expect_same_training(train(scratch, "cuda", "bf16", {"tp", 2}), train(scratch, "cpu", "bf16", {"tp", 2}), "bf16");
+}
+
+// one block per stage, 1F1B over four micro-batches; activations, their gradients and the
+// tied embedding's gradient staged through host memory
+TEST_F(CudaTrainOnTwoGpus, GptNanoPipelineParallelFollowsTheCpuRun) {
+  Scratch scratch;
+  expect_same_training(train(scratch, "cuda", "fp32", {"pp", 2}), train(scratch, "cpu", "fp32", {"pp", 2}), "fp32");
 }
 
 }  // namespace
