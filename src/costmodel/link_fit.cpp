@@ -1,4 +1,4 @@
-// α from the smallest message, β as a median rate over the large ones (link_fit.hpp).
+// α from the small messages, β as a median rate over the large ones (link_fit.hpp).
 #include "costmodel/link_fit.hpp"
 
 #include <fmt/format.h>
@@ -14,16 +14,20 @@ LinkFit fit_link(std::vector<std::pair<double, double>> points) {
   SB_USER_CHECK(points.size() >= 4, "calibrate: the ping-pong gave {} sizes; at least 4 are needed", points.size());
   std::sort(points.begin(), points.end());
   LinkFit fit;
+  // α: the fastest of the small messages (up to 4 KiB, at least the smallest), so that one
+  // small size a busy neighbour delayed does not set it
+  constexpr double kSmall = 4096, kLarge = 1 << 20;
   fit.alpha = points.front().second;
-  constexpr double kLarge = 1 << 20;
+  for (const auto& [bytes, seconds] : points)
+    if (bytes <= kSmall) fit.alpha = std::min(fit.alpha, seconds);
   std::vector<double> rates;
   for (const auto& [bytes, seconds] : points)
     if (bytes >= kLarge && seconds > fit.alpha) rates.push_back(bytes / (seconds - fit.alpha));
   SB_USER_CHECK(rates.size() >= 2, "calibrate: the ping-pong needs two sizes of 1 MiB or more, slower than its "
                 "smallest message; it has {}", rates.size());
   fit.beta = median(rates);
-  fit.from = fmt::format("{} B one way {:.3g} us; median bandwidth of {} sizes of 1 to {:.0f} MiB",
-                         points.front().first, fit.alpha * 1e6, rates.size(), points.back().first / kLarge);
+  fit.from = fmt::format("fastest message of up to 4 KiB one way {:.3g} us; median bandwidth of {} sizes of 1 to {:.0f} MiB",
+                         fit.alpha * 1e6, rates.size(), points.back().first / kLarge);
   return fit;
 }
 

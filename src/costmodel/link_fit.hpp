@@ -17,9 +17,9 @@ struct LinkFit {
 };
 
 // points: (message bytes, ONE-WAY seconds), any order, at least 4 sizes, two of them of 1 MiB or
-// more. α is the time of the smallest message; β the median over the messages of 1 MiB and up
-// of bytes / (time − α), robust to a round a neighbour's burst slowed. Throws UserError naming
-// what is missing.
+// more. α is the shortest time of the messages up to 4 KiB; β the median over the messages of
+// 1 MiB and up of bytes / (time − α); both robust to one size a neighbour's burst slowed.
+// Throws UserError naming what is missing.
 LinkFit fit_link(std::vector<std::pair<double, double>> points);
 
 }  // namespace sb::costmodel

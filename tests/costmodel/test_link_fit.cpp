@@ -27,7 +27,7 @@ TEST(LinkFit, RecoversAlphaAndBetaFromExactOneWayTimes) {
   EXPECT_NEAR(fit.alpha, 0.37e-6 + 4 / 10.1e9, 1e-15);
   // β from (time − α) of the large messages: exact up to the 4-byte part of α
   EXPECT_NEAR(fit.beta / 10.1e9, 1.0, 1e-6);
-  EXPECT_NE(fit.from.find("4 B one way"), std::string::npos) << fit.from;
+  EXPECT_NE(fit.from.find("one way 0.37 us"), std::string::npos) << fit.from;
 }
 
 TEST(LinkFit, OneWayTimesAreNotHalvedAgain) {
@@ -42,6 +42,15 @@ TEST(LinkFit, OneSlowRoundDoesNotMoveBeta) {
   for (auto& [bytes, seconds] : points)
     if (bytes == 4 * 1048576.0) seconds *= 3;  // a neighbour's burst
   EXPECT_NEAR(fit_link(points).beta / 8e9, 1.0, 1e-3);
+}
+
+TEST(LinkFit, OneSlowSmallMessageDoesNotSetAlpha) {
+  auto points = exact_points(1e-6, 8e9);
+  for (auto& [bytes, seconds] : points)
+    if (bytes == 4) seconds = 5e-3;  // slower than the 16 MiB message: no rate would be left
+  const LinkFit fit = fit_link(points);
+  EXPECT_NEAR(fit.alpha, 1e-6 + 16 / 8e9, 1e-15);  // the 16-byte message's time
+  EXPECT_NEAR(fit.beta / 8e9, 1.0, 1e-5);
 }
 
 TEST(LinkFit, TooFewSizesIsAUserError) {
