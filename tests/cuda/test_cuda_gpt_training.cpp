@@ -2,7 +2,7 @@
 // same tokens and initial weights as the model on the reference back-end in host memory;
 // the loss and every parameter gradient of the first step, then the losses of AdamW steps; in
 // fp32, and with bf16 storage (the native tensor-core kernels) against the reference back-end's
-// GptModelT<bf16>. Leaves out model parallelism on the GPU (the model refuses it) and speed
+// GptModelT<bf16>. Leaves out model parallelism on GPUs (tests/cuda/test_cuda_train.cpp) and speed
 // (bench/bench_cuda_gpt_step.cpp).
 #include <gtest/gtest.h>
 
@@ -42,6 +42,24 @@ std::vector<float> to_host(const float* data, Device device, std::int64_t n) {
   return host;
 }
 
+// Each parameter gradient of `actual` (device memory) within `relative` of the largest element
+// of the same tensor of `expected` (host memory); every tensor must have a non-zero gradient.
+void expect_gradients_close(const std::vector<gpt::ParameterView>& expected,
+                            const std::vector<gpt::ParameterView>& actual, float relative) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    const auto& e = expected[k];
+    const std::vector<float> got = to_host(actual[k].grad, Device::cuda, e.numel);
+    float largest = 0, worst = 0;
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      largest = std::max(largest, std::fabs(e.grad[i]));
+      worst = std::max(worst, std::fabs(e.grad[i] - got[static_cast<std::size_t>(i)]));
+    }
+    EXPECT_GT(largest, 0.0f) << e.name;
+    EXPECT_LE(worst, relative * largest) << e.name << ": largest |grad| " << largest;
+  }
+}
+
 class CudaGptTraining : public CudaTest {};
 
 TEST_F(CudaGptTraining, EveryBufferIsOnTheDevice) {
@@ -79,20 +97,7 @@ TEST_F(CudaGptTraining, FirstStepMatchesTheReferenceThenAdamWTrains) {
   expected.backward();
   actual.backward();
   // Each gradient tensor within 1e-4 of its largest element (fp32 sums in another order).
-  const auto expected_views = expected.parameter_views();
-  const auto actual_views = actual.parameter_views();
-  ASSERT_EQ(expected_views.size(), actual_views.size());
-  for (std::size_t k = 0; k < expected_views.size(); ++k) {
-    const auto& e = expected_views[k];
-    const std::vector<float> got = to_host(actual_views[k].grad, Device::cuda, e.numel);
-    float largest = 0, worst = 0;
-    for (std::int64_t i = 0; i < e.numel; ++i) {
-      largest = std::max(largest, std::fabs(e.grad[i]));
-      worst = std::max(worst, std::fabs(e.grad[i] - got[static_cast<std::size_t>(i)]));
-    }
-    EXPECT_GT(largest, 0.0f) << e.name;
-    EXPECT_LE(worst, 1e-4f * largest) << e.name << ": largest |grad| " << largest;
-  }
+  expect_gradients_close(expected.parameter_views(), actual.parameter_views(), 1e-4f);
 
   // AdamW on the device: the state lives there too, and the losses follow the reference's.
   const optim::AdamWConfig adamw{.lr = 1e-3};
@@ -141,20 +146,7 @@ TEST_F(CudaGptTraining, Bf16FirstStepMatchesTheReferenceThenAdamWTrains) {
   actual.backward();
   // Each gradient tensor within 5% of its largest element: a wrong index or a missing term
   // moves it by O(1) of it.
-  const auto expected_views = expected.parameter_views();
-  const auto actual_views = actual.parameter_views();
-  ASSERT_EQ(expected_views.size(), actual_views.size());
-  for (std::size_t k = 0; k < expected_views.size(); ++k) {
-    const auto& e = expected_views[k];
-    const std::vector<float> got = to_host(actual_views[k].grad, Device::cuda, e.numel);
-    float largest = 0, worst = 0;
-    for (std::int64_t i = 0; i < e.numel; ++i) {
-      largest = std::max(largest, std::fabs(e.grad[i]));
-      worst = std::max(worst, std::fabs(e.grad[i] - got[static_cast<std::size_t>(i)]));
-    }
-    EXPECT_GT(largest, 0.0f) << e.name;
-    EXPECT_LE(worst, 5e-2f * largest) << e.name << ": largest |grad| " << largest;
-  }
+  expect_gradients_close(expected.parameter_views(), actual.parameter_views(), 5e-2f);
 
   const optim::AdamWConfig adamw{.lr = 1e-3};
   optim::AdamW optimizer(actual.parameter_slices(), adamw, Backend::cuda, device_tracker);
@@ -171,17 +163,6 @@ TEST_F(CudaGptTraining, Bf16FirstStepMatchesTheReferenceThenAdamWTrains) {
     actual.sync_storage_parameters();
   }
   EXPECT_LT(losses.back(), losses.front() - 0.05f) << "8 AdamW steps on one batch did not lower the bf16 loss";
-}
-
-// Runs without a GPU too: the refusal comes before any allocation.
-TEST(CudaGptModel, ModelParallelShardsAreRefused) {
-  MemoryTracker tracker;
-  gpt::GptPartition partition;
-  partition.layer_begin = 0;
-  partition.layer_end = 1;
-  partition.head = false;
-  EXPECT_THROW(gpt::GptModel(gpt::gpt_config_by_name("gpt-nano"), kBatch, kSeqLen, Backend::cuda, tracker, partition),
-               UserError);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda_test_support.hpp"
+#include "../parallel/rank_failure_printer.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/nccl_communicator.hpp"
@@ -300,21 +301,6 @@ TEST_F(NcclTest, StatsRecordEachCallWithItsBytes) {
   EXPECT_EQ(records.size(), 4u);
 }
 
-// What a rank other than 0 prints: its failed assertions, prefixed with its rank.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.summary());
-  }
-
- private:
-  int rank_;
-};
-
 // A message printed once by rank 0 instead of once per rank.
 void say(int rank, const std::string& text) {
   if (rank == 0) std::printf("%s\n", text.c_str());
@@ -362,7 +348,7 @@ int main(int argc, char** argv) {
     if (rank != 0) {  // rank 0 lists the tests; the others print only their failures
       auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
       delete listeners.Release(listeners.default_result_printer());
-      listeners.Append(new RankFailurePrinter(rank));
+      listeners.Append(new sb::parallel::testing::RankFailurePrinter(rank));
     }
     exit_code = RUN_ALL_TESTS();
     Communicator& verdict = g_nccl ? *g_nccl : *world;

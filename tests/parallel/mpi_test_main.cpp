@@ -8,28 +8,14 @@
 #include <memory>
 
 #include "mpi_test_environment.hpp"
+#include "rank_failure_printer.hpp"
 #include "parallel/fault.hpp"
 
 namespace sb::parallel::testing {
 
 namespace {
 std::unique_ptr<Communicator> g_world;  // test-binary state: set before and cleared after the tests
-
-// What a rank other than 0 prints: its failed assertions, prefixed with its rank.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.summary());
-  }
-
- private:
-  int rank_;
-};
-}
+}  // namespace
 
 Communicator& world() { return *g_world; }
 
