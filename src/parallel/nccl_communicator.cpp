@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_context.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/fault.hpp"
 #endif
@@ -566,15 +567,6 @@ void HostRequest::wait() {
   comm_.absorb_host_records();
 }
 
-int visible_devices() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no GPU: not an error on a CPU machine
-    return 0;
-  }
-  return count;
-}
-
 }  // namespace
 
 bool nccl_compiled() { return true; }
@@ -589,7 +581,7 @@ std::string nccl_version() {
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> mpi) {
   SB_CHECK(mpi != nullptr, "make_nccl_communicator: no MPI communicator to wrap");
-  SB_USER_CHECK(visible_devices() > 0,
+  SB_USER_CHECK(kernels::cuda::visible_device_count() > 0,
                 "the NCCL communicator needs a CUDA GPU, but none is visible on {} (check "
                 "CUDA_VISIBLE_DEVICES and the NVIDIA driver, or use device: cpu)",
                 where_am_i());
@@ -599,7 +591,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicato
 }
 
 int select_local_device() {
-  const int devices = visible_devices();
+  const int devices = kernels::cuda::visible_device_count();
   SB_USER_CHECK(devices > 0,
                 "no CUDA GPU is visible on {} (check CUDA_VISIBLE_DEVICES and the NVIDIA driver, "
                 "or use device: cpu)", where_am_i());

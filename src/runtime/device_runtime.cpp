@@ -8,18 +8,14 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_context.hpp"
 #endif
 
 namespace sb {
 
 int visible_gpu_count() {
 #ifdef SB_HAVE_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // "no device" is sticky until read: leave later calls a clean state
-    return 0;
-  }
-  return count;
+  return kernels::cuda::visible_device_count();
 #else
   return 0;
 #endif
