@@ -34,7 +34,7 @@
 #include "parallel/process_grid.hpp"
 #include "train/checkpoint.hpp"
 #include "train/distributed_step.hpp"
-#include "train/model_parallel_check.hpp"
+#include "plan/run_plan.hpp"
 #include "train/non_finite_check.hpp"
 #include "train/parameter_constraints.hpp"
 #include "runtime/device_runtime.hpp"
@@ -53,8 +53,8 @@ using parallel::comm_clock_seconds;
 // (NCCL), tensor parallel with its activations' all-reduces on the GPU (NCCL), pipeline
 // parallel with each message staged through host memory (MPI), the optimizer state whole on
 // each rank. What needs host memory or another model is refused.
-void check_supported_on_cuda(const TrainConfig& c) {
-  SB_USER_CHECK(!trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
+void check_supported_on_cuda(const plan::TrainConfig& c) {
+  SB_USER_CHECK(!plan::trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
                 "train ResNets with device: cpu", c.source, c.model.name);
   SB_USER_CHECK(c.data.dataset == "sotu", "{}: data.dataset {} on device cuda: the GPU trainer runs the GPT language "
                 "model on sotu so far (sequence classification trains with device: cpu)", c.source, c.data.dataset);
@@ -70,8 +70,14 @@ void check_supported_on_cuda(const TrainConfig& c) {
 }
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
-void check_supported(const TrainConfig& c) {
-  check_model_parallel_grid(c);
+void check_supported(const plan::TrainConfig& c) {
+  SB_USER_CHECK(c.strategy.interleave == 1,
+                "{}: strategy.interleave {} (virtual pipeline stages) is modelled by predict and plan; the trainer "
+                "runs interleave 1",
+                c.source, c.strategy.interleave);
+  SB_USER_CHECK(!c.strategy.sequence_parallel,
+                "{}: strategy.sequence_parallel is modelled by predict and plan; the trainer runs without it",
+                c.source);
   SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
                 "{}: strategy.zero 1 shards the optimizer over data-parallel ranks of one stage; with pp {} use "
                 "zero 0",
@@ -199,7 +205,7 @@ std::vector<io::MemoryRow> memory_rows(parallel::Communicator& world, const Memo
 // The prediction's errors against the run: signed percentages, (predicted − measured) /
 // measured. Memory compares each tracked category of the rank that holds the most in them (the
 // prediction is of the most loaded rank); error_memory_pct is the category furthest off.
-io::Attributes prediction_errors(const RunPrediction& p, const TrainOutcome& outcome,
+io::Attributes prediction_errors(const plan::RunPrediction& p, const TrainOutcome& outcome,
                                  std::span<const io::MemoryRow> memory) {
   const auto held = [](const io::MemoryRow& r) { return r.params + r.grads + r.optimizer + r.activations; };
   const io::MemoryRow& heaviest =
@@ -249,13 +255,14 @@ io::Attributes compression_attributes(const compress::QuantizationReport& r, std
 
 }  // namespace
 
-TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
-                          bool append, const std::filesystem::path& trace, const RunPrediction* prediction) {
+TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
+                          bool append, const std::filesystem::path& trace, const plan::RunPrediction* prediction) {
   // other runs' checkpoints this one starts from or learns from, as files (run:<id> resolved)
-  TrainConfig c = config;
+  plan::TrainConfig c = config;
   if (!c.finetune.from.empty()) c.finetune.from = checkpoint_source(c.finetune.from, out).string();
   if (!c.distill.teacher.empty()) c.distill.teacher = checkpoint_source(c.distill.teacher, out).string();
   // ---- everything that can fail on user input, before any file is written ----
+  const plan::RunPlan run_plan = plan::runnable_plan(c);  // what predict predicts for this case
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);  // "not compiled: cuda" before any work
@@ -274,13 +281,12 @@ TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path
   MemoryTracker tracker;
   parallel::ProcessGrid grid(*world, static_cast<int>(dp), static_cast<int>(c.strategy.tp),
                             static_cast<int>(c.strategy.pp));
-  const std::unique_ptr<TrainingTask> task = make_training_task(c, backend, tracker, grid);
+  const std::unique_ptr<TrainingTask> task = make_training_task(c, run_plan, backend, tracker, grid);
 
   DistributedStep distributed(c, *task, grid, backend, tracker);  // broadcasts dp rank 0's weights
   const std::int64_t steps = c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps;
   const std::int64_t eval_every =
       c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps);
-  const std::int64_t micro = micro_batch_of(c);
   const double flops_per_step = task->flops_per_step();
   const std::int64_t tokens_per_step = task->tokens_per_step();
   Checkpointer checkpointer(c, checkpoint_path_of(c, out, run_id), *world, grid, *task, distributed);
@@ -301,7 +307,8 @@ TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path
     io::Attributes attrs = {
         {"config_yaml", c.yaml}, {"model", task->model_name()}, {"dataset", task->dataset_name()},
         {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
-        {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", local_batch_of(c) / micro},
+        {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", run_plan.micro_batches},
+        {"micro_batch", run_plan.micro_batch}, {"stages", run_plan.stages}, {"stage_rule", run_plan.stage_rule},
         {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
         {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task->seq_len()},
         {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)},
@@ -365,7 +372,7 @@ TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path
         timeline.add(fmt::format("step {}", step + 1), "step", r.start_s, step_s, step + 1);
         if (r.pipeline_ops.empty()) timeline.add("forward+backward", "compute", r.start_s, compute_s, step + 1);
         for (const PipelineOpRecord& op : r.pipeline_ops) {  // each micro-batch, and the wait for its message
-          const char kind = op.op.kind == PipelineOpKind::forward ? 'F' : 'B';
+          const char kind = op.op.kind == plan::PipelineOpKind::forward ? 'F' : 'B';
           if (op.start_s > op.wait_start_s)
             timeline.add(fmt::format("wait {}{}", kind, op.op.micro), "pipeline-wait", op.wait_start_s,
                          op.start_s - op.wait_start_s, step + 1);
