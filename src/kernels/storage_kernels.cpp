@@ -16,6 +16,29 @@ namespace {
 
 constexpr i64 kChunkFloats = i64{1} << 20;  // 4 MiB: a new chunk is at least this large
 constexpr i64 kAlignFloats = 16;            // 64 bytes
+template <class S>
+constexpr int kStorageBytes = static_cast<int>(sizeof(S));
+
+// One call's entry in the recorder, when there is one: logged before the kernel runs, its
+// hooks around the kernel (the scope of this object). skips_kernel(): a recording only.
+class CallRecord {
+ public:
+  CallRecord(KernelRecorder* recorder, const char* kernel, std::vector<i64> shape, const KernelWork& work)
+      : recorder_(recorder) {
+    if (!recorder_) return;
+    recorder_->record({kernel, std::move(shape), work.size, work.flops, work.bytes});
+    if (recorder_->runs_kernels()) recorder_->call_started();
+  }
+  CallRecord(const CallRecord&) = delete;
+  CallRecord& operator=(const CallRecord&) = delete;
+  ~CallRecord() {
+    if (recorder_ && recorder_->runs_kernels()) recorder_->call_finished();
+  }
+  bool skips_kernel() const { return recorder_ && !recorder_->runs_kernels(); }
+
+ private:
+  KernelRecorder* recorder_;
+};
 
 void convert(const KernelTable& k, float* out, const bf16* inp, i64 n) { k.convert_bf16_to_f32(out, inp, n); }
 void convert(const KernelTable& k, float* out, const fp16* inp, i64 n) { k.convert_fp16_to_f32(out, inp, n); }
@@ -105,8 +128,8 @@ float* WideningScratch::take(i64 count) {
 }
 
 template <class S>
-StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker)
-    : k_(&kernels_for(backend)), device_(memory_device(backend)) {
+StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, KernelRecorder* recorder)
+    : k_(&kernels_for(backend)), device_(memory_device(backend)), recorder_(recorder) {
   if constexpr (!std::is_same_v<S, float>) {
 #ifdef SB_HAVE_CUDA
     if (backend == Backend::cuda) native_ = &cuda::native_storage_kernels<S>();
@@ -133,8 +156,22 @@ void StorageKernels<S>::narrow(S* out, const float* inp, i64 N) const {
 }
 
 template <class S>
+void StorageKernels<S>::begin_unit(const char* unit) {
+  if (recorder_) recorder_->begin_unit(unit);
+}
+
+template <class S>
+void StorageKernels<S>::zero(void* data, i64 bytes) {
+  const CallRecord record(recorder_, "fill", {bytes}, fill_work(bytes));
+  if (record.skips_kernel() || bytes == 0) return;
+  zero_device_bytes(device_, data, static_cast<std::size_t>(bytes));
+}
+
+template <class S>
 void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C,
                                        i64 OC) {
+  const CallRecord record(recorder_, "matmul_forward", {BT, C, OC}, matmul_forward_work(BT, C, OC, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->matmul_forward(out, inp, weight, bias, BT, C, OC);
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_forward(w.out(out, BT * OC), w.in(inp, BT * C), w.in(weight, OC * C), w.in(bias, OC), BT, C, OC);
@@ -143,6 +180,8 @@ void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, co
 template <class S>
 void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
                                         const S* weight, i64 BT, i64 C, i64 OC) {
+  const CallRecord record(recorder_, "matmul_backward", {BT, C, OC}, matmul_backward_work(BT, C, OC, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_backward(w.inout(dinp, BT * C), dweight, dbias, w.in(dout, BT * OC), w.in(inp, BT * C),
@@ -152,6 +191,8 @@ void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, c
 template <class S>
 void StorageKernels<S>::embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B,
                                           i64 T, i64 C) {
+  const CallRecord record(recorder_, "embedding_forward", {B, T, C}, embedding_forward_work(B, T, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->embedding_forward(out, tokens, wte, wpe, B, T, C);
   Widened<S> w(*k_, scratch_.get());
   const i64 V = vocab_rows(tokens, B * T, device_);
@@ -161,6 +202,9 @@ void StorageKernels<S>::embedding_forward(S* out, const std::int32_t* tokens, co
 template <class S>
 void StorageKernels<S>::embedding_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens,
                                            i64 B, i64 T, i64 C) {
+  const CallRecord record(recorder_, "embedding_backward", {B, T, C},
+                          embedding_backward_work(B, T, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->embedding_backward(dwte, dwpe, dout, tokens, B, T, C);
   Widened<S> w(*k_, scratch_.get());
   k_->embedding_backward(dwte, dwpe, w.in(dout, B * T * C), tokens, B, T, C);
@@ -169,6 +213,8 @@ void StorageKernels<S>::embedding_backward(float* dwte, float* dwpe, const S* do
 template <class S>
 void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, const S* inp, const S* weight,
                                           const S* bias, i64 N, i64 C) {
+  const CallRecord record(recorder_, "layernorm_forward", {N, C}, layernorm_forward_work(N, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_forward(w.out(out, N * C), mean, rstd, w.in(inp, N * C), w.in(weight, C), w.in(bias, C), N, C);
@@ -177,6 +223,8 @@ void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, cons
 template <class S>
 void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
                                            const S* weight, const float* mean, const float* rstd, i64 N, i64 C) {
+  const CallRecord record(recorder_, "layernorm_backward", {N, C}, layernorm_backward_work(N, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_backward(w.inout(dinp, N * C), dweight, dbias, w.in(dout, N * C), w.in(inp, N * C),
@@ -185,6 +233,9 @@ void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias
 
 template <class S>
 void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH) {
+  const CallRecord record(recorder_, "attention_forward", {B, T, C, NH},
+                          attention_forward_work(B, T, C, NH, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->attention_forward(out, att, qkv, B, T, C, NH);
   Widened<S> w(*k_, scratch_.get());
   k_->attention_forward(w.out(out, B * T * C), w.out(att, B * NH * T * T), w.in(qkv, B * T * 3 * C), B, T, C, NH);
@@ -193,6 +244,9 @@ void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i
 template <class S>
 void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T,
                                            i64 C, i64 NH) {
+  const CallRecord record(recorder_, "attention_backward", {B, T, C, NH},
+                          attention_backward_work(B, T, C, NH, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
   Widened<S> w(*k_, scratch_.get());
   k_->attention_backward(w.inout(dqkv, B * T * 3 * C), w.in(dout, B * T * C), w.in(qkv, B * T * 3 * C),
@@ -201,6 +255,8 @@ void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv,
 
 template <class S>
 void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
+  const CallRecord record(recorder_, "gelu_forward", {N}, gelu_forward_work(N, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->gelu_forward(out, inp, N);
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_forward(w.out(out, N), w.in(inp, N), N);
@@ -208,6 +264,8 @@ void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
 
 template <class S>
 void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 N) {
+  const CallRecord record(recorder_, "gelu_backward", {N}, gelu_backward_work(N, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->gelu_backward(dinp, inp, dout, N);
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_backward(w.inout(dinp, N), w.in(inp, N), w.in(dout, N), N);
@@ -215,6 +273,8 @@ void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 
 
 template <class S>
 void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) {
+  const CallRecord record(recorder_, "residual_forward", {N}, residual_forward_work(N, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->residual_forward(out, a, b, N);
   Widened<S> w(*k_, scratch_.get());
   k_->residual_forward(w.out(out, N), w.in(a, N), w.in(b, N), N);
@@ -222,6 +282,8 @@ void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) 
 
 template <class S>
 void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
+  const CallRecord record(recorder_, "residual_backward", {N}, residual_backward_work(N, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->residual_backward(da, db, dout, N);
   Widened<S> w(*k_, scratch_.get());
   k_->residual_backward(w.inout(da, N), w.inout(db, N), w.in(dout, N), N);
@@ -230,6 +292,9 @@ void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
 template <class S>
 void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets,
                                              i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_forward", {BT, V},
+                          crossentropy_forward_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->crossentropy_forward(losses, probs, logits, targets, BT, V);
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_forward(losses, w.out(probs, BT * V), w.in(logits, BT * V), targets, BT, V);
@@ -238,6 +303,9 @@ void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* l
 template <class S>
 void StorageKernels<S>::crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets,
                                               const float* dlosses, i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_backward", {BT, V},
+                          crossentropy_backward_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   if (native_) return native_->crossentropy_backward(dlogits, probs, targets, dlosses, BT, V);
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, BT, V);
@@ -246,6 +314,9 @@ void StorageKernels<S>::crossentropy_backward(S* dlogits, const S* probs, const 
 template <class S>
 void StorageKernels<S>::embedding_shard_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe,
                                                 i64 vocab_begin, i64 V, i64 B, i64 T, i64 C) {
+  const CallRecord record(recorder_, "embedding_shard_forward", {V, B, T, C},
+                          embedding_shard_forward_work(V, B, T, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->embedding_shard_forward(w.out(out, B * T * C), tokens, w.in(wte, V * C), w.in(wpe, T * C), vocab_begin, V,
                               B, T, C);
@@ -255,12 +326,18 @@ template <class S>
 void StorageKernels<S>::embedding_shard_backward(float* dwte, float* dwpe, const S* dout,
                                                  const std::int32_t* tokens, i64 vocab_begin, i64 V, i64 B, i64 T,
                                                  i64 C) {
+  const CallRecord record(recorder_, "embedding_shard_backward", {V, B, T, C},
+                          embedding_shard_backward_work(V, B, T, C, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->embedding_shard_backward(dwte, dwpe, w.in(dout, B * T * C), tokens, vocab_begin, V, B, T, C);
 }
 
 template <class S>
 void StorageKernels<S>::crossentropy_shard_max(float* row_max, const S* logits, i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_shard_max", {BT, V},
+                          crossentropy_shard_max_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_shard_max(row_max, w.in(logits, BT * V), BT, V);
 }
@@ -269,6 +346,9 @@ template <class S>
 void StorageKernels<S>::crossentropy_shard_partials(float* sumexp, float* target_logit, const S* logits,
                                                     const float* row_max, const std::int32_t* targets,
                                                     i64 vocab_begin, i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_shard_partials", {BT, V},
+                          crossentropy_shard_partials_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_shard_partials(sumexp, target_logit, w.in(logits, BT * V), row_max, targets, vocab_begin, BT,
                                   V);
@@ -277,6 +357,9 @@ void StorageKernels<S>::crossentropy_shard_partials(float* sumexp, float* target
 template <class S>
 void StorageKernels<S>::crossentropy_shard_finish(float* losses, S* probs, const S* logits, const float* row_max,
                                                   const float* sumexp, const float* target_logit, i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_shard_finish", {BT, V},
+                          crossentropy_shard_finish_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_shard_finish(losses, w.out(probs, BT * V), w.in(logits, BT * V), row_max, sumexp, target_logit,
                                 BT, V);
@@ -285,6 +368,9 @@ void StorageKernels<S>::crossentropy_shard_finish(float* losses, S* probs, const
 template <class S>
 void StorageKernels<S>::crossentropy_shard_backward(S* dlogits, const S* probs, const std::int32_t* targets,
                                                     const float* dlosses, i64 vocab_begin, i64 BT, i64 V) {
+  const CallRecord record(recorder_, "crossentropy_shard_backward", {BT, V},
+                          crossentropy_shard_backward_work(BT, V, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_shard_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, vocab_begin, BT,
                                   V);
@@ -293,6 +379,9 @@ void StorageKernels<S>::crossentropy_shard_backward(S* dlogits, const S* probs, 
 template <class S>
 void StorageKernels<S>::conv2d_forward(S* out, const S* inp, const S* weight, const S* bias, i64 N, i64 C, i64 H,
                                        i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  const CallRecord record(recorder_, "conv2d_forward", {N, C, H, W, OC, KH, KW, stride, pad},
+                          conv2d_forward_work(N, C, H, W, OC, KH, KW, stride, pad, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());
   k_->conv2d_forward(w.out(out, N * OC * OH * OW), w.in(inp, N * C * H * W), w.in(weight, OC * C * KH * KW),
@@ -303,6 +392,10 @@ template <class S>
 void StorageKernels<S>::conv2d_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp,
                                         const S* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW,
                                         i64 stride, i64 pad) {
+  const CallRecord record(recorder_, dinp ? "conv2d_backward" : "conv2d_backward_weight",
+                          {N, C, H, W, OC, KH, KW, stride, pad},
+                          conv2d_backward_work(N, C, H, W, OC, KH, KW, stride, pad, dinp != nullptr, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());
   k_->conv2d_backward(w.inout(dinp, N * C * H * W), dweight, dbias, w.in(dout, N * OC * OH * OW),
@@ -312,6 +405,9 @@ void StorageKernels<S>::conv2d_backward(S* dinp, float* dweight, float* dbias, c
 
 template <class S>
 void StorageKernels<S>::batchnorm2d_channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "batchnorm2d_channel_sums", {N, C, HW},
+                          batchnorm2d_channel_sums_work(N, C, HW, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_channel_sums(sums, w.in(inp, N * C * HW), N, C, HW);
 }
@@ -320,6 +416,8 @@ template <class S>
 void StorageKernels<S>::batchnorm2d_statistics(float* mean, float* rstd, float* running_mean, float* running_var,
                                                const double* sums, double count, i64 C, double momentum,
                                                double eps) {
+  const CallRecord record(recorder_, "batchnorm2d_statistics", {C}, batchnorm2d_statistics_work(C));
+  if (record.skips_kernel()) return;
   k_->batchnorm2d_statistics(mean, rstd, running_mean, running_var, sums, count, C, momentum, eps);
 }
 
@@ -327,6 +425,9 @@ template <class S>
 void StorageKernels<S>::batchnorm2d_forward_apply(S* out, const S* inp, const float* mean, const float* rstd,
                                                   const S* weight, const S* bias, const S* residual, bool relu,
                                                   i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "batchnorm2d_forward_apply", {N, C, HW, residual ? 1 : 0, relu ? 1 : 0},
+                          batchnorm2d_forward_apply_work(N, C, HW, residual != nullptr, relu, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_forward_apply(w.out(out, N * C * HW), w.in(inp, N * C * HW), mean, rstd, w.in(weight, C),
                                 w.in(bias, C), w.in(residual, N * C * HW), relu, N, C, HW);
@@ -336,6 +437,9 @@ template <class S>
 void StorageKernels<S>::batchnorm2d_backward_sums(double* sums, float* dweight, float* dbias, const S* dout,
                                                   const S* relu_out, const S* inp, const float* mean,
                                                   const float* rstd, i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "batchnorm2d_backward_sums", {N, C, HW},
+                          batchnorm2d_backward_sums_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_backward_sums(sums, dweight, dbias, w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
                                 w.in(inp, N * C * HW), mean, rstd, N, C, HW);
@@ -345,6 +449,9 @@ template <class S>
 void StorageKernels<S>::batchnorm2d_backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp,
                                                    const S* weight, const float* mean, const float* rstd,
                                                    const double* sums, double count, i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "batchnorm2d_backward_apply", {N, C, HW},
+                          batchnorm2d_backward_apply_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());  // dinp is overwritten
   k_->batchnorm2d_backward_apply(w.out(dinp, N * C * HW), w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
                                  w.in(inp, N * C * HW), w.in(weight, C), mean, rstd, sums, count, N, C, HW);
@@ -352,18 +459,26 @@ void StorageKernels<S>::batchnorm2d_backward_apply(S* dinp, const S* dout, const
 
 template <class S>
 void StorageKernels<S>::relu_backward(S* dinp, const S* out, const S* dout, i64 N) {
+  const CallRecord record(recorder_, "relu_backward", {N}, relu_backward_work(N, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->relu_backward(w.inout(dinp, N), w.in(out, N), w.in(dout, N), N);
 }
 
 template <class S>
 void StorageKernels<S>::global_avgpool_forward(S* out, const S* inp, i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "global_avgpool_forward", {N, C, HW},
+                          global_avgpool_forward_work(N, C, HW, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->global_avgpool_forward(w.out(out, N * C), w.in(inp, N * C * HW), N, C, HW);
 }
 
 template <class S>
 void StorageKernels<S>::global_avgpool_backward(S* dinp, const S* dout, i64 N, i64 C, i64 HW) {
+  const CallRecord record(recorder_, "global_avgpool_backward", {N, C, HW},
+                          global_avgpool_backward_work(N, C, HW, kStorageBytes<S>));
+  if (record.skips_kernel()) return;
   Widened<S> w(*k_, scratch_.get());
   k_->global_avgpool_backward(w.inout(dinp, N * C * HW), w.in(dout, N * C), N, C, HW);
 }

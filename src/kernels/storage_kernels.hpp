@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/memory.hpp"
+#include "kernels/kernel_recorder.hpp"
 #include "kernels/kernels.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
@@ -101,10 +102,22 @@ class WideningScratch {
   i64 used_floats_ = 0;         // floats used in it
 };
 
+// A memset of a view: bytes written, no FLOPs (StorageKernels::zero, recorded as "fill").
+inline KernelWork fill_work(i64 bytes) { return {0.0, as_double(bytes), as_double(bytes)}; }
+
 template <class S>
 class StorageKernels {
  public:
-  StorageKernels(Backend backend, MemoryTracker& tracker);
+  // With a recorder every kernel call below (and zero) is logged there as it is made
+  // (kernel_recorder.hpp); a record_only recorder's calls do not run.
+  StorageKernels(Backend backend, MemoryTracker& tracker, KernelRecorder* recorder = nullptr);
+
+  // Whether calls run: false under a record_only recorder, whose model holds no memory.
+  bool runs_kernels() const { return !recorder_ || recorder_->runs_kernels(); }
+  // The calls from here on belong to the pipeline unit `unit` (for the recorder).
+  void begin_unit(const char* unit);
+  // data (bytes) = 0, on the back-end's device: the gradient views a backward accumulates into.
+  void zero(void* data, i64 bytes);
 
   // inp (N) -> out (N), whole arrays (OVERWRITTEN)
   void widen(float* out, const S* inp, i64 N) const;
@@ -167,6 +180,7 @@ class StorageKernels {
   Device device_;
   const NativeStorageKernels<S>* native_ = nullptr;  // 16-bit S on cuda: the GPT's kernels
   std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
+  KernelRecorder* recorder_ = nullptr;
 };
 
 extern template class StorageKernels<float>;
