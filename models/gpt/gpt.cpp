@@ -120,24 +120,39 @@ GptActivationBytes count_bytes(const GptShard& s, i64 B, i64 T) {
   return bytes;
 }
 
-// Points every view into base for the layout at (B, T) and returns the bytes used.
+// Points every view into base for the layout at (B, T) and returns the bytes used. Not laid out
+// (a model that only records its kernel calls): every view at base, its placeholder.
 template <class Tensors>
-i64 point_views(Tensors& views, std::byte* base, const GptShard& s, i64 B, i64 T) {
+i64 point_views(Tensors& views, std::byte* base, const GptShard& s, i64 B, i64 T, bool laid_out = true) {
   i64 n = 0;
   for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool) {
-    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + n);
+    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + (laid_out ? n : 0));
     n += aligned(numel * static_cast<i64>(sizeof(*view)));
   });
   return n;
 }
 
+// Bytes of the layout at (B, T) from view `first` up to view `end` (none: to the layout's end).
+template <class Tensors, class First, class End = First>
+i64 layout_bytes(const GptShard& s, i64 B, i64 T, First Tensors::*first, End Tensors::*end = nullptr) {
+  Tensors views{};
+  i64 n = 0, begin = -1, stop = -1;
+  for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool) {
+    if (static_cast<void*>(&view) == static_cast<void*>(&(views.*first))) begin = n;
+    if (end && static_cast<void*>(&view) == static_cast<void*>(&(views.*end))) stop = n;
+    n += aligned(numel * static_cast<i64>(sizeof(*view)));
+  });
+  return (stop < 0 ? n : stop) - begin;
+}
+
 template <class S>
-void point_parameter_views(ParameterTensorsT<S>& views, S* base, const GptConfig& config, const GptShard& shard) {
+void point_parameter_views(ParameterTensorsT<S>& views, S* base, const GptConfig& config, const GptShard& shard,
+                           bool laid_out = true) {
   const auto shapes = gpt_shard_shapes(config, shard);
   const auto members = views.members();
   for (int k = 0; k < kParameterTensorCount; ++k) {
     *members[static_cast<std::size_t>(k)] = base;
-    base += shapes[static_cast<std::size_t>(k)].numel();
+    if (laid_out) base += shapes[static_cast<std::size_t>(k)].numel();
   }
 }
 
@@ -169,13 +184,14 @@ i64 gpt_shard_activation_gradient_bytes(const GptShard& shard, i64 B, i64 T) {
 
 template <class S>
 GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
-                        MemoryTracker& tracker, GptPartition partition, i64 appended_parameters)
+                        MemoryTracker& tracker, GptPartition partition, i64 appended_parameters,
+                        kernels::KernelRecorder* recorder)
     : config_(config),
       shard_(resolve_gpt_partition(config, partition)),
       tp_(std::move(partition.tp)),
       backend_(backend),
       device_(kernels::memory_device(backend)),
-      k_(backend, tracker),
+      k_(backend, tracker, recorder),
       max_batch_(batch),
       max_seq_len_(seq_len),
       parameter_count_(gpt_shard_parameter_count(config, shard_)),
@@ -186,7 +202,7 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   SB_USER_CHECK(seq_len > 0 && seq_len <= config_.max_seq_len,
                 "gpt '{}': seq_len must be in [1, max_seq_len = {}], got {}", config_.name,
                 config_.max_seq_len, seq_len);
-  if (shard_.whole()) {
+  if (shard_.whole() && shard_.L == config_.layers) {
     i64 spec_count = 0;
     for (const auto& spec : gpt_parameter_specs(config_)) spec_count += spec.shape.numel();
     SB_CHECK(spec_count == parameter_count_ && spec_count == gpt_parameter_count(config_),
@@ -196,6 +212,18 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
 
   constexpr bool mixed = !std::is_same_v<S, float>;
   const i64 slots = shard_.activation_slots;
+  slots_.resize(static_cast<std::size_t>(slots));
+  if (!k_.runs_kernels()) {  // records its calls only: nothing held, every view on the placeholder
+    std::byte* placeholder = recording_placeholder_.data();
+    point_parameter_views(params_, reinterpret_cast<S*>(placeholder), config_, shard_, false);
+    point_parameter_views(master_, reinterpret_cast<float*>(placeholder), config_, shard_, false);
+    point_parameter_views(grads_, reinterpret_cast<float*>(placeholder), config_, shard_, false);
+    for (Slot& slot : slots_) {
+      slot.base = placeholder;
+      slot.tokens = slot.targets = reinterpret_cast<std::int32_t*>(placeholder);
+    }
+    return;
+  }
   const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;
   const i64 flat = parameter_count_ + appended_parameters_;
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * flat,
@@ -221,7 +249,6 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   else
     master_ = params_;
   point_parameter_views(grads_, grads_memory_.as<float>(), config_, shard_);
-  slots_.resize(static_cast<std::size_t>(slots));
   for (i64 s = 0; s < slots; ++s) {
     Slot& slot = slots_[static_cast<std::size_t>(s)];
     slot.base = acts_memory_.as<std::byte>() + s * slot_bytes;
@@ -281,7 +308,7 @@ typename GptModelT<S>::Slot& GptModelT<S>::slot_at(i64 slot) {
 // A 16-bit tensor is summed in fp32 (widened, all-reduced, rounded once): no rounding per hop.
 template <class S>
 void GptModelT<S>::tp_all_reduce_sum(S* data, i64 count) {
-  if (shard_.tp_size == 1) return;
+  if (shard_.tp_size == 1 || !k_.runs_kernels()) return;
   if constexpr (std::is_same_v<S, float>) {
     tp_.all_reduce_sum({data, static_cast<std::size_t>(count)});
   } else {
@@ -338,20 +365,22 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
              "gpt forward: target {} at {} outside [0, {})", targets[i], i, V);
   }
   const std::size_t token_bytes = static_cast<std::size_t>(BT) * sizeof(std::int32_t);
-  if (s.embedding) copy_device_bytes(slot.tokens, device_, tokens, Device::cpu, token_bytes);
-  if (read_targets) copy_device_bytes(slot.targets, device_, targets, Device::cpu, token_bytes);
+  const bool runs = k_.runs_kernels();
+  if (s.embedding && runs) copy_device_bytes(slot.tokens, device_, tokens, Device::cpu, token_bytes);
+  if (read_targets && runs) copy_device_bytes(slot.targets, device_, targets, Device::cpu, token_bytes);
   slot.B = B;
   slot.T = T;
   slot.forwarded = true;
   slot.has_targets = read_targets;
-  point_views(slot.acts, slot.base, s, B, T);
+  point_views(slot.acts, slot.base, s, B, T, runs);
 
   const ParameterTensorsT<S>& p = params_;
   ActivationTensorsT<S>& a = slot.acts;
   const bool tp = s.tp_size > 1;
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
+  if (s.embedding) k_.begin_unit("embedding");
   if (!s.embedding) {
-    copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    if (runs) copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
   } else if (!tp) {
     k_.embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
   } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
@@ -360,6 +389,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
     tp_all_reduce_sum(a.encoded, BT * C);
   }
   for (i64 l = 0; l < L; ++l) {
+    k_.begin_unit("block");
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
     // this block's weights (this rank's shard of them)
     const S* ln1w = p.ln1w + l * C;
@@ -408,6 +438,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
+  k_.begin_unit("head");
   const S* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
   k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
   if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
@@ -418,8 +449,8 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
     k_.crossentropy_forward(a.losses, a.probs, a.logits, slot.targets, BT, V);
   } else {  // vocabulary-parallel cross-entropy: three row statistics reduced, logits never gathered
     float* row_max = a.ce_stats;
-    float* sumexp = a.ce_stats + BT;
-    float* target_logit = a.ce_stats + 2 * BT;
+    float* sumexp = runs ? a.ce_stats + BT : a.ce_stats;  // only recording: all on the placeholder
+    float* target_logit = runs ? a.ce_stats + 2 * BT : a.ce_stats;
     k_.crossentropy_shard_max(row_max, a.logits, BT, Vr);
     tp_.all_reduce_max({row_max, static_cast<std::size_t>(BT)});
     k_.crossentropy_shard_partials(sumexp, target_logit, a.logits, row_max, slot.targets,
@@ -428,6 +459,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
     k_.crossentropy_shard_finish(a.losses, a.probs, a.logits, row_max, sumexp, target_logit,
                                   BT, Vr);
   }
+  if (!runs) return std::numeric_limits<float>::quiet_NaN();
   const float* losses = a.losses;  // (B, T), read on the host
   if (device_ != Device::cpu) {
     host_staging_.resize(static_cast<std::size_t>(BT));
@@ -489,27 +521,28 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   const ParameterTensors& g = grads_;
   const ActivationTensorsT<S>& a = slot.acts;
   ActivationGradientsT<S>& d = acts_grads_;
-  const i64 used = point_views(d, acts_grads_memory_.as<std::byte>(), s, B, T);
-  const std::byte* scratch_end = acts_grads_memory_.as<std::byte>() + used;
+  const bool runs = k_.runs_kernels();
+  point_views(d, runs ? acts_grads_memory_.as<std::byte>() : recording_placeholder_.data(), s, B, T, runs);
+  using Gradients = ActivationGradientsT<S>;
+  // the head's gradients and d(output) (dlosses .. dresidual_out), one block's scratch (dln1 ..)
+  const i64 head_bytes = layout_bytes(s, B, T, &Gradients::dlosses, &Gradients::dresidual_in);
+  const i64 block_scratch_bytes = layout_bytes(s, B, T, &Gradients::dln1);
   const float* grads_base = grads_memory_.as<float>();
-  const auto zero = [this](void* begin, const void* end) {  // whole views, any types, in storage order
-    zero_device_bytes(device_, begin,
-                      static_cast<std::size_t>(static_cast<const std::byte*>(end) - static_cast<std::byte*>(begin)));
-  };
   const auto ready = [&](const float* grad, i64 count) {
     if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
   };
 
-  zero(d.dlosses, d.dresidual_in);
+  k_.begin_unit(s.head ? "head" : "boundary");
+  k_.zero(d.dlosses, head_bytes);
   if (s.head && dhidden) {  // the caller's head on the hidden states: d(lnf) given
-    copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    if (runs) copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
     k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
                            a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
   } else if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
     host_staging_.assign(static_cast<std::size_t>(BT), static_cast<float>(loss_scale_ / static_cast<double>(BT)));
-    copy_device_bytes(d.dlosses, device_, host_staging_.data(), Device::cpu, static_cast<std::size_t>(BT) * sizeof(float));
+    if (runs) copy_device_bytes(d.dlosses, device_, host_staging_.data(), Device::cpu, static_cast<std::size_t>(BT) * sizeof(float));
     if (!tp) {
       k_.crossentropy_backward(d.dlogits, a.probs, slot.targets, d.dlosses, BT, Vr);
     } else {
@@ -524,15 +557,16 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     ready(g.lnfb, C);
     if (!s.embedding) ready(g.wte, Vr * C);  // the head's copy of the tied weight is final
   } else {
-    copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    if (runs) copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
   }
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
   S* dout = d.dresidual_out;
   S* din = d.dresidual_in;
   for (i64 l = L - 1; l >= 0; --l) {
-    zero(din, din + BT * C);
-    zero(d.dln1, scratch_end);
+    k_.begin_unit("block");
+    k_.zero(din, BT * C * static_cast<i64>(sizeof(S)));
+    k_.zero(d.dln1, block_scratch_bytes);
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
     const S* ln1w = p.ln1w + l * C;
     const S* qkvw = p.qkvw + l * 3 * Ct * C;
@@ -595,6 +629,7 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     input_gradient_ = dout;
     return;
   }
+  k_.begin_unit("embedding");
   if (!tp) {
     k_.embedding_backward(g.wte, g.wpe, dout, slot.tokens, B, T, C);
   } else {  // d(encoded) is replicated: each rank adds its vocabulary rows and the whole dwpe

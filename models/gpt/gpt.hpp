@@ -157,9 +157,14 @@ class GptModelT {
   // GPT's own in the parameter and gradient allocations, for a task's head on the hidden states
   // (sequence classification): parameters_flat() and gradients_flat() cover them, the views,
   // slices and init_weights do not; zero_grad zeroes their gradients.
+  // With a recorder every kernel call is logged there (kernels/kernel_recorder.hpp), in units
+  // "embedding", "block" (one per block), "head" and, opening a backward without the head,
+  // "boundary"; a record_only recorder makes a model that allocates nothing and runs no
+  // kernel or copy, whose forward_stage and backward_stage only record (losses NaN): the cost
+  // model's description of a unit at any size.
   GptModelT(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
             kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {},
-            std::int64_t appended_parameters = 0);
+            std::int64_t appended_parameters = 0, kernels::KernelRecorder* recorder = nullptr);
 
   // normal(0, 0.02) matrices and embeddings, zero biases, LayerNorm weight 1. Element i of
   // tensor k draws CounterRng(seed, k).normal(i): independent of thread count. A partition's
@@ -304,6 +309,8 @@ class GptModelT {
   ActivationGradientsT<S> acts_grads_{};
   const S* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
   std::vector<float> host_staging_;     // device runs: losses read back, dlosses and weights staged
+  // A record-only model's views all point here: passed to the kernels, never read or written.
+  alignas(64) std::array<std::byte, 64> recording_placeholder_{};
   GradientReadyCallback gradient_ready_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
 
 namespace sb::gpt {
@@ -18,18 +19,21 @@ namespace sb::gpt {
 // is bandwidth-bound and under 1% of the total at these shapes.
 // The attention core 4·B·T²·C (scores and probabilities·V) is also what selective
 // recomputation (Korthikanti et al. 2022) runs a second time in the backward.
+// Each term is the kernels' own count of the calls a block makes (kernels.hpp's work estimates).
 inline double gpt_block_attention_core_forward_flops(const GptConfig& config, std::int64_t B,
                                                      std::int64_t T) {
-  const double b = static_cast<double>(B), t = static_cast<double>(T), C = static_cast<double>(config.channels);
-  return 4.0 * b * t * t * C;
+  return kernels::attention_forward_work(B, T, config.channels, config.heads, 4).flops;
 }
 inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
-  const double b = static_cast<double>(B), t = static_cast<double>(T), C = static_cast<double>(config.channels);
-  return 24.0 * b * t * C * C + gpt_block_attention_core_forward_flops(config, B, T);
+  const std::int64_t BT = B * T, C = config.channels;
+  return kernels::matmul_forward_work(BT, C, 3 * C, 4).flops +  // qkv
+         gpt_block_attention_core_forward_flops(config, B, T) +
+         kernels::matmul_forward_work(BT, C, C, 4).flops +      // attention projection
+         kernels::matmul_forward_work(BT, C, 4 * C, 4).flops +  // fc
+         kernels::matmul_forward_work(BT, 4 * C, C, 4).flops;   // fc projection
 }
 inline double gpt_head_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
-  return 2.0 * static_cast<double>(B) * static_cast<double>(T) * static_cast<double>(config.channels) *
-         static_cast<double>(config.vocab);
+  return kernels::matmul_forward_work(B * T, config.channels, config.vocab, 4).flops;
 }
 inline double gpt_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   return static_cast<double>(config.layers) * gpt_block_forward_flops(config, B, T) +

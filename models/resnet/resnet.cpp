@@ -26,9 +26,6 @@ using detail::whole_network;
 
 namespace {
 
-template <class T>
-void zero(T* x, i64 n) { std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(T)); }
-
 constexpr i64 kFloat = static_cast<i64>(sizeof(float));
 
 }  // namespace
@@ -65,11 +62,12 @@ i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N, ResnetPa
 
 template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
-                              MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots)
+                              MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
+                              kernels::KernelRecorder* recorder)
     : config_(config),
       blocks_(),
       backend_(backend),
-      k_(backend, tracker),
+      k_(backend, tracker, recorder),
       max_batch_(max_batch),
       parameter_count_(0) {
   validate_resnet_config(config_);
@@ -106,6 +104,25 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   }
 
   constexpr bool mixed = !std::is_same_v<S, float>;
+  i64 max_channels = config_.stem_channels;
+  for (const auto& b : blocks_) max_channels = std::max(max_channels, b.out_channels);
+  batchnorm_sums_.resize(static_cast<std::size_t>(2 * max_channels + 1));
+  slots_.resize(static_cast<std::size_t>(activation_slots));
+  if (!k_.runs_kernels()) {  // records its calls only: nothing held, every view on the placeholder
+    std::byte* placeholder = recording_placeholder_.data();
+    for_each_parameter(params_, l, [&](const ParameterSpec&, S*& view, std::uint64_t) {
+      view = reinterpret_cast<S*>(placeholder);
+    });
+    for_each_parameter(grads_, l, [&](const ParameterSpec&, float*& view, std::uint64_t) {
+      view = reinterpret_cast<float*>(placeholder);
+    });
+    for_each_statistic(statistics_, l, [&](const std::string&, i64, float*& view) {
+      view = reinterpret_cast<float*>(placeholder);
+    });
+    for (Slot& slot : slots_) slot.labels = reinterpret_cast<std::int32_t*>(placeholder);
+    shortcut_bn_out_ = reinterpret_cast<S*>(placeholder);
+    return;
+  }
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
                                  mixed ? "resnet 16-bit params" : "resnet params");
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
@@ -153,14 +170,10 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
     view = base;
     base += C;
   });
-  slots_.resize(static_cast<std::size_t>(activation_slots));
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (l.head()) slots_[i].labels = labels_memory_.as<std::int32_t>() + i * max_batch;
   }
   shortcut_bn_out_ = scratch_memory_.as<S>();
-  i64 max_channels = config_.stem_channels;
-  for (const auto& b : blocks_) max_channels = std::max(max_channels, b.out_channels);
-  batchnorm_sums_.resize(static_cast<std::size_t>(2 * max_channels + 1));
   reset_running_statistics();
 }
 
@@ -311,13 +324,18 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   }
   Slot& st = slots_[static_cast<std::size_t>(slot)];
   const Layout l{config_, blocks_, first_unit_, end_unit_};
-  point_views(st.acts, acts_memory_.as<std::byte>() + slot * count_bytes<ActivationTensorsT<S>>(l, max_batch_),
-              l, N);
-  if constexpr (std::is_same_v<In, S>)
-    std::copy(input, input + N * input_floats_, st.acts.input);
+  const bool runs = k_.runs_kernels();
+  if (runs)
+    point_views(st.acts, acts_memory_.as<std::byte>() + slot * count_bytes<ActivationTensorsT<S>>(l, max_batch_), l, N);
   else
+    point_views(st.acts, recording_placeholder_.data(), l, N, false);
+  if (!runs) {  // only recording: nothing to copy
+  } else if constexpr (std::is_same_v<In, S>) {
+    std::copy(input, input + N * input_floats_, st.acts.input);
+  } else {
     k_.narrow(st.acts.input, input, N * input_floats_);
-  if (head && labels) std::copy(labels, labels + N, st.labels);
+  }
+  if (head && labels && runs) std::copy(labels, labels + N, st.labels);
   st.N = N;
   st.backward_ready = training && (!head || labels != nullptr);
   last_slot_ = slot;
@@ -326,6 +344,7 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   const ActivationTensorsT<S>& a = st.acts;
   const S* x = a.input;  // (N, C, H, W), the input of the next unit
   if (has_stem()) {          // relu(bn(conv(images)))
+    k_.begin_unit("stem");
     const i64 IC = config_.image_channels, size = config_.image_size;
     const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
     k_.conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, size, size, C0,
@@ -337,6 +356,7 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   }
   for (std::size_t b = 0; b < blocks_.size(); ++b) {  // the stages
     if (!has_block(b)) continue;
+    k_.begin_unit("block");
     block_forward(a, b, x, N, training);
     x = a.blocks[b].out;
   }
@@ -344,6 +364,7 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   if (!head) return std::numeric_limits<float>::quiet_NaN();
 
   // head: global average pool, linear
+  k_.begin_unit("head");
   const ResnetBlockShape& last = blocks_.back();
   const i64 features = last.out_channels;
   k_.global_avgpool_forward(a.pooled, x, N, features, last.out_size * last.out_size);
@@ -351,6 +372,7 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   st.output = a.logits;
   if (!labels) return std::numeric_limits<float>::quiet_NaN();
   k_.crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
+  if (!runs) return std::numeric_limits<float>::quiet_NaN();
   double sum = 0.0;
   for (i64 i = 0; i < N; ++i) sum += a.losses[i];
   if constexpr (std::is_same_v<S, float>) {
@@ -411,7 +433,7 @@ void ResnetModelT<S>::block_backward(const ActivationTensorsT<S>& acts, std::siz
     k_.relu_backward(dinp, a.out, dout, n);  // identity: straight to dinp
   }
   // main path, last layer first
-  zero(d.drelu1, n);
+  k_.zero(d.drelu1, n * static_cast<i64>(sizeof(S)));
   k_.conv2d_backward(d.drelu1, g.conv2, nullptr, d.dconv2, a.relu1, p.conv2, N, OC, OH, OH, OC, 3,
                       3, 1, 1);
   gradient_ready(g.conv2, OC * OC * 9);
@@ -436,15 +458,18 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   const ActivationTensorsT<S>& a = st.acts;
   ActivationGradientsT<S>& d = acts_grads_;
   const Layout l{config_, blocks_, first_unit_, end_unit_};
-  point_views(d, acts_grads_memory_.as<std::byte>(), l, N);
+  const bool runs = k_.runs_kernels();
+  point_views(d, runs ? acts_grads_memory_.as<std::byte>() : recording_placeholder_.data(), l, N, runs);
+  constexpr i64 kS = static_cast<i64>(sizeof(S));
 
   if (has_head()) {  // mean loss -> logits -> pooled features -> the last block's output
+    k_.begin_unit("head");
     const ResnetBlockShape& last = blocks_.back();
     const i64 features = last.out_channels, last_hw = last.out_size * last.out_size;
-    zero(d.dlogits, N * classes);
-    zero(d.dpooled, N * features);
-    zero(d.dblock_out, N * features * last_hw);
-    std::fill(d.dlosses, d.dlosses + N, static_cast<float>(loss_scale_ / static_cast<double>(N)));
+    k_.zero(d.dlogits, N * classes * kS);
+    k_.zero(d.dpooled, N * features * kS);
+    k_.zero(d.dblock_out, N * features * last_hw * kS);
+    if (runs) std::fill(d.dlosses, d.dlosses + N, static_cast<float>(loss_scale_ / static_cast<double>(N)));
     k_.crossentropy_backward(d.dlogits, a.probs, st.labels, d.dlosses, N, classes);
     if constexpr (std::is_same_v<S, float>) {
       if (soft_targets_.teacher_logits)
@@ -454,7 +479,7 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
                         features, classes);
     gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
     k_.global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
-  } else {
+  } else if (runs) {
     std::copy(doutput, doutput + N * output_floats_, d.dblock_out);
   }
 
@@ -466,7 +491,8 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
     const ResnetBlockShape& s = blocks_[b];
     const bool first_here = static_cast<i64>(b) + 1 == first_unit_;
     const S* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
-    zero(din, N * s.in_channels * s.in_size * s.in_size);
+    k_.begin_unit("block");
+    k_.zero(din, N * s.in_channels * s.in_size * s.in_size * kS);
     block_backward(a, b, din, dout, inp, N);
     std::swap(din, dout);
   }
@@ -476,6 +502,7 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   }
 
   // stem, dout = d(stem_relu); the images need no gradient
+  k_.begin_unit("stem");
   const i64 IC = config_.image_channels, size = config_.image_size;
   const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
   batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,

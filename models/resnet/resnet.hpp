@@ -10,6 +10,7 @@
 // and output activation and their gradients), so models never depend on MPI.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -192,9 +193,13 @@ class ResnetModelT {
   // whole network by default) and `activation_slots` independent activation sets; parameters
   // start at zero, running statistics at mean 0, variance 1. Throws UserError for a spec-only
   // config or a partition outside the network's units.
+  // With a recorder every kernel call is logged there (kernels/kernel_recorder.hpp), in units
+  // "stem", "block" (one per block) and "head"; a record_only recorder makes a model that
+  // allocates nothing and runs no kernel or copy, whose training forward and backward only
+  // record (losses NaN).
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
-               std::int64_t activation_slots = 1);
+               std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -367,6 +372,8 @@ class ResnetModelT {
   BatchnormReducer batchnorm_reducer_;
   GradientReadyCallback gradient_ready_;
   std::vector<double> batchnorm_sums_;  // (2·max C + 1) per-channel sums and the count
+  // A record-only model's views all point here: passed to the kernels, never read or written.
+  alignas(64) std::array<std::byte, 64> recording_placeholder_{};
 };
 
 using ResnetModel = ResnetModelT<float>;

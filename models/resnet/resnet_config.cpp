@@ -1,5 +1,6 @@
 // Named ResNet configs, validation, and the block and layer lists derived from a config.
 // Leaves out anything that allocates: the model builds its views from these lists.
+#include "kernels/kernels.hpp"
 #include "models/resnet/resnet_config.hpp"
 
 #include <array>
@@ -120,14 +121,14 @@ i64 ResnetLayer::parameter_count() const {
   return 0;
 }
 
+// The kernels' own count (kernels.hpp's work estimates) of the calls the layer makes.
 double ResnetLayer::forward_flops(i64 N) const {
-  const double n = static_cast<double>(N);
   switch (kind) {
     case LayerKind::conv2d:
-      return 2.0 * n * static_cast<double>(out_channels * out_size * out_size) *
-             static_cast<double>(in_channels * kernel * kernel);
+      return kernels::conv2d_forward_work(N, in_channels, in_size, in_size, out_channels, kernel, kernel, stride, pad, 4)
+          .flops;
     case LayerKind::linear:
-      return 2.0 * n * static_cast<double>(in_channels * out_channels);
+      return kernels::matmul_forward_work(N, in_channels, out_channels, 4).flops;
     case LayerKind::batchnorm2d:
     case LayerKind::maxpool2d:
     case LayerKind::global_avgpool: return 0.0;

@@ -212,12 +212,13 @@ i64 count_bytes(const Layout& l, i64 N) {
   return n;
 }
 
-// Points every view into base for the layout at N and returns the bytes used.
+// Points every view into base for the layout at N and returns the bytes used. Not laid out (a
+// model that only records its kernel calls): every view at base, its placeholder.
 template <class Tensors>
-i64 point_views(Tensors& views, std::byte* base, const Layout& l, i64 N) {
+i64 point_views(Tensors& views, std::byte* base, const Layout& l, i64 N, bool laid_out = true) {
   i64 n = 0;
   for_each_view(views, l, N, [&](auto*& view, i64 numel) {
-    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + n);
+    view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + (laid_out ? n : 0));
     n += aligned_bytes(numel * static_cast<i64>(sizeof(*view)));
   });
   return n;
