@@ -84,7 +84,7 @@ int time_kernels_to_file(const std::string& csv, int threads, int ranks, const s
   ParallelRuntime runtime(threads);
   KernelProfile profile;
   for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
-    const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision == "fp32" ? 4 : 2, max_batch);
+    const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision, max_batch);
     std::size_t last_percent = 0;
     for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call, rounds,
                                            [&](std::size_t done, std::size_t total) {

@@ -1,9 +1,9 @@
-// Timing the trainer's kernels for `calibrate`: the calls one micro-batch of each reference
-// model makes (costmodel/kernel_calls.hpp) at a range of micro-batches and tp sizes, the
-// optimizer's per-parameter calls at a range of sizes, through the cpu back-end's
-// StorageKernels<S> in each precision and the optim classes, in this process's threads.
-// Leaves out starting one process per thread count (command_calibrate.cpp) and the CUDA
-// back-end (the trainer does not train on GPUs yet).
+// Timing the trainer's kernels for `calibrate`: each reference model's micro-batch (gpt-nano and
+// gpt-tiny at a range of micro-batches and tp sizes, resnet-mini at a range of images) run by the
+// model itself on the cpu back-end in each precision, every kernel call timed as the model makes
+// it (a kernels::KernelRecorder's hooks); the optimizer's per-parameter calls at a range of sizes
+// through the optim classes; fills. In this process's threads. Leaves out starting one process
+// per thread count (command_calibrate.cpp) and the CUDA back-end.
 #pragma once
 
 #include <functional>
@@ -15,18 +15,27 @@
 
 namespace sb::cli {
 
-// One stretch of the trainer's calls (a micro-batch of one model, tp and size; an optimizer step;
-// fills), timed in its order (see kernel_benchmark.cpp).
+// One stretch of the trainer's calls, timed in its order: a micro-batch of one model, tp and
+// size (its forward, then its backward); an optimizer step; fills.
 struct KernelSequence {
+  enum class Source {
+    gpt_micro_batch,     // GptModelT, tp rank 0 of `tp`, `batch` sequences of the config's length
+    resnet_micro_batch,  // ResnetModelT, `batch` images
+    step_calls,          // `calls` one by one: the optimizer's and fills (costmodel::optimizer_kernel_calls)
+  };
+  Source source = Source::step_calls;
+  std::string model;  // the named config of a micro-batch
+  std::int64_t tp = 1, batch = 0;
+  // The calls it makes in order: a micro-batch's as recorded from its model
+  // (costmodel/kernel_calls.hpp), the same the cost model times.
   std::vector<costmodel::KernelCall> calls;
 };
 
-// What to time for one precision (element bytes 4 or 2): one micro-batch (every unit's forward,
-// then every backward in reverse) of gpt-nano and gpt-tiny at micro-batches 1..32 and tp 1, 2,
-// 4, and of resnet-mini at 4..128 images; the optimizer's calls at 1e4..1e7 parameters; fills
-// of 1 KiB..64 MiB. max_batch > 0 leaves out GPT micro-batches and ResNet image counts above it
-// (ResNet keeps its smallest, 4).
-std::vector<KernelSequence> sequences_to_calibrate(int element_bytes, std::int64_t max_batch = 0);
+// What to time in `precision`: one micro-batch of gpt-nano and gpt-tiny at micro-batches 1..32
+// and tp 1, 2, 4, and of resnet-mini at 4..128 images; the optimizer's calls at 1e4..1e7
+// parameters; fills of 1 KiB..64 MiB. max_batch > 0 leaves out GPT micro-batches and ResNet
+// image counts above it (ResNet keeps its smallest, 4).
+std::vector<KernelSequence> sequences_to_calibrate(const std::string& precision, std::int64_t max_batch = 0);
 
 // Seconds per call of each distinct call (kernel and shape) of the sequences in `precision`
 // ("fp32", "bf16", "fp16"), each timed inside its sequence: `rounds` rounds, in each the median

@@ -1,56 +1,51 @@
-// The kernel calls one micro-batch makes in one pipeline unit of a model the trainer runs
-// (GPT: embedding, block, head; ResNet with basic blocks: stem, block, head), forward and
-// backward, in the trainer's order with the trainer's shape arguments (models/gpt/gpt.cpp,
-// models/resnet/resnet.cpp). A calibrated site times each call from its kernel table
-// (kernel_profile.hpp); `calibrate` times the same calls through the trainer's kernels. Leaves
-// out copies of a few hundred bytes (tokens, labels, loss slots) and BatchNorm's per-channel
-// statistics.
+// The kernel calls one micro-batch makes on one rank of a pipeline stage, forward and backward,
+// recorded from the models' own code (models/gpt/gpt.cpp, models/resnet/resnet.cpp run with a
+// record-only kernels::KernelRecorder: no memory held, no kernel run), so the cost model and
+// calibrate never describe a model's calls a second time. A calibrated site times each call from
+// its kernel table (kernel_profile.hpp); `calibrate` times the same calls as the models make them.
+// Leaves out copies (tokens, labels, a stage's input and output gradient) and the 16-bit
+// conversions at a model's edges (kernel_recorder.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_recorder.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
 
 namespace sb::costmodel {
 
-struct KernelCall {
-  // the StorageKernels name ("matmul_forward"), "conv2d_backward_weight" (conv2d_backward
-  // without an input gradient), or "fill" (a memset)
-  std::string kernel;
-  std::vector<std::int64_t> shape;  // its shape arguments in signature order (fill: bytes)
-  // What the call's time grows with, for interpolating between calibrated calls of one kernel:
-  // FLOPs for matmul, conv2d and attention (a backward twice its forward's, as the trainer
-  // counts them), elements touched for the rest.
-  double size = 0;
-  bool operator==(const KernelCall&) const = default;
-};
+using kernels::KernelCall;
 
 struct KernelCalls {
   std::vector<KernelCall> forward, backward;
 };
 
-// One GPT unit: "embedding", a block, or "head", of a tp rank holding 1/tp of the heads, MLP
-// columns and vocabulary; b sequences of t tokens.
-enum class GptUnitKind { embedding, block, head };
-KernelCalls gpt_unit_kernel_calls(const gpt::GptConfig& config, GptUnitKind unit, std::int64_t tp,
-                                  std::int64_t b, std::int64_t t, int element_bytes);
+// tp rank 0 of t of a GPT pipeline stage holding `blocks` blocks, with the embedding when `first`
+// and the head when `last`: b sequences of t tokens in `precision` ("fp32", "bf16", "fp16"). Each
+// block's calls are recorded once and repeated: every block makes the same calls.
+KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, std::int64_t tp, std::int64_t blocks, bool first,
+                                   bool last, std::int64_t b, std::int64_t t, const std::string& precision);
 
-// Unit u of resnet_pipeline_units (stem, the blocks, head) for n images; `first_in_stage`: the
-// stage's first unit (the stem reads images; a later unit's input gradient is the stage's).
+// Units [unit_begin, unit_end) of resnet_pipeline_units (stem, the blocks, head) for n images.
 // UserError for a configuration the trainer does not run (bottleneck blocks, a stem max pool).
-KernelCalls resnet_unit_kernel_calls(const resnet::ResnetConfig& config, std::size_t unit, std::int64_t n,
-                                     int element_bytes);
-
-// A step's per-parameter calls: zero the fp32 gradients of `parameters` ("fill"), clip and step
-// the `owned` ones ("adamw_step" or "sgd_step": the optim classes' clip_and_step), and in
-// 16-bit storage narrow the updated fp32 weights ("narrow").
-std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, std::int64_t parameters,
-                                               std::int64_t owned, int element_bytes);
+KernelCalls resnet_stage_kernel_calls(const resnet::ResnetConfig& config, std::size_t unit_begin,
+                                      std::size_t unit_end, std::int64_t n, const std::string& precision);
 
 // Whether the trainer runs this ResNet (basic blocks, no stem max pool), so its calls are known.
 bool resnet_kernel_calls_known(const resnet::ResnetConfig& config);
+
+// A step's per-parameter calls as the trainer's step makes them (train/trainer.cpp): the model's
+// zero_grad over the fp32 gradients of `parameters` ("fill"), the optimizer's clip_and_step over
+// the `owned` ones ("adamw_step" or "sgd_step", timed whole by calibrate), and in 16-bit storage
+// the model's sync_storage_parameters ("narrow").
+std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, std::int64_t parameters,
+                                               std::int64_t owned, int element_bytes);
+
+// Calls the cost model counts as free: BatchNorm's per-channel statistics (a few hundred values;
+// calibrate does not time them).
+bool negligible_kernel_call(const KernelCall& call);
 
 }  // namespace sb::costmodel

@@ -51,6 +51,13 @@ std::optional<double> KernelProfile::seconds(const KernelCall& call, const std::
 }
 
 namespace {
+// Tables calibrated before the calls were recorded from the models keyed the two vocabulary-
+// parallel kernels with a vocab_begin placeholder in front: (V, BT, V) for today's (BT, V).
+void upgrade_legacy_shape(KernelTime& t) {
+  if ((t.kernel == "crossentropy_shard_partials" || t.kernel == "crossentropy_shard_backward") && t.shape.size() == 3)
+    t.shape.erase(t.shape.begin());
+}
+
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::stringstream in(text);
@@ -90,6 +97,7 @@ KernelProfile KernelProfile::load(const std::filesystem::path& file) {
                   "{}:{}: a kernel time needs a kernel, a shape, devices and ranks >= 1 and positive size and seconds, "
                   "got '{}'",
                   file.string(), number, line);
+    upgrade_legacy_shape(t);
     profile.add(std::move(t));
   }
   SB_USER_CHECK(!profile.times_.empty(), "the kernel-time table '{}' holds no times", file.string());

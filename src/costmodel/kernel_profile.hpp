@@ -38,8 +38,8 @@ class KernelProfile {
   bool covers(const std::string& precision, int devices, int ranks = 1) const;
   const std::vector<KernelTime>& times() const { return times_; }
 
-  // CSV: kernel,precision,devices,ranks,shape,size,seconds; shape as "2x64x192". UserError naming the
-  // file and line on anything else.
+  // CSV: kernel,precision,devices,ranks,shape,size,seconds; shape as "2x64x192" (KernelCall's
+  // shape). UserError naming the file and line on anything else.
   static KernelProfile load(const std::filesystem::path& file);
   void save(const std::filesystem::path& file) const;
 

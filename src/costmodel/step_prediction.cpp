@@ -199,40 +199,48 @@ std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescr
 }
 
 // One micro-batch's forward and backward seconds on one rank of a stage, and the optimizer's,
-// from the site's kernel times: the sum of the kernel calls the trainer makes. Nothing when the
-// site has no times for this precision and devices per rank, or a kernel was never timed, or
-// the model is one whose calls are not written down (kernel_calls.hpp).
+// from the site's kernel times: the sum of the kernel calls the trainer's model makes, as
+// recorded from it (kernel_calls.hpp). Nothing when the site has no times for this precision and
+// devices per rank, or a kernel was never timed, or the model is one the trainer does not run.
 struct TimedStage {
   double forward_s = 0, backward_s = 0;
 };
+
+KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, const train::TrainConfig& c) {
+  if (d.family == ModelFamily::resnet)
+    return resnet_stage_kernel_calls(d.resnet, st.unit_begin, st.unit_end, d.micro_batch, c.precision.dtype);
+  // units: the embedding, the blocks, the head
+  const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
+  const i64 blocks = static_cast<i64>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
+  return gpt_stage_kernel_calls(d.gpt, c.strategy.tp, blocks, first, last, d.micro_batch, d.seq_len,
+                                c.precision.dtype);
+}
+
+std::optional<double> timed_seconds(const std::vector<KernelCall>& calls, const KernelProfile& times,
+                                    const std::string& precision, int devices, int ranks) {
+  double sum = 0;
+  for (const KernelCall& call : calls) {
+    if (negligible_kernel_call(call)) continue;
+    const std::optional<double> seconds = times.seconds(call, precision, devices, ranks);
+    if (!seconds) return std::nullopt;
+    sum += *seconds;
+  }
+  return sum;
+}
+
 std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>& stages, const ModelDescription& d,
                                                     const plan::TrainConfig& c, const KernelProfile& times,
                                                     int devices, int ranks, Recompute recompute) {
   const std::string& precision = c.precision.dtype;
   if (!times.covers(precision, devices, ranks) || recompute != Recompute::none) return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
-  const int element_bytes = static_cast<int>(d.element_bytes);
   std::vector<TimedStage> timed;
   for (const StageCost& st : stages) {
-    TimedStage t;
-    for (std::size_t u = st.unit_begin; u < st.unit_end; ++u) {
-      KernelCalls calls;
-      if (d.family == ModelFamily::resnet) {
-        calls = resnet_unit_kernel_calls(d.resnet, u, d.micro_batch, element_bytes);
-      } else {
-        const GptUnitKind kind = u == 0 ? GptUnitKind::embedding
-                                 : u + 1 == d.units.size() ? GptUnitKind::head
-                                                           : GptUnitKind::block;
-        calls = gpt_unit_kernel_calls(d.gpt, kind, c.strategy.tp, d.micro_batch, d.seq_len, element_bytes);
-      }
-      for (const auto& [list, sum] : {std::pair{&calls.forward, &t.forward_s}, std::pair{&calls.backward, &t.backward_s}})
-        for (const KernelCall& call : *list) {
-          const std::optional<double> seconds = times.seconds(call, precision, devices, ranks);
-          if (!seconds) return std::nullopt;
-          *sum += *seconds;
-        }
-    }
-    timed.push_back(t);
+    const KernelCalls calls = stage_kernel_calls(st, d, c);
+    const std::optional<double> forward = timed_seconds(calls.forward, times, precision, devices, ranks);
+    const std::optional<double> backward = timed_seconds(calls.backward, times, precision, devices, ranks);
+    if (!forward || !backward) return std::nullopt;
+    timed.push_back({*forward, *backward});
   }
   return timed;
 }
@@ -240,14 +248,9 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
 std::optional<double> timed_optimizer_seconds(const plan::TrainConfig& c, double parameters, double owned,
                                               double element_bytes, const KernelProfile& times, int devices,
                                               int ranks) {
-  double sum = 0;
-  for (const KernelCall& call : optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
-                                                       static_cast<i64>(owned), static_cast<int>(element_bytes))) {
-    const std::optional<double> seconds = times.seconds(call, c.precision.dtype, devices, ranks);
-    if (!seconds) return std::nullopt;
-    sum += *seconds;
-  }
-  return sum;
+  return timed_seconds(optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
+                                             static_cast<i64>(owned), static_cast<int>(element_bytes)),
+                       times, c.precision.dtype, devices, ranks);
 }
 
 // A group of n ranks whose members sit `stride` world ranks apart (tp 1, dp tp, pp tp·dp:

@@ -1,8 +1,10 @@
-// The kernel calls the cost model attributes to the trainer's models, the kernel-time table,
-// and a prediction from kernel times.
+// The kernel calls the cost model records from the trainer's models (their FLOPs, how stages
+// compose), the kernel-time table, and a prediction from kernel times.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <numeric>
 
@@ -24,67 +26,60 @@ using testing::site;
 bool computes(const KernelCall& c) {
   return c.kernel.starts_with("matmul") || c.kernel.starts_with("attention") || c.kernel.starts_with("conv2d");
 }
-double compute_size(const std::vector<KernelCall>& calls) {
+double compute_flops(const std::vector<KernelCall>& calls) {
   double sum = 0;
   for (const KernelCall& c : calls)
-    if (computes(c)) sum += c.size;
+    if (computes(c)) sum += c.flops;
   return sum;
 }
 
+// The recorded calls' FLOPs (kernels.hpp's estimates) add up to the models' FLOP counts.
 TEST(KernelCalls, GptMatmulsAndAttentionAreTheTrainersFlops) {
   for (const char* name : {"gpt-nano", "gpt-tiny"}) {
     const gpt::GptConfig g = gpt::gpt_config_by_name(name);
     for (std::int64_t tp : {1, 2, 4}) {
-      double forward = 0, backward = 0;
-      for (GptUnitKind unit : {GptUnitKind::embedding, GptUnitKind::block, GptUnitKind::head}) {
-        const KernelCalls k = gpt_unit_kernel_calls(g, unit, tp, 4, g.max_seq_len, 4);
-        const double times = unit == GptUnitKind::block ? static_cast<double>(g.layers) : 1.0;
-        forward += times * compute_size(k.forward);
-        backward += times * compute_size(k.backward);
-      }
+      const KernelCalls k = gpt_stage_kernel_calls(g, tp, g.layers, true, true, 4, g.max_seq_len, "fp32");
       // a tp rank does 1/tp of every GEMM and of attention
-      EXPECT_NEAR(forward * static_cast<double>(tp), gpt::gpt_forward_flops(g, 4, g.max_seq_len), 1e-6) << name << tp;
-      EXPECT_NEAR(backward, 2.0 * forward, 1e-6) << name << tp;
+      EXPECT_NEAR(compute_flops(k.forward) * static_cast<double>(tp), gpt::gpt_forward_flops(g, 4, g.max_seq_len),
+                  1e-6) << name << tp;
+      EXPECT_NEAR(compute_flops(k.backward), 2.0 * compute_flops(k.forward), 1e-6) << name << tp;
+      for (const auto* list : {&k.forward, &k.backward})  // GEMM-like calls interpolate on FLOPs
+        for (const KernelCall& c : *list)
+          if (computes(c)) EXPECT_EQ(c.size, c.flops) << c.kernel;
     }
   }
 }
 
-TEST(KernelCalls, GptBlockMirrorsTheTrainersOrder) {
-  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-tiny");  // C 256, 8 heads, T 128
-  const KernelCalls k = gpt_unit_kernel_calls(g, GptUnitKind::block, 2, 2, 128, 2);
-  std::vector<std::string> forward;
-  for (const KernelCall& c : k.forward) forward.push_back(c.kernel);
-  EXPECT_EQ(forward, (std::vector<std::string>{"layernorm_forward", "matmul_forward", "attention_forward",
-                                               "matmul_forward", "residual_forward", "layernorm_forward",
-                                               "matmul_forward", "gelu_forward", "matmul_forward",
-                                               "residual_forward"}));
-  // qkv of this rank's 4 heads: (BT, C) x (3C/t, C); the MLP's 4C/t columns
-  EXPECT_EQ(k.forward[1].shape, (std::vector<std::int64_t>{256, 256, 384}));
-  EXPECT_EQ(k.forward[2].shape, (std::vector<std::int64_t>{2, 128, 128, 4}));
-  EXPECT_EQ(k.forward[6].shape, (std::vector<std::int64_t>{256, 256, 512}));
-  EXPECT_EQ(k.backward.front().kernel, "fill");
-  EXPECT_EQ(k.backward.front().shape, (std::vector<std::int64_t>{256 * 256 * 2}));  // din, 2-byte storage
-  const KernelCalls head = gpt_unit_kernel_calls(g, GptUnitKind::head, 2, 2, 128, 2);
-  EXPECT_EQ(head.forward.back().kernel, "crossentropy_shard_finish");
+// Stages compose: a stage's calls are its embedding's, its blocks' and its head's.
+TEST(KernelCalls, GptStagesSplitTheModelsCalls) {
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-tiny");  // C 256, 8 heads, 4 blocks
+  const KernelCalls whole = gpt_stage_kernel_calls(g, 2, 4, true, true, 2, 128, "bf16");
+  const KernelCalls first = gpt_stage_kernel_calls(g, 2, 2, true, false, 2, 128, "bf16");
+  const KernelCalls last = gpt_stage_kernel_calls(g, 2, 2, false, true, 2, 128, "bf16");
+  EXPECT_EQ(first.forward.size() + last.forward.size(), whole.forward.size());
+  // the last stage's forward ends with the whole model's; qkv of this rank's 4 heads (BT, C) x (3C/t, C)
+  EXPECT_TRUE(std::equal(last.forward.begin(), last.forward.end(), whole.forward.end() - last.forward.size()));
+  EXPECT_EQ(first.forward[2].shape, (std::vector<std::int64_t>{256, 256, 384}));
+  EXPECT_EQ(first.forward[3].shape, (std::vector<std::int64_t>{2, 128, 128, 4}));
+  EXPECT_EQ(whole.forward.back().kernel, "crossentropy_shard_finish");
+  // a stage without the head opens its backward by zeroing d(output) before it copies it in
+  EXPECT_EQ(first.backward.front().kernel, "fill");
+  EXPECT_EQ(first.backward.front().shape, (std::vector<std::int64_t>{256 * 256 * 2}));
+  EXPECT_EQ(first.backward.size() + last.backward.size(), whole.backward.size() + 1);
 }
 
 TEST(KernelCalls, ResnetConvolutionsAreTheTrainersFlops) {
   const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-mini");
   const std::size_t units = resnet::resnet_pipeline_units(r).size();
-  double forward = 0, backward = 0;
-  for (std::size_t u = 0; u < units; ++u) {
-    const KernelCalls k = resnet_unit_kernel_calls(r, u, 16, 4);
-    forward += compute_size(k.forward);
-    backward += compute_size(k.backward);
-  }
-  EXPECT_NEAR(forward, resnet::resnet_forward_flops(r, 16), 1e-3);
+  const KernelCalls k = resnet_stage_kernel_calls(r, 0, units, 16, "fp32");
+  EXPECT_NEAR(compute_flops(k.forward), resnet::resnet_forward_flops(r, 16), 1e-3);
   // the stem computes no input gradient: its backward is the weight gradient alone
-  const KernelCalls stem = resnet_unit_kernel_calls(r, 0, 16, 4);
-  EXPECT_NEAR(backward, 2.0 * forward - compute_size(stem.forward), 1e-3);
+  const KernelCalls stem = resnet_stage_kernel_calls(r, 0, 1, 16, "fp32");
+  EXPECT_NEAR(compute_flops(k.backward), 2.0 * compute_flops(k.forward) - compute_flops(stem.forward), 1e-3);
   EXPECT_EQ(stem.backward.back().kernel, "conv2d_backward_weight");
   EXPECT_TRUE(resnet_kernel_calls_known(r));
   EXPECT_FALSE(resnet_kernel_calls_known(resnet::resnet_config_by_name("resnet-50")));
-  EXPECT_THROW(resnet_unit_kernel_calls(resnet::resnet_config_by_name("resnet-50"), 1, 1, 4), UserError);
+  EXPECT_THROW(resnet_stage_kernel_calls(resnet::resnet_config_by_name("resnet-50"), 1, 2, 1, "fp32"), UserError);
 }
 
 TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
@@ -129,22 +124,22 @@ TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
   std::filesystem::remove(file);
 }
 
-// Every call of gpt-nano timed at 1 ms: a micro-batch's forward and backward are the call
-// counts in milliseconds, and the step is their sum plus the optimizer's calls.
+// Every distinct call of gpt-nano timed at its own figure: a micro-batch's forward and backward
+// are the sums over the recorded calls, and the step is theirs plus the optimizer's calls.
 TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
   SiteProfile machine = site("this-machine");
   auto times = std::make_shared<KernelProfile>();
   const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-nano");
-  std::size_t forward = 0, backward = 0;
-  for (GptUnitKind unit : {GptUnitKind::embedding, GptUnitKind::block, GptUnitKind::head}) {
-    const KernelCalls k = gpt_unit_kernel_calls(g, unit, 1, 8, 64, 4);
-    const std::size_t times_called = unit == GptUnitKind::block ? 2 : 1;
-    forward += times_called * k.forward.size();
-    backward += times_called * k.backward.size();
-    for (const auto* list : {&k.forward, &k.backward})
-      for (const KernelCall& c : *list) times->add({c.kernel, "fp32", 1, 1, c.shape, c.size, 1e-3});
-  }
-  for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, 1, {1000}, 1000, 1e-3});
+  const KernelCalls k = gpt_stage_kernel_calls(g, 1, g.layers, true, true, 8, 64, "fp32");
+  std::map<std::pair<std::string, std::vector<std::int64_t>>, double> seconds;
+  double micro_batch_s = 0;
+  for (const auto* list : {&k.forward, &k.backward})
+    for (const KernelCall& c : *list) {
+      const auto [at, added] = seconds.try_emplace({c.kernel, c.shape}, 1e-3 * static_cast<double>(seconds.size() + 1));
+      if (added) times->add({c.kernel, "fp32", 1, 1, c.shape, c.size, at->second});
+      micro_batch_s += at->second;
+    }
+  for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, 1, {1}, 1, 1e-9});
   machine.kernel_times = times;
 
   plan::TrainConfig c = gpt_case(1, 1, 1, 1, 1, 1, 16, 8, "fp32");
@@ -155,7 +150,7 @@ TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
   const Prediction p = predict_step(c, machine);
   ASSERT_TRUE(p.feasible) << p.reason;
   EXPECT_TRUE(p.kernel_timed);
-  EXPECT_NEAR(p.compute_s, 2 * (forward + backward) * 1e-3, 1e-12);  // two micro-batches of 8
+  EXPECT_NEAR(p.compute_s, 2 * micro_batch_s, 1e-9);  // two micro-batches of 8
   EXPECT_GT(p.optimizer_s, 0.0);
   EXPECT_NEAR(p.step_time_s, p.compute_s + p.optimizer_s, 1e-12);
 
