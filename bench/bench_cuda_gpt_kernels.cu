@@ -1,7 +1,7 @@
 // Where a GPT training step's time goes on the GPU: every cuda kernel the GPT model calls,
 // at gpt2-124m's shapes (models/gpt/gpt_config.cpp; B=8, T=1024 by default), timed alone
 // with CUDA events and multiplied by its calls per step; a table sorted by milliseconds per step, with achieved
-// TFLOP/s for the GEMMs and GB/s of the bytes each kernel must move at least. Leaves out the
+// TFLOP/s and GB/s of the work kernels.hpp estimates beside each declaration. Leaves out the
 // memsets and host copies between kernels (bench_cuda_gpt_step times the whole step).
 //
 //   bench_cuda_gpt_kernels [--batch B] [--seq-len T] [--summary FILE]
@@ -30,7 +30,7 @@ namespace cu = sb::kernels::cuda;
 struct Row {
   std::string name;
   int calls_per_step;
-  double flops, bytes;  // per call: matrix-product FLOPs, least bytes moved
+  double flops, bytes;  // per call, as kernels.hpp estimates them
   double seconds = 0;   // per call
 };
 
@@ -87,7 +87,6 @@ int main(int argc, char** argv) {
     const i64 L = model.layers, C = model.channels, NH = model.heads, V = model.vocab, maxT = model.max_seq_len;
     const i64 P = sb::gpt::gpt_parameter_count(model);  // what the optimizer kernels sweep
     const i64 BT = B * T, F = 4 * C;
-    const double f4 = 4.0;  // bytes per float
     const sb::kernels::KernelTable& k = cu::cuda_kernel_table();
     // One block's worth of tensors (reused by every row), and the head's.
     auto x = filled(BT * F, 1), y = filled(BT * F, 2), z = filled(BT * F, 3), dz = filled(BT * F, 4);
@@ -102,39 +101,39 @@ int main(int argc, char** argv) {
     const cu::DeviceBuffer<std::int32_t> tokens(host_tokens);
 
     std::vector<Row> rows;
-    auto add = [&](std::string name, int calls, double flops, double bytes, const std::function<void()>& call) {
-      rows.push_back({std::move(name), calls, flops, bytes, seconds_per_call(call)});
+    namespace kw = sb::kernels;  // the work estimates beside the declarations (kernels.hpp)
+    auto add = [&](std::string name, int calls, const kw::KernelWork& work, const std::function<void()>& call) {
+      rows.push_back({std::move(name), calls, work.flops, work.bytes, seconds_per_call(call)});
     };
-    auto gemm_bytes = [&](i64 M, i64 K, i64 N) { return f4 * static_cast<double>(M * K + K * N + M * N); };
     const int l = static_cast<int>(L);
-    add("embedding_forward", 1, 0, f4 * 2 * BT * C, [&] { k.embedding_forward(y.data(), tokens.data(), wte.data(), wpe.data(), B, T, C); });
-    add("embedding_backward", 1, 0, f4 * 3 * BT * C, [&] { k.embedding_backward(dwte.data(), dwpe.data(), x.data(), tokens.data(), B, T, C); });
-    add("layernorm_forward", 2 * l + 1, 0, f4 * 2 * BT * C, [&] { k.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), BT, C); });
-    add("layernorm_backward", 2 * l + 1, 0, f4 * 3 * BT * C, [&] { k.layernorm_backward(dz.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(), mean.data(), rstd.data(), BT, C); });
+    add("embedding_forward", 1, kw::embedding_forward_work(B, T, C, 4), [&] { k.embedding_forward(y.data(), tokens.data(), wte.data(), wpe.data(), B, T, C); });
+    add("embedding_backward", 1, kw::embedding_backward_work(B, T, C, 4), [&] { k.embedding_backward(dwte.data(), dwpe.data(), x.data(), tokens.data(), B, T, C); });
+    add("layernorm_forward", 2 * l + 1, kw::layernorm_forward_work(BT, C, 4), [&] { k.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), BT, C); });
+    add("layernorm_backward", 2 * l + 1, kw::layernorm_backward_work(BT, C, 4), [&] { k.layernorm_backward(dz.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(), mean.data(), rstd.data(), BT, C); });
     for (const auto& [name, in, out] : {std::tuple{"qkv", C, 3 * C}, {"attproj", C, C}, {"fc", C, F}, {"fcproj", F, C}}) {
-      add(fmt::format("matmul_forward {} ({}x{}x{})", name, BT, in, out), l, 2.0 * BT * in * out, gemm_bytes(BT, in, out),
+      add(fmt::format("matmul_forward {} ({}x{}x{})", name, BT, in, out), l, kw::matmul_forward_work(BT, in, out, 4),
           [&, in = in, out = out] { k.matmul_forward(y.data(), x.data(), w.data(), bias.data(), BT, in, out); });
-      add(fmt::format("matmul_backward {}", name), l, 4.0 * BT * in * out, 2 * gemm_bytes(BT, in, out),
+      add(fmt::format("matmul_backward {}", name), l, kw::matmul_backward_work(BT, in, out, 4),
           [&, in = in, out = out] { k.matmul_backward(dz.data(), dw.data(), dbias.data(), y.data(), x.data(), w.data(), BT, in, out); });
     }
-    add(fmt::format("matmul_forward head ({}x{}x{})", BT, C, V), 1, 2.0 * BT * C * V, gemm_bytes(BT, C, V),
+    add(fmt::format("matmul_forward head ({}x{}x{})", BT, C, V), 1, kw::matmul_forward_work(BT, C, V, 4),
         [&] { k.matmul_forward(logits.data(), x.data(), wte.data(), nullptr, BT, C, V); });
-    add("matmul_backward head", 1, 4.0 * BT * C * V, 2 * gemm_bytes(BT, C, V),
+    add("matmul_backward head", 1, kw::matmul_backward_work(BT, C, V, 4),
         [&] { k.matmul_backward(dz.data(), dwte.data(), nullptr, probs.data(), x.data(), wte.data(), BT, C, V); });
-    add("attention_forward", l, 4.0 * B * T * T * C, f4 * (BT * 3 * C + B * NH * T * T + BT * C),
+    add("attention_forward", l, kw::attention_forward_work(B, T, C, NH, 4),
         [&] { k.attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH); });
-    add("attention_backward", l, 8.0 * B * T * T * C, f4 * (2 * BT * 3 * C + 2 * B * NH * T * T + BT * C),
+    add("attention_backward", l, kw::attention_backward_work(B, T, C, NH, 4),
         [&] { k.attention_backward(dqkv.data(), x.data(), qkv.data(), att.data(), B, T, C, NH); });
-    add("gelu_forward", l, 0, f4 * 2 * BT * F, [&] { k.gelu_forward(y.data(), x.data(), BT * F); });
-    add("gelu_backward", l, 0, f4 * 3 * BT * F, [&] { k.gelu_backward(dz.data(), x.data(), y.data(), BT * F); });
-    add("residual_forward", 2 * l, 0, f4 * 3 * BT * C, [&] { k.residual_forward(z.data(), x.data(), y.data(), BT * C); });
-    add("residual_backward", 2 * l, 0, f4 * 5 * BT * C, [&] { k.residual_backward(z.data(), dz.data(), y.data(), BT * C); });
-    add(fmt::format("crossentropy_forward ({}x{})", BT, V), 1, 0, f4 * 2 * BT * V,
+    add("gelu_forward", l, kw::gelu_forward_work(BT * F, 4), [&] { k.gelu_forward(y.data(), x.data(), BT * F); });
+    add("gelu_backward", l, kw::gelu_backward_work(BT * F, 4), [&] { k.gelu_backward(dz.data(), x.data(), y.data(), BT * F); });
+    add("residual_forward", 2 * l, kw::residual_forward_work(BT * C, 4), [&] { k.residual_forward(z.data(), x.data(), y.data(), BT * C); });
+    add("residual_backward", 2 * l, kw::residual_backward_work(BT * C, 4), [&] { k.residual_backward(z.data(), dz.data(), y.data(), BT * C); });
+    add(fmt::format("crossentropy_forward ({}x{})", BT, V), 1, kw::crossentropy_forward_work(BT, V, 4),
         [&] { k.crossentropy_forward(losses.data(), probs.data(), logits.data(), tokens.data(), BT, V); });
-    add("crossentropy_backward", 1, 0, f4 * 3 * BT * V,
+    add("crossentropy_backward", 1, kw::crossentropy_backward_work(BT, V, 4),
         [&] { k.crossentropy_backward(logits.data(), probs.data(), tokens.data(), dlosses.data(), BT, V); });
-    add("squared_norm (all params)", 1, 0, f4 * P, [&] { (void)k.squared_norm(grads.data(), P); });
-    add("adamw_update (all params)", 1, 0, f4 * 7 * P,
+    add("squared_norm (all params)", 1, kw::squared_norm_work(P), [&] { (void)k.squared_norm(grads.data(), P); });
+    add("adamw_update (all params)", 1, kw::adamw_update_work(P),
         [&] { k.adamw_update(params.data(), grads.data(), m.data(), v.data(), P, 3e-4, 0.9, 0.95, 1e-8, 0.1, 3); });
 
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.seconds * a.calls_per_step > b.seconds * b.calls_per_step; });

@@ -41,7 +41,7 @@ std::vector<std::int32_t> random_indices(i64 n, i64 bound, std::uint64_t stream)
 }
 
 // ---- GEMM: out (BT,OC) = inp (BT,C) . weight (OC,C)^T ------------------------------------------
-double matmul_flops(i64 BT, i64 C, i64 OC) { return 2.0 * BT * C * OC; }
+double matmul_flops(i64 BT, i64 C, i64 OC) { return sb::kernels::matmul_forward_work(BT, C, OC, 4).flops; }
 
 void set_gflops(benchmark::State& state, double flops) {
   state.counters["GFLOP/s"] =
@@ -158,13 +158,8 @@ void register_kernel_benchmarks() {
 }
 
 // ---- convolutional-network kernels at resnet-mini shapes --------------------------------------
-// FLOPs of one conv2d forward: each of the N·OC·OH·OW outputs is a C·KH·KW dot product
-// (a multiply and an add per tap; bias and padding taps are not counted). The backward does
-// two products of the same size (dweight and dinp), so forward + backward is three times this.
-double conv2d_forward_flops(i64 N, i64 C, i64 OC, i64 OH, i64 OW, i64 KH, i64 KW) {
-  return 2.0 * N * OC * OH * OW * C * KH * KW;
-}
-
+// FLOPs as kernels.hpp counts them (conv2d_forward_work, conv2d_backward_work): a multiply and
+// an add per tap, bias and padding taps not counted; the backward with dinp twice the forward.
 // Arguments N, C, H (= W), OC, K (= KH = KW), stride; padding K / 2 (3x3 pad 1, 1x1 pad 0).
 struct Conv2dBenchShape {
   i64 N, C, H, OC, K, stride, pad, OH;
@@ -172,7 +167,10 @@ struct Conv2dBenchShape {
       : N(state.range(0)), C(state.range(1)), H(state.range(2)), OC(state.range(3)),
         K(state.range(4)), stride(state.range(5)), pad(K / 2),
         OH((H + 2 * pad - K) / stride + 1) {}
-  double forward_flops() const { return conv2d_forward_flops(N, C, OC, OH, OH, K, K); }
+  double forward_flops() const { return sb::kernels::conv2d_forward_work(N, C, H, H, OC, K, K, stride, pad, 4).flops; }
+  double backward_flops() const {
+    return sb::kernels::conv2d_backward_work(N, C, H, H, OC, K, K, stride, pad, true, 4).flops;
+  }
 };
 
 void conv2d_forward(benchmark::State& state, const KernelTable& k) {
@@ -203,12 +201,12 @@ void conv2d_forward_backward(benchmark::State& state, const KernelTable& k) {
                       weight.data(), s.N, s.C, s.H, s.H, s.OC, s.K, s.K, s.stride, s.pad);
     benchmark::ClobberMemory();
   }
-  set_gflops(state, 3.0 * s.forward_flops());
+  set_gflops(state, s.forward_flops() + s.backward_flops());
 }
 
 // BatchNorm2d training forward + backward, arguments N, C, HW. GB/s counts the compulsory
-// traffic only: forward reads inp and writes out, backward reads inp and dout and updates dinp
-// (6 passes over N·C·HW floats); the kernels make a few more passes (statistics, sums).
+// traffic only (kernels.hpp's batchnorm2d_forward_train_work and batchnorm2d_backward_work: 6
+// passes over N·C·HW floats); the kernels make a few more passes (statistics, sums).
 void batchnorm2d_forward_backward(benchmark::State& state, const KernelTable& k) {
   const i64 N = state.range(0), C = state.range(1), HW = state.range(2), size = N * C * HW;
   const auto inp = random_floats(size, 0), weight = random_floats(C, 1), bias = random_floats(C, 2),
@@ -223,7 +221,8 @@ void batchnorm2d_forward_backward(benchmark::State& state, const KernelTable& k)
                            weight.data(), mean.data(), rstd.data(), N, C, HW);
     benchmark::ClobberMemory();
   }
-  const double gigabytes = 6.0 * sizeof(float) * static_cast<double>(size) * 1e-9;
+  const double gigabytes = (sb::kernels::batchnorm2d_forward_train_work(N, C, HW, 4).bytes +
+                            sb::kernels::batchnorm2d_backward_work(N, C, HW, 4).bytes) * 1e-9;
   state.counters["GB/s"] =
       benchmark::Counter(gigabytes, benchmark::Counter::kIsIterationInvariantRate);
 }
