@@ -60,7 +60,7 @@ void int8_vs_fp32(benchmark::State& state) {
     fp32_total += seconds(t1, t2);
     state.SetIterationTime(seconds(t0, t1));
   }
-  const double n = static_cast<double>(state.iterations()), ops = 2.0 * BT * C * OC;
+  const double n = static_cast<double>(state.iterations()), ops = sb::kernels::matmul_forward_work(BT, C, OC, 4).flops;
   state.counters["int8_ms"] = 1e3 * int8_total / n;
   state.counters["fp32_ms"] = 1e3 * fp32_total / n;
   state.counters["int8_GOP/s"] = ops * n / int8_total * 1e-9;

@@ -45,7 +45,7 @@ io::GemmRow time_gemm(MPI_Comm comm, int threads, std::int64_t size) {
   int ranks = 1;
   SB_MPI_CHECK(MPI_Comm_size(comm, &ranks));
   return io::GemmRow{kernels::storage_name<S>(), "cpu", m, n, depth, ranks, threads, iterations, best,
-                     2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(depth) / best / 1e12};
+                     kernels::matmul_forward_work(m, depth, n, static_cast<int>(sizeof(S))).flops / best / 1e12};
 }
 
 }  // namespace

@@ -44,8 +44,9 @@ bool resnet_kernel_calls_known(const resnet::ResnetConfig& config);
 std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, std::int64_t parameters,
                                                std::int64_t owned, int element_bytes);
 
-// Calls the cost model counts as free: BatchNorm's per-channel statistics (a few hundred values;
-// calibrate does not time them).
+// Calls the cost model counts as free where a kernel table has no time for them: BatchNorm's
+// per-channel statistics (a few hundred values; tables calibrated before the calls were
+// recorded from the models did not time them).
 bool negligible_kernel_call(const KernelCall& call);
 
 }  // namespace sb::costmodel

@@ -14,6 +14,7 @@
 
 #include "core/tensor.hpp"
 #include "kernels/cuda/cuda_context.hpp"
+#include "kernels/kernels.hpp"
 
 namespace sb::kernels::cuda {
 
@@ -48,11 +49,8 @@ struct GemmShape {
 // The alignment a call's pointers share (bytes, capped at 256), for GemmShape::alignment.
 std::int64_t common_alignment(std::initializer_list<const void*> pointers);
 
-// 2·M·N·K: the one FLOP count of a GEMM, shared by benchmarks and reports.
-inline double gemm_flops(const GemmShape& shape) {
-  return 2.0 * static_cast<double>(shape.M) * static_cast<double>(shape.N) *
-         static_cast<double>(shape.K);
-}
+// 2·M·N·K: matmul_forward's count (kernels.hpp), shared by benchmarks and reports.
+inline double gemm_flops(const GemmShape& shape) { return matmul_forward_work(shape.M, shape.K, shape.N, 4).flops; }
 
 // What cuBLASLt reports of one algorithm: for failure messages and the benchmark's table.
 struct GemmAlgorithmInfo {
