@@ -206,7 +206,7 @@ struct TimedStage {
   double forward_s = 0, backward_s = 0;
 };
 
-KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, const train::TrainConfig& c) {
+KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, const plan::TrainConfig& c) {
   if (d.family == ModelFamily::resnet)
     return resnet_stage_kernel_calls(d.resnet, st.unit_begin, st.unit_end, d.micro_batch, c.precision.dtype);
   // units: the embedding, the blocks, the head
