@@ -13,6 +13,7 @@
 #include "core/statistics.hpp"
 #include "core/memory.hpp"
 #include "kernels/storage_kernels.hpp"
+#include "measure/timing.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
 #include "models/resnet/resnet_partition.hpp"
@@ -303,7 +304,6 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
                                  int devices, int ranks, double seconds_per_call, int rounds,
                                  const std::function<void(std::size_t, std::size_t)>& progress) {
   SB_CHECK(rounds >= 1, "calibrate: {} rounds", rounds);
-  using clock = std::chrono::steady_clock;
   MemoryTracker tracker;
   kernels::StorageKernels<S> k(kernels::Backend::cpu, tracker);
   std::mt19937 rng(1);
@@ -334,20 +334,12 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       const std::vector<std::function<void()>>& seq = runs[q];
       if (seq.empty()) continue;
       // warm-up pass: pages touched, threads awake; its length sets the passes within budget
-      const auto warm_start = clock::now();
-      for (const auto& run : seq) run();
-      Kokkos::fence();
-      const double pass_s = std::chrono::duration<double>(clock::now() - warm_start).count();
+      measure::HostClock clock([] { Kokkos::fence(); });
+      const double pass_s = measure::time_pass(seq, clock);
       const double budget = seconds_per_call / kBudgetRounds * static_cast<double>(seq.size());
-      const int passes = std::clamp(static_cast<int>(budget / std::max(pass_s, 1e-9)), kMinPasses, 200);
-      std::vector<std::vector<double>> seconds(seq.size());
-      for (int pass = 0; pass < passes; ++pass)
-        for (std::size_t i = 0; i < seq.size(); ++i) {
-          const auto start = clock::now();
-          seq[i]();
-          Kokkos::fence();
-          seconds[i].push_back(std::chrono::duration<double>(clock::now() - start).count());
-        }
+      const int passes = measure::count_to_fill(budget, pass_s, kMinPasses, 200);
+      std::vector<std::vector<double>> seconds =
+          measure::time_in_turns(seq, {.warmups = 0, .rounds = passes, .iterations = 1}, clock);
       for (std::size_t i = 0; i < seq.size(); ++i) {
         sum[call_ids[q][i]] += median(std::move(seconds[i]));
         occurrences[call_ids[q][i]] += 1;
