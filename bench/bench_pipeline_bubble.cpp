@@ -42,7 +42,7 @@
 
 namespace {
 
-using sb::train::PipelineSchedule;
+using sb::plan::PipelineSchedule;
 using i64 = std::int64_t;
 
 struct Options {
@@ -130,7 +130,7 @@ StageFigures run_case(const Options& o, sb::parallel::Communicator& world, const
   const int p = world.size(), s = world.rank();
   sb::MemoryTracker tracker;
   sb::resnet::ResnetModel model(mini(), o.micro, sb::kernels::Backend::cpu, tracker, partition,
-                                sb::train::pipeline_peak_in_flight(schedule, p, s, m));
+                                sb::plan::pipeline_peak_in_flight(schedule, p, s, m));
   model.init_weights(7);
   sb::optim::Sgd sgd(model.parameter_slices(), {}, sb::kernels::Backend::cpu, tracker);
   sb::train::ResnetPipelineStage stage(model, o.micro);
@@ -202,22 +202,22 @@ int main(int argc, char** argv) {
         std::vector<StageFigures> all(static_cast<std::size_t>(p));
         world->all_gather(&mine, all.data(), sizeof(StageFigures), sb::parallel::DataType::u8);
         if (s != 0) continue;
-        const double ideal = sb::train::pipeline_ideal_bubble_fraction(p, m);
+        const double ideal = sb::plan::pipeline_ideal_bubble_fraction(p, m);
         std::vector<double> forward_time, backward_time;  // per micro-batch
         for (const auto& f : all) {
           forward_time.push_back(f.forward_s / static_cast<double>(m));
           backward_time.push_back(f.backward_s / static_cast<double>(m));
         }
-        const auto modelled = sb::train::simulate_pipeline(schedule, m, forward_time, backward_time);
+        const auto modelled = sb::plan::simulate_pipeline(schedule, m, forward_time, backward_time);
         double mean = 0, mean_modelled = 0, deviation = 0;
         for (std::size_t i = 0; i < all.size(); ++i) {
           mean += all[i].bubble_fraction / p;
           mean_modelled += modelled.idle_fraction[i] / p;
           deviation = std::max(deviation, std::abs(all[i].bubble_fraction - ideal));
         }
-        std::printf("%-6s %3lld %7.3f %9.3f %9.3f %9.3f  ", std::string(sb::train::to_string(schedule)).c_str(),
+        std::printf("%-6s %3lld %7.3f %9.3f %9.3f %9.3f  ", std::string(sb::plan::to_string(schedule)).c_str(),
                     static_cast<long long>(m), ideal, mean_modelled, mean, deviation);
-        nlohmann::json row{{"schedule", sb::train::to_string(schedule)}, {"m", m}, {"ideal_bubble_fraction", ideal},
+        nlohmann::json row{{"schedule", sb::plan::to_string(schedule)}, {"m", m}, {"ideal_bubble_fraction", ideal},
                            {"modelled_bubble_fraction", mean_modelled}, {"mean_bubble_fraction", mean},
                            {"stages", nlohmann::json::array()}};
         for (const auto& f : all) {

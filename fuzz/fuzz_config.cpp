@@ -6,20 +6,20 @@
 #include <string>
 
 #include "fuzz_scratch.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   sb::fuzz::expect_only_user_errors([&] {
-    const YAML::Node root = sb::train::parse_yaml_text(text, "fuzz.yaml");
-    sb::train::parse_train_config(root, "fuzz.yaml");
+    const YAML::Node root = sb::plan::parse_yaml_text(text, "fuzz.yaml");
+    sb::plan::parse_train_config(root, "fuzz.yaml");
   });
   const auto newline = text.find('\n');
   if (newline == std::string::npos) return 0;
   sb::fuzz::expect_only_user_errors([&] {
-    YAML::Node root = sb::train::parse_yaml_text(text.substr(newline + 1), "fuzz.yaml");
-    sb::train::apply_override(root, text.substr(0, newline), "fuzz.yaml");
-    sb::train::parse_train_config(root, "fuzz.yaml");
+    YAML::Node root = sb::plan::parse_yaml_text(text.substr(newline + 1), "fuzz.yaml");
+    sb::plan::apply_override(root, text.substr(0, newline), "fuzz.yaml");
+    sb::plan::parse_train_config(root, "fuzz.yaml");
   });
   return 0;
 }

@@ -1,6 +1,7 @@
 // `scalebench predict --config CASE.yaml --site SITE.yaml [--devices N] [--set k=v]... [--json]`:
 // the cost model's prediction of one training step. Leaves out the model (src/costmodel).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 
@@ -26,6 +27,8 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   std::string out = fmt::format("{} on {} × {} (site {}), dp {} tp {} pp {}", p.model, p.devices,
                                 site.device, site.name, p.dp, p.tp, p.pp);
   if (p.micro_batch > 0) out += fmt::format(", {} micro-batches of {}", p.micro_batches, p.micro_batch);
+  if (p.plan.feasible && p.pp > 1)
+    out += fmt::format(", stages [{}] ({})", fmt::join(p.plan.stages, ", "), p.plan.stage_rule);
   out += fmt::format(", {}\n", p.precision);
   if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
   out += fmt::format("step time     {:10.4f} s  (event simulation; the parts below are the last rank's, "
@@ -64,7 +67,7 @@ std::function<int()> add_predict_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "override a config key: key=value (repeatable)");
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
-    const train::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
+    const plan::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
     const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
     if (options->json)

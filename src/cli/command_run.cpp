@@ -22,8 +22,8 @@
 #include "io/results_reader.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/checkpoint.hpp"
-#include "train/config.hpp"
-#include "train/suite.hpp"
+#include "plan/config.hpp"
+#include "plan/suite.hpp"
 
 
 namespace sb::cli {
@@ -69,11 +69,11 @@ RunOverview read_run_overview(const fs::path& file, const std::string& id) {
 
 // Cases on device cuda need a GPU per rank on this machine (NCCL takes one rank per GPU):
 // refused before any case runs, so a suite never half-runs for want of GPUs.
-void check_gpus_for(const train::Suite& suite, const std::vector<train::TrainConfig>& configs) {
+void check_gpus_for(const plan::Suite& suite, const std::vector<plan::TrainConfig>& configs) {
   const int gpus = visible_gpu_count();
   for (std::size_t i = 0; i < configs.size(); ++i) {
     if (configs[i].device != "cuda") continue;
-    const train::SuiteCase& c = suite.cases[i];
+    const plan::SuiteCase& c = suite.cases[i];
     SB_USER_CHECK(gpus > 0,
                   "{}: case '{}' runs on device cuda, but no CUDA device visible on this machine; run the suite on a "
                   "GPU node", suite.source, c.id);
@@ -96,7 +96,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "folder for results")->capture_default_str();
   cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
   return [options]() {
-    const train::Suite suite = train::load_suite(options->suite, options->overrides);
+    const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
     const fs::path out_dir(options->out);
     const fs::path cases_dir = out_dir / (suite.name + ".cases");
     const auto file_id_of = [](const std::string& id) {
@@ -107,7 +107,7 @@ std::function<int()> add_run_command(CLI::App& app) {
     // finetune.from and distill.teacher: run:<case> is the checkpoint an earlier case of this
     // suite writes (load_suite checked that it is an earlier case)
     std::vector<YAML::Node> configs;
-    std::vector<train::TrainConfig> parsed;
+    std::vector<plan::TrainConfig> parsed;
     std::map<std::string, fs::path> checkpoints;  // case id -> where it writes its checkpoint
     for (const auto& c : suite.cases) {
       YAML::Node config = YAML::Clone(c.config);
@@ -119,7 +119,7 @@ std::function<int()> add_run_command(CLI::App& app) {
         SB_CHECK(earlier != checkpoints.end(), "case '{}' names '{}': load_suite let it through", c.id, from);
         config[block][key] = fs::absolute(earlier->second).string();
       }
-      parsed.push_back(train::parse_train_config(config, suite.source));
+      parsed.push_back(plan::parse_train_config(config, suite.source));
       checkpoints[c.id] = train::checkpoint_path_of(parsed.back(), cases_dir / (file_id_of(c.id) + ".h5"), c.id);
       configs.push_back(config);
     }
@@ -140,7 +140,7 @@ std::function<int()> add_run_command(CLI::App& app) {
       const std::string file_id = file_id_of(c.id);
       const fs::path config_path = cases_dir / (file_id + ".yaml");
       const fs::path result_path = cases_dir / (file_id + ".h5");
-      std::ofstream(config_path) << train::yaml_text(configs[i]) << "\n";
+      std::ofstream(config_path) << plan::yaml_text(configs[i]) << "\n";
       std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
       std::fflush(stdout);

@@ -10,7 +10,7 @@
 #include "costmodel/site_profile.hpp"
 #include "jobs/job_folder.hpp"
 #include "jobs/scheduler_client.hpp"
-#include "train/suite.hpp"
+#include "plan/suite.hpp"
 
 namespace sb::cli {
 
@@ -43,7 +43,7 @@ std::function<int()> add_submit_command(CLI::App& app) {
   cmd->add_option("--time-limit", o->time_limit, "minutes per job (default: the site's scheduler.time_limit_minutes, else 60)")
       ->check(CLI::PositiveNumber);
   return [o]() {
-    const train::Suite suite = train::load_suite(o->suite, o->overrides);
+    const plan::Suite suite = plan::load_suite(o->suite, o->overrides);
     costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(o->site, "--site"));
     if (!o->launcher.empty()) site.scheduler.launcher = o->launcher;
     if (o->time_limit > 0) site.scheduler.time_limit_minutes = o->time_limit;

@@ -14,7 +14,7 @@
 #include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
 #include "train/checkpoint.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/trainer.hpp"
 
 namespace sb::cli {
@@ -44,7 +44,7 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
   cmd->add_option("--resume", options->resume, "resume from this checkpoint file (it must exist)");
   return [options, &argc, &argv]() {
     // Validate the config and the output location before MPI or any data is touched.
-    train::TrainConfig config = train::load_train_config(options->config, options->overrides);
+    plan::TrainConfig config = plan::load_train_config(options->config, options->overrides);
     if (!options->checkpoint.empty()) config.checkpoint.path = options->checkpoint;
     config.checkpoint.resume_from = options->resume;
     const std::filesystem::path out(options->out);
@@ -55,7 +55,7 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     SB_USER_CHECK(trace.empty() || trace.parent_path().empty() || std::filesystem::is_directory(trace.parent_path()),
                   "the folder of --trace '{}' does not exist", options->trace);
     // The cost model's prediction of this run, made before it (a wrong site fails here).
-    const train::RunPrediction prediction = costmodel::predict_run(config);
+    const plan::RunPrediction prediction = costmodel::predict_run(config);
     MpiSession mpi(argc, argv);
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name

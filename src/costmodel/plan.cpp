@@ -7,11 +7,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "core/check.hpp"
 #include "costmodel/prediction_json.hpp"
 #include "models/gpt/gpt_config.hpp"
+#include "plan/run_plan.hpp"
 
 namespace sb::costmodel {
 
@@ -42,7 +45,73 @@ const char* refusal_group(Refusal r) {
 const std::vector<std::string> kPrecisions{"bf16", "fp16", "fp32"};
 const std::vector<std::string> kRecomputes{"none", "selective", "full"};
 
+std::vector<std::string> schedules_of(i64 pp) {
+  return pp > 1 ? std::vector<std::string>{"1f1b", "gpipe"} : std::vector<std::string>{"1f1b"};
+}
+
+// The refusal that every candidate of a dp × tp × pp grid shares, if any: tp beyond a node
+// (the site), pp not dividing the layers (the search keeps to even splits, as published
+// layouts do), and what the grid's plan refuses (tp and the heads, the batch over dp).
+std::optional<std::pair<Refusal, std::string>> grid_refusal(const plan::TrainConfig& c, const gpt::GptConfig& g,
+                                                            const SiteProfile& site) {
+  const auto& s = c.strategy;
+  if (s.tp > site.devices_per_node)
+    return std::pair{Refusal::tp_beyond_node,
+                     fmt::format("tp {} > {} devices per node of site '{}'", s.tp, site.devices_per_node, site.name)};
+  if (g.layers % s.pp != 0)
+    return std::pair{Refusal::pp_layers, fmt::format("pp {} does not divide the {} layers of {}", s.pp, g.layers, g.name)};
+  plan::TrainConfig whole_batch = c;
+  whole_batch.micro_batch = 0;
+  const plan::RunPlan run_plan = plan::resolve_run_plan(whole_batch);
+  if (!run_plan.feasible) return std::pair{refusal_of(run_plan.refusal), run_plan.reason};
+  return std::nullopt;
+}
+
+// Each micro-batch size, precision, ZeRO stage, recomputation and schedule of one grid.
+void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, int devices, PlanResult& result,
+                 const std::function<void(const PlanCandidate&, i64)>& reject) {
+  const auto& s = grid.strategy;
+  for (i64 micro : divisors(grid.global_batch / s.dp))
+    for (const std::string& precision : kPrecisions)
+      for (i64 zero = 0; zero <= 3; ++zero)
+        for (const std::string& recompute : kRecomputes)
+          for (const std::string& schedule : schedules_of(s.pp)) {
+            PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, {}};
+            cand.prediction = predict_step(plan_candidate_config(grid, cand), site, devices);
+            if (!cand.prediction.feasible) {
+              reject(cand, 1);
+              continue;
+            }
+            result.feasible.push_back(std::move(cand));
+            ++result.candidates;
+          }
+}
+
 }  // namespace
+
+plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const PlanCandidate& candidate) {
+  plan::TrainConfig c = grid;
+  c.micro_batch = candidate.micro_batch;
+  c.precision.dtype = candidate.precision;
+  c.strategy.zero = candidate.zero;
+  c.strategy.recompute = candidate.recompute;
+  c.strategy.schedule = candidate.schedule;
+  return c;
+}
+
+plan::TrainConfig plan_grid_config(const PlanRequest& request, std::int64_t seq_len, std::int64_t dp,
+                                   std::int64_t tp, std::int64_t pp) {
+  plan::TrainConfig c;
+  c.source = "plan";
+  c.model.name = request.model;
+  c.data.dataset = "sotu";
+  c.seq_len = seq_len;
+  c.global_batch = request.global_batch;
+  c.strategy.dp = dp;
+  c.strategy.tp = tp;
+  c.strategy.pp = pp;
+  return c;
+}
 
 PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   const gpt::GptConfig g = gpt::gpt_config_by_name(request.model);
@@ -68,80 +137,22 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   const i64 N = request.devices;
   for (i64 tp : divisors(N)) {
     for (i64 pp : divisors(N / tp)) {
-      const i64 dp = N / (tp * pp);
-      const std::vector<std::string> schedules =
-          pp > 1 ? std::vector<std::string>{"1f1b", "gpipe"} : std::vector<std::string>{"1f1b"};
-      const i64 variants = static_cast<i64>(kPrecisions.size() * 4 * kRecomputes.size() * schedules.size());
-      PlanCandidate base;
-      base.dp = dp;
-      base.tp = tp;
-      base.pp = pp;
-      base.precision = kPrecisions[0];
-      base.recompute = kRecomputes[0];
-      base.schedule = schedules[0];
-      const std::vector<i64> micro_batches =
-          request.global_batch % dp == 0 ? divisors(request.global_batch / dp) : std::vector<i64>{1};
-
-      train::TrainConfig c;
-      c.source = "plan";
-      c.model.name = g.name;
-      c.data.dataset = "sotu";
-      c.seq_len = seq;
-      c.global_batch = request.global_batch;
-      c.strategy.dp = dp;
-      c.strategy.tp = tp;
-      c.strategy.pp = pp;
-
-      // grid-level refusals, once per grid, counted for each of its candidates
-      const auto grid_refusal = [&](Refusal kind, std::string reason) {
-        base.prediction = Prediction{};
+      const plan::TrainConfig grid = plan_grid_config(request, seq, N / (tp * pp), tp, pp);
+      if (const auto refusal = grid_refusal(grid, g, site)) {
+        // counted for each candidate of the grid: its micro-batch sizes (1 when the batch
+        // does not split) times the other choices
+        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", {}};
         base.prediction.model = g.name;
-        base.prediction.refusal = kind;
-        base.prediction.reason = std::move(reason);
-        reject(base, variants * static_cast<i64>(micro_batches.size()));
-      };
-      if (tp > site.devices_per_node) {
-        grid_refusal(Refusal::tp_beyond_node,
-                     fmt::format("tp {} > {} devices per node of site '{}'", tp, site.devices_per_node, site.name));
+        base.prediction.refusal = refusal->first;
+        base.prediction.reason = refusal->second;
+        const i64 micro_sizes = request.global_batch % grid.strategy.dp == 0
+                                    ? static_cast<i64>(divisors(request.global_batch / grid.strategy.dp).size())
+                                    : 1;
+        reject(base, micro_sizes * static_cast<i64>(kPrecisions.size() * 4 * kRecomputes.size() *
+                                                    schedules_of(pp).size()));
         continue;
       }
-      if (g.heads % tp != 0) {
-        grid_refusal(Refusal::tp_heads, fmt::format("tp {} does not divide the {} heads of {}", tp, g.heads, g.name));
-        continue;
-      }
-      if (g.layers % pp != 0) {
-        grid_refusal(Refusal::pp_layers, fmt::format("pp {} does not divide the {} layers of {}", pp, g.layers, g.name));
-        continue;
-      }
-      if (request.global_batch % dp != 0) {
-        grid_refusal(Refusal::batch_split, fmt::format("global batch {} does not split over dp {}",
-                                                       request.global_batch, dp));
-        continue;
-      }
-
-      for (i64 micro : micro_batches) {
-        c.micro_batch = micro;
-        for (const std::string& precision : kPrecisions) {
-          c.precision.dtype = precision;
-          for (i64 zero = 0; zero <= 3; ++zero) {
-            c.strategy.zero = zero;
-            for (const std::string& recompute : kRecomputes) {
-              c.strategy.recompute = recompute;
-              for (const std::string& schedule : schedules) {
-                c.strategy.schedule = schedule;
-                PlanCandidate cand{dp, tp, pp, micro, zero, precision, recompute, schedule, {}};
-                cand.prediction = predict_step(c, site, static_cast<int>(N));
-                if (cand.prediction.feasible) {
-                  result.feasible.push_back(std::move(cand));
-                  ++result.candidates;
-                } else {
-                  reject(cand, 1);
-                }
-              }
-            }
-          }
-        }
-      }
+      search_grid(grid, site, static_cast<int>(N), result, reject);
     }
   }
 

@@ -46,6 +46,12 @@ struct PlanResult {
 // UserError when the model is not a named GPT or a count is not positive.
 PlanResult plan_search(const PlanRequest& request, const SiteProfile& site);
 
+// The case plan_search predicts for a dp × tp × pp grid of a request, and for one candidate of
+// it: what `predict` and `train` would be given for the same layout.
+plan::TrainConfig plan_grid_config(const PlanRequest& request, std::int64_t seq_len, std::int64_t dp,
+                                   std::int64_t tp, std::int64_t pp);
+plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const PlanCandidate& candidate);
+
 // One candidate: prediction_json's fields plus dp, tp, pp, micro_batch, micro_batches,
 // precision, zero, recompute, schedule.
 nlohmann::json plan_candidate_json(const PlanCandidate& candidate);

@@ -4,16 +4,16 @@
 
 namespace sb::costmodel {
 
-train::TrainConfig load_predict_case(const std::filesystem::path& path,
+plan::TrainConfig load_predict_case(const std::filesystem::path& path,
                                      const std::vector<std::string>& overrides) {
-  YAML::Node root = train::load_yaml_file(path);
-  for (const auto& assignment : overrides) train::apply_override(root, assignment, path.string());
+  YAML::Node root = plan::load_yaml_file(path);
+  for (const auto& assignment : overrides) plan::apply_override(root, assignment, path.string());
   if (root.IsMap() && !root["data"]) {
     const YAML::Node model = root["model"];
     const bool resnet = model && model.IsScalar() && model.Scalar().rfind("resnet", 0) == 0;
     root["data"] = resnet ? "mnist" : "sotu";
   }
-  return train::parse_train_config(root, path.string());
+  return plan::parse_train_config(root, path.string());
 }
 
 }  // namespace sb::costmodel

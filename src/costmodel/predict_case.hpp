@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::costmodel {
 
 // load_train_config, after giving a case without `data` the model family's data set (sotu for
 // the GPT, mnist for the ResNet) so that spec-only sizes need no data section.
-train::TrainConfig load_predict_case(const std::filesystem::path& path,
+plan::TrainConfig load_predict_case(const std::filesystem::path& path,
                                      const std::vector<std::string>& overrides);
 
 }  // namespace sb::costmodel

@@ -16,6 +16,12 @@ nlohmann::json prediction_json(const Prediction& p) {
   j[p.gpt ? "tokens_per_s" : "samples_per_s"] = number(p.gpt ? p.tokens_per_s : p.samples_per_s);
   j["tflops_per_device"] = number(p.tflops_per_device);
   j["mfu"] = number(p.mfu);
+  // the plan the prediction describes (the trainer's): units per pipeline stage, micro-batches
+  const bool planned = p.plan.feasible;
+  j["stages"] = planned ? nlohmann::json(p.plan.stages) : nlohmann::json(nullptr);
+  j["stage_rule"] = planned ? nlohmann::json(p.plan.stage_rule) : nlohmann::json(nullptr);
+  j["micro_batches"] = planned ? nlohmann::json(p.plan.micro_batches) : nlohmann::json(nullptr);
+  j["micro_batch"] = planned ? nlohmann::json(p.plan.micro_batch) : nlohmann::json(nullptr);
   if (p.feasible) {
     j["memory_bytes"] = {{"params", p.memory.params},
                          {"grads", p.memory.grads},

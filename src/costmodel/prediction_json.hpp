@@ -10,7 +10,9 @@ namespace sb::costmodel {
 
 // feasible, reason, step_time_s, compute_s, comm_s, bubble_s, optimizer_s, tokens_per_s (GPT)
 // or samples_per_s (ResNet), tflops_per_device, mfu, memory_bytes {params, grads, optimizer,
-// activations, total}. An infeasible prediction carries its reason and null numbers.
+// activations, total}, and the plan: stages (units per pipeline stage), stage_rule,
+// micro_batches, micro_batch. An infeasible prediction carries its reason and null numbers
+// (the plan's figures stay where the plan itself was feasible).
 nlohmann::json prediction_json(const Prediction& p);
 
 }  // namespace sb::costmodel

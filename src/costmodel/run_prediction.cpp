@@ -7,7 +7,7 @@
 
 namespace sb::costmodel {
 
-std::string site_of(const train::TrainConfig& config) {
+std::string site_of(const plan::TrainConfig& config) {
   if (!config.site.empty()) return config.site;
   return config.device == "cpu" ? "this-machine" : "";
 }
@@ -21,6 +21,11 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
                       {"devices_per_rank", p.devices_per_rank},
                       {"feasible", std::int64_t{p.feasible}},
                       {"reason", p.reason}};
+  if (p.plan.feasible) {  // the plan predicted: the run's own attributes say what it trained
+    a.emplace_back("stages", p.plan.stages);
+    a.emplace_back("micro_batches", p.plan.micro_batches);
+    a.emplace_back("micro_batch", p.plan.micro_batch);
+  }
   if (!p.feasible) return a;
   const io::Attributes numbers = {
       {"step_time_s", p.step_time_s},
@@ -43,8 +48,8 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
   return a;
 }
 
-train::RunPrediction predict_run(const train::TrainConfig& config) {
-  train::RunPrediction run;
+plan::RunPrediction predict_run(const plan::TrainConfig& config) {
+  plan::RunPrediction run;
   const std::string site_name = site_of(config);
   if (site_name.empty()) {
     run.attributes = {{"feasible", std::int64_t{0}},

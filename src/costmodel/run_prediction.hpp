@@ -9,24 +9,25 @@
 #include "costmodel/site_profile.hpp"
 #include "costmodel/step_prediction.hpp"
 #include "io/attr_value.hpp"
-#include "train/config.hpp"
-#include "train/run_prediction.hpp"
+#include "plan/config.hpp"
+#include "plan/run_prediction.hpp"
 
 namespace sb::costmodel {
 
 // The site a case's prediction uses: config.site, else this-machine for device cpu; empty
 // for a cuda case that names none.
-std::string site_of(const train::TrainConfig& config);
+std::string site_of(const plan::TrainConfig& config);
 
 // The prediction's attributes as the run's `prediction` group stores them: site, site_file,
 // device, calibrated, devices_per_rank, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
 // bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
 // memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
-// most loaded rank). An infeasible prediction stores its reason and no numbers.
+// most loaded rank), and the plan's stages, micro_batches and micro_batch. An infeasible
+// prediction stores its reason and no numbers.
 io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& site);
 
 // Predicts the case on its site (site_of) for the trainer; a case with no site gets an
 // infeasible prediction saying so. UserError for a site file that is missing or wrong.
-train::RunPrediction predict_run(const train::TrainConfig& config);
+plan::RunPrediction predict_run(const plan::TrainConfig& config);
 
 }  // namespace sb::costmodel

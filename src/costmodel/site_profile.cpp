@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::costmodel {
 
@@ -238,7 +238,7 @@ std::filesystem::path site_profile_path(const std::string& site, const std::stri
 }
 
 SiteProfile load_site_profile(const std::filesystem::path& path) {
-  return parse_site_profile(train::load_yaml_file(path), path.string());
+  return parse_site_profile(plan::load_yaml_file(path), path.string());
 }
 
 }  // namespace sb::costmodel

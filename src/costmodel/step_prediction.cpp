@@ -13,7 +13,6 @@
 #include <numeric>
 #include <vector>
 
-#include "core/balanced_partition.hpp"
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/kernel_calls.hpp"
@@ -25,8 +24,7 @@
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_config.hpp"
 #include "models/resnet/resnet_partition.hpp"
-#include "train/pipeline_schedule.hpp"
-#include "train/training_task.hpp"
+#include "plan/pipeline_schedule.hpp"
 
 namespace sb::costmodel {
 
@@ -57,7 +55,7 @@ struct StageCost {
 struct StateBytes {
   double param, grad, optimizer;
 };
-StateBytes state_bytes(const train::TrainConfig& c, double element_bytes) {
+StateBytes state_bytes(const plan::TrainConfig& c, double element_bytes) {
   const bool mixed = element_bytes < 4;
   const double master = mixed ? 4.0 : 0.0;  // fp32 master weights beside 16-bit ones
   const double moments = c.optimizer.type == "adamw" ? 8.0 : 4.0;  // m and v, or momentum
@@ -67,33 +65,10 @@ StateBytes state_bytes(const train::TrainConfig& c, double element_bytes) {
 
 // Bytes the optimizer reads and writes per parameter: the gradient, each fp32 state read and
 // written, and the 16-bit copy of the updated weight in mixed precision.
-double optimizer_bytes_per_parameter(const train::TrainConfig& c, double element_bytes) {
+double optimizer_bytes_per_parameter(const plan::TrainConfig& c, double element_bytes) {
   const StateBytes s = state_bytes(c, element_bytes);
   const double fp32_weights = element_bytes < 4 ? s.optimizer : s.optimizer + 4.0;
   return s.grad + 2.0 * fp32_weights + (element_bytes < 4 ? element_bytes : 0.0);
-}
-
-// Units per stage: strategy.stages, or the GPT's blocks split evenly (Megatron-LM), or the
-// ResNet's units balanced by FLOPs (the trainer's rule).
-std::vector<i64> stage_sizes(const train::TrainConfig& c, const ModelDescription& d, i64 stageable) {
-  const auto& s = c.strategy;
-  if (!s.stages.empty()) {
-    const i64 total = std::accumulate(s.stages.begin(), s.stages.end(), i64{0});
-    SB_USER_CHECK(static_cast<i64>(s.stages.size()) == s.pp && total == stageable &&
-                      std::all_of(s.stages.begin(), s.stages.end(), [](i64 n) { return n >= 1; }),
-                  "{}: 'strategy.stages' needs pp = {} positive entries summing to {} ({}), got [{}]",
-                  c.source, s.pp, stageable, d.family == ModelFamily::gpt ? "the blocks" : "the layers",
-                  fmt::join(s.stages, ", "));
-    return s.stages;
-  }
-  if (d.family == ModelFamily::gpt) {
-    std::vector<i64> sizes(static_cast<std::size_t>(s.pp), stageable / s.pp);
-    for (i64 i = 0; i < stageable % s.pp; ++i) sizes[static_cast<std::size_t>(i)] += 1;
-    return sizes;
-  }
-  std::vector<double> costs;
-  for (const UnitCost& u : d.units) costs.push_back(u.forward_flops());
-  return balanced_contiguous_partition(costs, static_cast<int>(s.pp));
 }
 
 // One micro-batch's activation bytes as this trainer lays them out and tracks them
@@ -115,14 +90,14 @@ double trainer_activation_bytes(const gpt::GptConfig& g, const ModelDescription&
   return static_cast<double>(tensors + 2 * B * T * static_cast<i64>(sizeof(std::int32_t)));
 }
 
-std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescription& d,
+std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
   const gpt::GptConfig& g = d.gpt;
   const double t = static_cast<double>(s.tp), b = static_cast<double>(d.micro_batch);
   const double T = static_cast<double>(d.seq_len), C = static_cast<double>(g.channels);
   const double V = static_cast<double>(g.vocab);
-  const std::vector<i64> sizes = stage_sizes(c, d, g.layers);
+  const std::vector<i64>& sizes = plan.stages;
   const double block_forward = gpt::gpt_block_forward_flops(g, d.micro_batch, d.seq_len);
   const double block_recompute =
       recompute == Recompute::full ? block_forward
@@ -182,8 +157,8 @@ std::vector<StageCost> gpt_stages(const train::TrainConfig& c, const ModelDescri
   return stages;
 }
 
-std::vector<StageCost> resnet_stages(const train::TrainConfig& c, const ModelDescription& d) {
-  const std::vector<i64> sizes = stage_sizes(c, d, static_cast<i64>(d.units.size()));
+std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescription& d) {
+  const std::vector<i64>& sizes = plan.stages;
   std::vector<StageCost> stages;
   std::size_t unit = 0;
   for (i64 size : sizes) {
@@ -231,7 +206,7 @@ struct TimedStage {
   double forward_s = 0, backward_s = 0;
 };
 std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>& stages, const ModelDescription& d,
-                                                    const train::TrainConfig& c, const KernelProfile& times,
+                                                    const plan::TrainConfig& c, const KernelProfile& times,
                                                     int devices, int ranks, Recompute recompute) {
   const std::string& precision = c.precision.dtype;
   if (!times.covers(precision, devices, ranks) || recompute != Recompute::none) return std::nullopt;
@@ -262,7 +237,7 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
   return timed;
 }
 
-std::optional<double> timed_optimizer_seconds(const train::TrainConfig& c, double parameters, double owned,
+std::optional<double> timed_optimizer_seconds(const plan::TrainConfig& c, double parameters, double owned,
                                               double element_bytes, const KernelProfile& times, int devices,
                                               int ranks) {
   double sum = 0;
@@ -281,9 +256,9 @@ bool crosses_nodes(int stride, int n, int devices_per_node) {
   return static_cast<i64>(stride) * n > devices_per_node;
 }
 
-}  // namespace
 
-Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, int devices) {
+// The figures a prediction has before any model: the grid, the devices, what a rank computes on.
+Prediction prediction_frame(const plan::TrainConfig& c, const SiteProfile& site, int devices) {
   Prediction p;
   const auto& s = c.strategy;
   p.dp = static_cast<int>(s.dp);
@@ -299,154 +274,161 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
     p.devices_per_rank = std::min(threads, site.devices_per_node / ranks_per_node);
   }
   p.memory_available = site.memory_bytes * p.devices_per_rank;
-  const bool resnet = train::trains_resnet(c);
-  p.gpt = !resnet;
-  const auto refuse = [&p](Refusal kind, std::string reason) {
-    p.feasible = false;
-    p.refusal = kind;
-    p.reason = std::move(reason);
-    return p;
-  };
+  p.gpt = !plan::trains_resnet(c);
+  return p;
+}
 
-  if (s.world_size() != p.devices)
-    return refuse(Refusal::devices, fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given",
-                              s.dp, s.tp, s.pp, s.world_size(), p.devices));
-  if (s.tp > site.devices_per_node)
-    return refuse(Refusal::tp_beyond_node, fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-"
-                              "parallel collectives must stay inside a node",
-                              s.tp, site.devices_per_node, site.name));
-  if (c.global_batch % s.dp != 0)
-    return refuse(Refusal::batch_split, fmt::format("batch.global = {} does not split over dp = {} replicas", c.global_batch, s.dp));
-  const i64 local = c.global_batch / s.dp;
-  i64 m = 1;
-  if (s.micro_batches > 0) m = s.micro_batches;
-  else if (c.micro_batch > 0) m = local / c.micro_batch;
-  if (m < 1 || local % m != 0 || (s.micro_batches == 0 && c.micro_batch > 0 && local % c.micro_batch != 0))
-    return refuse(Refusal::batch_split, fmt::format("the local batch of {} (batch.global {} / dp {}) does not split into "
-                              "equal micro-batches (strategy.micro_batches {}, batch.micro {})",
-                              local, c.global_batch, s.dp, s.micro_batches, c.micro_batch));
-  p.micro_batches = static_cast<int>(m);
-  p.micro_batch = local / m;
+Prediction refused(Prediction p, Refusal kind, std::string reason) {
+  p.feasible = false;
+  p.refusal = kind;
+  p.reason = std::move(reason);
+  return p;
+}
 
-  const double element_bytes = c.precision.dtype == "fp32" ? 4.0 : 2.0;
-  const Recompute recompute = recompute_from_string(s.recompute);
-  ModelDescription d;
+// The model at the plan's micro-batch, and what each of its pipeline stages holds and does.
+struct StagedModel {
+  ModelDescription description;
   std::vector<StageCost> stages;
-  if (resnet) {
-    SB_USER_CHECK(recompute == Recompute::none, "{}: 'strategy.recompute' is modelled for the GPT only",
-                  c.source);
-    const resnet::ResnetConfig r = resnet::resnet_config_by_name(c.model.name);
-    d = describe_resnet(r, p.micro_batch, element_bytes);
-    if (s.tp > 1) return refuse(Refusal::tp_heads, fmt::format("{} takes no tensor parallelism (tp = {})", r.name, s.tp));
-    if (s.pp > static_cast<i64>(d.units.size()))
-      return refuse(Refusal::pp_layers, fmt::format("pp = {} exceeds the {} pipeline units of {}", s.pp, d.units.size(), r.name));
-    stages = resnet_stages(c, d);
+};
+StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, double element_bytes,
+                         Recompute recompute) {
+  StagedModel m;
+  if (plan.resnet) {
+    SB_USER_CHECK(recompute == Recompute::none, "{}: 'strategy.recompute' is modelled for the GPT only", c.source);
+    m.description = describe_resnet(resnet::resnet_config_by_name(c.model.name), plan.micro_batch, element_bytes);
+    m.stages = resnet_stages(plan, m.description);
   } else {
-    const gpt::GptConfig g = train::gpt_config_of(c);
-    const i64 seq = c.seq_len > 0 ? c.seq_len : g.max_seq_len;
-    d = describe_gpt(g, p.micro_batch, seq, element_bytes);
-    if (g.heads % s.tp != 0)
-      return refuse(Refusal::tp_heads, fmt::format("tp = {} does not divide the {} attention heads of {}", s.tp, g.heads, g.name));
-    if (s.pp > g.layers)
-      return refuse(Refusal::pp_layers, fmt::format("pp = {} exceeds the {} blocks of {}", s.pp, g.layers, g.name));
-    stages = gpt_stages(c, d, recompute);
+    m.description = describe_gpt(plan::gpt_config_of(c), plan.micro_batch, plan.seq_len, element_bytes);
+    m.stages = gpt_stages(c, plan, m.description, recompute);
   }
+  for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].in_flight = plan.stage_plans[i].in_flight;
+  return m;
+}
 
-  // ---- memory per rank, the most loaded stage ---------------------------------------------
+// Memory per rank of the most loaded stage (ZeRO's sharding of the model state); the reason
+// when it exceeds what a rank's devices hold.
+std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c,
+                                          const std::vector<StageCost>& stages, const SiteProfile& site,
+                                          double element_bytes) {
   const StateBytes bytes = state_bytes(c, element_bytes);
   std::size_t heaviest = 0;
   std::vector<RankMemory> memory;
   for (std::size_t i = 0; i < stages.size(); ++i) {
-    StageCost& st = stages[i];
-    st.in_flight = s.schedule == "gpipe" ? m : std::min<i64>(m, s.pp - static_cast<i64>(i));
-    const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(s.zero),
+    const StageCost& st = stages[i];
+    const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(c.strategy.zero),
                                                           bytes.param, bytes.grad, bytes.optimizer);
     memory.push_back({states.params + st.buffer_bytes, states.grads, states.optimizer,
                       static_cast<double>(st.in_flight) * st.activation_bytes + st.shared_activation_bytes});
     if (memory[i].total() > memory[heaviest].total()) heaviest = i;
   }
   p.memory = memory[heaviest];
-  if (p.memory.total() > site.memory_bytes * p.devices_per_rank)
-    return refuse(Refusal::memory, fmt::format(
-        "needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
-        "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
-        p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
-        p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device,
-        site.memory_bytes * p.devices_per_rank / kGiB));
+  if (p.memory.total() <= site.memory_bytes * p.devices_per_rank) return std::nullopt;
+  return fmt::format("needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
+                     "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
+                     p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
+                     p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device,
+                     site.memory_bytes * p.devices_per_rank / kGiB);
+}
 
-  // ---- time -------------------------------------------------------------------------------
-  p.peak_flops = site.peak(c.precision.dtype);
-  p.gemm_efficiency = site.efficiency(c.precision.dtype);
-  p.calibrated = site.calibrated();
-  const double flops_per_s = p.peak_flops * p.gemm_efficiency * p.devices_per_rank;
-  const double memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0) * p.devices_per_rank;
-  const SiteLink tp_link = site.link(crosses_nodes(1, p.tp, site.devices_per_node));
-  const SiteLink dp_link = site.link(crosses_nodes(p.tp, p.dp, site.devices_per_node));
-  const SiteLink pp_link = site.link(crosses_nodes(p.tp * p.dp, p.pp, site.devices_per_node));
+// The links a run's groups use and the rates its compute runs at.
+struct StepRates {
+  double flops_per_s = 0, memory_speed = 0;
+  LinkCost tp, dp, pp;
+  double tp_collective_s = 0;  // one tp all-reduce (or sequence-parallel pair) of a (b, s, C) activation
+};
+StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const SiteProfile& site,
+                     const ModelDescription& d, double element_bytes) {
+  StepRates r;
+  r.flops_per_s = p.peak_flops * p.gemm_efficiency * p.devices_per_rank;
+  r.memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0) * p.devices_per_rank;
   const auto lc = [](const SiteLink& l) { return LinkCost{l.bandwidth, l.latency}; };
+  r.tp = lc(site.link(crosses_nodes(1, p.tp, site.devices_per_node)));
+  r.dp = lc(site.link(crosses_nodes(p.tp, p.dp, site.devices_per_node)));
+  r.pp = lc(site.link(crosses_nodes(p.tp * p.dp, p.pp, site.devices_per_node)));
   const double tp_message = static_cast<double>(p.micro_batch * d.seq_len) *
-                            (resnet ? 0.0 : static_cast<double>(d.gpt.channels)) * element_bytes;
+                            (p.gpt ? static_cast<double>(d.gpt.channels) : 0.0) * element_bytes;
   // a sequence-parallel pair (reduce-scatter + all-gather) costs what the all-reduce costs
-  const double tp_collective =
-      s.sequence_parallel ? ring_reduce_scatter_seconds(tp_message, p.tp, lc(tp_link)) +
-                                ring_all_gather_seconds(tp_message, p.tp, lc(tp_link))
-                          : ring_all_reduce_seconds(tp_message, p.tp, lc(tp_link));
+  r.tp_collective_s = c.strategy.sequence_parallel
+                          ? ring_reduce_scatter_seconds(tp_message, p.tp, r.tp) +
+                                ring_all_gather_seconds(tp_message, p.tp, r.tp)
+                          : ring_all_reduce_seconds(tp_message, p.tp, r.tp);
+  return r;
+}
 
-  // ---- per-op costs, then the event simulation of the step ---------------------------------
-  const double bucket_bytes = s.bucket_mb * 1024.0 * 1024.0;
-  // a calibrated site times the trainer's kernel calls; otherwise FLOPs at the calibrated (or
-  // datasheet) efficiency and memory traffic at the memory bandwidth
-  // (timed with as many ranks busy on the node as this run puts there, where calibrate did so)
-  const int rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
-  int node_ranks = std::min(p.devices, std::max(1, site.devices_per_node / rank_devices));
-  if (site.kernel_times && !site.kernel_times->covers(c.precision.dtype, rank_devices, node_ranks)) node_ranks = 1;
-  const std::optional<std::vector<TimedStage>> timed =
-      site.kernel_times ? timed_stages(stages, d, c, *site.kernel_times, rank_devices, node_ranks, recompute)
-                        : std::nullopt;
-  p.kernel_timed = timed.has_value();
-  StepSimulationInput sim_input;
-  sim_input.schedule = train::pipeline_schedule_from_string(s.schedule);
-  sim_input.micro_batches = m;
-  sim_input.overlap = s.overlap;
+// The data-parallel gradient reduction of a stage: buckets of strategy.bucket_mb, or one
+// reduction of everything without overlap; ZeRO-3 gathers each bucket's parameters again.
+void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
+                          double grad_bytes_per_parameter, const LinkCost& dp_link) {
+  if (p.dp <= 1) return;
+  const auto& s = c.strategy;
+  const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
+  const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
+  for (double done = 0; done < gradient_bytes; done += bucket) {
+    const double size = std::min(bucket, gradient_bytes - done);
+    double seconds = ring_all_reduce_seconds(size, p.dp, dp_link);
+    if (s.zero == 3) seconds += ring_all_gather_seconds(size, p.dp, dp_link);
+    op.bucket_bytes.push_back(size);
+    op.bucket_s.push_back(seconds);
+  }
+}
+
+// A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
+// this run puts there, where calibrate did so); otherwise FLOPs at the calibrated (or
+// datasheet) efficiency and memory traffic at the memory bandwidth.
+struct KernelTiming {
+  int rank_devices = 1, node_ranks = 1;
+  std::optional<std::vector<TimedStage>> stages;
+};
+KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, const SiteProfile& site,
+                           const StagedModel& m, Recompute recompute) {
+  KernelTiming k;
+  k.rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
+  k.node_ranks = std::min(p.devices, std::max(1, site.devices_per_node / k.rank_devices));
+  if (!site.kernel_times) return k;
+  if (!site.kernel_times->covers(c.precision.dtype, k.rank_devices, k.node_ranks)) k.node_ranks = 1;
+  k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks, recompute);
+  return k;
+}
+
+// Each stage's per-op costs for the event simulation of the step.
+StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::RunPlan& plan, const Prediction& p,
+                                     const SiteProfile& site, const StagedModel& m, const StepRates& r,
+                                     const KernelTiming& k, double element_bytes) {
+  StepSimulationInput in;
+  in.schedule = plan.schedule;
+  in.micro_batches = plan.micro_batches;
+  in.overlap = c.strategy.overlap;
+  const std::vector<StageCost>& stages = m.stages;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     StageOpCosts op;
-    const double compute = st.executed_flops / flops_per_s + st.elementwise_bytes / memory_speed;
-    op.forward_compute_s = st.forward_flops / flops_per_s + st.forward_elementwise_bytes / memory_speed;
+    const double compute = st.executed_flops / r.flops_per_s + st.elementwise_bytes / r.memory_speed;
+    op.forward_compute_s = st.forward_flops / r.flops_per_s + st.forward_elementwise_bytes / r.memory_speed;
     op.backward_compute_s = compute - op.forward_compute_s;
-    if (timed) {
-      op.forward_compute_s = (*timed)[i].forward_s;
-      op.backward_compute_s = (*timed)[i].backward_s;
+    if (k.stages) {
+      op.forward_compute_s = (*k.stages)[i].forward_s;
+      op.backward_compute_s = (*k.stages)[i].backward_s;
     }
-    op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * tp_collective;
-    op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * tp_collective;
-    const double message = p2p_seconds(st.boundary_bytes, lc(pp_link));
-    if (i + 1 < stages.size()) op.send_forward_s = message;
-    if (i > 0) op.send_backward_s = p2p_seconds(stages[i - 1].boundary_bytes, lc(pp_link));
-    if (p.dp > 1) {
-      // buckets of strategy.bucket_mb, or one reduction of everything without overlap; ZeRO-3
-      // gathers each bucket's parameters again
-      const double gradient_bytes = st.parameters * bytes.grad;
-      const double bucket = s.overlap ? bucket_bytes : gradient_bytes;
-      for (double done = 0; done < gradient_bytes; done += bucket) {
-        const double size = std::min(bucket, gradient_bytes - done);
-        double seconds = ring_all_reduce_seconds(size, p.dp, lc(dp_link));
-        if (s.zero == 3) seconds += ring_all_gather_seconds(size, p.dp, lc(dp_link));
-        op.bucket_bytes.push_back(size);
-        op.bucket_s.push_back(seconds);
-      }
-    }
-    const double owned = st.parameters / (s.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
-    op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / memory_speed;
-    if (timed) {
-      const std::optional<double> optimizer =
-          timed_optimizer_seconds(c, st.parameters, owned, element_bytes, *site.kernel_times, rank_devices,
-                                  node_ranks);
+    op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * r.tp_collective_s;
+    op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
+    if (i + 1 < stages.size()) op.send_forward_s = p2p_seconds(st.boundary_bytes, r.pp);
+    if (i > 0) op.send_backward_s = p2p_seconds(stages[i - 1].boundary_bytes, r.pp);
+    add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp);
+    const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
+    op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
+    if (k.stages) {
+      const std::optional<double> optimizer = timed_optimizer_seconds(
+          c, st.parameters, owned, element_bytes, *site.kernel_times, k.rank_devices, k.node_ranks);
       if (optimizer) op.optimizer_s = *optimizer;
     }
-    sim_input.stages.push_back(std::move(op));
+    in.stages.push_back(std::move(op));
   }
-  const StepSimulation sim = simulate_step(sim_input);
+  return in;
+}
+
+// The simulated step's time and the critical rank's breakdown; v virtual stages per device
+// (not simulated) divide the idle time by v (Narayanan et al.).
+void take_step_time(Prediction& p, const StepSimulation& sim, std::int64_t interleave) {
   const StageTimeline& critical = sim.stages[sim.critical_stage];
   p.critical_stage = static_cast<int>(sim.critical_stage);
   p.compute_s = critical.compute_s;
@@ -456,26 +438,72 @@ Prediction predict_step(const train::TrainConfig& c, const SiteProfile& site, in
   p.optimizer_s = critical.optimizer_s;
   p.bubble_s = critical.bubble_s;
   double step = sim.step_time_s;
-  if (s.interleave > 1) {
-    // not simulated: v virtual stages per device divide the idle time by v (Narayanan et al.)
-    const double v = static_cast<double>(s.interleave);
+  if (interleave > 1) {
+    const double v = static_cast<double>(interleave);
     step -= p.bubble_s * (1.0 - 1.0 / v);
     p.bubble_s /= v;
   }
   p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;
   p.step_time_s = step;
+}
 
-  const double micro_batches_per_step = static_cast<double>(c.global_batch) / static_cast<double>(p.micro_batch);
-  p.model_flops_per_step = d.training_flops() * micro_batches_per_step;
+// Throughput, FLOP rates, MFU and cost from the step time.
+void take_rates(Prediction& p, const plan::RunPlan& plan, const StagedModel& m, const SiteProfile& site) {
+  const double micro_batches_per_step =
+      static_cast<double>(plan.global_batch) / static_cast<double>(plan.micro_batch);
+  p.model_flops_per_step = m.description.training_flops() * micro_batches_per_step;
   double executed = 0;
-  for (const StageCost& st : stages) executed += st.executed_flops * static_cast<double>(p.tp);
+  for (const StageCost& st : m.stages) executed += st.executed_flops * static_cast<double>(p.tp);
   p.executed_flops_per_step = executed * micro_batches_per_step;
-  const double device_seconds = step * static_cast<double>(p.devices) * p.devices_per_rank;
+  const double device_seconds = p.step_time_s * static_cast<double>(p.devices) * p.devices_per_rank;
   p.tflops_per_device = p.executed_flops_per_step / device_seconds / 1e12;
   p.mfu = p.model_flops_per_step / (device_seconds * p.peak_flops);
-  p.samples_per_s = static_cast<double>(c.global_batch) / step;
-  p.tokens_per_s = resnet ? 0.0 : p.samples_per_s * static_cast<double>(d.seq_len);
+  p.samples_per_s = static_cast<double>(plan.global_batch) / p.step_time_s;
+  p.tokens_per_s = p.gpt ? p.samples_per_s * static_cast<double>(m.description.seq_len) : 0.0;
   p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices) * p.devices_per_rank;
+}
+
+}  // namespace
+
+Refusal refusal_of(plan::Refusal r) {
+  switch (r) {
+    case plan::Refusal::devices: return Refusal::devices;
+    case plan::Refusal::tp_heads: return Refusal::tp_heads;
+    case plan::Refusal::pp_layers: return Refusal::pp_layers;
+    case plan::Refusal::batch_split: return Refusal::batch_split;
+    case plan::Refusal::none: break;
+  }
+  return Refusal::none;
+}
+
+Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int devices) {
+  Prediction p = prediction_frame(c, site, devices);
+  p.plan = plan::resolve_run_plan(c, p.devices);
+  const plan::RunPlan& plan = p.plan;
+  if (plan.refusal == plan::Refusal::devices) return refused(std::move(p), Refusal::devices, plan.reason);
+  if (c.strategy.tp > site.devices_per_node)
+    return refused(std::move(p), Refusal::tp_beyond_node,
+                   fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-parallel collectives "
+                               "must stay inside a node", c.strategy.tp, site.devices_per_node, site.name));
+  if (!plan.feasible) return refused(std::move(p), refusal_of(plan.refusal), plan.reason);
+  p.micro_batches = static_cast<int>(plan.micro_batches);
+  p.micro_batch = plan.micro_batch;
+
+  const double element_bytes = c.precision.dtype == "fp32" ? 4.0 : 2.0;
+  const Recompute recompute = recompute_from_string(c.strategy.recompute);
+  const StagedModel m = staged_model(c, plan, element_bytes, recompute);
+  if (auto too_big = predict_memory(p, c, m.stages, site, element_bytes))
+    return refused(std::move(p), Refusal::memory, std::move(*too_big));
+
+  p.peak_flops = site.peak(c.precision.dtype);
+  p.gemm_efficiency = site.efficiency(c.precision.dtype);
+  p.calibrated = site.calibrated();
+  const StepRates rates = step_rates(c, p, site, m.description, element_bytes);
+  const KernelTiming timing = kernel_timing(c, p, site, m, recompute);
+  p.kernel_timed = timing.stages.has_value();
+  take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)),
+                 c.strategy.interleave);
+  take_rates(p, plan, m, site);
   p.feasible = true;
   return p;
 }

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "costmodel/site_profile.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
+#include "plan/run_plan.hpp"
 
 namespace sb::costmodel {
 
@@ -20,8 +21,13 @@ struct RankMemory {  // bytes on the most loaded rank
 
 // Why a configuration was refused, as a kind (plan groups its rejections by it).
 enum class Refusal { none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, memory };
+// The kind of a plan's own refusal (the devices, the heads, the layers, the batch).
+Refusal refusal_of(plan::Refusal refusal);
 
 struct Prediction {
+  // The run this predicts, resolved by the function the trainer resolves its run with: its
+  // stages and micro-batch plan are the trainer's (refusals a world or batch decides come from it).
+  plan::RunPlan plan;
   bool feasible = false;
   std::string reason;  // why not, when !feasible
   Refusal refusal = Refusal::none;
@@ -58,6 +64,6 @@ struct Prediction {
 // devices 0: dp·tp·pp. Impossible configurations (devices ≠ dp·tp·pp, tp beyond a node, tp not
 // dividing the heads, a batch that does not split, too little memory) come back with
 // feasible = false and a reason; config mistakes that no device count could fix are UserError.
-Prediction predict_step(const train::TrainConfig& config, const SiteProfile& site, int devices = 0);
+Prediction predict_step(const plan::TrainConfig& config, const SiteProfile& site, int devices = 0);
 
 }  // namespace sb::costmodel

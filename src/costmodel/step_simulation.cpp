@@ -30,9 +30,9 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
   const i64 m = input.micro_batches;
   SB_CHECK(p >= 1 && m >= 1, "step simulation of {} stages and {} micro-batches", p, m);
   const auto mu = static_cast<std::size_t>(m);
-  std::vector<std::vector<train::PipelineOp>> ops(p);
+  std::vector<std::vector<plan::PipelineOp>> ops(p);
   for (std::size_t s = 0; s < p; ++s)
-    ops[s] = train::pipeline_stage_ops(input.schedule, static_cast<int>(p), static_cast<int>(s), m);
+    ops[s] = plan::pipeline_stage_ops(input.schedule, static_cast<int>(p), static_cast<int>(s), m);
 
   // When forward(i)'s input reaches stage s (from s − 1) and backward(i)'s output gradient
   // reaches it (from s + 1); negative: not yet sent. Stage 0's inputs and the last stage's
@@ -56,9 +56,9 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
       const StageOpCosts& cost = input.stages[s];
       StageTimeline& tl = sim.stages[s];
       while (next[s] < ops[s].size()) {
-        const train::PipelineOp& op = ops[s][next[s]];
+        const plan::PipelineOp& op = ops[s][next[s]];
         const auto i = static_cast<std::size_t>(op.micro);
-        const bool forward = op.kind == train::PipelineOpKind::forward;
+        const bool forward = op.kind == plan::PipelineOpKind::forward;
         double ready = free_at[s];
         if (forward) {
           if (activation_at[s][i] < 0) break;
@@ -103,18 +103,18 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
   }
   for (std::size_t s = 0; s < p; ++s)
     SB_CHECK(next[s] == ops[s].size(), "the {} schedule deadlocks on stage {} of {}",
-             train::to_string(input.schedule), s, p);
+             plan::to_string(input.schedule), s, p);
 
   for (std::size_t s = 0; s < p; ++s) {
     const StageOpCosts& cost = input.stages[s];
     StageTimeline& tl = sim.stages[s];
     SB_CHECK(cost.bucket_bytes.size() == cost.bucket_s.size(), "stage {}: {} bucket sizes, {} times", s,
              cost.bucket_bytes.size(), cost.bucket_s.size());
-    SB_CHECK(ops[s].back() == (train::PipelineOp{train::PipelineOpKind::backward, m - 1}),
+    SB_CHECK(ops[s].back() == (plan::PipelineOp{plan::PipelineOpKind::backward, m - 1}),
              "stage {} does not end with the last micro-batch's backward", s);
     tl.pipeline_end = free_at[s];
     tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s);
-    tl.peak_in_flight = train::count_peak_in_flight(ops[s]);
+    tl.peak_in_flight = plan::count_peak_in_flight(ops[s]);
 
     // buckets: the backward produces gradients at an even rate; bucket k is ready once its
     // last byte is, and the comm stream runs one bucket at a time

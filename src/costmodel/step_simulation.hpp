@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/pipeline_schedule.hpp"
+#include "plan/pipeline_schedule.hpp"
 
 namespace sb::costmodel {
 
@@ -33,7 +33,7 @@ struct StageOpCosts {
 };
 
 struct StepSimulationInput {
-  train::PipelineSchedule schedule = train::PipelineSchedule::one_f_one_b;
+  plan::PipelineSchedule schedule = plan::PipelineSchedule::one_f_one_b;
   std::int64_t micro_batches = 1;
   std::vector<StageOpCosts> stages;  // pipeline order, at least one
   // true: bucket k launches when the last micro-batch's backward has produced it; false: one

@@ -36,6 +36,10 @@ void fill_buffer(const AttrValue& value, AttrBuffer& buffer) {
     buffer.file_type = H5T_IEEE_F64LE;
     buffer.memory_type = H5T_NATIVE_DOUBLE;
     buffer.data = real;
+  } else if (const auto* list = std::get_if<std::vector<std::int64_t>>(&value)) {
+    buffer.file_type = H5T_STD_I64LE;
+    buffer.memory_type = H5T_NATIVE_INT64;
+    buffer.data = list->data();
   } else {
     buffer.owned_type = utf8_string_type();
     buffer.file_type = buffer.memory_type = buffer.owned_type.get();
@@ -59,11 +63,28 @@ std::string object_name(hid_t object) {
   return name;
 }
 
+// A scalar, or for a list a 1-D array of its length (the null space when it is empty).
+H5Handle attribute_space(const AttrValue& value) {
+  const auto* list = std::get_if<std::vector<std::int64_t>>(&value);
+  if (!list) return {SB_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose};
+  if (list->empty()) return {SB_H5_CHECK(H5Screate(H5S_NULL)), H5Sclose};
+  const hsize_t length = list->size();
+  return {SB_H5_CHECK(H5Screate_simple(1, &length, nullptr)), H5Sclose};
+}
+
+std::vector<std::int64_t> read_integer_list(hid_t attribute, hid_t space) {
+  std::vector<std::int64_t> values(static_cast<std::size_t>(SB_H5_CHECK(H5Sget_simple_extent_npoints(space))));
+  if (!values.empty()) SB_H5_CHECK(H5Aread(attribute, H5T_NATIVE_INT64, values.data()));
+  return values;
+}
+
 }  // namespace
 
 void h5_write_attribute(hid_t object, const std::string& name, const AttrValue& value) {
   AttrBuffer buffer;
   fill_buffer(value, buffer);
+  const bool list = std::holds_alternative<std::vector<std::int64_t>>(value);
+  if (list && h5_has_attribute(object, name)) SB_H5_CHECK(H5Adelete(object, name.c_str()));
   if (h5_has_attribute(object, name)) {
     H5Handle existing{SB_H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)), H5Aclose};
     H5Handle existing_type{SB_H5_CHECK(H5Aget_type(existing.get())), H5Tclose};
@@ -74,7 +95,7 @@ void h5_write_attribute(hid_t object, const std::string& name, const AttrValue& 
     existing.reset();
     SB_H5_CHECK(H5Adelete(object, name.c_str()));
   }
-  H5Handle space{SB_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose};
+  H5Handle space = attribute_space(value);
   H5Handle attribute{SB_H5_CHECK(H5Acreate2(object, name.c_str(), buffer.file_type, space.get(),
                                             H5P_DEFAULT, H5P_DEFAULT)),
                      H5Aclose};
@@ -94,9 +115,13 @@ AttrValue h5_read_attribute(hid_t object, const std::string& name) {
   H5Handle type{SB_H5_CHECK(H5Aget_type(attribute.get())), H5Tclose};
   H5Handle space{SB_H5_CHECK(H5Aget_space(attribute.get())), H5Sclose};
   const H5T_class_t type_class = H5Tget_class(type.get());
+  const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
+  if (type_class == H5T_INTEGER && (space_class == H5S_NULL ||
+                                    (space_class == H5S_SIMPLE && H5Sget_simple_extent_ndims(space.get()) == 1)))
+    return read_integer_list(attribute.get(), space.get());
   if (SB_H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1 ||
       (type_class != H5T_INTEGER && type_class != H5T_FLOAT && type_class != H5T_STRING)) {
-    throw UserError(fmt::format("attribute '{}' of {} is not a single number or string", name,
+    throw UserError(fmt::format("attribute '{}' of {} is not a single number or string, nor a list of integers", name,
                                 object_name(object)));
   }
   if (type_class == H5T_INTEGER) {

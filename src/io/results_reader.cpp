@@ -401,7 +401,7 @@ std::string read_string_attribute(const path& file, const std::string& object,
   return reading(file, [&] {
     const AttrValue value = read_attribute(file, object, name);
     if (const auto* text = std::get_if<std::string>(&value)) return *text;
-    throw UserError(fmt::format("attribute '{}' of {} in {} is a number, not a string", name,
+    throw UserError(fmt::format("attribute '{}' of {} in {} is not a string", name,
                                 object, file.string()));
   });
 }
@@ -412,7 +412,7 @@ double read_number_attribute(const path& file, const std::string& object,
     const AttrValue value = read_attribute(file, object, name);
     if (const auto* integer = std::get_if<std::int64_t>(&value)) return static_cast<double>(*integer);
     if (const auto* real = std::get_if<double>(&value)) return *real;
-    throw UserError(fmt::format("attribute '{}' of {} in {} is a string, not a number", name,
+    throw UserError(fmt::format("attribute '{}' of {} in {} is not a number", name,
                                 object, file.string()));
   });
 }

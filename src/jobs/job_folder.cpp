@@ -9,7 +9,7 @@
 #include "core/check.hpp"
 #include "jobs/job_script.hpp"
 #include "jobs/shell_quote.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::jobs {
 
@@ -71,7 +71,7 @@ SubmissionRecord read_record(const fs::path& dir) {
   const fs::path path = record_path(dir);
   SB_USER_CHECK(fs::exists(path), "'{}' does not exist: '{}' is not a folder that `scalebench submit --out` filled",
                 path.string(), dir.string());
-  const YAML::Node root = train::load_yaml_file(path);
+  const YAML::Node root = plan::load_yaml_file(path);
   const std::string source = path.string();
   const auto text = [&](const YAML::Node& node, const char* key, const std::string& where) {
     SB_USER_CHECK(node[key] && node[key].IsScalar(), "{}: '{}' is missing{}", source, key, where);
@@ -94,7 +94,7 @@ SubmissionRecord read_record(const fs::path& dir) {
   return r;
 }
 
-PreparedSuite prepare_suite_jobs(const train::Suite& suite, const costmodel::SiteProfile& site, Scheduler scheduler,
+PreparedSuite prepare_suite_jobs(const plan::Suite& suite, const costmodel::SiteProfile& site, Scheduler scheduler,
                                  const fs::path& dir, const std::string& exe, bool array) {
   SB_USER_CHECK(!array || scheduler == Scheduler::slurm,
                 "--array writes Slurm job arrays only; submit to {} without --array", scheduler_name(scheduler));

@@ -47,7 +47,7 @@ struct PreparedSuite {
   std::vector<std::filesystem::path> script_paths;
   std::vector<std::string> scripts;  // the text of each script: one per case, or the array's
 };
-PreparedSuite prepare_suite_jobs(const train::Suite& suite, const costmodel::SiteProfile& site, Scheduler scheduler,
+PreparedSuite prepare_suite_jobs(const plan::Suite& suite, const costmodel::SiteProfile& site, Scheduler scheduler,
                                  const std::filesystem::path& dir, const std::string& exe, bool array = false);
 
 }  // namespace sb::jobs

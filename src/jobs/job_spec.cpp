@@ -34,7 +34,7 @@ std::string file_id(const std::string& case_id) {
   return out;
 }
 
-JobSpec make_job_spec(const std::string& suite_name, const train::SuiteCase& c,
+JobSpec make_job_spec(const std::string& suite_name, const plan::SuiteCase& c,
                       const costmodel::SiteProfile& site, const std::string& exe, const JobPaths& paths) {
   JobSpec spec;
   spec.suite = suite_name;

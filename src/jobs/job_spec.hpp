@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "costmodel/site_profile.hpp"
-#include "train/suite.hpp"
+#include "plan/suite.hpp"
 
 namespace sb::jobs {
 
@@ -42,7 +42,7 @@ struct JobPaths {
 
 // The spec of one case: shape from its world size and site.devices_per_node, the rest from
 // site.scheduler; `exe` is the scalebench executable the ranks run.
-JobSpec make_job_spec(const std::string& suite_name, const train::SuiteCase& c,
+JobSpec make_job_spec(const std::string& suite_name, const plan::SuiteCase& c,
                       const costmodel::SiteProfile& site, const std::string& exe, const JobPaths& paths);
 
 }  // namespace sb::jobs

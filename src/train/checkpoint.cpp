@@ -23,7 +23,7 @@ namespace {
 
 // What must agree between a checkpoint and the run that resumes it (dp and zero may differ:
 // the optimizer state is re-sharded; steps may grow).
-io::Attributes identity_of(const TrainConfig& c, const TrainingTask& task) {
+io::Attributes identity_of(const plan::TrainConfig& c, const TrainingTask& task) {
   return {{"model", task.model_name()},
           {"parameters", task.parameter_count()},
           {"dataset", task.dataset_name()},
@@ -94,7 +94,7 @@ io::CheckpointRank unpack(const std::string& bytes) {
 
 }  // namespace
 
-std::filesystem::path checkpoint_path_of(const TrainConfig& c, const std::filesystem::path& out,
+std::filesystem::path checkpoint_path_of(const plan::TrainConfig& c, const std::filesystem::path& out,
                                          const std::string& run_id) {
   if (!c.checkpoint.path.empty()) return c.checkpoint.path;
   return default_checkpoint_path(out, run_id);
@@ -130,7 +130,7 @@ SavedWeights read_saved_weights(const std::filesystem::path& path, const std::st
   return {checkpoint.ranks.front().parameters, checkpoint.ranks.front().untrained_state};
 }
 
-Checkpointer::Checkpointer(const TrainConfig& config, std::filesystem::path path, parallel::Communicator& world,
+Checkpointer::Checkpointer(const plan::TrainConfig& config, std::filesystem::path path, parallel::Communicator& world,
                            parallel::ProcessGrid& grid, TrainingTask& task, DistributedStep& step)
     : config_(config), path_(std::move(path)), world_(world), grid_(grid), task_(task), step_(step) {
 }

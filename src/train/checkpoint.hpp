@@ -18,7 +18,7 @@
 #include "core/check.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/process_grid.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/distributed_step.hpp"
 #include "train/training_task.hpp"
 
@@ -36,7 +36,7 @@ class TrainingInterrupted : public sb::Error {
 
 // checkpoint.path, or <out without .h5>.<run_id>.ckpt.h5 beside the result file (one per run,
 // also when several runs share one result file).
-std::filesystem::path checkpoint_path_of(const TrainConfig& config, const std::filesystem::path& out,
+std::filesystem::path checkpoint_path_of(const plan::TrainConfig& config, const std::filesystem::path& out,
                                          const std::string& run_id);
 // Where a run writes its checkpoint without checkpoint.path: <out without .h5>.<run_id>.ckpt.h5.
 std::filesystem::path default_checkpoint_path(const std::filesystem::path& out, const std::string& run_id);
@@ -58,7 +58,7 @@ SavedWeights read_saved_weights(const std::filesystem::path& path, const std::st
 class Checkpointer {
  public:
   // Every reference must outlive the checkpointer.
-  Checkpointer(const TrainConfig& config, std::filesystem::path path, parallel::Communicator& world,
+  Checkpointer(const plan::TrainConfig& config, std::filesystem::path path, parallel::Communicator& world,
                parallel::ProcessGrid& grid, TrainingTask& task, DistributedStep& step);
 
   // Collective. Restores the state of `train --resume F`, or (checkpoint.resume auto) of the
@@ -87,7 +87,7 @@ class Checkpointer {
 
  private:
   void check_flat_range() const;  // the optimizer state lies over the flat parameters, in order
-  const TrainConfig& config_;
+  const plan::TrainConfig& config_;
   std::filesystem::path path_;
   parallel::Communicator& world_;
   parallel::ProcessGrid& grid_;

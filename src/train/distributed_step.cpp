@@ -28,7 +28,7 @@ using parallel::comm_clock_seconds;
 // AdamW or SGD behind one call: clip the gradients, step with this learning rate, return
 // the gradient norm before clipping. With ZeRO-1 the slices are this rank's shard and
 // `reduce_norm` makes the clipping norm the whole model's.
-std::function<double(double, const optim::GradientScaling&)> make_optimizer_step(const TrainConfig& c, std::vector<optim::ParameterSlice> slices,
+std::function<double(double, const optim::GradientScaling&)> make_optimizer_step(const plan::TrainConfig& c, std::vector<optim::ParameterSlice> slices,
                                                   kernels::Backend backend, MemoryTracker& tracker,
                                                   optim::SquaredNormReducer reduce_norm, OptimizerState& state) {
   for (const optim::ParameterSlice& s : slices) state.count += s.numel;
@@ -64,7 +64,7 @@ std::function<double(double, const optim::GradientScaling&)> make_optimizer_step
 }
 
 // fp16 scales its loss unless precision.loss_scale is none; bf16 and fp32 never do.
-std::optional<optim::LossScaler> loss_scaler_of(const PrecisionSpec& p) {
+std::optional<optim::LossScaler> loss_scaler_of(const plan::PrecisionSpec& p) {
   if (p.dtype != "fp16" || p.loss_scale == "none") return std::nullopt;
   optim::LossScalerConfig config;
   config.growth_interval = p.growth_interval;
@@ -96,7 +96,7 @@ std::int64_t overflow_step_to_inject(int world_rank) {
 
 }  // namespace
 
-DistributedStep::DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
+DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                                  kernels::Backend backend, MemoryTracker& tracker)
     : config_(config),
       task_(task),

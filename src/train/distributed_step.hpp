@@ -20,7 +20,7 @@
 #include "optim/loss_scaler.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/process_grid.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/data_parallel.hpp"
 #include "train/training_task.hpp"
 
@@ -67,7 +67,7 @@ class DistributedStep {
   // Broadcasts data-parallel rank 0's parameters so every replica starts from the same weights.
   // The clipping norm is the whole model's: summed over the model-parallel group (replicas
   // counted once) and, with ZeRO-1, over the data-parallel shards.
-  DistributedStep(const TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
+  DistributedStep(const plan::TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,
                   kernels::Backend backend, MemoryTracker& tracker);
   StepResult run(std::int64_t step, std::int64_t total_steps);
   // Fine-tuning and pruning (parameter_constraints.hpp): gradients masked before the optimizer,
@@ -86,7 +86,7 @@ class DistributedStep {
  private:
   void finish_queued_work() const;
 
-  const TrainConfig& config_;
+  const plan::TrainConfig& config_;
   TrainingTask& task_;
   Device device_;  // where the task's parameters, gradients and the optimizer state live
   parallel::Communicator& dp_;

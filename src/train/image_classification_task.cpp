@@ -21,12 +21,11 @@ namespace sb::train {
 
 namespace {
 
-// This rank's stage: its units (stem, blocks, head) balanced by FLOPs, or strategy.stages.
-resnet::ResnetPartition partition_of(const TrainConfig& c, const resnet::ResnetConfig& r, int stage, int stages) {
-  if (stages == 1) return {};
-  const std::vector<std::int64_t> sizes =
-      c.strategy.stages.empty() ? resnet::resnet_balanced_units_per_stage(r, stages) : c.strategy.stages;
-  return resnet::resnet_stage_partitions(r, sizes)[static_cast<std::size_t>(stage)];
+// This rank's stage: its units (stem, blocks, head) as the plan assigns them.
+resnet::ResnetPartition partition_of(const plan::RunPlan& run_plan, int stage) {
+  if (run_plan.pp == 1) return {};
+  const plan::StagePlan& mine = run_plan.stage(stage);
+  return {mine.unit_begin, mine.unit_end};
 }
 
 // S: the model's storage (float, or bf16/fp16 under mixed precision), also the type of the
@@ -34,19 +33,18 @@ resnet::ResnetPartition partition_of(const TrainConfig& c, const resnet::ResnetC
 template <class S>
 class ImageClassificationTask final : public TrainingTask {
  public:
-  ImageClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
-                          parallel::ProcessGrid& grid)
+  ImageClassificationTask(const plan::TrainConfig& c, const plan::RunPlan& run_plan, kernels::Backend backend,
+                          MemoryTracker& tracker, parallel::ProcessGrid& grid)
       : config_(c),
+        plan_(run_plan),
         shard_{grid.dp_rank(), grid.dp()},
         grid_(grid),
         model_config_(resnet::resnet_config_by_name(c.model.name)),
-        micro_(micro_batch_of(c)),
+        micro_(run_plan.micro_batch),
         train_(load(c, "train")),
         test_(load(c, "test")),
-        model_(model_config_, micro_, backend, tracker, partition_of(c, model_config_, grid.pp_rank(), grid.pp()),
-               grid.pp() == 1 ? 1
-                              : pipeline_peak_in_flight(pipeline_schedule_from_string(c.strategy.schedule), grid.pp(),
-                                                        grid.pp_rank(), local_batch_of(c) / micro_)),
+        model_(model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank()),
+               run_plan.stage(grid.pp_rank()).in_flight),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -60,8 +58,7 @@ class ImageClassificationTask final : public TrainingTask {
     if (grid.pp() > 1) {
       stage_.emplace(model_, micro_);
       executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
-                                                     pipeline_schedule_from_string(c.strategy.schedule),
-                                                     local_batch_of(c) / micro_, tracker);
+                                                     run_plan.schedule, run_plan.micro_batches, tracker);
       stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
     }
   }
@@ -87,7 +84,7 @@ class ImageClassificationTask final : public TrainingTask {
   double forward_backward(std::int64_t step) override {
     train_batches_.batch(step, images_.data(), labels_.data());
     model_.zero_grad();
-    const std::int64_t local = local_batch_of(config_);
+    const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
     if (executor_) return pipeline_forward_backward(local, accumulation);
@@ -157,7 +154,7 @@ class ImageClassificationTask final : public TrainingTask {
 
   // distill.teacher: a trained model of distill.teacher_model from its checkpoint, evaluated
   // (running BatchNorm statistics) on each micro-batch before the student's forward.
-  void load_teacher(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker) {
+  void load_teacher(const plan::TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker) {
     SB_USER_CHECK(grid_.pp() == 1 && c.precision.dtype == "fp32",
                   "{}: distill runs fp32 without pipeline stages so far (precision {}, pp {})", c.source,
                   c.precision.dtype, grid_.pp());
@@ -189,7 +186,7 @@ class ImageClassificationTask final : public TrainingTask {
       model_.set_soft_targets({teacher_logits_.data(), config_.distill.temperature, config_.distill.alpha});
   }
 
-  static data::ImageDataset load(const TrainConfig& c, const std::string& split) {
+  static data::ImageDataset load(const plan::TrainConfig& c, const std::string& split) {
     SB_USER_CHECK(c.optimizer.type == "sgd" || c.optimizer.type == "adamw",
                   "{}: unknown optimizer.type '{}'", c.source, c.optimizer.type);
     SB_USER_CHECK(c.data.dataset == "mnist" || c.data.dataset == "fashion-mnist",
@@ -244,7 +241,8 @@ class ImageClassificationTask final : public TrainingTask {
     return r;
   }
 
-  TrainConfig config_;
+  plan::TrainConfig config_;
+  plan::RunPlan plan_;
   DataShard shard_;
   parallel::ProcessGrid& grid_;
   resnet::ResnetConfig model_config_;
@@ -267,12 +265,13 @@ class ImageClassificationTask final : public TrainingTask {
 
 }  // namespace
 
-std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config, kernels::Backend backend,
+std::unique_ptr<TrainingTask> make_image_classification_task(const plan::TrainConfig& config,
+                                                             const plan::RunPlan& run_plan, kernels::Backend backend,
                                                              MemoryTracker& tracker, parallel::ProcessGrid& grid) {
   const std::string& precision = config.precision.dtype;
-  if (precision == "bf16") return std::make_unique<ImageClassificationTask<bf16>>(config, backend, tracker, grid);
-  if (precision == "fp16") return std::make_unique<ImageClassificationTask<fp16>>(config, backend, tracker, grid);
-  return std::make_unique<ImageClassificationTask<float>>(config, backend, tracker, grid);
+  if (precision == "bf16") return std::make_unique<ImageClassificationTask<bf16>>(config, run_plan, backend, tracker, grid);
+  if (precision == "fp16") return std::make_unique<ImageClassificationTask<fp16>>(config, run_plan, backend, tracker, grid);
+  return std::make_unique<ImageClassificationTask<float>>(config, run_plan, backend, tracker, grid);
 }
 
 }  // namespace sb::train

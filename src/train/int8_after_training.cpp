@@ -28,7 +28,7 @@ io::Attributes compression_attributes(const compress::QuantizationReport& r, std
   return attrs;
 }
 
-std::optional<compress::QuantizationReport> quantize_int8_if_asked(const TrainConfig& c, TrainingTask& task,
+std::optional<compress::QuantizationReport> quantize_int8_if_asked(const plan::TrainConfig& c, TrainingTask& task,
                                                                    RunRecord& record, ProgressLine& progress) {
   if (c.compress.quantize != "int8" || !record.root()) return std::nullopt;
   const bool text = task.tokens_per_step() > 0;

@@ -8,7 +8,7 @@
 
 #include "compress/post_training_quantization.hpp"
 #include "io/results_file.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/progress.hpp"
 #include "train/run_record.hpp"
 #include "train/training_task.hpp"
@@ -22,7 +22,7 @@ io::Attributes compression_attributes(const compress::QuantizationReport& report
 
 // On rank 0 when the config asks for int8: the report, recorded; otherwise none (the other
 // ranks wait in the next collective).
-std::optional<compress::QuantizationReport> quantize_int8_if_asked(const TrainConfig& config, TrainingTask& task,
+std::optional<compress::QuantizationReport> quantize_int8_if_asked(const plan::TrainConfig& config, TrainingTask& task,
                                                                    RunRecord& record, ProgressLine& progress);
 
 }  // namespace sb::train

@@ -24,25 +24,17 @@ namespace sb::train {
 
 namespace {
 
-// This rank's part of the GPT: its stage's blocks (balanced by FLOPs, or strategy.stages) and
-// its tensor-parallel shard.
-gpt::GptPartition partition_of(const TrainConfig& c, const gpt::GptConfig& g, std::int64_t micro,
-                               std::int64_t T, parallel::ProcessGrid& grid) {
+// This rank's part of the GPT: its stage's blocks (the plan's) and its tensor-parallel shard.
+gpt::GptPartition partition_of(const plan::RunPlan& run_plan, parallel::ProcessGrid& grid) {
   gpt::GptPartition p;
   p.tp = tensor_parallel_group(grid.tp_comm());
   if (grid.pp() == 1) return p;
-  // every block costs the same; the head's logits and loss are added to the last block
-  const double block = gpt::gpt_block_forward_flops(g, micro, T);
-  std::vector<double> costs(static_cast<std::size_t>(g.layers), block);
-  costs.back() += gpt::gpt_head_forward_flops(g, micro, T);
-  const std::vector<std::int64_t> sizes = pipeline_stage_sizes(c, costs);
   const int stage = grid.pp_rank();
-  for (int s = 0; s < stage; ++s) p.layer_begin += sizes[static_cast<std::size_t>(s)];
-  p.layer_end = p.layer_begin + sizes[static_cast<std::size_t>(stage)];
+  p.layer_begin = run_plan.stage(stage).unit_begin;
+  p.layer_end = run_plan.stage(stage).unit_end;
   p.embedding = stage == 0;
   p.head = stage + 1 == grid.pp();
-  p.activation_slots = pipeline_peak_in_flight(pipeline_schedule_from_string(c.strategy.schedule), grid.pp(), stage,
-                                               local_batch_of(c) / micro);
+  p.activation_slots = run_plan.stage(stage).in_flight;
   return p;
 }
 
@@ -51,16 +43,17 @@ gpt::GptPartition partition_of(const TrainConfig& c, const gpt::GptConfig& g, st
 template <class S>
 class LanguageModelTask final : public TrainingTask {
  public:
-  LanguageModelTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
-                    parallel::ProcessGrid& grid)
+  LanguageModelTask(const plan::TrainConfig& c, const plan::RunPlan& run_plan, kernels::Backend backend,
+                    MemoryTracker& tracker, parallel::ProcessGrid& grid)
       : config_(c),
+        plan_(run_plan),
         shard_{grid.dp_rank(), grid.dp()},
         grid_(grid),
-        model_config_(gpt_config_of(c)),
-        T_(c.seq_len > 0 ? c.seq_len : model_config_.max_seq_len),
-        micro_(micro_batch_of(c)),
+        model_config_(plan::gpt_config_of(c)),
+        T_(run_plan.seq_len),
+        micro_(run_plan.micro_batch),
         corpus_(load_corpus(c, model_config_, T_)),
-        model_(model_config_, micro_, T_, backend, tracker, partition_of(c, model_config_, micro_, T_, grid)),
+        model_(model_config_, micro_, T_, backend, tracker, partition_of(run_plan, grid)),
         kernels_(kernels::kernels_for(backend)),
         train_windows_(corpus_.train(), c.global_batch, T_, c.seed),
         heldout_eval_(corpus_.heldout(), micro_, T_, 0),
@@ -70,9 +63,8 @@ class LanguageModelTask final : public TrainingTask {
     model_.init_weights(c.seed);
     if (grid.pp() > 1) {
       stage_.emplace(model_, micro_, T_, tracker);
-      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
-                                                     pipeline_schedule_from_string(c.strategy.schedule),
-                                                     local_batch_of(c) / micro_, tracker);
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_, run_plan.schedule,
+                                                     run_plan.micro_batches, tracker);
       if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
       stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
     }
@@ -117,7 +109,7 @@ class LanguageModelTask final : public TrainingTask {
   double forward_backward(std::int64_t step) override {
     train_windows_.training_batch(step, tokens_.data(), targets_.data());
     model_.zero_grad();
-    const std::int64_t local = local_batch_of(config_);
+    const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     if (executor_) return pipeline_forward_backward(local, accumulation);
     double loss = 0;
@@ -197,7 +189,7 @@ class LanguageModelTask final : public TrainingTask {
     grid_.tp_comm().all_reduce(std::span<std::int32_t>(predicted), parallel::ReduceOp::min);
   }
 
-  static data::TextCorpus load_corpus(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
+  static data::TextCorpus load_corpus(const plan::TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
     SB_USER_CHECK(c.data.dataset == "sotu",
                   "{}: model {} trains on text (data: sotu, or spam-assassin as a classifier), not '{}'", c.source,
                   model.name, c.data.dataset);
@@ -239,7 +231,8 @@ class LanguageModelTask final : public TrainingTask {
     return r;
   }
 
-  TrainConfig config_;
+  plan::TrainConfig config_;
+  plan::RunPlan plan_;
   DataShard shard_;
   parallel::ProcessGrid& grid_;
   gpt::GptConfig model_config_;
@@ -259,12 +252,13 @@ class LanguageModelTask final : public TrainingTask {
 
 }  // namespace
 
-std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker, parallel::ProcessGrid& grid) {
+std::unique_ptr<TrainingTask> make_language_model_task(const plan::TrainConfig& config, const plan::RunPlan& run_plan,
+                                                       kernels::Backend backend, MemoryTracker& tracker,
+                                                       parallel::ProcessGrid& grid) {
   const std::string& precision = config.precision.dtype;
-  if (precision == "bf16") return std::make_unique<LanguageModelTask<bf16>>(config, backend, tracker, grid);
-  if (precision == "fp16") return std::make_unique<LanguageModelTask<fp16>>(config, backend, tracker, grid);
-  return std::make_unique<LanguageModelTask<float>>(config, backend, tracker, grid);
+  if (precision == "bf16") return std::make_unique<LanguageModelTask<bf16>>(config, run_plan, backend, tracker, grid);
+  if (precision == "fp16") return std::make_unique<LanguageModelTask<fp16>>(config, run_plan, backend, tracker, grid);
+  return std::make_unique<LanguageModelTask<float>>(config, run_plan, backend, tracker, grid);
 }
 
 }  // namespace sb::train

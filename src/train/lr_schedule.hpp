@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstdint>
 
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::train {
 
 // step counts from 0; warm-up reaches the full rate at step warmup_steps - 1.
-inline double learning_rate_at(const OptimizerSpec& o, std::int64_t step, std::int64_t warmup_steps,
+inline double learning_rate_at(const plan::OptimizerSpec& o, std::int64_t step, std::int64_t warmup_steps,
                                std::int64_t total_steps) {
   if (step < warmup_steps) return o.lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
   if (o.schedule == "constant") return o.lr;

@@ -2,7 +2,6 @@
 #include "train/model_parallel_plumbing.hpp"
 
 #include "core/check.hpp"
-#include "core/balanced_partition.hpp"
 #include "train/device_staging.hpp"
 
 namespace sb::train {
@@ -19,11 +18,6 @@ gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp) {
   group.all_reduce_sum = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::sum); };
   group.all_reduce_max = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::max); };
   return group;
-}
-
-std::vector<std::int64_t> pipeline_stage_sizes(const TrainConfig& c, std::span<const double> unit_costs) {
-  if (!c.strategy.stages.empty()) return c.strategy.stages;  // checked by check_model_parallel_grid
-  return balanced_contiguous_partition(unit_costs, static_cast<int>(c.strategy.pp));
 }
 
 double from_last_stage(parallel::Communicator& pp, double value) {

@@ -1,5 +1,5 @@
 // What every model-parallel task does the same way around its model: the tensor-parallel hooks
-// a model talks through, the stage sizes of a pipeline, the loss handed from the last stage to
+// a model talks through, the loss handed from the last stage to
 // the others, the tied-embedding gradient summed between the first and last stage, and the
 // activations passed stage to stage in an evaluation forward. Leaves out the pipeline schedule
 // and its executor (pipeline_executor.hpp) and the models themselves.
@@ -13,17 +13,13 @@
 #include "core/tensor.hpp"
 #include "models/gpt/gpt_partition.hpp"
 #include "parallel/communicator.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::train {
 
 // The tp communicator as the model's TensorParallelGroup (sum and max all-reduces). The model
 // hands it spans in its own memory: on device cuda they are reduced by NCCL, in place on the GPU.
 gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp);
-
-// Units (GPT blocks, ResNet layers) per pipeline stage: strategy.stages when given, else the
-// contiguous split of unit_costs (e.g. FLOPs) that makes the most expensive stage cheapest.
-std::vector<std::int64_t> pipeline_stage_sizes(const TrainConfig& config, std::span<const double> unit_costs);
 
 // The last stage's value on every stage of pp (a broadcast from rank pp.size() − 1).
 double from_last_stage(parallel::Communicator& pp, double value);

@@ -59,7 +59,7 @@ Finding scan_this_rank(TrainingTask& task, int pp_rank, int rank, int world_size
 
 }  // namespace
 
-void stop_if_non_finite(const TrainConfig& c, std::int64_t step, double loss, double grad_norm, bool loss_scaling,
+void stop_if_non_finite(const plan::TrainConfig& c, std::int64_t step, double loss, double grad_norm, bool loss_scaling,
                         TrainingTask& task, parallel::Communicator& world, int pp_rank) {
   if (std::isfinite(loss) && (loss_scaling || std::isfinite(grad_norm))) return;
   Finding first = scan_this_rank(task, pp_rank, world.rank(), world.size());

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "parallel/communicator.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
@@ -20,7 +20,7 @@ namespace sb::train {
 // blocks.3.fcw (layer 3) on rank 0; the loss is nan and the gradient norm nan (training
 // diverged: lower optimizer.lr?)". `step` is 1-based; `pp_rank` orders the ranks' stages;
 // `loss_scaling`: an infinite gradient norm is fp16's skipped step, not an error.
-void stop_if_non_finite(const TrainConfig& config, std::int64_t step, double loss, double grad_norm,
+void stop_if_non_finite(const plan::TrainConfig& config, std::int64_t step, double loss, double grad_norm,
                         bool loss_scaling, TrainingTask& task, parallel::Communicator& world, int pp_rank);
 
 }  // namespace sb::train

@@ -11,7 +11,7 @@
 
 namespace sb::train {
 
-ParameterConstraints::ParameterConstraints(const TrainConfig& c, TrainingTask& task, bool load_start)
+ParameterConstraints::ParameterConstraints(const plan::TrainConfig& c, TrainingTask& task, bool load_start)
     : task_(task) {
   SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
                 "{}: finetune and prune run on data-parallel ranks only so far (tp {} and pp {} given)", c.source,

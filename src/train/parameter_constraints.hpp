@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "compress/magnitude_pruning.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
@@ -25,10 +25,10 @@ class ParameterConstraints {
   // checkpoint); computes the masks from its weights. `load_start` copies its parameters and
   // BatchNorm statistics into the task (false when a checkpoint of this run is being resumed,
   // which holds the fine-tuned state). Same result on every data-parallel rank.
-  ParameterConstraints(const TrainConfig& config, TrainingTask& task, bool load_start);
+  ParameterConstraints(const plan::TrainConfig& config, TrainingTask& task, bool load_start);
 
   // Whether the config asks for any constraint (finetune or prune).
-  static bool wanted(const TrainConfig& config) { return !config.finetune.from.empty(); }
+  static bool wanted(const plan::TrainConfig& config) { return !config.finetune.from.empty(); }
 
   // gradients (parameters_flat's size): zero where pruned or frozen.
   void constrain_gradients(std::span<float> gradients) const;

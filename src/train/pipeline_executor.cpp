@@ -129,7 +129,7 @@ struct PipelineExecutor::SendBuffer {
 };
 
 PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, PipelineStage& stage,
-                                   PipelineSchedule schedule, i64 micro_batches,
+                                   plan::PipelineSchedule schedule, i64 micro_batches,
                                    MemoryTracker& tracker, PipelineExecutorOptions options)
     : pp_(pp),
       stage_model_(stage),
@@ -142,16 +142,16 @@ PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, PipelineStage& st
                 "a pipeline step needs between 1 and {} micro-batches, got {}", kMaxMicroBatches,
                 micro_batches);
   SB_CHECK(options.receive_depth >= 1, "pipeline receive depth {}", options.receive_depth);
-  ops_ = pipeline_stage_ops(schedule, stages_, stage_, micro_batches);
-  const i64 peak = pipeline_peak_in_flight(schedule, stages_, stage_, micro_batches);
+  ops_ = plan::pipeline_stage_ops(schedule, stages_, stage_, micro_batches);
+  const i64 peak = plan::pipeline_peak_in_flight(schedule, stages_, stage_, micro_batches);
   SB_CHECK(stage.activation_slots() >= peak,
            "pipeline stage {} holds {} activation slots but {} with {} micro-batches needs {}", stage_,
            stage.activation_slots(), to_string(schedule), micro_batches, peak);
   measure_transfers(options);
 
   std::vector<i64> input_order, gradient_order;
-  for (const PipelineOp& op : ops_) {
-    (op.kind == PipelineOpKind::forward ? input_order : gradient_order).push_back(op.micro);
+  for (const plan::PipelineOp& op : ops_) {
+    (op.kind == plan::PipelineOpKind::forward ? input_order : gradient_order).push_back(op.micro);
   }
   if (stage_ > 0) {
     inputs_ = std::make_unique<Mailbox>(pp, stage_ - 1, stage.input_bytes(), options.receive_depth,
@@ -271,10 +271,10 @@ PipelineStepFigures PipelineExecutor::run_step() {
   i64 in_use = 0;
   const bool first = stage_ == 0, last = stage_ + 1 == stages_;
 
-  for (const PipelineOp& op : ops_) {
+  for (const plan::PipelineOp& op : ops_) {
     PipelineOpRecord record{op, 0, comm_clock_seconds(), 0, 0, 0};
     const auto micro = static_cast<std::size_t>(op.micro);
-    if (op.kind == PipelineOpKind::forward) {
+    if (op.kind == plan::PipelineOpKind::forward) {
       SB_CHECK(!free_slots.empty(), "pipeline stage {}: no free activation slot for micro-batch {}", stage_,
                op.micro);
       const i64 slot = free_slots.back();

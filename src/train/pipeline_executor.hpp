@@ -40,7 +40,7 @@
 
 #include "core/memory.hpp"
 #include "parallel/communicator.hpp"
-#include "train/pipeline_schedule.hpp"
+#include "plan/pipeline_schedule.hpp"
 #include "train/pipeline_stage.hpp"
 
 namespace sb::train {
@@ -58,7 +58,7 @@ struct PipelineExecutorOptions {
 
 // One operation of the step as this stage ran it.
 struct PipelineOpRecord {
-  PipelineOp op;
+  plan::PipelineOp op;
   std::int64_t slot = 0;
   double wait_start_s = 0;  // began waiting for the op's message (= start_s when none)
   double start_s = 0, end_s = 0;  // the compute
@@ -87,7 +87,7 @@ class PipelineExecutor {
   // This rank is stage pp.rank() of pp.size(). Collective over pp (the transfer-model
   // ping-pong, unless the options give the model). The stage must hold at least
   // pipeline_peak_in_flight activation slots; pp and stage must outlive the executor.
-  PipelineExecutor(parallel::Communicator& pp, PipelineStage& stage, PipelineSchedule schedule,
+  PipelineExecutor(parallel::Communicator& pp, PipelineStage& stage, plan::PipelineSchedule schedule,
                    std::int64_t micro_batches, MemoryTracker& tracker,
                    PipelineExecutorOptions options = {});
   ~PipelineExecutor();
@@ -101,9 +101,9 @@ class PipelineExecutor {
 
   int stage() const { return stage_; }
   int stages() const { return stages_; }
-  PipelineSchedule schedule() const { return schedule_; }
+  plan::PipelineSchedule schedule() const { return schedule_; }
   std::int64_t micro_batches() const { return micro_batches_; }
-  const std::vector<PipelineOp>& ops() const { return ops_; }
+  const std::vector<plan::PipelineOp>& ops() const { return ops_; }
   // The transfer model's time for the activation received from the previous stage and for
   // the gradient received from the next (0 where there is no such neighbour).
   double input_transfer_s() const { return input_transfer_s_; }
@@ -118,11 +118,11 @@ class PipelineExecutor {
 
   parallel::Communicator& pp_;
   PipelineStage& stage_model_;
-  PipelineSchedule schedule_;
+  plan::PipelineSchedule schedule_;
   std::int64_t micro_batches_;
   MemoryTracker& tracker_;
   int stage_, stages_;
-  std::vector<PipelineOp> ops_;
+  std::vector<plan::PipelineOp> ops_;
   double input_transfer_s_ = 0, gradient_transfer_s_ = 0;
   std::unique_ptr<Mailbox> inputs_, gradients_;
   std::vector<SendBuffer> gradient_sends_;           // a pool: grows while every buffer is in flight

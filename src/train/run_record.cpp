@@ -12,10 +12,12 @@
 
 namespace sb::train {
 
-io::Attributes run_attributes(const TrainConfig& c, const TrainingTask& task, std::int64_t first_step) {
+io::Attributes run_attributes(const plan::TrainConfig& c, const plan::RunPlan& run_plan, const TrainingTask& task,
+                              std::int64_t first_step) {
   return {{"config_yaml", c.yaml}, {"model", task.model_name()}, {"dataset", task.dataset_name()},
           {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
-          {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", local_batch_of(c) / micro_batch_of(c)},
+          {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", run_plan.micro_batches},
+          {"micro_batch", run_plan.micro_batch}, {"stages", run_plan.stages}, {"stage_rule", run_plan.stage_rule},
           {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
           {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task.seq_len()},
           {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)},
@@ -50,7 +52,7 @@ io::StepRow step_row(std::int64_t step, const StepResult& r, std::int64_t global
 }
 
 RunRecord::RunRecord(bool root, const std::filesystem::path& out, bool append, const std::string& run_id,
-                     const io::Attributes& attributes, const RunPrediction* prediction) {
+                     const io::Attributes& attributes, const plan::RunPrediction* prediction) {
   if (!root) return;
   file_.emplace(append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out));
   run_.emplace(file_->begin_run(run_id, attributes));

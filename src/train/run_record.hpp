@@ -13,15 +13,18 @@
 
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/distributed_step.hpp"
-#include "train/run_prediction.hpp"
+#include "plan/run_plan.hpp"
+#include "plan/run_prediction.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
 
-// /runs/<id>'s attributes as the run starts: the case, the grid and resumed_from_step.
-io::Attributes run_attributes(const TrainConfig& config, const TrainingTask& task, std::int64_t first_step);
+// /runs/<id>'s attributes as the run starts: the case, the grid, the plan's micro-batches and
+// stages, and resumed_from_step.
+io::Attributes run_attributes(const plan::TrainConfig& config, const plan::RunPlan& run_plan, const TrainingTask& task,
+                              std::int64_t first_step);
 
 // The run's context with the device's part: the GPU and its driver (rank 0's), and how step
 // times were taken.
@@ -37,7 +40,7 @@ class RunRecord {
   // On rank 0 (root): creates `out` (or, append, opens it or creates it), begins run `run_id`
   // with `attributes` and writes the prediction when there is one.
   RunRecord(bool root, const std::filesystem::path& out, bool append, const std::string& run_id,
-            const io::Attributes& attributes, const RunPrediction* prediction);
+            const io::Attributes& attributes, const plan::RunPrediction* prediction);
 
   bool root() const { return run_.has_value(); }
   // Rank 0 only: the run's group, for what the other calls do not cover.

@@ -43,7 +43,7 @@ double StepTally::overlap_fraction_median() const {
 
 io::Attributes summary_attributes(const RunTotals& t, const StepTally& tally, const TrainOutcome& outcome,
                                   std::span<const io::MemoryRow> memory, const ParameterConstraints* constraints,
-                                  const RunPrediction* prediction) {
+                                  const plan::RunPrediction* prediction) {
   const double step_s = outcome.step_time_median_s;
   const auto peak = std::max_element(memory.begin(), memory.end(), [](const io::MemoryRow& a, const io::MemoryRow& b) {
     return a.peak_tracked < b.peak_tracked;
@@ -76,7 +76,7 @@ io::Attributes summary_attributes(const RunTotals& t, const StepTally& tally, co
   return summary;
 }
 
-io::Attributes prediction_errors(const RunPrediction& p, const TrainOutcome& outcome,
+io::Attributes prediction_errors(const plan::RunPrediction& p, const TrainOutcome& outcome,
                                  std::span<const io::MemoryRow> memory) {
   const auto held = [](const io::MemoryRow& r) { return r.params + r.grads + r.optimizer + r.activations; };
   const io::MemoryRow& heaviest =

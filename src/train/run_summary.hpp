@@ -11,7 +11,7 @@
 #include "io/results_file.hpp"
 #include "train/distributed_step.hpp"
 #include "train/parameter_constraints.hpp"
-#include "train/run_prediction.hpp"
+#include "plan/run_prediction.hpp"
 #include "train/trainer.hpp"
 
 namespace sb::train {
@@ -48,12 +48,12 @@ struct RunTotals {
 // constraints (may be null): what fine-tuning kept fixed and the sparsity the weights reached.
 io::Attributes summary_attributes(const RunTotals& totals, const StepTally& tally, const TrainOutcome& outcome,
                                   std::span<const io::MemoryRow> memory, const ParameterConstraints* constraints,
-                                  const RunPrediction* prediction);
+                                  const plan::RunPrediction* prediction);
 
 // The prediction's errors against the run: signed percentages, (predicted − measured) /
 // measured. Memory compares each tracked category of the rank that holds the most in them (the
 // prediction is of the most loaded rank); error_memory_pct is the category furthest off.
-io::Attributes prediction_errors(const RunPrediction& p, const TrainOutcome& outcome,
+io::Attributes prediction_errors(const plan::RunPrediction& p, const TrainOutcome& outcome,
                                  std::span<const io::MemoryRow> memory);
 
 }  // namespace sb::train

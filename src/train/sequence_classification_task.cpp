@@ -29,7 +29,7 @@ constexpr std::uint64_t kShuffleStream = 0x5BA4'0002;
 constexpr std::uint64_t kHeadInitStream = gpt::kParameterTensorCount;
 
 // Every mistake this task cannot train, before any data is read.
-void check_classification_config(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
+void check_classification_config(const plan::TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
   SB_USER_CHECK(c.precision.dtype == "fp32", "{}: {} classifies spam-assassin in precision fp32 only, not {}",
                 c.source, model.name, c.precision.dtype);
   SB_USER_CHECK(c.strategy.tp == 1 && c.strategy.pp == 1,
@@ -46,7 +46,7 @@ void check_classification_config(const TrainConfig& c, const gpt::GptConfig& mod
                 T, model.max_seq_len);
 }
 
-data::SpamCorpus load_checked(const TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
+data::SpamCorpus load_checked(const plan::TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
   check_classification_config(c, model, T);
   data::SpamCorpus corpus = data::load_spam_assassin(c.data.path, T, c.data.train_samples);
   SB_USER_CHECK(corpus.train.count >= c.global_batch,
@@ -57,13 +57,14 @@ data::SpamCorpus load_checked(const TrainConfig& c, const gpt::GptConfig& model,
 
 class SequenceClassificationTask final : public TrainingTask {
  public:
-  SequenceClassificationTask(const TrainConfig& c, kernels::Backend backend, MemoryTracker& tracker,
-                             parallel::ProcessGrid& grid)
+  SequenceClassificationTask(const plan::TrainConfig& c, const plan::RunPlan& run_plan, kernels::Backend backend,
+                             MemoryTracker& tracker, parallel::ProcessGrid& grid)
       : config_(c),
+        plan_(run_plan),
         shard_{grid.dp_rank(), grid.dp()},
-        model_config_(gpt_config_of(c)),
+        model_config_(plan::gpt_config_of(c)),
         T_(c.seq_len > 0 ? c.seq_len : model_config_.max_seq_len),
-        micro_(micro_batch_of(c)),
+        micro_(run_plan.micro_batch),
         corpus_(load_checked(c, model_config_, T_)),
         head_shape_{model_config_.channels, kSpamClasses},
         model_(model_config_, micro_, T_, backend, tracker, {}, head_shape_.parameter_count()),
@@ -108,7 +109,7 @@ class SequenceClassificationTask final : public TrainingTask {
     const std::int64_t per_epoch = steps_per_epoch();
     prepare_epoch(step / per_epoch);
     model_.zero_grad();
-    const std::int64_t local = local_batch_of(config_);
+    const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     const std::int64_t first_row = (step % per_epoch) * batch_rows + shard_.rank * local;
     double loss = 0;
@@ -186,7 +187,8 @@ class SequenceClassificationTask final : public TrainingTask {
     return r;
   }
 
-  TrainConfig config_;
+  plan::TrainConfig config_;
+  plan::RunPlan plan_;
   DataShard shard_;
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
@@ -203,9 +205,11 @@ class SequenceClassificationTask final : public TrainingTask {
 
 }  // namespace
 
-std::unique_ptr<TrainingTask> make_sequence_classification_task(const TrainConfig& config, kernels::Backend backend,
-                                                                MemoryTracker& tracker, parallel::ProcessGrid& grid) {
-  return std::make_unique<SequenceClassificationTask>(config, backend, tracker, grid);
+std::unique_ptr<TrainingTask> make_sequence_classification_task(const plan::TrainConfig& config,
+                                                                const plan::RunPlan& run_plan,
+                                                                kernels::Backend backend, MemoryTracker& tracker,
+                                                                parallel::ProcessGrid& grid) {
+  return std::make_unique<SequenceClassificationTask>(config, run_plan, backend, tracker, grid);
 }
 
 }  // namespace sb::train

@@ -26,12 +26,12 @@
 #include "parallel/fault.hpp"
 #include "parallel/gather_text.hpp"
 #include "parallel/process_grid.hpp"
+#include "plan/run_plan.hpp"
 #include "runtime/parallel_runtime.hpp"
 #include "train/checkpoint.hpp"
 #include "train/distributed_step.hpp"
 #include "train/failure_injection.hpp"
 #include "train/int8_after_training.hpp"
-#include "train/model_parallel_check.hpp"
 #include "train/non_finite_check.hpp"
 #include "train/parameter_constraints.hpp"
 #include "train/progress.hpp"
@@ -51,8 +51,8 @@ using parallel::comm_clock_seconds;
 // (NCCL), tensor parallel with its activations' all-reduces on the GPU (NCCL), pipeline
 // parallel with each message staged through host memory (MPI), the optimizer state whole on
 // each rank. What needs host memory or another model is refused.
-void check_supported_on_cuda(const TrainConfig& c) {
-  SB_USER_CHECK(!trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
+void check_supported_on_cuda(const plan::TrainConfig& c) {
+  SB_USER_CHECK(!plan::trains_resnet(c), "{}: model {} on device cuda: the GPU trainer runs the GPT language model so far; "
                 "train ResNets with device: cpu", c.source, c.model.name);
   SB_USER_CHECK(c.data.dataset == "sotu", "{}: data.dataset {} on device cuda: the GPU trainer runs the GPT language "
                 "model on sotu so far (sequence classification trains with device: cpu)", c.source, c.data.dataset);
@@ -68,8 +68,14 @@ void check_supported_on_cuda(const TrainConfig& c) {
 }
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
-void check_supported(const TrainConfig& c) {
-  check_model_parallel_grid(c);
+void check_supported(const plan::TrainConfig& c) {
+  SB_USER_CHECK(c.strategy.interleave == 1,
+                "{}: strategy.interleave {} (virtual pipeline stages) is modelled by predict and plan; the trainer "
+                "runs interleave 1",
+                c.source, c.strategy.interleave);
+  SB_USER_CHECK(!c.strategy.sequence_parallel,
+                "{}: strategy.sequence_parallel is modelled by predict and plan; the trainer runs without it",
+                c.source);
   SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
                 "{}: strategy.zero 1 shards the optimizer over data-parallel ranks of one stage; with pp {} use "
                 "zero 0",
@@ -87,7 +93,7 @@ void check_supported(const TrainConfig& c) {
 }
 
 // Other runs' checkpoints this one starts from or learns from, as files (run:<id> resolved).
-TrainConfig with_checkpoint_sources(TrainConfig c, const std::filesystem::path& out) {
+plan::TrainConfig with_checkpoint_sources(plan::TrainConfig c, const std::filesystem::path& out) {
   if (!c.finetune.from.empty()) c.finetune.from = checkpoint_source(c.finetune.from, out).string();
   if (!c.distill.teacher.empty()) c.distill.teacher = checkpoint_source(c.distill.teacher, out).string();
   return c;
@@ -95,7 +101,7 @@ TrainConfig with_checkpoint_sources(TrainConfig c, const std::filesystem::path& 
 
 // The back-end of config.device, once the config passed every check: "not compiled: cuda"
 // before any work.
-kernels::Backend supported_backend(const TrainConfig& c) {
+kernels::Backend supported_backend(const plan::TrainConfig& c) {
   check_supported(c);
   const auto backend = kernels::parse_backend(c.device == "cuda" ? "cuda" : "cpu");
   kernels::kernels_for(backend);
@@ -103,7 +109,7 @@ kernels::Backend supported_backend(const TrainConfig& c) {
 }
 
 // On cuda: this rank's GPU chosen, then NCCL around MPI; every tensor after it lives on it.
-std::unique_ptr<parallel::Communicator> world_for(const TrainConfig& c, kernels::Backend backend) {
+std::unique_ptr<parallel::Communicator> world_for(const plan::TrainConfig& c, kernels::Backend backend) {
   std::unique_ptr<parallel::Communicator> world = make_world_communicator(kernels::memory_device(backend), c.source);
   SB_USER_CHECK(world->size() == c.strategy.world_size(),
                 "{}: the strategy needs {} ranks (dp×tp×pp) but the MPI world has {}; launch with mpirun -np {}",
@@ -111,7 +117,7 @@ std::unique_ptr<parallel::Communicator> world_for(const TrainConfig& c, kernels:
   return world;
 }
 
-int thread_count(const TrainConfig& c) {
+int thread_count(const plan::TrainConfig& c) {
   return c.threads > 0 ? static_cast<int>(c.threads)
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
@@ -119,15 +125,16 @@ int thread_count(const TrainConfig& c) {
 // One rank's part of a run, built in the order each piece needs the ones before it; what can
 // fail on user input comes first, so a config that cannot run writes nothing.
 struct RankSetup {
-  RankSetup(const TrainConfig& config, const std::filesystem::path& out, const std::string& run_id)
+  RankSetup(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id)
       : c(with_checkpoint_sources(config, out)),
+        run_plan(plan::runnable_plan(c)),
         backend(supported_backend(c)),
         world(world_for(c, backend)),
         threads(thread_count(c)),
         runtime(threads),
         grid(*world, static_cast<int>(c.strategy.dp), static_cast<int>(c.strategy.tp),
              static_cast<int>(c.strategy.pp)),
-        task(make_training_task(c, backend, tracker, grid)),
+        task(make_training_task(c, run_plan, backend, tracker, grid)),
         distributed(c, *task, grid, backend, tracker),
         steps(c.epochs > 0 ? c.epochs * task->steps_per_epoch() : c.steps),
         eval_every(c.eval_every > 0 ? c.eval_every : (c.epochs > 0 ? task->steps_per_epoch() : steps)),
@@ -141,7 +148,8 @@ struct RankSetup {
   bool root() const { return world->rank() == 0; }
   Device device() const { return kernels::memory_device(backend); }
 
-  const TrainConfig c;
+  const plan::TrainConfig c;
+  const plan::RunPlan run_plan;  // what predict predicts for this case
   const kernels::Backend backend;
   const std::unique_ptr<parallel::Communicator> world;
   const int threads;
@@ -168,7 +176,7 @@ metrics::StepSpans step_spans(std::int64_t step, const StepResult& r) {
   metrics::StepSpans spans{.step = step, .start_s = r.start_s, .seconds = r.step_s(), .compute_s = r.compute_s(),
                            .optimizer_start_s = r.loss_end_s, .optimizer_s = r.optimizer_s(), .pipeline_ops = {}};
   for (const PipelineOpRecord& op : r.pipeline_ops)
-    spans.pipeline_ops.push_back({.kind = op.op.kind == PipelineOpKind::forward ? 'F' : 'B', .micro = op.op.micro,
+    spans.pipeline_ops.push_back({.kind = op.op.kind == plan::PipelineOpKind::forward ? 'F' : 'B', .micro = op.op.micro,
                                   .wait_start_s = op.wait_start_s, .start_s = op.start_s, .end_s = op.end_s});
   return spans;
 }
@@ -177,7 +185,7 @@ metrics::StepSpans step_spans(std::int64_t step, const StepResult& r) {
 class TrainingLoop {
  public:
   TrainingLoop(RankSetup& s, RunRecord& record, const std::string& run_id, const std::filesystem::path& trace,
-               const RunPrediction* prediction)
+               const plan::RunPrediction* prediction)
       : s_(s), record_(record), trace_path_(trace), prediction_(prediction),
         progress_(run_id, s.steps, s.c.log_every, s.root(), s.task->tokens_per_step() > 0 ? "tok/s" : "samples/s"),
         trace_(traced_communicators(s), !trace.empty()) {}
@@ -287,7 +295,7 @@ class TrainingLoop {
   RankSetup& s_;
   RunRecord& record_;
   const std::filesystem::path& trace_path_;
-  const RunPrediction* prediction_;
+  const plan::RunPrediction* prediction_;
   ProgressLine progress_;
   metrics::StepTrace trace_;
   StepTally tally_;
@@ -297,13 +305,13 @@ class TrainingLoop {
 
 }  // namespace
 
-TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
-                          bool append, const std::filesystem::path& trace, const RunPrediction* prediction) {
+TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
+                          bool append, const std::filesystem::path& trace, const plan::RunPrediction* prediction) {
   RankSetup rank(config, out, run_id);
   const io::Attributes context =
       run_context_on(rank.device(), metrics::collect_run_context(rank.threads, MPI_COMM_WORLD));
   // the result file, on rank 0: status reads "interrupted" until the loop finishes
-  RunRecord record(rank.root(), out, append, run_id, run_attributes(rank.c, *rank.task, rank.first_step),
+  RunRecord record(rank.root(), out, append, run_id, run_attributes(rank.c, rank.run_plan, *rank.task, rank.first_step),
                    prediction);
   try {
     record.write_context(context);

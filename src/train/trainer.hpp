@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "train/config.hpp"
-#include "train/run_prediction.hpp"
+#include "plan/config.hpp"
+#include "plan/run_prediction.hpp"
 
 namespace sb::train {
 
@@ -29,8 +29,8 @@ struct TrainOutcome {
 // prediction (may be null): written to the run's `prediction` group before the first step; after
 // the last, the errors of its step time and tracked memory against the measurement join it, and
 // summary.mfu is measured against its peak.
-TrainOutcome run_training(const TrainConfig& config, const std::filesystem::path& out,
+TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out,
                           const std::string& run_id, bool append, const std::filesystem::path& trace = {},
-                          const RunPrediction* prediction = nullptr);
+                          const plan::RunPrediction* prediction = nullptr);
 
 }  // namespace sb::train

@@ -18,7 +18,8 @@
 #include "models/gpt/gpt_config.hpp"
 #include "optim/parameter_slice.hpp"
 #include "parallel/process_grid.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
+#include "plan/run_plan.hpp"
 #include "train/gradient_sync.hpp"
 #include "train/pipeline_executor.hpp"
 
@@ -123,25 +124,25 @@ class TrainingTask {
   GradientSync* sync_ = nullptr;
 };
 
-// A ResNet name trains on images; every other name, and an inline description, is a GPT.
-bool trains_resnet(const TrainConfig& config);
-// The GPT a config names or describes inline (sizes not yet validated).
-gpt::GptConfig gpt_config_of(const TrainConfig& config);
-
 // Builds the task a config names (GPT on text: a language model, or with data spam-assassin a
 // sequence classifier; ResNet on images), loading and checking its
 // data; every user mistake is a UserError before anything is written.
-// `grid` places this rank: its data shard (dp), its tensor-parallel shard (tp) and its pipeline
-// stage (pp); it must outlive the task.
-std::unique_ptr<TrainingTask> make_training_task(const TrainConfig& config, kernels::Backend backend,
-                                                 MemoryTracker& tracker, parallel::ProcessGrid& grid);
+// `run_plan` (plan::resolve_run_plan of the config on the grid's world) gives the micro-batches
+// and this rank's pipeline stage; `grid` places this rank: its data shard (dp), its
+// tensor-parallel shard (tp) and its pipeline stage (pp); it must outlive the task.
+std::unique_ptr<TrainingTask> make_training_task(const plan::TrainConfig& config, const plan::RunPlan& run_plan,
+                                                 kernels::Backend backend, MemoryTracker& tracker,
+                                                 parallel::ProcessGrid& grid);
 
-std::unique_ptr<TrainingTask> make_language_model_task(const TrainConfig& config, kernels::Backend backend,
-                                                       MemoryTracker& tracker, parallel::ProcessGrid& grid);
-std::unique_ptr<TrainingTask> make_sequence_classification_task(const TrainConfig& config,
+std::unique_ptr<TrainingTask> make_language_model_task(const plan::TrainConfig& config, const plan::RunPlan& run_plan,
+                                                       kernels::Backend backend, MemoryTracker& tracker,
+                                                       parallel::ProcessGrid& grid);
+std::unique_ptr<TrainingTask> make_sequence_classification_task(const plan::TrainConfig& config,
+                                                                const plan::RunPlan& run_plan,
                                                                 kernels::Backend backend, MemoryTracker& tracker,
                                                                 parallel::ProcessGrid& grid);
-std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& config,
+std::unique_ptr<TrainingTask> make_image_classification_task(const plan::TrainConfig& config,
+                                                             const plan::RunPlan& run_plan,
                                                              kernels::Backend backend, MemoryTracker& tracker,
                                                              parallel::ProcessGrid& grid);
 
@@ -149,12 +150,6 @@ std::unique_ptr<TrainingTask> make_image_classification_task(const TrainConfig& 
 // divides by `accumulation` to leave the gradient of the global batch's mean loss.
 void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
                                    std::int64_t accumulation);
-
-// The samples of each global batch one data-parallel rank trains (batch.global / dp), checked.
-std::int64_t local_batch_of(const TrainConfig& config);
-// The micro-batch of a config: the local batch / strategy.micro_batches, or batch.micro, or the
-// local batch; checked to divide the local batch (and to agree when both keys are given).
-std::int64_t micro_batch_of(const TrainConfig& config);
 
 // The end of a task's backward: hands the gradients to `sync` (which averages over ranks) or
 // averages the accumulated micro-batch gradients itself.

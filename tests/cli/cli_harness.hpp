@@ -43,9 +43,16 @@ class Scratch {
     std::ofstream(dir_ / name) << text;
     return dir_ / name;
   }
-  CommandResult run(const std::string& args) const {
+  CommandResult run(const std::string& args) const { return run_command(std::string(SB_EXE) + " " + args); }
+  // `launcher` (e.g. mpirun -np 2) starting scalebench with `args`.
+  CommandResult run_under(const std::string& launcher, const std::string& args) const {
+    return run_command(launcher + " " + SB_EXE + " " + args);
+  }
+
+ private:
+  CommandResult run_command(const std::string& command_line) const {
     const auto out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string command = std::string(SB_EXE) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string command = command_line + " >" + out.string() + " 2>" + err.string();
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -54,7 +61,6 @@ class Scratch {
     return r;
   }
 
- private:
   static std::string current_test_name() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     return std::string(info->test_suite_name()) + "_" + info->name();

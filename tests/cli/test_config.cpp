@@ -8,18 +8,18 @@
 #include "cli_harness.hpp"
 #include "core/check.hpp"
 #include "data/text_corpus.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "train/lr_schedule.hpp"
-#include "train/suite.hpp"
+#include "plan/suite.hpp"
 
 namespace sb::train {
 namespace {
 
 TEST(Config, DefaultsAndNestedValues) {
-  const auto root = parse_yaml_text(
+  const auto root = plan::parse_yaml_text(
       "model: gpt-tiny\ndata: {dataset: sotu, path: /x}\nbatch: {global: 32, micro: 8}\n"
       "optimizer: {lr: 1e-3, schedule: cosine, min_lr: 1e-4}\nsteps: 7\n", "t.yaml");
-  const TrainConfig c = parse_train_config(root, "t.yaml");
+  const plan::TrainConfig c = plan::parse_train_config(root, "t.yaml");
   EXPECT_EQ(c.model.name, "gpt-tiny");
   EXPECT_EQ(c.data.path, "/x");
   EXPECT_EQ(c.global_batch, 32);
@@ -33,12 +33,12 @@ TEST(Config, DefaultsAndNestedValues) {
 }
 
 TEST(Config, InlineModelAndOverrides) {
-  YAML::Node root = parse_yaml_text(
+  YAML::Node root = plan::parse_yaml_text(
       "model: {layers: 3, hidden: 48, heads: 4, seq_len: 32, vocab: 256}\ndata: sotu\n", "t.yaml");
-  apply_override(root, "optimizer.lr=0.01", "t.yaml");
-  apply_override(root, "strategy.dp=1", "t.yaml");
-  apply_override(root, "steps=12", "t.yaml");
-  const TrainConfig c = parse_train_config(root, "t.yaml");
+  plan::apply_override(root, "optimizer.lr=0.01", "t.yaml");
+  plan::apply_override(root, "strategy.dp=1", "t.yaml");
+  plan::apply_override(root, "steps=12", "t.yaml");
+  const plan::TrainConfig c = plan::parse_train_config(root, "t.yaml");
   EXPECT_EQ(c.model.layers, 3);
   EXPECT_EQ(c.model.hidden, 48);
   EXPECT_EQ(c.model.name, "gpt-L3-C48-H4");
@@ -50,27 +50,27 @@ TEST(Config, InlineModelAndOverrides) {
 // The stored config_yaml must read back the same in YAML 1.1 readers (PyYAML): there a plain
 // 2:4 is the base-60 integer 124 and a plain 0.5 a float, so such strings stay quoted.
 TEST(Config, StoredYamlQuotesWhatYaml11WouldReadAsANumber) {
-  YAML::Node root = parse_yaml_text(
+  YAML::Node root = plan::parse_yaml_text(
       "model: resnet-mini\ndata: {dataset: mnist}\nprune: {pattern: \"2:4\"}\nseed: 3\n"
       "optimizer: {lr: 0.1}\nname: \"0.5\"\n", "t.yaml");
-  apply_override(root, "finetune.from=/x/base.ckpt.h5", "t.yaml");
-  const std::string text = yaml_text(root);
+  plan::apply_override(root, "finetune.from=/x/base.ckpt.h5", "t.yaml");
+  const std::string text = plan::yaml_text(root);
   EXPECT_NE(text.find("prune: {pattern: \"2:4\"}"), std::string::npos) << text;
   EXPECT_NE(text.find("name: \"0.5\""), std::string::npos) << text;
   EXPECT_NE(text.find("optimizer: {lr: 0.1}"), std::string::npos) << text;
   EXPECT_NE(text.find("seed: 3"), std::string::npos) << text;
-  YAML::Node plain = parse_yaml_text("pattern: 1:30\n", "t.yaml");
-  EXPECT_EQ(yaml_text(plain), "pattern: \"1:30\"");
-  const YAML::Node back = parse_yaml_text(text, "stored");
+  YAML::Node plain = plan::parse_yaml_text("pattern: 1:30\n", "t.yaml");
+  EXPECT_EQ(plan::yaml_text(plain), "pattern: \"1:30\"");
+  const YAML::Node back = plan::parse_yaml_text(text, "stored");
   EXPECT_EQ(back["prune"]["pattern"].as<std::string>(), "2:4");
   EXPECT_EQ(back["finetune"]["from"].as<std::string>(), "/x/base.ckpt.h5");
-  EXPECT_EQ(parse_train_config(root, "t.yaml").yaml, text);
+  EXPECT_EQ(plan::parse_train_config(root, "t.yaml").yaml, text);
 }
 
 TEST(Config, MessagesNameTheFileAndKey) {
   auto message = [](const std::string& text) {
     try {
-      parse_train_config(parse_yaml_text(text, "case.yaml"), "case.yaml");
+      plan::parse_train_config(plan::parse_yaml_text(text, "case.yaml"), "case.yaml");
     } catch (const UserError& e) {
       return std::string(e.what());
     }
@@ -85,7 +85,7 @@ TEST(Config, MessagesNameTheFileAndKey) {
             "case.yaml: 'precision' is 'fp8' but must be one of: fp32, fp16, bf16");
   EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: {dtype: bf16, main_grads: bf16}\n"),
             "case.yaml: 'precision.main_grads' is 'bf16' but must be one of: fp32, storage");
-  EXPECT_EQ(parse_train_config(parse_yaml_text("model: gpt-nano\ndata: sotu\nprecision: {dtype: fp16, main_grads: storage}\n",
+  EXPECT_EQ(plan::parse_train_config(plan::parse_yaml_text("model: gpt-nano\ndata: sotu\nprecision: {dtype: fp16, main_grads: storage}\n",
                                                "case.yaml"), "case.yaml").precision.main_grads,
             "storage");
   EXPECT_EQ(message("- a\n- b\n"),
@@ -95,16 +95,16 @@ TEST(Config, MessagesNameTheFileAndKey) {
 TEST(Config, CompressBlock) {
   auto message = [](const std::string& text) {
     try {
-      parse_train_config(parse_yaml_text(text, "case.yaml"), "case.yaml");
+      plan::parse_train_config(plan::parse_yaml_text(text, "case.yaml"), "case.yaml");
     } catch (const UserError& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
-  const TrainConfig off = parse_train_config(parse_yaml_text("model: gpt-nano\ndata: sotu\n", "c.yaml"), "c.yaml");
+  const plan::TrainConfig off = plan::parse_train_config(plan::parse_yaml_text("model: gpt-nano\ndata: sotu\n", "c.yaml"), "c.yaml");
   EXPECT_EQ(off.compress.quantize, "none");
-  const TrainConfig on = parse_train_config(
-      parse_yaml_text("model: gpt-nano\ndata: sotu\ncompress: {quantize: int8, calibration_batches: 3}\n", "c.yaml"),
+  const plan::TrainConfig on = plan::parse_train_config(
+      plan::parse_yaml_text("model: gpt-nano\ndata: sotu\ncompress: {quantize: int8, calibration_batches: 3}\n", "c.yaml"),
       "c.yaml");
   EXPECT_EQ(on.compress.quantize, "int8");
   EXPECT_EQ(on.compress.calibration_batches, 3);
@@ -121,7 +121,7 @@ TEST(Config, CompressBlock) {
 }
 
 TEST(LearningRate, WarmupThenCosineToMinimum) {
-  OptimizerSpec o;
+  plan::OptimizerSpec o;
   o.lr = 1.0;
   o.min_lr = 0.1;
   o.schedule = "cosine";
@@ -140,18 +140,18 @@ TEST(Suite, MatrixTimesCasesWithIdsAndValidation) {
                                   "suite: demo\nbase: {model: gpt-nano, data: sotu, steps: 3}\n"
                                   "matrix: {threads: [1, 2], optimizer.lr: [0.001, 0.01]}\n"
                                   "cases: [{name: a}, {name: b, steps: 5}]\n");
-  const Suite suite = load_suite(path, {"eval_batches=2"});
+  const plan::Suite suite = plan::load_suite(path, {"eval_batches=2"});
   ASSERT_EQ(suite.cases.size(), 8u);
   EXPECT_EQ(suite.name, "demo");
   EXPECT_EQ(suite.cases[0].id, "a,threads=1,lr=0.001");
   EXPECT_EQ(suite.cases[7].id, "b,threads=2,lr=0.01");
-  const TrainConfig last = parse_train_config(suite.cases[7].config, "x");
+  const plan::TrainConfig last = plan::parse_train_config(suite.cases[7].config, "x");
   EXPECT_EQ(last.steps, 5);
   EXPECT_EQ(last.threads, 2);
   EXPECT_DOUBLE_EQ(last.optimizer.lr, 0.01);
   EXPECT_EQ(last.eval_batches, 2);
   const auto bad = scratch.write("bad.yaml", "base: {model: gpt-nano, data: sotu}\nmatrix: {stepz: [1]}\n");
-  EXPECT_THROW(load_suite(bad, {}), UserError);
+  EXPECT_THROW(plan::load_suite(bad, {}), UserError);
 }
 
 // finetune.from: run:<case> must name an earlier case (its checkpoint exists only once it ran).
@@ -160,11 +160,11 @@ TEST(Suite, FinetuneFromARunNamesAnEarlierCase) {
   const std::string base = "base: {model: resnet-mini, data: mnist}\ncases:\n";
   const auto good = scratch.write("good.yaml", base + "  - {name: dense, steps: 2}\n"
                                                       "  - {name: pruned, finetune: {from: 'run:dense'}, prune: {pattern: '2:4'}}\n");
-  EXPECT_EQ(load_suite(good, {}).cases.size(), 2u);
+  EXPECT_EQ(plan::load_suite(good, {}).cases.size(), 2u);
   const auto later = scratch.write("later.yaml", base + "  - {name: pruned, finetune: {from: 'run:dense'}}\n"
                                                         "  - {name: dense, steps: 2}\n");
   try {
-    load_suite(later, {});
+    plan::load_suite(later, {});
     ADD_FAILURE() << "a reference to a later case was accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("case 'pruned' starts from 'run:dense', which is not an earlier case"),
@@ -179,9 +179,9 @@ TEST(Suite, EveryShippedSuiteIsValid) {
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(SB_SOURCE_DIR) / "suites")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().string());
-    const Suite suite = load_suite(entry.path(), {});
+    const plan::Suite suite = plan::load_suite(entry.path(), {});
     EXPECT_FALSE(suite.cases.empty());
-    for (const SuiteCase& c : suite.cases) EXPECT_GE(c.world_size, 1);
+    for (const plan::SuiteCase& c : suite.cases) EXPECT_GE(c.world_size, 1);
     ++suites;
   }
   EXPECT_GE(suites, 2);  // quickstart and model-parallel at least
@@ -190,10 +190,10 @@ TEST(Suite, EveryShippedSuiteIsValid) {
 // The model-parallel suite covers what its issue names: tp 1/2/4, pp 2/4 × m 1/2/4/8 × both
 // schedules, and the three 4-rank hybrids.
 TEST(Suite, ModelParallelSuiteCoversTheGrid) {
-  const Suite suite = load_suite(std::filesystem::path(SB_SOURCE_DIR) / "suites" / "model-parallel.yaml", {});
+  const plan::Suite suite = plan::load_suite(std::filesystem::path(SB_SOURCE_DIR) / "suites" / "model-parallel.yaml", {});
   std::set<std::string> seen;
-  for (const SuiteCase& c : suite.cases) {
-    const TrainConfig t = parse_train_config(c.config, c.id);
+  for (const plan::SuiteCase& c : suite.cases) {
+    const plan::TrainConfig t = plan::parse_train_config(c.config, c.id);
     if (t.model.name != "gpt-tiny") continue;
     seen.insert(fmt::format("{}x{}x{} m{} {}", t.strategy.dp, t.strategy.tp, t.strategy.pp,
                             t.strategy.pp > 1 ? t.strategy.micro_batches : 0, t.strategy.pp > 1 ? t.strategy.schedule : ""));

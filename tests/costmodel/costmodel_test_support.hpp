@@ -6,7 +6,7 @@
 #include <string>
 
 #include "costmodel/site_profile.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::costmodel::testing {
 
@@ -17,12 +17,12 @@ inline std::string site_path(const std::string& name) {
 inline SiteProfile site(const std::string& name) { return load_site_profile(site_path(name)); }
 
 // An inline GPT (sequence 2048 unless said) with the given grid and one micro-batch size.
-inline train::TrainConfig gpt_case(std::int64_t layers, std::int64_t hidden, std::int64_t heads,
+inline plan::TrainConfig gpt_case(std::int64_t layers, std::int64_t hidden, std::int64_t heads,
                                    std::int64_t dp, std::int64_t tp, std::int64_t pp,
                                    std::int64_t global_batch, std::int64_t micro_batch,
                                    std::string precision = "fp16", std::int64_t vocab = 51200,
                                    std::int64_t seq = 2048) {
-  train::TrainConfig c;
+  plan::TrainConfig c;
   c.source = "test case";
   c.model.name = "gpt-test";
   c.model.layers = layers;

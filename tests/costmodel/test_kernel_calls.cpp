@@ -147,8 +147,8 @@ TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
   for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, 1, {1000}, 1000, 1e-3});
   machine.kernel_times = times;
 
-  train::TrainConfig c = gpt_case(1, 1, 1, 1, 1, 1, 16, 8, "fp32");
-  c.model = train::ModelSpec{};
+  plan::TrainConfig c = gpt_case(1, 1, 1, 1, 1, 1, 16, 8, "fp32");
+  c.model = plan::ModelSpec{};
   c.model.name = "gpt-nano";
   c.threads = 1;
   c.optimizer.type = "adamw";

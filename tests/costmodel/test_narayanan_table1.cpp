@@ -41,11 +41,12 @@ std::vector<Row> table1() {
 // The paper's setting: fp16 with full recomputation, 1F1B, the data-parallel all-reduce after
 // the backward (Megatron-LM of 2021 did not overlap it), Megatron's even split of blocks.
 Prediction predict_row(const Row& r, SiteProfile site, double efficiency) {
-  train::TrainConfig c = testing::gpt_case(r.layers, r.hidden, r.heads, r.gpus / (r.tp * r.pp), r.tp, r.pp,
+  plan::TrainConfig c = testing::gpt_case(r.layers, r.hidden, r.heads, r.gpus / (r.tp * r.pp), r.tp, r.pp,
                                            r.batch, r.micro_batch);
   c.strategy.recompute = "full";
   c.strategy.overlap = false;
   c.strategy.schedule = "1f1b";
+  c.strategy.stage_rule = "even";
   site.gemm_efficiency["fp16"] = efficiency;
   return predict_step(c, site);
 }

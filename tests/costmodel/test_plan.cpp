@@ -37,8 +37,8 @@ TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
   }
   // the best candidate is what predict_step says of the same configuration
   const PlanCandidate& best = r.feasible.front();
-  train::TrainConfig c = testing::gpt_case(1, 1, 1, best.dp, best.tp, best.pp, 64, best.micro_batch, best.precision);
-  c.model = train::ModelSpec{};
+  plan::TrainConfig c = testing::gpt_case(1, 1, 1, best.dp, best.tp, best.pp, 64, best.micro_batch, best.precision);
+  c.model = plan::ModelSpec{};
   c.model.name = "gpt-1.3b";
   c.seq_len = 2048;
   c.strategy.zero = best.zero;

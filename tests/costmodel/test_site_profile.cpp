@@ -7,7 +7,7 @@
 #include "core/check.hpp"
 #include "costmodel/site_profile.hpp"
 #include "costmodel_test_support.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::costmodel {
 namespace {
@@ -38,7 +38,7 @@ TEST(SiteProfile, DatasheetFiguresOfTheA100) {
 
 std::string error_of(const std::string& yaml) {
   try {
-    parse_site_profile(train::parse_yaml_text(yaml, "site.yaml"), "site.yaml");
+    parse_site_profile(plan::parse_yaml_text(yaml, "site.yaml"), "site.yaml");
   } catch (const UserError& e) {
     return e.what();
   }
@@ -60,7 +60,7 @@ power_watts: 100
 TEST(SiteProfile, MinimalProfileAndCalibratedFields) {
   EXPECT_EQ(error_of(kMinimal), "");
   const SiteProfile p = parse_site_profile(
-      train::parse_yaml_text(std::string(kMinimal) +
+      plan::parse_yaml_text(std::string(kMinimal) +
                                  "calibrated:\n  gemm_efficiency: {bf16: 0.5}\n  memory_efficiency: 0.8\n"
                                  "  links:\n    inter_node: {alpha: 2.0e-5, beta: 5.0e8}\n",
                              "site.yaml"),

@@ -16,10 +16,10 @@ namespace {
 using testing::gpt_case;
 using testing::site;
 
-train::TrainConfig named(const std::string& model, std::int64_t dp, std::int64_t tp, std::int64_t pp,
+plan::TrainConfig named(const std::string& model, std::int64_t dp, std::int64_t tp, std::int64_t pp,
                          std::int64_t global_batch) {
-  train::TrainConfig c = gpt_case(1, 1, 1, dp, tp, pp, global_batch, 1);
-  c.model = train::ModelSpec{};
+  plan::TrainConfig c = gpt_case(1, 1, 1, dp, tp, pp, global_batch, 1);
+  c.model = plan::ModelSpec{};
   c.model.name = model;
   return c;
 }
@@ -48,12 +48,14 @@ TEST(StepPrediction, GridThatDoesNotMatchTheDevicesIsRefused) {
   EXPECT_NE(p.reason.find("= 8 ranks, but 10 devices"), std::string::npos) << p.reason;
   const Prediction heads = predict_step(named("gpt-1.3b", 1, 3, 1, 8), site("a100-80gb-dgx"));
   EXPECT_FALSE(heads.feasible);
-  EXPECT_NE(heads.reason.find("does not divide the 16 attention heads"), std::string::npos) << heads.reason;
+  // the plan's sentence, the one `train` stops with
+  EXPECT_NE(heads.reason.find("strategy.tp 3 must divide the 16 attention heads"), std::string::npos) << heads.reason;
+  EXPECT_EQ(heads.refusal, Refusal::tp_heads);
 }
 
 TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
   const SiteProfile a100 = site("a100-80gb-dgx");
-  const train::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
+  const plan::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
   const Prediction p = predict_step(c, a100);
   ASSERT_TRUE(p.feasible) << p.reason;
   const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-1.3b");
@@ -71,16 +73,19 @@ TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
   EXPECT_NEAR(p.tokens_per_s, 8 * 2048 / p.step_time_s, 1e-6);
   const nlohmann::json j = prediction_json(p);
   for (const char* key : {"feasible", "reason", "step_time_s", "compute_s", "comm_s", "bubble_s",
-                          "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes"})
+                          "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes", "stages",
+                          "stage_rule", "micro_batches", "micro_batch"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 11u);
+  EXPECT_EQ(j.size(), 15u);
+  EXPECT_EQ(j["stages"], nlohmann::json::array({24}));
+  EXPECT_EQ(j["micro_batches"].get<std::int64_t>(), 8);
   for (const char* key : {"params", "grads", "optimizer", "activations", "total"})
     EXPECT_TRUE(j["memory_bytes"].contains(key)) << key;
   EXPECT_DOUBLE_EQ(j["memory_bytes"]["total"].get<double>(), p.memory.total());
 }
 
 TEST(StepPrediction, PipelineBubbleIsTheClosedForm) {
-  train::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 4, 8, 1);
+  plan::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 4, 8, 1);
   c.model.vocab = 256;
   const Prediction p = predict_step(c, site("a100-80gb-dgx"));
   ASSERT_TRUE(p.feasible) << p.reason;
@@ -104,7 +109,7 @@ TEST(StepPrediction, ZeroMemoryOfTheSevenAndAHalfBillionModel) {
   EXPECT_NEAR(psi / 7.5e9, 1.0, 0.01);
   const double paper_gb[4] = {120.0, 31.4, 16.6, 1.9};
   for (int stage = 0; stage <= 3; ++stage) {
-    train::TrainConfig c = gpt_case(36, 4096, 32, 64, 1, 1, 64, 1);
+    plan::TrainConfig c = gpt_case(36, 4096, 32, 64, 1, 1, 64, 1);
     c.strategy.zero = stage;
     const Prediction p = predict_step(c, a100);
     const ModelStateBytes expected = zero_model_state_bytes(psi, 64, stage);
@@ -124,7 +129,7 @@ TEST(StepPrediction, ZeroMemoryOfTheSevenAndAHalfBillionModel) {
 
 TEST(StepPrediction, RecomputationTradesMemoryForCompute) {
   const SiteProfile a100 = site("a100-80gb-dgx");
-  train::TrainConfig c = named("gpt-13b", 1, 8, 1, 8);
+  plan::TrainConfig c = named("gpt-13b", 1, 8, 1, 8);
   const Prediction none = predict_step(c, a100);
   c.strategy.recompute = "selective";
   const Prediction selective = predict_step(c, a100);
@@ -145,7 +150,7 @@ TEST(StepPrediction, RecomputationTradesMemoryForCompute) {
 
 TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
   const SiteProfile a100 = site("a100-80gb-dgx");
-  train::TrainConfig c = named("gpt-1.3b", 16, 1, 1, 64);
+  plan::TrainConfig c = named("gpt-1.3b", 16, 1, 1, 64);
   c.strategy.overlap = false;
   const Prediction exposed = predict_step(c, a100);
   c.strategy.overlap = true;
@@ -159,7 +164,7 @@ TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
 }
 
 TEST(StepPrediction, Resnet50AnswersInSamples) {
-  train::TrainConfig c = named("resnet-50", 8, 1, 1, 256);
+  plan::TrainConfig c = named("resnet-50", 8, 1, 1, 256);
   c.data.dataset = "mnist";
   const Prediction p = predict_step(c, site("a100-80gb-dgx"));
   ASSERT_TRUE(p.feasible) << p.reason;

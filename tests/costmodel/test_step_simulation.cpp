@@ -18,7 +18,7 @@ namespace {
 
 using testing::gpt_case;
 using testing::site;
-using train::PipelineSchedule;
+using plan::PipelineSchedule;
 
 StepSimulationInput balanced(PipelineSchedule schedule, int p, std::int64_t m, double tf, double tb,
                              double send = 0.0) {
@@ -45,7 +45,7 @@ TEST(StepSimulation, FreeMessagesGiveTheClosedFormBubble) {
         EXPECT_NEAR(sim.pipeline_end, static_cast<double>(m + p - 1) * 3.0, 1e-9);
         for (int s = 0; s < p; ++s)
           EXPECT_NEAR(sim.idle_s[s] / sim.pipeline_end, expected, 1e-12)
-              << train::to_string(schedule) << " p " << p << " m " << m << " stage " << s;
+              << plan::to_string(schedule) << " p " << p << " m " << m << " stage " << s;
         // stage 0 ends the pipeline, so its own bubble is the same fraction
         EXPECT_NEAR(sim.stages[0].bubble_s / sim.pipeline_end, expected, 1e-12);
         EXPECT_DOUBLE_EQ(sim.step_time_s, sim.pipeline_end);
@@ -63,7 +63,7 @@ TEST(StepSimulation, OneFOneBHoldsAtMostPMicroBatchesGpipeHoldsAll) {
       EXPECT_EQ(g.stages[0].peak_in_flight, m);
       for (int s = 0; s < p; ++s)
         EXPECT_EQ(f.stages[s].peak_in_flight,
-                  train::pipeline_peak_in_flight(PipelineSchedule::one_f_one_b, p, s, m));
+                  plan::pipeline_peak_in_flight(PipelineSchedule::one_f_one_b, p, s, m));
       // the same bubble: the schedules differ in memory, not in time
       EXPECT_NEAR(f.step_time_s, g.step_time_s, 1e-9);
     }
@@ -116,7 +116,7 @@ SiteProfile communication_only(SiteProfile s) {
 TEST(StepSimulation, DataParallelReductionAloneIsTheRingFormula) {
   SiteProfile s = communication_only(site("a100-80gb-dgx"));
   s.intra_node.latency = s.inter_node.latency = 0;  // buckets then add no latency of their own
-  train::TrainConfig c = gpt_case(4, 1024, 16, 16, 1, 1, 16, 1, "fp32");
+  plan::TrainConfig c = gpt_case(4, 1024, 16, 16, 1, 1, 16, 1, "fp32");
   const Prediction p = predict_step(c, s);
   ASSERT_TRUE(p.feasible) << p.reason;
   const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::GptConfig{"t", 4, 1024, 16, 2048, 51200}));
@@ -127,7 +127,7 @@ TEST(StepSimulation, DataParallelReductionAloneIsTheRingFormula) {
 
 TEST(StepSimulation, OneBucketAtTheEndExposesTheWholeReduction) {
   const SiteProfile a100 = site("a100-80gb-dgx");
-  train::TrainConfig c = gpt_case(24, 2048, 16, 16, 1, 1, 64, 1, "fp16");
+  plan::TrainConfig c = gpt_case(24, 2048, 16, 16, 1, 1, 64, 1, "fp16");
   c.strategy.bucket_mb = 1e6;  // every gradient in one bucket, ready when the backward ends
   const Prediction p = predict_step(c, a100);
   ASSERT_TRUE(p.feasible) << p.reason;
@@ -141,7 +141,7 @@ TEST(StepSimulation, OneBucketAtTheEndExposesTheWholeReduction) {
 
 TEST(StepSimulation, StepTimeGrowsWithLatency) {
   const SiteProfile base = site("h100-sxm-dgx");
-  train::TrainConfig c = gpt_case(16, 2048, 16, 4, 4, 4, 64, 1, "bf16");
+  plan::TrainConfig c = gpt_case(16, 2048, 16, 4, 4, 4, 64, 1, "bf16");
   double previous = 0;
   for (double scale : {0.0, 1.0, 10.0, 100.0, 1000.0}) {
     SiteProfile s = base;

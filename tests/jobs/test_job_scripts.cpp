@@ -14,7 +14,7 @@
 #include "costmodel/site_profile.hpp"
 #include "jobs/job_script.hpp"
 #include "jobs/process.hpp"
-#include "train/suite.hpp"
+#include "plan/suite.hpp"
 
 namespace sb::jobs {
 namespace {
@@ -31,7 +31,7 @@ std::string read_text(const fs::path& path) {
 
 // The scripts as if `submit --out /scratch/sb` ran /opt/scalebench/bin/scalebench.
 std::vector<std::pair<std::string, std::string>> scripts_for(Scheduler scheduler) {
-  const train::Suite suite = train::load_suite(kHere / "golden_suite.yaml", {});
+  const plan::Suite suite = plan::load_suite(kHere / "golden_suite.yaml", {});
   const costmodel::SiteProfile site = costmodel::load_site_profile(kHere / "golden_site.yaml");
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& c : suite.cases) {
@@ -98,11 +98,11 @@ namespace {
 // A Slurm array over two one-rank cases: golden file, the case chosen by the array index,
 // and cases of different shapes refused.
 TEST(JobScripts, SlurmArrayRunsTheCaseOfItsIndex) {
-  const train::Suite suite = train::load_suite(kHere / "golden_suite.yaml", {});
+  const plan::Suite suite = plan::load_suite(kHere / "golden_suite.yaml", {});
   costmodel::SiteProfile site = costmodel::load_site_profile(kHere / "golden_site.yaml");
   std::vector<JobSpec> specs;
   for (const std::string id : {"first", "second"}) {
-    train::SuiteCase c = suite.cases[0];
+    plan::SuiteCase c = suite.cases[0];
     c.id = id;
     specs.push_back(make_job_spec(suite.name, c, site, "/opt/scalebench/bin/scalebench",
                                   {"/scratch/sb/jobs/" + id + ".yaml", "/scratch/sb/runs/" + id + ".h5"}));

@@ -13,8 +13,8 @@
 #include "jobs/job_folder.hpp"
 #include "jobs/process.hpp"
 #include "jobs/shell_quote.hpp"
-#include "train/config.hpp"
-#include "train/suite.hpp"
+#include "plan/config.hpp"
+#include "plan/suite.hpp"
 
 namespace sb::jobs {
 namespace {
@@ -35,7 +35,7 @@ class ScriptInjection : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  train::Suite evil_suite(const std::string& name) {
+  plan::Suite evil_suite(const std::string& name) {
     const fs::path file = root_ / "suite.yaml";
     YAML::Emitter e;
     e << YAML::BeginMap << YAML::Key << "suite" << YAML::Value << "evil";
@@ -46,14 +46,14 @@ class ScriptInjection : public ::testing::Test {
       << YAML::Value << "plain" << YAML::Key << "strategy" << YAML::Value << YAML::Flow << YAML::BeginMap
       << YAML::Key << "dp" << YAML::Value << 2 << YAML::EndMap << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
     std::ofstream(file) << e.c_str() << "\n";
-    return train::load_suite(file, {});
+    return plan::load_suite(file, {});
   }
 
   fs::path root_, dir_;
 };
 
 TEST_F(ScriptInjection, EvilCaseNameAndFolderExecuteNothing) {
-  const train::Suite suite = evil_suite(kEvilName);
+  const plan::Suite suite = evil_suite(kEvilName);
   ASSERT_EQ(suite.cases[0].id, kEvilName);
   costmodel::SiteProfile site =
       costmodel::load_site_profile(fs::path(SB_SOURCE_DIR) / "jobs" / "sites" / "this-machine.yaml");
@@ -72,12 +72,12 @@ TEST_F(ScriptInjection, EvilCaseNameAndFolderExecuteNothing) {
     EXPECT_FALSE(fs::exists(kMarker)) << scheduler_name(scheduler) << " ran an injected command";
     EXPECT_FALSE(fs::exists(dir_ / "x")) << scheduler_name(scheduler) << " ran an injected command";
     // The case config written beside the script keeps the name exactly.
-    EXPECT_EQ(train::load_yaml_file(files.config)["name"].as<std::string>(), kEvilName);
+    EXPECT_EQ(plan::load_yaml_file(files.config)["name"].as<std::string>(), kEvilName);
   }
 }
 
 TEST_F(ScriptInjection, NewlineInACaseNameIsAClearError) {
-  const train::Suite suite = evil_suite("two\nlines");
+  const plan::Suite suite = evil_suite("two\nlines");
   const costmodel::SiteProfile site =
       costmodel::load_site_profile(fs::path(SB_SOURCE_DIR) / "jobs" / "sites" / "this-machine.yaml");
   try {

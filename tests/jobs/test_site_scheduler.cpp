@@ -4,7 +4,7 @@
 
 #include "core/check.hpp"
 #include "costmodel/site_profile.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 namespace sb::costmodel {
 namespace {
@@ -24,7 +24,7 @@ power_watts: 100
 SiteProfile parse(const std::string& device, const std::string& scheduler) {
   std::string text = kProfile;
   text.replace(text.find("DEVICE"), 6, device);
-  return parse_site_profile(train::parse_yaml_text(text + scheduler, "site.yaml"), "site.yaml");
+  return parse_site_profile(plan::parse_yaml_text(text + scheduler, "site.yaml"), "site.yaml");
 }
 
 std::string error_of(const std::string& scheduler) {

@@ -7,6 +7,7 @@ absurd learning rate (the first stage's activations overflow at step 2).
 Usage: check_non_finite_ranks.py SCALEBENCH MPIEXEC CONFIG OUT_DIR
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -15,9 +16,11 @@ import h5py
 scalebench, mpiexec, config, out_dir = sys.argv[1:5]
 cases = [
     ("dp2_inf_gradients", ["--set", "strategy.dp=2"], {"SB_INJECT_OVERFLOW": "3"},
-     "step 3: non-finite values (inf) first appeared in the gradient of wte on rank 0;", [1, 2]),
+     re.escape("step 3: non-finite values (inf) first appeared in the gradient of wte on rank 0;"), [1, 2]),
+    # weights near 1e30 overflow in the first GEMM: whether its sums end at inf or at nan (+inf
+    # and -inf met) depends on the BLAS kernel's order of additions, so either kind is right
     ("pp2_absurd_lr", ["--set", "strategy.pp=2", "--set", "optimizer.lr=1e30"], {},
-     "step 2: non-finite values (inf) first appeared in the forward activation blocks.0.", [1]),
+     r"step 2: non-finite values \((inf|-?nan)\) first appeared in the forward activation blocks\.0\.", [1]),
 ]
 problems = []
 for name, args, extra_env, expected, kept_steps in cases:
@@ -35,7 +38,7 @@ for name, args, extra_env, expected, kept_steps in cases:
         continue
     if job.returncode == 0:
         problems.append(f"{name}: mpirun exited 0")
-    if expected not in job.stderr:
+    if not re.search(expected, job.stderr):
         problems.append(f"{name}: stderr lacks '{expected}':\n{job.stderr[-1500:]}")
     with h5py.File(out, "r") as f:
         run = f["runs"][list(f["runs"])[0]]
@@ -45,7 +48,7 @@ for name, args, extra_env, expected, kept_steps in cases:
         steps = [int(s) for s in run["steps"]["step"]]
     if status != "failed":
         problems.append(f"{name}: status is '{status}', not 'failed'")
-    if expected not in error:
+    if not re.search(expected, error):
         problems.append(f"{name}: the recorded error lacks '{expected}': {error}")
     if steps != kept_steps:
         problems.append(f"{name}: steps kept {steps}, expected {kept_steps}")

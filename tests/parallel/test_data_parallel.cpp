@@ -21,7 +21,7 @@
 #include "mpi_test_environment.hpp"
 #include "one_thread_runtime.hpp"
 #include "runtime/parallel_runtime.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
 #include "parallel/process_grid.hpp"
 #include "train/data_parallel.hpp"
 #include "train/distributed_step.hpp"
@@ -35,8 +35,8 @@ using parallel::testing::world;
 constexpr int kSteps = 5;
 constexpr double kLr = 0.002;
 
-TrainConfig config_from(const std::string& yaml) {
-  return parse_train_config(parse_yaml_text(yaml, "test_data_parallel"), "test_data_parallel");
+plan::TrainConfig config_from(const std::string& yaml) {
+  return plan::parse_train_config(plan::parse_yaml_text(yaml, "test_data_parallel"), "test_data_parallel");
 }
 
 std::string gpt_yaml(int dp, int zero, double bucket_mb, bool overlap) {
@@ -64,11 +64,11 @@ struct Trained {
 };
 
 // kSteps steps of `config` on the ranks of `ranks` (dp×tp×pp of the config).
-Trained train(const TrainConfig& config, parallel::Communicator& ranks) {
+Trained train(const plan::TrainConfig& config, parallel::Communicator& ranks) {
   MemoryTracker tracker;
   parallel::ProcessGrid grid(ranks, static_cast<int>(config.strategy.dp), static_cast<int>(config.strategy.tp),
                              static_cast<int>(config.strategy.pp));
-  auto task = make_training_task(config, kernels::Backend::cpu, tracker, grid);
+  auto task = make_training_task(config, plan::runnable_plan(config), kernels::Backend::cpu, tracker, grid);
   DistributedStep distributed(config, *task, grid, kernels::Backend::cpu, tracker);
   Trained t;
   t.initial.assign(task->parameters_flat().begin(), task->parameters_flat().end());
@@ -86,7 +86,7 @@ Trained train(const TrainConfig& config, parallel::Communicator& ranks) {
 }
 
 // The same config on this rank alone.
-Trained train_alone(TrainConfig config) {
+Trained train_alone(plan::TrainConfig config) {
   config.strategy.dp = 1;
   config.strategy.zero = 0;
   auto self = world().split(world().rank(), 0, "self");
@@ -125,7 +125,7 @@ void expect_same_training(const Trained& got, const Trained& want, const std::st
 }
 
 TEST(DataParallel, GptBucketedOverlappedAllReduceTrainsTheSameModelAsOneRank) {
-  const TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, true));  // ~13k floats a bucket
+  const plan::TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, true));  // ~13k floats a bucket
   const Trained parallel = train(config, world());
   EXPECT_GT(parallel.buckets, 4) << "the bucket size should split gpt-nano's gradients into several buckets";
   EXPECT_EQ(parallel.exchange_bytes, static_cast<std::int64_t>(parallel.parameters.size() * sizeof(float)));
@@ -133,13 +133,13 @@ TEST(DataParallel, GptBucketedOverlappedAllReduceTrainsTheSameModelAsOneRank) {
 }
 
 TEST(DataParallel, GptWithoutOverlapTrainsTheSameModel) {
-  const TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, false));
+  const plan::TrainConfig config = config_from(gpt_yaml(world().size(), 0, 0.05, false));
   expect_same_training(train(config, world()), train_alone(config), "overlap off");
 }
 
 TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState) {
-  const TrainConfig plain_config = config_from(gpt_yaml(world().size(), 0, 25, true));
-  const TrainConfig zero_config = config_from(gpt_yaml(world().size(), 1, 25, true));
+  const plan::TrainConfig plain_config = config_from(gpt_yaml(world().size(), 0, 25, true));
+  const plan::TrainConfig zero_config = config_from(gpt_yaml(world().size(), 1, 25, true));
   const Trained plain = train(plain_config, world());
   const Trained zero = train(zero_config, world());
   expect_same_training(zero, plain, "zero-1");
@@ -156,7 +156,7 @@ TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState)
 }
 
 TEST(DataParallel, ResnetWithSynchronisedBatchNormTrainsTheSameModelAsOneRank) {
-  const TrainConfig config = config_from(resnet_yaml(world().size(), 0, "sync"));
+  const plan::TrainConfig config = config_from(resnet_yaml(world().size(), 0, "sync"));
   const Trained parallel = train(config, world());
   EXPECT_GT(parallel.buckets, 2) << "resnet-mini's gradients should travel in several buckets";
   expect_same_training(parallel, train_alone(config), "resnet sync-BN dp=" + std::to_string(world().size()),
@@ -217,7 +217,7 @@ TEST(DataParallel, BucketsPackAndUnpackEveryPieceInPlace) {
 TEST(DataParallel, BytesSentPerStepAreTheRingVolume) {
   const int n = world().size();
   for (int zero : {0, 1}) {
-    const TrainConfig config = config_from(gpt_yaml(n, zero, 0.25, true));  // buckets of 256 KiB
+    const plan::TrainConfig config = config_from(gpt_yaml(n, zero, 0.25, true));  // buckets of 256 KiB
     const Trained t = train(config, world());
     const double payload = static_cast<double>(t.parameters.size() * sizeof(float));
     const double analytic = 2.0 * (n - 1) / n * payload;

@@ -119,12 +119,12 @@ struct PipelineRun {
 };
 
 // This rank's stage of the FLOP-balanced split, trained kSteps steps through the executor.
-PipelineRun train_pipeline(PipelineSchedule schedule, std::int64_t m) {
+PipelineRun train_pipeline(plan::PipelineSchedule schedule, std::int64_t m) {
   const int p = world().size(), s = world().rank();
   const auto counts = resnet::resnet_balanced_units_per_stage(mini(), p);
   PipelineRun run;
   run.partition = resnet::resnet_stage_partitions(mini(), counts)[static_cast<std::size_t>(s)];
-  run.slots = pipeline_peak_in_flight(schedule, p, s, m);
+  run.slots = plan::pipeline_peak_in_flight(schedule, p, s, m);
   MemoryTracker tracker;
   resnet::ResnetModel model(mini(), kMicro, kernels::Backend::cpu, tracker, run.partition, run.slots);
   model.init_weights(kSeed);
@@ -160,7 +160,7 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
   return scale > 0 ? worst / scale : worst;
 }
 
-void check_schedule(PipelineSchedule schedule) {
+void check_schedule(plan::PipelineSchedule schedule) {
   const int p = world().size(), s = world().rank();
   for (std::int64_t m : {1, 2, 4}) {
     const std::string what = std::string(to_string(schedule)) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
@@ -192,12 +192,12 @@ void check_schedule(PipelineSchedule schedule) {
                   static_cast<long long>(m), worst, worst_loss);
 
     // memory: the slots the schedule needs, each one micro-batch's tracked activations
-    const std::int64_t expected_slots = schedule == PipelineSchedule::gpipe ? m : std::min<std::int64_t>(p - s, m);
+    const std::int64_t expected_slots = schedule == plan::PipelineSchedule::gpipe ? m : std::min<std::int64_t>(p - s, m);
     EXPECT_EQ(run.slots, expected_slots) << what;
     for (const PipelineStepFigures& f : run.steps) {
       EXPECT_EQ(f.peak_slots_in_use, expected_slots) << what;
       EXPECT_EQ(f.peak_activation_bytes, expected_slots * run.slot_bytes) << what;
-      if (s == 0 && schedule == PipelineSchedule::one_f_one_b) EXPECT_LE(f.peak_slots_in_use, p) << what;
+      if (s == 0 && schedule == plan::PipelineSchedule::one_f_one_b) EXPECT_LE(f.peak_slots_in_use, p) << what;
       // bytes: one activation forward, one gradient back, per micro-batch and neighbour
       EXPECT_EQ(f.bytes_sent, m * (run.output_bytes + run.input_bytes)) << what;
       EXPECT_EQ(f.bytes_received, f.bytes_sent) << what;
@@ -216,20 +216,20 @@ void check_schedule(PipelineSchedule schedule) {
   }
 }
 
-TEST(PipelineParallel, GpipeTrainsTheSameModelAsOneRank) { check_schedule(PipelineSchedule::gpipe); }
-TEST(PipelineParallel, OneFOneBTrainsTheSameModelAsOneRank) { check_schedule(PipelineSchedule::one_f_one_b); }
+TEST(PipelineParallel, GpipeTrainsTheSameModelAsOneRank) { check_schedule(plan::PipelineSchedule::gpipe); }
+TEST(PipelineParallel, OneFOneBTrainsTheSameModelAsOneRank) { check_schedule(plan::PipelineSchedule::one_f_one_b); }
 
 // The first stage's tracked activation memory: GPipe grows with m, 1F1B stops at p slots.
 TEST(PipelineParallel, FirstStageActivationMemoryGrowsWithMUnderGpipeOnly) {
   const int p = world().size();
   const auto partition = resnet::resnet_stage_partitions(mini(), resnet::resnet_balanced_units_per_stage(mini(), p))[0];
-  const auto bytes = [&](PipelineSchedule schedule, std::int64_t m) {
-    return resnet::resnet_activation_bytes(mini(), kMicro, partition, pipeline_peak_in_flight(schedule, p, 0, m));
+  const auto bytes = [&](plan::PipelineSchedule schedule, std::int64_t m) {
+    return resnet::resnet_activation_bytes(mini(), kMicro, partition, plan::pipeline_peak_in_flight(schedule, p, 0, m));
   };
   const std::int64_t slot = resnet::resnet_slot_activation_bytes(mini(), kMicro, partition);
   for (std::int64_t m : {1, 2, 4, 8, 16}) {
-    EXPECT_EQ(bytes(PipelineSchedule::gpipe, m) - bytes(PipelineSchedule::gpipe, 1), (m - 1) * slot);
-    EXPECT_EQ(bytes(PipelineSchedule::one_f_one_b, m) - bytes(PipelineSchedule::one_f_one_b, 1),
+    EXPECT_EQ(bytes(plan::PipelineSchedule::gpipe, m) - bytes(plan::PipelineSchedule::gpipe, 1), (m - 1) * slot);
+    EXPECT_EQ(bytes(plan::PipelineSchedule::one_f_one_b, m) - bytes(plan::PipelineSchedule::one_f_one_b, 1),
               (std::min<std::int64_t>(m, p) - 1) * slot);
   }
 }

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
-namespace sb::train {
+#include "plan/run_plan.hpp"
+
+namespace sb::plan {
 
 struct SuiteCase {
   std::string id;       // unique within the suite: case name and matrix values
   YAML::Node config;    // base + case + matrix values; parses as a TrainConfig
   std::int64_t world_size = 1;
+  RunPlan plan;  // what the case trains and is predicted as, on world_size ranks
 };
 
 struct Suite {
@@ -27,4 +30,4 @@ struct Suite {
 // (key=value) to each. Throws UserError naming the suite file and the case.
 Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides);
 
-}  // namespace sb::train
+}  // namespace sb::plan

@@ -1,5 +1,5 @@
 // YAML → TrainConfig with strict keys and one-sentence errors.
-#include "train/config.hpp"
+#include "plan/config.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
 
-namespace sb::train {
+namespace sb::plan {
 
 namespace {
 
@@ -47,6 +47,7 @@ class MapReader {
   }
 
   bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  bool has_scalar(const std::string& key) const { return has(key) && node_[key].IsScalar(); }
   YAML::Node node(const std::string& key) const { return node_[key]; }
 
   template <class T>
@@ -210,14 +211,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
   chain.back()[parts.back()] = value;
 }
 
-TrainConfig parse_train_config(const YAML::Node& root, const std::string& source) {
-  SB_USER_CHECK(root && root.IsMap(), "{}: the config must be a mapping of keys to values (it is empty, a list or a single value)",
-                source);
-  TrainConfig c;
-  c.source = source;
-  MapReader top(root, "", source, train_config_keys());
-  top.read("name", c.name);
+namespace {
 
+// model: a named config, or a GPT described inline.
+void read_model(const MapReader& top, TrainConfig& c, const std::string& source) {
   SB_USER_CHECK(top.has("model"), "{}: 'model' is missing (a name such as gpt-tiny, or a mapping "
                 "with layers, hidden, heads, seq_len, vocab)", source);
   if (top.node("model").IsScalar()) {
@@ -249,7 +246,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     if (c.model.name.empty())
       c.model.name = fmt::format("gpt-L{}-C{}-H{}", c.model.layers, c.model.hidden, c.model.heads);
   }
+}
 
+// data: the data set (and where it lies, and a labelled subset).
+void read_data(const MapReader& top, TrainConfig& c, const std::string& source) {
   SB_USER_CHECK(top.has("data"), "{}: 'data' is missing (e.g. data: {{dataset: sotu}})", source);
   {
     const YAML::Node d = top.node("data");
@@ -270,7 +270,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                   "corpus", source, c.data.dataset);
     if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
   }
+}
 
+// strategy: the grid, micro-batches, pipeline stages and schedule, data-parallel options.
+void read_strategy(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("strategy")) {
     MapReader m(top.node("strategy"), "strategy", source,
                 {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
@@ -278,7 +281,12 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     auto& s = c.strategy;
     m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
     m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
-    m.read_list("stages", s.stages);
+    if (m.has_scalar("stages")) {
+      m.read("stages", s.stage_rule);
+      require_one_of(s.stage_rule, {"balanced", "even"}, "strategy.stages", source);
+    } else {
+      m.read_list("stages", s.stages);
+    }
     m.read("interleave", s.interleave); m.read("zero", s.zero);
     m.read("recompute", s.recompute); m.read("sequence_parallel", s.sequence_parallel);
     m.read("bucket_mb", s.bucket_mb); m.read("overlap", s.overlap); m.read("batchnorm", s.batchnorm);
@@ -294,7 +302,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     require_one_of(s.schedule, {"gpipe", "1f1b"}, "strategy.schedule", source);
     require_one_of(s.recompute, {"none", "selective", "full"}, "strategy.recompute", source);
   }
+}
 
+// precision: the storage dtype and its loss scaling.
+void read_precision(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("precision")) {
     const YAML::Node p = top.node("precision");
     if (p.IsScalar()) {
@@ -319,7 +330,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     SB_USER_CHECK(c.precision.growth_interval >= 1, "{}: 'precision.growth_interval' must be at least 1, got {}",
                   source, c.precision.growth_interval);
   }
+}
 
+// batch and the top-level keys of the run: length, evaluation, device, site, seed, threads.
+void read_run_keys(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("batch")) {
     const YAML::Node b = top.node("batch");
     if (b.IsScalar()) {
@@ -355,7 +369,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
   require_positive(c.log_every, "log_every", source);
   require_non_negative(c.threads, "threads", source);
   require_one_of(c.device, {"cpu", "cuda"}, "device", source);
+}
 
+// checkpoint: how often, where, whether to resume.
+void read_checkpoint(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("checkpoint")) {
     MapReader m(top.node("checkpoint"), "checkpoint", source, {"every", "path", "resume"});
     m.read("every", c.checkpoint.every);
@@ -364,7 +381,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     require_non_negative(c.checkpoint.every, "checkpoint.every", source);
     require_one_of(c.checkpoint.resume, {"auto", "never"}, "checkpoint.resume", source);
   }
+}
 
+// finetune: the checkpoint to start from and what stays frozen.
+void read_finetune(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("finetune")) {
     MapReader m(top.node("finetune"), "finetune", source, {"from", "freeze"});
     m.read("from", c.finetune.from);
@@ -373,7 +393,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                   source);
     require_one_of(c.finetune.freeze, {"none", "backbone"}, "finetune.freeze", source);
   }
+}
 
+// prune: the pattern and sparsity of the starting weights.
+void read_prune(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("prune")) {
     MapReader m(top.node("prune"), "prune", source, {"pattern", "sparsity"});
     c.prune.pattern = "unstructured";
@@ -391,7 +414,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     SB_USER_CHECK(!c.finetune.from.empty(),
                   "{}: 'prune' ranks trained weights: set finetune.from to the checkpoint to prune", source);
   }
+}
 
+// distill: the teacher and the loss mix.
+void read_distill(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("distill")) {
     MapReader m(top.node("distill"), "distill", source, {"teacher", "teacher_model", "temperature", "alpha"});
     m.read("teacher", c.distill.teacher);
@@ -407,7 +433,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     SB_USER_CHECK(c.distill.alpha >= 0 && c.distill.alpha <= 1, "{}: 'distill.alpha' must lie in [0, 1], got {}",
                   source, c.distill.alpha);
   }
+}
 
+// compress: post-training int8 quantisation.
+void read_compress(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("compress")) {
     MapReader m(top.node("compress"), "compress", source, {"quantize", "calibration_batches"});
     m.read("quantize", c.compress.quantize);
@@ -425,7 +454,10 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
                     source);
     }
   }
+}
 
+// optimizer: type, rates, schedule.
+void read_optimizer(const MapReader& top, TrainConfig& c, const std::string& source) {
   if (top.has("optimizer")) {
     MapReader m(top.node("optimizer"), "optimizer", source,
                 {"type", "lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip", "momentum",
@@ -443,7 +475,20 @@ TrainConfig parse_train_config(const YAML::Node& root, const std::string& source
     SB_USER_CHECK(o.weight_decay >= 0 && o.grad_clip >= 0 && o.min_lr >= 0,
                   "{}: 'optimizer.weight_decay', 'grad_clip' and 'min_lr' must not be negative", source);
   }
+}
 
+}  // namespace
+
+TrainConfig parse_train_config(const YAML::Node& root, const std::string& source) {
+  SB_USER_CHECK(root && root.IsMap(), "{}: the config must be a mapping of keys to values (it is empty, a list or a single value)",
+                source);
+  TrainConfig c;
+  c.source = source;
+  MapReader top(root, "", source, train_config_keys());
+  top.read("name", c.name);
+  for (const auto read : {read_model, read_data, read_strategy, read_precision, read_run_keys, read_checkpoint,
+                          read_finetune, read_prune, read_distill, read_compress, read_optimizer})
+    read(top, c, source);
   c.yaml = yaml_text(root);
   return c;
 }
@@ -455,4 +500,4 @@ TrainConfig load_train_config(const std::filesystem::path& path,
   return parse_train_config(root, path.string());
 }
 
-}  // namespace sb::train
+}  // namespace sb::plan

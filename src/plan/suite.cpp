@@ -1,16 +1,15 @@
 // Suite expansion: cases × matrix combinations over a base case.
-#include "train/suite.hpp"
-
-#include "train/model_parallel_check.hpp"
+#include "plan/suite.hpp"
 
 #include <fmt/format.h>
 
 #include <set>
 
 #include "core/check.hpp"
-#include "train/config.hpp"
+#include "plan/config.hpp"
+#include "plan/run_plan.hpp"
 
-namespace sb::train {
+namespace sb::plan {
 
 namespace {
 
@@ -97,7 +96,7 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
       for (const auto& assignment : overrides) apply_override(config, assignment, source);
       const std::string case_label = fmt::format("{} (case {})", source, suite.cases.size() + 1);
       const TrainConfig parsed = parse_train_config(config, case_label);
-      check_model_parallel_grid(parsed);
+      RunPlan run_plan = runnable_plan(parsed);
       std::string id;
       for (const auto& part : id_parts) id += (id.empty() ? "" : ",") + part;
       if (id.empty()) id = parsed.model.name;
@@ -108,10 +107,10 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
                       "{}: case '{}' starts from '{}', which is not an earlier case of the suite", source, id, from);
       SB_USER_CHECK(ids.insert(id).second, "{}: two cases have the same id '{}'; give them names", source, id);
       config["name"] = id;
-      suite.cases.push_back({id, config, parsed.strategy.world_size()});
+      suite.cases.push_back({id, config, parsed.strategy.world_size(), std::move(run_plan)});
     }
   }
   return suite;
 }
 
-}  // namespace sb::train
+}  // namespace sb::plan

@@ -9,7 +9,7 @@
 
 #include "io/attr_value.hpp"
 
-namespace sb::train {
+namespace sb::plan {
 
 struct PredictedMemory {  // bytes on the most loaded rank, per tracked category
   double params = 0, grads = 0, optimizer = 0, activations = 0;
@@ -25,4 +25,4 @@ struct RunPrediction {
   double peak_flops_per_rank = 0;
 };
 
-}  // namespace sb::train
+}  // namespace sb::plan

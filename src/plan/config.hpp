@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace sb::train {
+namespace sb::plan {
 
 struct ModelSpec {
   std::string name;  // a named config ("gpt-tiny"), or "" for an inline description
@@ -29,8 +29,9 @@ struct StrategySpec {
   // micro-batches per rank and step (pipeline, gradient accumulation); 0 = batch.micro decides
   std::int64_t micro_batches = 0;
   // pipeline: blocks (GPT) or layers (ResNet: stem, blocks, head) per stage, pp entries; empty =
-  // balanced by the model's FLOPs
+  // by stage_rule: `balanced` by the model's forward FLOPs, or `even` (Megatron-LM's split)
   std::vector<std::int64_t> stages;
+  std::string stage_rule = "balanced";
   std::string schedule = "1f1b", recompute = "none";
   bool sequence_parallel = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
@@ -149,4 +150,4 @@ TrainConfig load_train_config(const std::filesystem::path& path,
 // Every top-level key a case accepts (suites use it to reject unknown keys early).
 const std::vector<std::string>& train_config_keys();
 
-}  // namespace sb::train
+}  // namespace sb::plan

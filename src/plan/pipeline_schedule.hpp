@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sb::train {
+namespace sb::plan {
 
 enum class PipelineSchedule { gpipe, one_f_one_b };
 std::string_view to_string(PipelineSchedule schedule);  // "gpipe", "1f1b"
@@ -88,4 +88,4 @@ PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineO
                                          const std::vector<double>& backward_time,
                                          double transfer = 0.0);
 
-}  // namespace sb::train
+}  // namespace sb::plan

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "train/pipeline_schedule.hpp"
+#include "plan/pipeline_schedule.hpp"
 
-namespace sb::train {
+namespace sb::plan {
 namespace {
 
 using enum PipelineSchedule;
@@ -134,4 +134,4 @@ TEST(PipelineSchedule, UnbalancedStagesAreBoundByTheSlowest) {
 }
 
 }  // namespace
-}  // namespace sb::train
+}  // namespace sb::plan

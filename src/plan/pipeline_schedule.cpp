@@ -1,12 +1,12 @@
 // GPipe and 1F1B operation lists, their closed-form peak and bubble, and the unit-time
 // simulation that checks both.
-#include "train/pipeline_schedule.hpp"
+#include "plan/pipeline_schedule.hpp"
 
 #include <algorithm>
 
 #include "core/check.hpp"
 
-namespace sb::train {
+namespace sb::plan {
 
 using i64 = std::int64_t;
 
@@ -170,4 +170,4 @@ PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineO
   return sim;
 }
 
-}  // namespace sb::train
+}  // namespace sb::plan
