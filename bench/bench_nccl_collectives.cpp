@@ -1,9 +1,9 @@
 // NCCL collectives through scalebench's communicator, as nccl-tests measures them: all_reduce
 // (in place), all_gather and reduce_scatter of float buffers from 1 KiB to 1 GiB (the
 // nccl-tests "size": bandwidth.hpp), time per call, algbw and busbw, slowest rank's time.
-// Each size: warm-up calls, then `iters` non-blocking calls issued back to back on the one
-// stream and waited for together, so the time per call excludes the host's per-call wait, as
-// nccl-tests' does. Leaves out correctness (tests/cuda/test_nccl_communicator.cpp) and
+// Each size on the measurement harness (measure/timing.hpp): warm-up calls, then `iters`
+// non-blocking calls issued back to back on the one stream and waited for together, so the time
+// per call excludes the host's per-call wait, as nccl-tests' does. Leaves out correctness (tests/cuda/test_nccl_communicator.cpp) and
 // multi-node placement. Run one rank per GPU:
 //
 //   mpirun -n GPUS bench_nccl_collectives [--min-bytes 1KiB] [--max-bytes 1GiB] [--iters N]
@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
+#include "measure/timing.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/nccl_communicator.hpp"
@@ -125,16 +127,18 @@ Row measure(Communicator& comm, Collective collective, int64_t bytes, const Opti
         throw sb::Error("bench_nccl_collectives: unsupported collective");
     }
   };
-  for (int w = 0; w < o.warmup; ++w) issue().wait();
+  // Warm-ups, then the timed calls, issued back to back on the one stream and waited for together
+  // before the clock stops; every rank starts after a barrier (its stream idle) and the slowest
+  // rank's time counts (measure/round_clock.hpp).
+  std::vector<Request> in_flight;
+  const std::function<void()> call = [&] { in_flight.push_back(issue()); };
+  sb::measure::CommunicatorClock clock(comm, [&] {
+    sb::parallel::wait_all(in_flight);
+    in_flight.clear();
+  });
   const int iters = iterations_for(row.bytes, o.iters);
-  comm.barrier();  // every rank's stream idle, every rank here
-  std::vector<Request> calls;
-  calls.reserve(static_cast<std::size_t>(iters));
-  const double start = sb::parallel::comm_clock_seconds();
-  for (int i = 0; i < iters; ++i) calls.push_back(issue());
-  sb::parallel::wait_all(calls);
-  const double mine = (sb::parallel::comm_clock_seconds() - start) / iters;
-  row.seconds = comm.all_reduce_value(mine, ReduceOp::max);  // host value: through MPI
+  in_flight.reserve(static_cast<std::size_t>(std::max(iters, o.warmup)));
+  row.seconds = sb::measure::time_rounds(call, {.warmups = o.warmup, .rounds = 1, .iterations = iters}, clock)[0];
   row.bandwidth = sb::parallel::collective_bandwidth(collective, row.bytes, n, row.seconds);
   return row;
 }

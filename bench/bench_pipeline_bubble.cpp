@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -29,6 +30,7 @@
 #include "core/check.hpp"
 #include "core/memory.hpp"
 #include "core/rng.hpp"
+#include "measure/timing.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
 #include "optim/sgd.hpp"
@@ -92,16 +94,14 @@ std::vector<double> measure_unit_seconds(i64 micro) {
     for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(rng.normal(i));
     for (std::size_t i = 0; i < doutput.size(); ++i) doutput[i] = static_cast<float>(rng.normal(input.size() + i));
     std::vector<std::int32_t> labels(static_cast<std::size_t>(micro), 3);
-    std::vector<double> times;
-    for (int r = 0; r < 6; ++r) {
-      const double start = sb::parallel::comm_clock_seconds();
+    const std::function<void()> forward_backward = [&] {
       model.forward(0, input.data(), labels.data(), micro, true);
       model.backward(0, model.has_head() ? nullptr : doutput.data());
-      Kokkos::fence();
-      if (r > 0) times.push_back(sb::parallel::comm_clock_seconds() - start);
-    }
-    std::sort(times.begin(), times.end());
-    seconds.push_back(times[times.size() / 2]);
+    };
+    sb::measure::HostClock clock([] { Kokkos::fence(); });
+    const std::vector<double> times =
+        sb::measure::time_rounds(forward_backward, {.warmups = 1, .rounds = 5, .iterations = 1}, clock);
+    seconds.push_back(sb::measure::statistics_of(times).median);
   }
   return seconds;
 }
@@ -117,13 +117,8 @@ std::vector<i64> units_per_stage(const Options& o, sb::parallel::Communicator& w
   return sb::balanced_contiguous_partition(unit_seconds, p);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// One (schedule, m): warm-up, then `steps` timed steps with the ranks aligned by a barrier
-// before each. Returns this stage's medians over the timed steps.
+// One (schedule, m) on the measurement harness: a warm-up step, then `steps` timed steps with the
+// ranks aligned by a barrier before each. Returns this stage's medians over the timed steps.
 struct StageFigures {
   double wall_s, compute_s, forward_s, backward_s, p2p_s, bubble_s, bubble_fraction, input_transfer_s,
       gradient_transfer_s;
@@ -146,32 +141,30 @@ StageFigures run_case(const Options& o, sb::parallel::Communicator& world, const
   for (std::size_t i = 0; i < images.size(); ++i) images[i] = static_cast<float>(rng.normal(i));
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(rng.below(images.size() + i, 10));
   stage.set_batch(images.data(), labels.data());
-  std::vector<double> wall, compute, forward, backward, p2p, bubble, fraction;
-  StageFigures r{};
-  for (int step = 0; step <= o.steps; ++step) {
-    model.zero_grad();
-    world.barrier();
-    const sb::train::PipelineStepFigures f = executor.run_step();
+  using Figures = sb::train::PipelineStepFigures;
+  const std::function<Figures()> step = [&] {
+    const Figures f = executor.run_step();
     sb::train::average_accumulated_gradients(sb::kernels::kernels_for(sb::kernels::Backend::cpu), model.gradients_flat(), m);
     sgd.clip_and_step(0.01);
-    if (step == 0) continue;
-    wall.push_back(f.wall_s());
-    compute.push_back(f.compute_s());
-    forward.push_back(f.forward_s);
-    backward.push_back(f.backward_s);
-    p2p.push_back(f.p2p_s);
-    bubble.push_back(f.bubble_s());
-    fraction.push_back(f.bubble_fraction());
-    r.peak_slots = f.peak_slots_in_use;
-    r.peak_activation_bytes = f.peak_activation_bytes;
+    return f;
+  };
+  const std::vector<Figures> steps = sb::measure::collect_rounds<Figures>({.warmups = 1, .rounds = o.steps}, step, [&] {
+    model.zero_grad();
+    world.barrier();
+  });
+  const auto median = [&](auto field) { return sb::measure::statistics_of(std::span<const Figures>(steps), field).median; };
+  StageFigures r{};
+  r.wall_s = median(&Figures::wall_s);
+  r.compute_s = median(&Figures::compute_s);
+  r.forward_s = median(&Figures::forward_s);
+  r.backward_s = median(&Figures::backward_s);
+  r.p2p_s = median(&Figures::p2p_s);
+  r.bubble_s = median(&Figures::bubble_s);
+  r.bubble_fraction = median(&Figures::bubble_fraction);
+  if (!steps.empty()) {
+    r.peak_slots = steps.back().peak_slots_in_use;
+    r.peak_activation_bytes = steps.back().peak_activation_bytes;
   }
-  r.wall_s = median(wall);
-  r.compute_s = median(compute);
-  r.forward_s = median(forward);
-  r.backward_s = median(backward);
-  r.p2p_s = median(p2p);
-  r.bubble_s = median(bubble);
-  r.bubble_fraction = median(fraction);
   r.input_transfer_s = executor.input_transfer_s();
   r.gradient_transfer_s = executor.gradient_transfer_s();
   return r;

@@ -1,81 +1,48 @@
 // `scalebench calibrate --out F.h5 [--min-bytes B] [--max-bytes B]`: the collectives
-// microbenchmark, run under mpirun. Times all-reduce, reduce-scatter, all-gather and a
-// ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's Communicator
-// and through the raw MPI call side by side, and writes /calibration/<collective> tables
-// (rank 0). With --out SITE.yaml it fits a site profile instead (calibrate_site.hpp).
+// microbenchmark, run under mpirun: its options, its table on stdout and the /calibration
+// tables rank 0 writes. With --out SITE.yaml it fits a site profile instead, and with
+// --kernel-times it is that fit's child. Leaves out the engines: the sweeps and the fit
+// (src/calibrate/), the kernels' timing (kernel_times.hpp).
 #include <mpi.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
+#include <string>
 #include <vector>
 
-#include "cli/calibrate_site.hpp"
+#include "calibrate/calibrate_site.hpp"
+#include "calibrate/collective_sweep.hpp"
+#include "calibrate/gemm_sweep.hpp"
 #include "cli/commands.hpp"
-#include "cli/mpi_timing.hpp"
-#include "cli/gemm_sweep.hpp"
+#include "cli/kernel_times.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
 #include "io/gemm_table.hpp"
 #include "metrics/run_context.hpp"
-#include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
 #include "parallel/mpi_check.hpp"
-#include "parallel/ring.hpp"
 #include "runtime/parallel_runtime.hpp"
 
 namespace sb::cli {
 
 namespace {
 
-using parallel::Collective;
-
-// The machines are shared: each path is timed in kRounds rounds, alternating with the other
-// path, and the fastest round counts, so a neighbour's burst does not land on one path only.
-constexpr int kRounds = 3;
-constexpr int kLargeRounds = 2;  // from kLargeBytes on, where one call takes milliseconds
-constexpr double kTargetSecondsPerRound = 0.02;
-constexpr int kMinIterations = 1;
-constexpr int kMaxIterations = 200;
-constexpr std::int64_t kLargeBytes = 8 << 20;  // from here on one warm-up and one probe call
-
 struct CalibrateOptions {
   std::string out;
-  SiteCalibrationOptions site;
+  calibrate::SiteCalibrationOptions site;
   std::string kernel_times;  // the child's mode: time the kernels into this CSV
   int ranks_on_node = 1;     // the child's mode: how many children time at once
   int rounds = 3;            // the child's mode: rounds over the list (calibrate_site runs one per child)
-  std::int64_t min_bytes = 4;
-  std::int64_t max_bytes = std::int64_t{256} << 20;
-  std::vector<std::string> collectives;  // empty: all
+  calibrate::CollectiveSweepOptions sweep;
   bool gemm = false;                      // --gemm: also /calibration/gemm, the trainer's GEMM per
                                           // precision on every rank at once (gemm_sweep.hpp)
   std::vector<std::int64_t> gemm_sizes = {256, 512, 1024};
   int gemm_threads = 1;                   // of each rank, for the GEMM sweep
-};
-
-// What one benchmark needs for one size: every path's calls over the same buffers. `ring` is
-// the ring algorithm data parallelism runs (parallel/ring.hpp), where the collective has one.
-struct BenchmarkCalls {
-  std::function<void()> ours;
-  std::function<void()> raw;
-  std::function<void()> ring;
-};
-
-struct Benchmark {
-  const char* name;  // the table name under /calibration
-  Collective collective;
-  // Calls of `bytes` (the nccl-tests size) on float buffers, or nothing when the size does
-  // not split into whole floats per rank.
-  std::function<std::optional<BenchmarkCalls>(std::int64_t bytes)> prepare;
-  // One call moves this many seconds' worth of one-way traffic per timed call (ping-pong: 2).
-  int transfers_per_call = 1;
 };
 
 std::string format_bytes(std::int64_t bytes) {
@@ -84,128 +51,21 @@ std::string format_bytes(std::int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-std::vector<std::int64_t> sweep_sizes(std::int64_t min_bytes, std::int64_t max_bytes) {
-  std::vector<std::int64_t> sizes;
-  std::int64_t size = 1;
-  while (size < min_bytes) size *= 2;
-  for (; size <= max_bytes; size *= 2) sizes.push_back(size);
-  return sizes;
+// One size's row of the sweep's table on stdout: the raw MPI path, ours, and the ring's where
+// there is one, each against the raw path's bus bandwidth.
+void print_sweep_row(const std::string& name, std::int64_t bytes, const std::vector<io::CalibrationRow>& rows) {
+  const io::CalibrationRow& raw_row = rows[0];
+  const io::CalibrationRow& ours = rows[1];
+  const auto ratio = [&](const io::CalibrationRow& row) {
+    return raw_row.busbw_gbps > 0 ? row.busbw_gbps / raw_row.busbw_gbps : 0.0;
+  };
+  std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f", name.c_str(), format_bytes(bytes).c_str(),
+              static_cast<long long>(ours.ranks), static_cast<long long>(ours.iterations), ours.time_s * 1e6,
+              raw_row.busbw_gbps, ours.busbw_gbps, ratio(ours));
+  if (rows.size() > 2) std::printf(" %12.4f %7.3f", rows[2].busbw_gbps, ratio(rows[2]));
+  std::printf("\n");
+  std::fflush(stdout);
 }
-
-class CalibrationSweep {
- public:
-  CalibrationSweep(parallel::Communicator& comm, MPI_Comm raw, std::int64_t max_bytes)
-      : comm_(comm), raw_(raw), n_(comm.size()),
-        // page-touched once, reused by every size (two full buffers: the largest all-gather)
-        send_(static_cast<std::size_t>(std::max<std::int64_t>(max_bytes / 4, 1)), 0.0f),
-        recv_(send_.size(), 0.0f) {}
-
-  std::vector<Benchmark> benchmarks() {
-    std::vector<Benchmark> list;
-    list.push_back({"all_reduce", Collective::all_reduce, [this](std::int64_t bytes) {
-                      const std::int64_t count = bytes / 4;
-                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
-                          [this, count] { comm_.all_reduce(recv_.data(), count, parallel::DataType::f32, parallel::ReduceOp::sum); },
-                          [this, count] {
-                            SB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, recv_.data(), static_cast<int>(count),
-                                                       MPI_FLOAT, MPI_SUM, raw_));
-                          },
-                          [this, count] { parallel::ring_iall_reduce(comm_, recv_.data(), count, 1).wait(); }});
-                    }});
-    list.push_back({"reduce_scatter", Collective::reduce_scatter, [this](std::int64_t bytes) {
-                      const std::int64_t count = bytes / 4 / n_;
-                      if (count < 1) return std::optional<BenchmarkCalls>();
-                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
-                          [this, count] {
-                            comm_.reduce_scatter(send_.data(), recv_.data(), count, parallel::DataType::f32,
-                                                 parallel::ReduceOp::sum);
-                          },
-                          [this, count] {
-                            SB_MPI_CHECK(MPI_Reduce_scatter_block(send_.data(), recv_.data(), static_cast<int>(count),
-                                                                  MPI_FLOAT, MPI_SUM, raw_));
-                          },
-                          [this, count] { parallel::ring_ireduce_scatter(comm_, send_.data(), count, 1).wait(); }});
-                    }});
-    list.push_back({"all_gather", Collective::all_gather, [this](std::int64_t bytes) {
-                      const std::int64_t count = bytes / 4 / n_;
-                      if (count < 1) return std::optional<BenchmarkCalls>();
-                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
-                          [this, count] { comm_.all_gather(send_.data(), recv_.data(), count, parallel::DataType::f32); },
-                          [this, count] {
-                            SB_MPI_CHECK(MPI_Allgather(send_.data(), static_cast<int>(count), MPI_FLOAT,
-                                                       recv_.data(), static_cast<int>(count), MPI_FLOAT, raw_));
-                          },
-                          [this, count] { parallel::ring_iall_gather(comm_, recv_.data(), count, 1).wait(); }});
-                    }});
-    // Ranks 0 and 1 bounce one message; the others only join the timing's barrier.
-    list.push_back({"p2p", Collective::send, [this](std::int64_t bytes) {
-                      const std::int64_t count = bytes / 4;
-                      const int rank = comm_.rank();
-                      return std::optional<BenchmarkCalls>(BenchmarkCalls{
-                          [this, count, rank] {
-                            if (rank == 0) {
-                              comm_.send(send_.data(), count, parallel::DataType::f32, 1, 0);
-                              comm_.recv(recv_.data(), count, parallel::DataType::f32, 1, 0);
-                            } else if (rank == 1) {
-                              comm_.recv(recv_.data(), count, parallel::DataType::f32, 0, 0);
-                              comm_.send(send_.data(), count, parallel::DataType::f32, 0, 0);
-                            }
-                          },
-                          [this, count, rank] {
-                            const int c = static_cast<int>(count);
-                            if (rank == 0) {
-                              SB_MPI_CHECK(MPI_Send(send_.data(), c, MPI_FLOAT, 1, 0, raw_));
-                              SB_MPI_CHECK(MPI_Recv(recv_.data(), c, MPI_FLOAT, 1, 0, raw_, MPI_STATUS_IGNORE));
-                            } else if (rank == 1) {
-                              SB_MPI_CHECK(MPI_Recv(recv_.data(), c, MPI_FLOAT, 0, 0, raw_, MPI_STATUS_IGNORE));
-                              SB_MPI_CHECK(MPI_Send(send_.data(), c, MPI_FLOAT, 0, 0, raw_));
-                            }
-                          }});
-                    },
-                    2});
-    return list;
-  }
-
-  // Both paths at one size. A probe of the raw call sets the iterations per round, which both
-  // paths use; time_s is the fastest round's mean per call (the slowest rank's).
-  std::vector<io::CalibrationRow> measure(const Benchmark& benchmark, std::int64_t bytes,
-                                          const BenchmarkCalls& calls) {
-    const bool large = bytes >= kLargeBytes;
-    const int warmups = large ? 1 : 5;
-    for (int i = 0; i < warmups; ++i) calls.ours();
-    const double probe = time_per_call(raw_, calls.raw, warmups, large ? 1 : 5);
-    // the same on every rank: probe is the slowest rank's
-    const int iterations = static_cast<int>(
-        std::clamp(std::ceil(kTargetSecondsPerRound / std::max(probe, 1e-9)),
-                   double{kMinIterations}, double{kMaxIterations}));
-    const std::function<void()>* paths[3] = {&calls.raw, &calls.ours, &calls.ring};
-    constexpr const char* kPathNames[3] = {"mpi", "scalebench", "ring"};
-    const int path_count = calls.ring ? 3 : 2;
-    double best[3] = {1e300, 1e300, 1e300};  // raw, ours, ring
-    for (int round = 0; round < (large ? kLargeRounds : kRounds); ++round) {
-      for (int path = 0; path < path_count; ++path) {
-        const double per_call = time_per_call(raw_, *paths[path], 0, iterations);
-        best[path] = std::min(best[path], per_call / benchmark.transfers_per_call);
-      }
-      comm_.stats().clear();  // our records of the sweep are not kept; the table is the result
-    }
-    const int ranks = benchmark.collective == Collective::send ? 2 : n_;
-    std::vector<io::CalibrationRow> rows;
-    for (int path = 0; path < path_count; ++path) {
-      const parallel::Bandwidth bandwidth =
-          parallel::collective_bandwidth(benchmark.collective, bytes, ranks, best[path]);
-      rows.push_back({bytes, ranks, kPathNames[path], iterations, best[path], bandwidth.algbw_gbps,
-                      bandwidth.busbw_gbps});
-    }
-    return rows;
-  }
-
- private:
-  parallel::Communicator& comm_;
-  MPI_Comm raw_;
-  int n_;
-  std::vector<float> send_, recv_;
-};
 
 void run_sweep(const CalibrateOptions& options) {
   auto world = parallel::make_mpi_world_communicator();
@@ -217,8 +77,8 @@ void run_sweep(const CalibrateOptions& options) {
   if (writer) {
     io::Attributes context = metrics::collect_run_context(1, raw);
     context.emplace_back("ranks", std::int64_t{world->size()});
-    context.emplace_back("min_bytes", options.min_bytes);
-    context.emplace_back("max_bytes", options.max_bytes);
+    context.emplace_back("min_bytes", options.sweep.min_bytes);
+    context.emplace_back("max_bytes", options.sweep.max_bytes);
     context.emplace_back("created_utc", metrics::utc_now_iso8601());
     io::write_calibration_context(out, context);
   } else {
@@ -226,7 +86,7 @@ void run_sweep(const CalibrateOptions& options) {
   }
   if (options.gemm) {
     const ParallelRuntime runtime(options.gemm_threads);
-    const auto rows = run_gemm_sweep(raw, options.gemm_threads, options.gemm_sizes);
+    const auto rows = calibrate::run_gemm_sweep(raw, options.gemm_threads, options.gemm_sizes);
     if (writer) {
       std::printf("%-10s %6s %6s %6s %6s %8s %12s %10s\n", "gemm", "m", "n", "k", "ranks", "threads", "time_us",
                   "tflops");
@@ -239,42 +99,18 @@ void run_sweep(const CalibrateOptions& options) {
       io::write_gemm_table(out, rows);
     }
   }
-  {
-    CalibrationSweep sweep(*world, raw, options.max_bytes);
-    if (writer) {
-      std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s %12s %7s\n", "collective", "size", "ranks", "iters",
-                  "time_us", "mpi_busbw", "ours_busbw", "ratio", "ring_busbw", "ratio");
-    }
-    for (const Benchmark& benchmark : sweep.benchmarks()) {
-      if (!options.collectives.empty() &&
-          std::find(options.collectives.begin(), options.collectives.end(), benchmark.name) ==
-              options.collectives.end()) {
-        continue;
-      }
-      std::vector<io::CalibrationRow> table;
-      for (const std::int64_t bytes : sweep_sizes(options.min_bytes, options.max_bytes)) {
-        const auto calls = benchmark.prepare(bytes);
-        if (!calls) continue;
-        const auto rows = sweep.measure(benchmark, bytes, *calls);
-        table.insert(table.end(), rows.begin(), rows.end());
-        if (writer) {
-          const io::CalibrationRow& raw_row = rows[0];
-          const io::CalibrationRow& ours = rows[1];
-          const auto ratio = [&](const io::CalibrationRow& row) {
-            return raw_row.busbw_gbps > 0 ? row.busbw_gbps / raw_row.busbw_gbps : 0.0;
-          };
-          std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f", benchmark.name,
-                      format_bytes(bytes).c_str(), static_cast<long long>(ours.ranks),
-                      static_cast<long long>(ours.iterations), ours.time_s * 1e6, raw_row.busbw_gbps,
-                      ours.busbw_gbps, ratio(ours));
-          if (rows.size() > 2) std::printf(" %12.4f %7.3f", rows[2].busbw_gbps, ratio(rows[2]));
-          std::printf("\n");
-          std::fflush(stdout);
-        }
-      }
-      if (writer) io::write_calibration_table(out, benchmark.name, table);
-    }
+  if (writer) {
+    std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s %12s %7s\n", "collective", "size", "ranks", "iters",
+                "time_us", "mpi_busbw", "ours_busbw", "ratio", "ring_busbw", "ratio");
   }
+  calibrate::run_collective_sweep(
+      *world, raw, options.sweep,
+      [&](const std::string& name, std::int64_t bytes, const std::vector<io::CalibrationRow>& rows) {
+        if (writer) print_sweep_row(name, bytes, rows);
+      },
+      [&](const std::string& name, const std::vector<io::CalibrationRow>& table) {
+        if (writer) io::write_calibration_table(out, name, table);
+      });
   MPI_Comm_free(&raw);
   if (writer) std::printf("busbw in GB/s (nccl-tests definition); tables in %s:/calibration\n", options.out.c_str());
 }
@@ -335,11 +171,11 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--ranks-on-node", options->ranks_on_node,
                   "with --kernel-times: how many such processes time at once on this node (recorded in the table)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--min-bytes", options->min_bytes, "smallest message size (default 4; accepts 4KiB, 1MiB)")
+  cmd->add_option("--min-bytes", options->sweep.min_bytes, "smallest message size (default 4; accepts 4KiB, 1MiB)")
       ->transform(CLI::AsSizeValue(false));
-  cmd->add_option("--max-bytes", options->max_bytes, "largest message size (default 256MiB)")
+  cmd->add_option("--max-bytes", options->sweep.max_bytes, "largest message size (default 256MiB)")
       ->transform(CLI::AsSizeValue(false));
-  cmd->add_option("--collective", options->collectives,
+  cmd->add_option("--collective", options->sweep.collectives,
                   "measure only this one (repeatable; default: all)")
       ->check(CLI::IsMember({"all_reduce", "reduce_scatter", "all_gather", "p2p"}));
   cmd->add_flag("--gemm", options->gemm,
@@ -365,14 +201,14 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                   "the folder of --out '{}' does not exist", options->out);
     if (out.extension() == ".yaml" || out.extension() == ".yml") {
       options->site.out = options->out;
-      return calibrate_site(options->site);
+      return calibrate::calibrate_site(options->site);
     }
-    SB_USER_CHECK(options->min_bytes >= 1 && options->min_bytes <= options->max_bytes,
-                  "--min-bytes {} and --max-bytes {} must satisfy 1 <= min <= max", options->min_bytes,
-                  options->max_bytes);
-    SB_USER_CHECK(options->max_bytes <= (std::int64_t{1} << 33),
+    SB_USER_CHECK(options->sweep.min_bytes >= 1 && options->sweep.min_bytes <= options->sweep.max_bytes,
+                  "--min-bytes {} and --max-bytes {} must satisfy 1 <= min <= max", options->sweep.min_bytes,
+                  options->sweep.max_bytes);
+    SB_USER_CHECK(options->sweep.max_bytes <= (std::int64_t{1} << 33),
                   "--max-bytes {} is above 8 GiB, the most one MPI call of floats can carry",
-                  options->max_bytes);
+                  options->sweep.max_bytes);
     return run_calibration(*options, argc, argv);
   };
 }

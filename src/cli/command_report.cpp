@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "cli/child_process.hpp"
+#include "launch/child_process.hpp"
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 
@@ -43,7 +43,7 @@ std::function<int()> add_report_command(CLI::App& app) {
     std::vector<std::string> args = {python(), script.string()};
     args.insert(args.end(), o->files.begin(), o->files.end());
     args.insert(args.end(), {"-o", o->out, "--title", o->title});
-    return spawn_and_wait(args, "set SB_PYTHON to a python3 with h5py and matplotlib");
+    return launch::spawn_and_wait(args, "set SB_PYTHON to a python3 with h5py and matplotlib");
   };
 }
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <utility>
 
-#include "cli/child_process.hpp"
-#include "cli/mpirun_environment.hpp"
+#include "launch/child_process.hpp"
+#include "launch/mpirun_environment.hpp"
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
@@ -144,9 +144,9 @@ std::function<int()> add_run_command(CLI::App& app) {
       std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
       std::fflush(stdout);
-      prepare_mpirun_environment(c.world_size);
+      launch::prepare_mpirun_environment(c.world_size);
       fs::remove(result_path);
-      const int code = spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
+      const int code = launch::spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
                                        "--config", config_path.string(), "--out", result_path.string(),
                                        "--run-id", c.id});
       if (code == train::kRequeueExitStatus) {

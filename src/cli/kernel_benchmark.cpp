@@ -16,6 +16,7 @@
 #include "core/memory.hpp"
 #include "core/statistics.hpp"
 #include "kernels/storage_kernels.hpp"
+#include "measure/timing.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
@@ -217,7 +218,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       const double pass_s = seconds_since(warm_start);
       SB_CHECK(warm.size() == count, "calibrate: a pass timed {} calls of {}", warm.size(), count);
       const double budget = seconds_per_call / kBudgetRounds * static_cast<double>(count);
-      const int passes = std::clamp(static_cast<int>(budget / std::max(pass_s, 1e-9)), kMinPasses, 200);
+      const int passes = measure::count_to_fill(budget, pass_s, kMinPasses, 200);
       std::vector<std::vector<double>> seconds(count);
       for (int pass = 0; pass < passes; ++pass) {
         std::vector<double> one;

@@ -1,5 +1,5 @@
 // The α-β model of one link (one-way time = α + bytes / β) fitted to ping-pong measurements,
-// for `calibrate` (cli/calibrate_site.cpp) to write into a site profile. Leaves out reading
+// for `calibrate` (calibrate/calibrate_site.cpp) to write into a site profile. Leaves out reading
 // the measurements (the caller passes them) and the collectives' algorithms built on α and β
 // (closed_forms.hpp).
 #pragma once

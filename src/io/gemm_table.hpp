@@ -1,5 +1,5 @@
 // Writes the GEMM microbenchmark table of `scalebench calibrate --gemm` into a result file:
-// /calibration/gemm, one row per (precision, shape). Leaves out measuring (cli/gemm_sweep.cpp)
+// /calibration/gemm, one row per (precision, shape). Leaves out measuring (calibrate/gemm_sweep.cpp)
 // and reading (results_reader.hpp reads any table).
 #pragma once
 

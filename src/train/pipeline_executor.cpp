@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <string>
 #include <thread>
 
 #include "core/check.hpp"
+#include "measure/timing.hpp"
 #include "parallel/fault.hpp"
 
 namespace sb::train {
@@ -45,11 +47,6 @@ void wait_yielding(Request& request) {
       next_check = now + std::chrono::milliseconds(1);
     }
   }
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -205,9 +202,7 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
              is_lower ? bytes : theirs, lower + 1, is_lower ? theirs : bytes);
     if (modelled) return model(bytes);
     std::vector<std::byte> message(static_cast<std::size_t>(bytes));
-    std::vector<double> round_trips;
-    for (int r = 0; r < kPingPongWarmup + options.ping_pong_repetitions; ++r) {
-      const double start = comm_clock_seconds();
+    const std::function<void()> round_trip = [&] {
       if (is_lower) {
         send(message.data(), bytes, DataType::u8, peer, kPingPongTag);
         recv(message.data(), bytes, DataType::u8, peer, kPingPongTag);
@@ -215,9 +210,11 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
         recv(message.data(), bytes, DataType::u8, peer, kPingPongTag);
         send(message.data(), bytes, DataType::u8, peer, kPingPongTag);
       }
-      if (r >= kPingPongWarmup) round_trips.push_back(comm_clock_seconds() - start);
-    }
-    double one_way = is_lower ? median(round_trips) / 2 : 0.0;
+    };
+    measure::HostClock clock;
+    const std::vector<double> round_trips = measure::time_rounds(
+        round_trip, {.warmups = kPingPongWarmup, .rounds = options.ping_pong_repetitions, .iterations = 1}, clock);
+    double one_way = is_lower ? measure::statistics_of(round_trips).median / 2 : 0.0;
     if (is_lower)
       send(&one_way, 1, DataType::f64, peer, kSizeTag);
     else

@@ -1,4 +1,4 @@
-// Starting another program from a command (mpirun for `run`, the Python report for `report`):
+// Starting another program (mpirun for `run` and `calibrate`, the Python report for `report`):
 // argv words exactly as given, no shell, standard streams inherited, waited for. Leaves out
 // capturing output (jobs/process.hpp does that for the scheduler clients).
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace sb::cli {
+namespace sb::launch {
 
 // Runs args[0] (looked up on PATH) and returns its exit status, 128 + N when signal N ended
 // it. UserError "cannot start '<program>': <reason>" (then `advice`, when given) when it
@@ -18,4 +18,4 @@ int spawn_and_wait(const std::vector<std::string>& args, const std::string& advi
 std::vector<int> spawn_all_and_wait(const std::vector<std::vector<std::string>>& commands,
                                     const std::string& advice = "");
 
-}  // namespace sb::cli
+}  // namespace sb::launch

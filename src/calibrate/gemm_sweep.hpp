@@ -11,11 +11,11 @@
 
 #include "io/gemm_table.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 // One row per (precision, size) for fp32, bf16, fp16: the slowest rank's mean time per call in
-// the fastest of three rounds. Collective over `comm`; every rank returns the same rows. Needs
+// the fastest of three rounds (measure/timing.hpp). Collective over `comm`; every rank returns the same rows. Needs
 // the process's ParallelRuntime alive (its thread count is `threads`).
 std::vector<io::GemmRow> run_gemm_sweep(MPI_Comm comm, int threads, const std::vector<std::int64_t>& sizes);
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

@@ -3,15 +3,15 @@
 // process), alone and, where a node holds several ranks of that many threads, in that many
 // processes at once (the cores they share slow them, as in a data-parallel run), measures the link between two ranks with the ping-pong sweep under mpirun, and
 // writes SITE.yaml (BASE's text with a new `calibrated:` section) beside SITE.kernels.csv.
-// Leaves out GPU sites (the trainer does not train on GPUs yet) and the collective sweep
-// itself (command_calibrate.cpp).
+// Leaves out GPU sites (the trainer does not train on GPUs yet), the kernels' timing in each
+// child (cli/kernel_times.hpp) and the collective sweep itself (collective_sweep.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 struct SiteCalibrationOptions {
   std::string base;                     // a site name or a profile path
@@ -24,10 +24,4 @@ struct SiteCalibrationOptions {
 
 int calibrate_site(const SiteCalibrationOptions& options);
 
-// The child's part: time every call of kernel_benchmark.hpp in this process with `threads`
-// threads in `rounds` rounds and write the CSV table; `ranks`: how many such processes run at
-// once on the node.
-int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call, std::int64_t max_batch, int rounds);
-
-}  // namespace sb::cli
+}  // namespace sb::calibrate

@@ -1,17 +1,16 @@
-// Timing loop of the GEMM sweep: a probe call sets the iterations per round (about 50 ms), all
-// ranks start each round together, and the slowest rank's mean time per call counts.
-#include "cli/gemm_sweep.hpp"
+// The GEMM sweep on the measurement harness: one warm-up call, a probe call sets the iterations
+// per round (about 50 ms), all ranks start each round together (measure::MpiClock), and the
+// slowest rank's mean time per call in the fastest round counts.
+#include "calibrate/gemm_sweep.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
-#include "cli/mpi_timing.hpp"
 #include "core/memory.hpp"
 #include "kernels/storage_kernels.hpp"
+#include "measure/timing.hpp"
 #include "parallel/mpi_check.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 namespace {
 
@@ -35,13 +34,14 @@ io::GemmRow time_gemm(MPI_Comm comm, int threads, std::int64_t size) {
   std::vector<S> c(static_cast<std::size_t>(m * n));          // out (m, n)
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = stored<S>(static_cast<float>(static_cast<int>(i % 17) - 8) / 64);
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = stored<S>(static_cast<float>(static_cast<int>(i % 13) - 6) / 64);
-  const auto call = [&] { k.matmul_forward(c.data(), a.data(), b.data(), nullptr, m, depth, n); };
-  call();  // warm-up: page-touches c and the widening scratch
-  const double probe = time_per_call(comm, call, 0, 1);
-  const int iterations = static_cast<int>(std::clamp(std::ceil(kTargetSecondsPerRound / std::max(probe, 1e-9)), 1.0,
-                                                     double{kMaxIterations}));
-  double best = 1e300;
-  for (int round = 0; round < kRounds; ++round) best = std::min(best, time_per_call(comm, call, 0, iterations));
+  const std::function<void()> call = [&] { k.matmul_forward(c.data(), a.data(), b.data(), nullptr, m, depth, n); };
+  measure::MpiClock clock(comm);
+  // warm-up: page-touches c and the widening scratch; then one call probes
+  const double probe = measure::time_rounds(call, {.warmups = 1, .rounds = 1, .iterations = 1}, clock)[0];
+  const int iterations = measure::count_to_fill(kTargetSecondsPerRound, probe, 1, kMaxIterations);
+  const std::vector<double> rounds =
+      measure::time_rounds(call, {.warmups = 0, .rounds = kRounds, .iterations = iterations}, clock);
+  const double best = measure::statistics_of(rounds).min;
   int ranks = 1;
   SB_MPI_CHECK(MPI_Comm_size(comm, &ranks));
   return io::GemmRow{kernels::storage_name<S>(), "cpu", m, n, depth, ranks, threads, iterations, best,
@@ -60,4 +60,4 @@ std::vector<io::GemmRow> run_gemm_sweep(MPI_Comm comm, int threads, const std::v
   return rows;
 }
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

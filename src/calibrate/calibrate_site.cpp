@@ -3,7 +3,7 @@
 // and, for predictions that fall back to FLOPs (models whose calls are not written down,
 // recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
 // efficiency of the largest residual add on every core.
-#include "cli/calibrate_site.hpp"
+#include "calibrate/calibrate_site.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,21 +15,23 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/child_process.hpp"
-#include "core/statistics.hpp"
-#include "cli/kernel_benchmark.hpp"
-#include "cli/mpirun_environment.hpp"
 #include "core/check.hpp"
+#include "core/statistics.hpp"
 #include "costmodel/kernel_profile.hpp"
 #include "costmodel/link_fit.hpp"
 #include "costmodel/site_profile.hpp"
 #include "io/results_reader.hpp"
+#include "launch/child_process.hpp"
+#include "launch/mpirun_environment.hpp"
 #include "metrics/run_context.hpp"
-#include "runtime/parallel_runtime.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 namespace {
+
+using launch::prepare_mpirun_environment;
+using launch::spawn_all_and_wait;
+using launch::spawn_and_wait;
 
 namespace fs = std::filesystem;
 using costmodel::KernelProfile;
@@ -78,30 +80,6 @@ const KernelTime* largest(const KernelProfile& profile, const std::string& kerne
 }
 
 }  // namespace
-
-int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
-                         double seconds_per_call, std::int64_t max_batch, int rounds) {
-  ParallelRuntime runtime(threads);
-  KernelProfile profile;
-  for (const std::string& precision : precisions.empty() ? kPrecisions : precisions) {
-    const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision, max_batch);
-    std::size_t last_percent = 0;
-    for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call, rounds,
-                                           [&](std::size_t done, std::size_t total) {
-                                             const std::size_t percent = 100 * done / total;
-                                             if (percent >= last_percent + 25 || done == total) {
-                                               std::printf("calibrate: %s on %d thread(s), %d rank(s) at once: %zu of %zu "
-                                                           "kernel calls timed in their micro-batch (%d round(s))\n",
-                                                           precision.c_str(), threads, ranks, done, total, rounds);
-                                               std::fflush(stdout);
-                                               last_percent = percent;
-                                             }
-                                           }))
-      profile.add(std::move(t));
-  }
-  profile.save(csv);
-  return 0;
-}
 
 int calibrate_site(const SiteCalibrationOptions& options) {
   const fs::path base_path = costmodel::site_profile_path(options.base, "--site");
@@ -257,4 +235,4 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   return 0;
 }
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

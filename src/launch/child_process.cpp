@@ -1,5 +1,5 @@
 // posix_spawnp and waitpid.
-#include "cli/child_process.hpp"
+#include "launch/child_process.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 
 extern char** environ;
 
-namespace sb::cli {
+namespace sb::launch {
 
 namespace {
 
@@ -51,4 +51,4 @@ std::vector<int> spawn_all_and_wait(const std::vector<std::vector<std::string>>&
   return codes;
 }
 
-}  // namespace sb::cli
+}  // namespace sb::launch

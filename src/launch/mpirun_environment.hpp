@@ -5,10 +5,10 @@
 
 #include <cstdint>
 
-namespace sb::cli {
+namespace sb::launch {
 
 // Sets what is unset (a value the user exported is kept) before spawning `mpirun -np world_size`
 // on this node, and gives this process every core back.
 void prepare_mpirun_environment(std::int64_t world_size);
 
-}  // namespace sb::cli
+}  // namespace sb::launch

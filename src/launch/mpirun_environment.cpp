@@ -1,5 +1,5 @@
 // setenv before posix_spawn: the child inherits this process's environment.
-#include "cli/mpirun_environment.hpp"
+#include "launch/mpirun_environment.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
-namespace sb::cli {
+namespace sb::launch {
 
 void prepare_mpirun_environment(std::int64_t world_size) {
   // With OMP_PROC_BIND set, libgomp pinned this process's main thread to one core when it
@@ -44,4 +44,4 @@ void prepare_mpirun_environment(std::int64_t world_size) {
   setenv("SB_PROGRESS", isatty(fileno(stdout)) ? "terminal" : "lines", 0);
 }
 
-}  // namespace sb::cli
+}  // namespace sb::launch

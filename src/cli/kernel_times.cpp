@@ -1,0 +1,39 @@
+// The kernel-times child of the site fit (see kernel_times.hpp).
+#include "cli/kernel_times.hpp"
+
+#include <cstdio>
+
+#include "cli/kernel_benchmark.hpp"
+#include "costmodel/kernel_profile.hpp"
+#include "runtime/parallel_runtime.hpp"
+
+namespace sb::cli {
+
+using costmodel::KernelProfile;
+using costmodel::KernelTime;
+
+int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
+                         double seconds_per_call, std::int64_t max_batch, int rounds) {
+  ParallelRuntime runtime(threads);
+  KernelProfile profile;
+  for (const std::string& precision : precisions.empty() ? std::vector<std::string>{"fp32", "bf16", "fp16"} : precisions) {
+    const std::vector<KernelSequence> sequences = sequences_to_calibrate(precision, max_batch);
+    std::size_t last_percent = 0;
+    for (KernelTime& t : time_kernel_sequences(sequences, precision, threads, ranks, seconds_per_call, rounds,
+                                           [&](std::size_t done, std::size_t total) {
+                                             const std::size_t percent = 100 * done / total;
+                                             if (percent >= last_percent + 25 || done == total) {
+                                               std::printf("calibrate: %s on %d thread(s), %d rank(s) at once: %zu of %zu "
+                                                           "kernel calls timed in their micro-batch (%d round(s))\n",
+                                                           precision.c_str(), threads, ranks, done, total, rounds);
+                                               std::fflush(stdout);
+                                               last_percent = percent;
+                                             }
+                                           }))
+      profile.add(std::move(t));
+  }
+  profile.save(csv);
+  return 0;
+}
+
+}  // namespace sb::cli

@@ -1,0 +1,60 @@
+// The Chrome-trace events of one rank's training steps: the step, its compute (or each pipeline
+// micro-batch and the wait for its message), every collective its communicators recorded during
+// it, the optimizer, and evaluations. Leaves out timing the step (train/distributed_step.hpp),
+// gathering the ranks' traces and writing the file (the trainer, metrics/timeline.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "metrics/timeline.hpp"
+#include "parallel/communicator.hpp"
+
+namespace sb::metrics {
+
+// One forward ('F') or backward ('B') of a pipeline micro-batch as a stage ran it: it waited for
+// its message from wait_start_s (= start_s when none), then computed from start_s to end_s.
+struct PipelineOpSpan {
+  char kind = 'F';
+  std::int64_t micro = 0;
+  double wait_start_s = 0, start_s = 0, end_s = 0;
+};
+
+// A step's intervals on parallel::comm_clock_seconds(). Without pipeline ops the step's compute
+// is one "forward+backward" event.
+struct StepSpans {
+  std::int64_t step = 0;  // 1-based
+  double start_s = 0, seconds = 0, compute_s = 0;
+  double optimizer_start_s = 0, optimizer_s = 0;
+  std::vector<PipelineOpSpan> pipeline_ops;
+};
+
+class StepTrace {
+ public:
+  // communicators: whose call records (parallel::CommStats) become "comm" events; each must
+  // outlive the trace. enabled false: no step events (the communicators' records are still
+  // kept bounded).
+  StepTrace(std::vector<parallel::Communicator*> communicators, bool enabled);
+
+  bool enabled() const { return enabled_; }
+
+  // Before a step: forgets the communicators' records once they pass kKeptRecords (a long run
+  // must not grow them without bound), then marks where each one's records stand.
+  void begin_step();
+  // After it: the step's events, and every record its communicators made since begin_step().
+  void end_step(const StepSpans& spans);
+  void add_evaluation(double start_s, double seconds, std::int64_t step);
+
+  const Timeline& timeline() const { return timeline_; }
+
+  static constexpr std::size_t kKeptRecords = 4096;
+
+ private:
+  std::vector<parallel::Communicator*> communicators_;
+  std::vector<std::size_t> first_record_;  // per communicator, at begin_step()
+  bool enabled_;
+  Timeline timeline_;
+};
+
+}  // namespace sb::metrics
