@@ -40,7 +40,10 @@ KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, b
   partition.head = last;
   partition.tp.size = static_cast<int>(tp);
   partition.tp.all_reduce_sum = partition.tp.all_reduce_max = [](std::span<float>) {};
-  gpt::GptModelT<S> model(config, B, T, kernels::Backend::cpu, tracker, partition, 0, &recorder);
+  // a spec-only size (gpt-175b) is never trained, but a record-only model allocates nothing
+  gpt::GptConfig recorded = config;
+  recorded.spec_only = false;
+  gpt::GptModelT<S> model(recorded, B, T, kernels::Backend::cpu, tracker, partition, 0, &recorder);
   const std::vector<std::int32_t> tokens(static_cast<std::size_t>(B * T), 0);
   const S placeholder{};  // a stage's input and output gradient: never read while recording
   model.forward_stage(0, first ? tokens.data() : nullptr, first ? nullptr : &placeholder,

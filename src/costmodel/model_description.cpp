@@ -46,19 +46,29 @@ double ModelDescription::forward_flops() const {
   return sum_units(units, [](const UnitCost& u) { return u.forward_flops(); });
 }
 
+namespace {
+
+// What every description starts from: the family, the name and the micro-batch it is made at.
+ModelDescription description_of(ModelFamily family, const char* kind, const std::string& name,
+                                std::int64_t micro_batch, double element_bytes) {
+  SB_USER_CHECK(micro_batch > 0, "{} '{}': the micro-batch must be positive, got {}", kind, name, micro_batch);
+  ModelDescription d;
+  d.family = family;
+  d.name = name;
+  d.micro_batch = micro_batch;
+  d.element_bytes = element_bytes;
+  return d;
+}
+
+}  // namespace
+
 ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_batch,
                               std::int64_t seq_len, double element_bytes) {
   gpt::validate_gpt_config(config);
-  SB_USER_CHECK(micro_batch > 0, "gpt '{}': the micro-batch must be positive, got {}", config.name,
-                micro_batch);
   SB_USER_CHECK(seq_len > 0 && seq_len <= config.max_seq_len,
                 "gpt '{}': seq_len must be in [1, {}], got {}", config.name, config.max_seq_len, seq_len);
-  ModelDescription d;
-  d.family = ModelFamily::gpt;
-  d.name = config.name;
-  d.micro_batch = micro_batch;
+  ModelDescription d = description_of(ModelFamily::gpt, "gpt", config.name, micro_batch, element_bytes);
   d.seq_len = seq_len;
-  d.element_bytes = element_bytes;
   d.gpt = config;
   const double b = static_cast<double>(micro_batch), s = static_cast<double>(seq_len);
   const double C = static_cast<double>(config.channels), V = static_cast<double>(config.vocab);
@@ -96,13 +106,7 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
 
 ModelDescription describe_resnet(const resnet::ResnetConfig& config, std::int64_t micro_batch,
                                  double element_bytes) {
-  SB_USER_CHECK(micro_batch > 0, "resnet '{}': the micro-batch must be positive, got {}",
-                config.name, micro_batch);
-  ModelDescription d;
-  d.family = ModelFamily::resnet;
-  d.name = config.name;
-  d.micro_batch = micro_batch;
-  d.element_bytes = element_bytes;
+  ModelDescription d = description_of(ModelFamily::resnet, "resnet", config.name, micro_batch, element_bytes);
   d.resnet = config;
   const double N = static_cast<double>(micro_batch);
   for (const resnet::ResnetUnit& unit : resnet::resnet_pipeline_units(config)) {

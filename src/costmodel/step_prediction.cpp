@@ -281,13 +281,6 @@ Prediction prediction_frame(const plan::TrainConfig& c, const SiteProfile& site,
   return p;
 }
 
-Prediction refused(Prediction p, Refusal kind, std::string reason) {
-  p.feasible = false;
-  p.refusal = kind;
-  p.reason = std::move(reason);
-  return p;
-}
-
 // The model at the plan's micro-batch, and what each of its pipeline stages holds and does.
 struct StagedModel {
   ModelDescription description;
@@ -483,12 +476,12 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   Prediction p = prediction_frame(c, site, devices);
   p.plan = plan::resolve_run_plan(c, p.devices);
   const plan::RunPlan& plan = p.plan;
-  if (plan.refusal == plan::Refusal::devices) return refused(std::move(p), Refusal::devices, plan.reason);
+  if (plan.refusal == plan::Refusal::devices) return plan::refused(p, Refusal::devices, plan.reason);
   if (c.strategy.tp > site.devices_per_node)
-    return refused(std::move(p), Refusal::tp_beyond_node,
+    return plan::refused(p, Refusal::tp_beyond_node,
                    fmt::format("tp = {} exceeds the {} devices of one node of site '{}': tensor-parallel collectives "
                                "must stay inside a node", c.strategy.tp, site.devices_per_node, site.name));
-  if (!plan.feasible) return refused(std::move(p), refusal_of(plan.refusal), plan.reason);
+  if (!plan.feasible) return plan::refused(p, refusal_of(plan.refusal), plan.reason);
   p.micro_batches = static_cast<int>(plan.micro_batches);
   p.micro_batch = plan.micro_batch;
 
@@ -496,7 +489,7 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   const Recompute recompute = recompute_from_string(c.strategy.recompute);
   const StagedModel m = staged_model(c, plan, element_bytes, recompute);
   if (auto too_big = predict_memory(p, c, m.stages, site, element_bytes))
-    return refused(std::move(p), Refusal::memory, std::move(*too_big));
+    return plan::refused(p, Refusal::memory, std::move(*too_big));
 
   p.peak_flops = site.peak(c.precision.dtype);
   p.gemm_efficiency = site.efficiency(c.precision.dtype);

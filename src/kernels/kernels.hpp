@@ -86,23 +86,21 @@ inline KernelWork layernorm_backward_work(i64 N, i64 C, int eb) {
   void attention_forward(T* out, T* att, const T* qkv, i64 B, i64 T_, i64 C, i64 NH)
 // FLOPs: the two matrix products (scores Q·Kᵀ and probabilities·V), 4·B·T²·C, the causal mask
 // not discounted (models/gpt/gpt_flops.hpp counts the same)
+// `products` (B,T,T)×(T,C) matrix products and `activations` (B,T,C) tensors moved, with att once
+inline KernelWork attention_work(i64 B, i64 T_, i64 C, i64 NH, int eb, double products, double activations) {
+  const double b = as_double(B), t = as_double(T_), flops = 2.0 * products * b * t * t * as_double(C);
+  return {flops, eb * (activations * b * t * as_double(C) + b * as_double(NH) * t * t), flops};
+}
 inline KernelWork attention_forward_work(i64 B, i64 T_, i64 C, i64 NH, int eb) {
-  const double flops = 4.0 * as_double(B) * as_double(T_) * as_double(T_) * as_double(C);
-  return {flops,
-          eb * (4.0 * as_double(B) * as_double(T_) * as_double(C) +
-                as_double(B) * as_double(NH) * as_double(T_) * as_double(T_)),
-          flops};
+  return attention_work(B, T_, C, NH, eb, 2, 4);  // reads qkv (3C), writes out (C)
 }
 // dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T) -> dqkv (B,T,3C) +=
 #define SB_DECLARE_ATTENTION_BACKWARD(T)                                                  \
   void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, i64 B,     \
                           i64 T_, i64 C, i64 NH)
+// FLOPs: twice the forward's (dQ, dK from dS; dV, dP from dout); reads qkv, att, dout, += dqkv
 inline KernelWork attention_backward_work(i64 B, i64 T_, i64 C, i64 NH, int eb) {
-  const double flops = 8.0 * as_double(B) * as_double(T_) * as_double(T_) * as_double(C);
-  return {flops,
-          eb * (10.0 * as_double(B) * as_double(T_) * as_double(C) +
-                as_double(B) * as_double(NH) * as_double(T_) * as_double(T_)),
-          flops};
+  return attention_work(B, T_, C, NH, eb, 4, 10);
 }
 // inp (N) -> out (N) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 #define SB_DECLARE_GELU_FORWARD(T) void gelu_forward(T* out, const T* inp, i64 N)

@@ -31,10 +31,8 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
 }
 
 double AdamW::clip_and_step(double lr, const GradientScaling& scaling) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "adamw", step_ + 1, reduce_norm_,
-                                                    scaling);
+  const double norm = clip_and_count_step(slices_, config_.grad_clip, *kernels_, "adamw", step_, reduce_norm_, scaling);
   if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
-  ++step_;
   float* m = state_.as<float>();
   float* v = m + numel_;
   for (const auto& slice : slices_) {

@@ -39,4 +39,12 @@ double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, 
   return norm;
 }
 
+double clip_and_count_step(const std::vector<ParameterSlice>& slices, double max_norm,
+                           const kernels::KernelTable& kernels, std::string_view optimizer, std::int64_t& step,
+                           const SquaredNormReducer& reduce, const GradientScaling& scaling) {
+  const double norm = clip_gradients_by_global_norm(slices, max_norm, kernels, optimizer, step + 1, reduce, scaling);
+  if (std::isfinite(norm)) ++step;
+  return norm;
+}
+
 }  // namespace sb::optim

@@ -38,4 +38,10 @@ double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, 
                                      std::int64_t step, const SquaredNormReducer& reduce = {},
                                      const GradientScaling& scaling = {});
 
+// An optimizer step's start: clips as above for step `step` + 1 and, when the norm is finite,
+// counts the step (++step); a non-finite norm under loss scaling leaves both for a skipped step.
+double clip_and_count_step(const std::vector<ParameterSlice>& slices, double max_norm,
+                           const kernels::KernelTable& kernels, std::string_view optimizer, std::int64_t& step,
+                           const SquaredNormReducer& reduce, const GradientScaling& scaling);
+
 }  // namespace sb::optim

@@ -28,10 +28,8 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
 }
 
 double Sgd::clip_and_step(double lr, const GradientScaling& scaling) {
-  const double norm = clip_gradients_by_global_norm(slices_, config_.grad_clip, *kernels_, "sgd", step_ + 1, reduce_norm_,
-                                                    scaling);
+  const double norm = clip_and_count_step(slices_, config_.grad_clip, *kernels_, "sgd", step_, reduce_norm_, scaling);
   if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
-  ++step_;
   float* buffer = state_.as<float>();
   for (const auto& slice : slices_) {
     const double decay = slice.weight_decay ? config_.weight_decay : 0.0;

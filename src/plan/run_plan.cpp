@@ -117,13 +117,6 @@ std::vector<StagePlan> stage_plans_of(const RunPlan& p) {
   return plans;
 }
 
-RunPlan refused(RunPlan p, Refusal kind, std::string reason) {
-  p.feasible = false;
-  p.refusal = kind;
-  p.reason = std::move(reason);
-  return p;
-}
-
 }  // namespace
 
 std::int64_t pipeline_units_of(const TrainConfig& c) {

@@ -52,6 +52,16 @@ struct RunPlan {
   const StagePlan& stage(int pp_rank) const { return stage_plans.at(static_cast<std::size_t>(pp_rank)); }
 };
 
+// `result` refused: not feasible, with the kind of refusal and its one-sentence reason (a plan,
+// or a prediction made from one).
+template <class Result, class Kind>
+Result refused(Result result, Kind kind, std::string reason) {
+  result.feasible = false;
+  result.refusal = kind;
+  result.reason = std::move(reason);
+  return result;
+}
+
 // The plan of `config` on `world_size` ranks (0: dp·tp·pp). What no world size could fix
 // (stages that do not add up, an unknown model) is a UserError naming the file and key; what a
 // world or a batch decides comes back with feasible = false, a Refusal and a reason.
