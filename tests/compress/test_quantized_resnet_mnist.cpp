@@ -91,7 +91,8 @@ TEST(QuantizedResnetMnist, Int8WithinHalfAPointAndAtLeast3_9TimesSmaller) {
   EXPECT_GE(fp32_accuracy, 0.97);
   EXPECT_LE(fp32_accuracy - int8_accuracy, 0.005);
   EXPECT_GE(ratio, 3.9);
-  EXPECT_NE(r.int8_metric, r.fp32_metric);  // the int8 path ran: its rounding moves a few predictions
+  // That the int8 path ran is held by its bytes below, not by a changed accuracy: on 10,000
+  // images its rounding moved one prediction on an EPYC and none on this AVX-512 Xeon (97.70% both)
   // 16 quantised layers (stem, 12 block and 2 shortcut convolutions, fc) keep their input scale
   // as a member, not in tracked memory
   EXPECT_EQ(r.int8_params_in_memory, r.weight_bytes_int8 - 4 * 16);
