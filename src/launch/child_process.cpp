@@ -1,4 +1,4 @@
-// posix_spawnp and waitpid.
+// posix_spawnp and waitpid; the child starts on the CPUs this process started on.
 #include "launch/child_process.hpp"
 
 #include <spawn.h>
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/check.hpp"
+#include "core/cpu_affinity.hpp"
 
 extern char** environ;
 
@@ -20,6 +21,9 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& advice) {
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
+  // With OMP_PROC_BIND set, libgomp bound this thread to one core; a child would inherit that
+  // core alone and its ranks and threads would share it.
+  const StartAffinityScope start_cpus;
   const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
   SB_USER_CHECK(err == 0, "cannot start '{}': {}{}", args[0], std::strerror(err), advice.empty() ? "" : "; " + advice);
   return pid;

@@ -1,28 +1,23 @@
 // setenv before posix_spawn: the child inherits this process's environment.
 #include "launch/mpirun_environment.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
+
+#include "core/cpu_affinity.hpp"
 
 namespace sb::launch {
 
 void prepare_mpirun_environment(std::int64_t world_size) {
-  // With OMP_PROC_BIND set, libgomp pinned this process's main thread to one core when it
-  // started; mpirun and the ranks would inherit that single core. Give them every core back.
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
-  for (long cpu = 0; cpu < cpus && cpu < CPU_SETSIZE; ++cpu) CPU_SET(static_cast<int>(cpu), &all);
-  sched_setaffinity(0, sizeof all, &all);  // the kernel keeps it within the allowed cpuset
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
   }
-  if (world_size > static_cast<std::int64_t>(std::thread::hardware_concurrency()))
+  // mpirun starts on the CPUs this process started on (spawn_and_wait), not the one core
+  // libgomp bound our main thread to; it counts those.
+  if (world_size > start_cpu_count())
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
   // Open MPI binds each rank to one core by default, which would put all of a rank's OpenMP
   // threads on that core (measured: gpt-tiny 729 ms/step instead of 370 with 2 threads).

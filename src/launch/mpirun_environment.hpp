@@ -8,7 +8,7 @@
 namespace sb::launch {
 
 // Sets what is unset (a value the user exported is kept) before spawning `mpirun -np world_size`
-// on this node, and gives this process every core back.
+// on this node.
 void prepare_mpirun_environment(std::int64_t world_size);
 
 }  // namespace sb::launch

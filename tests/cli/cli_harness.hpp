@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_affinity.hpp"
 #include "io/checkpoint_file.hpp"
 #include "tests/test_support.hpp"
 
@@ -53,6 +54,9 @@ class Scratch {
   CommandResult run_command(const std::string& command_line) const {
     const auto out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
     const std::string command = command_line + " >" + out.string() + " 2>" + err.string();
+    // The test's main thread may be bound to one core (OMP_PROC_BIND under ctest); the command
+    // gets every CPU this test started with.
+    const StartAffinityScope start_cpus;
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

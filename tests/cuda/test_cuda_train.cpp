@@ -52,6 +52,7 @@ CommandResult run_under_mpirun(const Scratch& scratch, int ranks, const std::str
   const auto out = scratch.path("mpirun_stdout.txt"), err = scratch.path("mpirun_stderr.txt");
   const std::string line = std::string(SB_MPIEXEC) + " -np " + std::to_string(ranks) + " " + SB_EXE + " " + args +
                            " >" + out.string() + " 2>" + err.string();
+  const StartAffinityScope start_cpus;  // mpirun gets the CPUs the test started with
   const int status = std::system(line.c_str());
   const auto slurp = [](const std::filesystem::path& p) {
     std::ifstream in(p);
