@@ -16,6 +16,7 @@
 #include "launch/child_process.hpp"
 #include "launch/mpirun_environment.hpp"
 #include "cli/commands.hpp"
+#include "cli/progress_option.hpp"
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
@@ -36,6 +37,7 @@ struct RunOptions {
   std::string suite = std::string(SB_SOURCE_DIR) + "/suites/quickstart.yaml";
   std::string out = "results";
   std::vector<std::string> overrides;
+  std::string progress;
 };
 
 struct RunOverview {
@@ -95,7 +97,9 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("suite", options->suite, "suite file (YAML)")->capture_default_str();
   cmd->add_option("--out", options->out, "folder for results")->capture_default_str();
   cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
+  add_progress_option(cmd, options->progress);
   return [options]() {
+    apply_progress_option(options->progress);
     const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
     const fs::path out_dir(options->out);
     const fs::path cases_dir = out_dir / (suite.name + ".cases");

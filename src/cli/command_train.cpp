@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/mpi_session.hpp"
+#include "cli/progress_option.hpp"
 #include "core/check.hpp"
 #include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
@@ -22,7 +23,7 @@ namespace sb::cli {
 namespace {
 
 struct TrainOptions {
-  std::string config, out, run_id, trace, checkpoint, resume;
+  std::string config, out, run_id, trace, checkpoint, resume, progress;
   std::vector<std::string> overrides;
   bool append = false;
 };
@@ -42,8 +43,10 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
   cmd->add_option("--checkpoint", options->checkpoint,
                   "checkpoint file (default checkpoint.path, or <out>.<run id>.ckpt.h5); resumed from when it exists");
   cmd->add_option("--resume", options->resume, "resume from this checkpoint file (it must exist)");
+  add_progress_option(cmd, options->progress);
   return [options, &argc, &argv]() {
     // Validate the config and the output location before MPI or any data is touched.
+    apply_progress_option(options->progress);
     plan::TrainConfig config = plan::load_train_config(options->config, options->overrides);
     if (!options->checkpoint.empty()) config.checkpoint.path = options->checkpoint;
     config.checkpoint.resume_from = options->resume;
@@ -63,7 +66,7 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     parallel::install_termination_handler();
     parallel::defer_termination_signal(SIGUSR1);  // the trainer checkpoints at its next step boundary
     try {
-      train::run_training(config, out, run_id, options->append, trace, &prediction);
+      train::run_training(config, out, run_id, options->append, trace, &prediction, !options->run_id.empty());
     } catch (const train::TrainingInterrupted& e) {
       // every rank stopped at the same step with the checkpoint on disk: a clean exit that asks
       // the job script to requeue

@@ -31,6 +31,10 @@ std::string hours_minutes_seconds(int minutes);
 // The launcher words: spec.launcher with {ranks}, {nodes} and {ranks_per_node} replaced, or
 // `fallback` when the site gives none.
 std::vector<std::string> launcher_words(const JobSpec& spec, const std::vector<std::string>& fallback);
+// `export OMP_NUM_THREADS=... OMP_PROC_BIND=... [OMP_PLACES=...]` (and `unset OMP_PLACES` for
+// shared masks) when the job asks for CPUs per rank, so the ranks run cpus_per_task threads
+// placed as `run` places them; "" otherwise.
+std::string openmp_exports(const JobSpec& spec);
 // The lines after the directives: a comment naming the job, `set -eu`, and `exec` of the
 // launcher and the rank command, every word quoted.
 std::string script_body(const JobSpec& spec, const std::vector<std::string>& launcher);

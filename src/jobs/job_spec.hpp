@@ -25,7 +25,12 @@ struct JobSpec {
   std::string job_name;              // directive-safe: <suite>.<case> with odd characters as '_'
   std::int64_t world_size = 1;
   std::int64_t nodes = 1, tasks_per_node = 1;
+  // CPUs per rank: the case's `threads`; else the site's scheduler.cpus_per_task; else, where a
+  // device is a core, the node's cores shared by its ranks. 0: not asked for.
   int cpus_per_task = 0, gpus_per_task = 0;  // 0: not asked for
+  // Ranks of a node that the launcher starts on one shared mask (1 where srun or flux run
+  // bind each rank to its own CPUs): decides OMP_PROC_BIND / OMP_PLACES, as `run` does.
+  std::int64_t ranks_sharing_cpus = 1;
   std::string gpu_bind;                      // Slurm --gpu-bind, with gpus_per_task
   int time_limit_minutes = 60;
   std::string account, partition, qos;       // empty: not asked for

@@ -1,4 +1,4 @@
-// LSF: #BSUB -n ranks, span[ptile=ranks per node], wall time in hours:minutes, project (-P,
+// LSF: #BSUB -n ranks, span[ptile=ranks per node], cores per rank (affinity[core(n)]), wall time in hours:minutes, project (-P,
 // the site's account), queue (-q), GPUs per host, and USR1 two minutes before the limit
 // (-wa/-wt); mpirun launch. The script is submitted on bsub's standard input (bsub < F),
 // the only way LSF reads #BSUB lines.
@@ -13,6 +13,7 @@ std::string write_lsf_script(const JobSpec& spec) {
   s += fmt::format("#BSUB -J {}\n", spec.job_name);
   s += fmt::format("#BSUB -n {}\n", spec.world_size);
   s += fmt::format("#BSUB -R \"span[ptile={}]\"\n", spec.tasks_per_node);
+  if (spec.cpus_per_task > 0) s += fmt::format("#BSUB -R \"affinity[core({})]\"\n", spec.cpus_per_task);
   if (spec.gpus_per_task > 0)
     s += fmt::format("#BSUB -gpu \"num={}:mode=exclusive_process\"\n", spec.tasks_per_node * spec.gpus_per_task);
   s += fmt::format("#BSUB -W {}:{:02d}\n", spec.time_limit_minutes / 60, spec.time_limit_minutes % 60);
@@ -20,7 +21,9 @@ std::string write_lsf_script(const JobSpec& spec) {
   if (!spec.partition.empty()) s += fmt::format("#BSUB -q {}\n", spec.partition);
   if (!spec.qos.empty()) s += fmt::format("# (the site's QOS '{}' has no LSF equivalent)\n", spec.qos);
   s += "#BSUB -wa USR1\n#BSUB -wt 2\n";
-  return s + script_body(spec, launcher_words(spec, {"mpirun", "-np", std::to_string(spec.world_size)}));
+  JobSpec shared = spec;  // mpirun leaves a node's ranks on one mask
+  shared.ranks_sharing_cpus = spec.tasks_per_node;
+  return s + script_body(shared, launcher_words(spec, {"mpirun", "-np", std::to_string(spec.world_size)}));
 }
 
 }  // namespace sb::jobs

@@ -10,6 +10,10 @@
 
 namespace sb::launch {
 
+OpenMpBinding openmp_binding(std::int64_t ranks_sharing_cpus) {
+  return ranks_sharing_cpus <= 1 ? OpenMpBinding{"spread", "threads"} : OpenMpBinding{"false", ""};
+}
+
 void prepare_mpirun_environment(std::int64_t world_size) {
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
@@ -22,16 +26,15 @@ void prepare_mpirun_environment(std::int64_t world_size) {
   // Open MPI binds each rank to one core by default, which would put all of a rank's OpenMP
   // threads on that core (measured: gpt-tiny 729 ms/step instead of 370 with 2 threads).
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
-  // OpenMP reads these when a process starts. One rank: pin its threads (Kokkos's advice).
-  // Several ranks on one node: every rank's libgomp would bind its first thread to the first
-  // place, all ranks on one core (measured: resnet-mini dp=2 400 ms/step instead of 204), so
-  // leave placement to the kernel. A value the user set is kept.
+  // OpenMP reads these when a process starts; mpirun without binding gives every rank the same
+  // mask. A value the user set is kept.
   static const bool user_binds = std::getenv("OMP_PROC_BIND") != nullptr;
   static const bool user_places = std::getenv("OMP_PLACES") != nullptr;
-  if (!user_binds) setenv("OMP_PROC_BIND", world_size == 1 ? "spread" : "false", 1);
+  const OpenMpBinding binding = openmp_binding(world_size);
+  if (!user_binds) setenv("OMP_PROC_BIND", binding.proc_bind, 1);
   if (!user_places) {
-    if (world_size == 1)
-      setenv("OMP_PLACES", "threads", 1);
+    if (*binding.places != '\0')
+      setenv("OMP_PLACES", binding.places, 1);
     else
       unsetenv("OMP_PLACES");
   }

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <set>
@@ -151,6 +153,13 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   context.emplace_back("compiler", std::string(SB_COMPILER));
   context.emplace_back("build_type", std::string(SB_BUILD_TYPE));
   context.emplace_back("git_sha", std::string(SB_GIT_SHA));
+  // What Kokkos would warn about (its warnings are off): OpenMP's binding as this process read it.
+  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES"}) {
+    const char* value = std::getenv(name);
+    std::string key = name;
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    context.emplace_back(key, std::string(value && *value ? value : "unset"));
+  }
   return context;
 }
 

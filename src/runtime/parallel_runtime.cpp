@@ -34,6 +34,11 @@ ParallelRuntime::ParallelRuntime(int threads) : threads_(threads) {
   }
   Kokkos::InitArguments arguments;
   arguments.num_threads = threads;
+  // Kokkos warns on stdout, once per rank, when OMP_PROC_BIND is unset; we leave it unset on
+  // purpose for several ranks on a node (launch/mpirun_environment.cpp) and the run's context
+  // records OMP_PROC_BIND and OMP_PLACES instead. Setting the variable here would silence it
+  // without binding anything: libgomp read the environment when it loaded.
+  arguments.disable_warnings = true;
   try {
     Kokkos::initialize(arguments);
   } catch (...) {

@@ -11,13 +11,29 @@
 namespace sb::train {
 
 namespace {
-// SB_PROGRESS=terminal|lines overrides the check: under mpirun every rank's stdout is a
-// pseudo-terminal even when the launcher's output goes to a file.
-bool stdout_is_terminal() {
-  if (const char* mode = std::getenv("SB_PROGRESS"); mode && *mode) return std::string(mode) == "terminal";
-  return isatty(fileno(stdout)) != 0;
+
+// A multi-process launcher started us (mpirun, mpiexec, srun, flux run): our stdout is a
+// pseudo-terminal or a pipe to it, and where it ends (a file, a job log) is not ours to see.
+bool under_a_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
+                           "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "FLUX_TASK_RANK"})
+    if (const char* value = std::getenv(name); value && *value) return true;
+  return false;
 }
+
 }  // namespace
+
+ProgressMode progress_mode() {
+  if (const char* mode = std::getenv("SB_PROGRESS"); mode && *mode) {
+    const std::string m(mode);
+    if (m == "terminal" || m == "tty") return ProgressMode::tty;
+    if (m == "off") return ProgressMode::off;
+    return ProgressMode::plain;
+  }
+  if (under_a_launcher()) return ProgressMode::plain;
+  return isatty(fileno(stdout)) != 0 ? ProgressMode::tty : ProgressMode::plain;
+}
+
 
 std::string format_duration(double seconds) {
   if (!(seconds >= 0)) return "?";
@@ -33,8 +49,8 @@ ProgressLine::ProgressLine(std::string label, std::int64_t total_steps, std::int
       rate_unit_(std::move(rate_unit)),
       total_(total_steps),
       every_(every),
-      enabled_(enabled),
-      terminal_(stdout_is_terminal()),
+      enabled_(enabled && progress_mode() != ProgressMode::off),
+      terminal_(progress_mode() == ProgressMode::tty),
       start_(std::chrono::steady_clock::now()) {}
 
 void ProgressLine::update(std::int64_t step, double loss, double rate, double step_time_s) {

@@ -1,5 +1,6 @@
 // The progress line of long work on rank 0: step, loss, tokens/s and ETA; redrawn in place
-// on a terminal, one line every N steps otherwise. Leaves out multi-rank aggregation.
+// (\r\033[K) only on the terminal of a single process, one plain line every N steps otherwise.
+// Leaves out multi-rank aggregation.
 #pragma once
 
 #include <chrono>
@@ -7,6 +8,13 @@
 #include <string>
 
 namespace sb::train {
+
+enum class ProgressMode { tty, plain, off };
+
+// SB_PROGRESS (terminal|tty, lines|plain, off: what `--progress` and `run` set) when set; else
+// plain under a multi-process launcher (Open MPI, PMI/PMIx, srun, flux run), whose ranks' stdout
+// is a pseudo-terminal even when the log goes to a file; else tty when stdout is a terminal.
+ProgressMode progress_mode();
 
 class ProgressLine {
  public:

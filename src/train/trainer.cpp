@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/check.hpp"
@@ -38,6 +38,7 @@
 #include "train/rank_tables.hpp"
 #include "train/run_record.hpp"
 #include "train/run_summary.hpp"
+#include "train/thread_allocation.hpp"
 #include "train/training_task.hpp"
 #include "train/world_communicator.hpp"
 
@@ -117,11 +118,6 @@ std::unique_ptr<parallel::Communicator> world_for(const plan::TrainConfig& c, ke
   return world;
 }
 
-int thread_count(const plan::TrainConfig& c) {
-  return c.threads > 0 ? static_cast<int>(c.threads)
-                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // One rank's part of a run, built in the order each piece needs the ones before it; what can
 // fail on user input comes first, so a config that cannot run writes nothing.
 struct RankSetup {
@@ -130,7 +126,8 @@ struct RankSetup {
         run_plan(plan::runnable_plan(c)),
         backend(supported_backend(c)),
         world(world_for(c, backend)),
-        threads(thread_count(c)),
+        allocation(allocate_threads(c.threads, MPI_COMM_WORLD)),
+        threads(allocation.threads),
         runtime(threads),
         grid(*world, static_cast<int>(c.strategy.dp), static_cast<int>(c.strategy.tp),
              static_cast<int>(c.strategy.pp)),
@@ -152,6 +149,7 @@ struct RankSetup {
   const plan::RunPlan run_plan;  // what predict predicts for this case
   const kernels::Backend backend;
   const std::unique_ptr<parallel::Communicator> world;
+  const ThreadAllocation allocation;  // threads per rank and where they came from
   const int threads;
   ParallelRuntime runtime;
   MemoryTracker tracker;
@@ -306,16 +304,23 @@ class TrainingLoop {
 }  // namespace
 
 TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
-                          bool append, const std::filesystem::path& trace, const plan::RunPrediction* prediction) {
+                          bool append, const std::filesystem::path& trace, const plan::RunPrediction* prediction,
+                          bool run_id_chosen) {
   RankSetup rank(config, out, run_id);
-  const io::Attributes context =
-      run_context_on(rank.device(), metrics::collect_run_context(rank.threads, MPI_COMM_WORLD));
+  io::Attributes context = run_context_on(rank.device(), metrics::collect_run_context(rank.threads, MPI_COMM_WORLD));
+  for (auto& attribute : thread_allocation_context(rank.allocation)) context.push_back(std::move(attribute));
+  // A name the caller chose stays as given (run, submit and collect find the run by it).
+  const std::string recorded_id = run_id_chosen ? run_id : name_saying_oversubscription(run_id, rank.allocation);
+  if (rank.root() && rank.allocation.oversubscribed)
+    std::fprintf(stderr, "scalebench: run '%s' oversubscribes: %d rank(s) of %d thread(s) on a node whose ranks may "
+                 "use %d CPU(s); its timings are not one thread per core\n", recorded_id.c_str(),
+                 rank.allocation.node_ranks, rank.threads, rank.allocation.node_cpus);
   // the result file, on rank 0: status reads "interrupted" until the loop finishes
-  RunRecord record(rank.root(), out, append, run_id, run_attributes(rank.c, rank.run_plan, *rank.task, rank.first_step),
-                   prediction);
+  RunRecord record(rank.root(), out, append, recorded_id,
+                   run_attributes(rank.c, rank.run_plan, *rank.task, rank.first_step), prediction);
   try {
     record.write_context(context);
-    return TrainingLoop(rank, record, run_id, trace, prediction).run();
+    return TrainingLoop(rank, record, recorded_id, trace, prediction).run();
   } catch (const std::exception& e) {
     record.finish_failed(e, rank.world->size());
     throw;

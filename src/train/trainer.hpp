@@ -29,8 +29,11 @@ struct TrainOutcome {
 // prediction (may be null): written to the run's `prediction` group before the first step; after
 // the last, the errors of its step time and tracked memory against the measurement join it, and
 // summary.mfu is measured against its peak.
+// Threads (train/thread_allocation.hpp): a run whose ranks' threads outnumber the CPUs they
+// may use says so in its context (oversubscribed 1) and, unless run_id_chosen (the caller
+// named it: `--run-id`, as run and submit do), in its id ("-oversubscribed").
 TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out,
                           const std::string& run_id, bool append, const std::filesystem::path& trace = {},
-                          const plan::RunPrediction* prediction = nullptr);
+                          const plan::RunPrediction* prediction = nullptr, bool run_id_chosen = true);
 
 }  // namespace sb::train

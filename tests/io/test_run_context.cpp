@@ -18,7 +18,8 @@ TEST(RunContext, HasEveryKeyInOrder) {
                       "hostnames", "host_count", "cpu_model", "cores", "threads",
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
                       "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
-                      "blas_threading", "blas_library", "compiler", "build_type", "git_sha"}));
+                      "blas_threading", "blas_library", "compiler", "build_type", "git_sha", "omp_proc_bind",
+                      "omp_places"}));
   const auto value = [&](const std::string& key) {
     for (const auto& [k, v] : context) {
       if (k == key) return io::to_string(v);

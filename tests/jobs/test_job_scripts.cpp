@@ -1,6 +1,7 @@
 // Job scripts for one suite on Slurm, PBS, LSF and Flux against checked-in golden files, and
 // the shape of a job from its world size. Regenerate the golden files after an intended change
 // with SB_UPDATE_GOLDEN=1 ./test_jobs --gtest_filter='JobScripts.*' and review the diff.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -70,7 +71,7 @@ TEST(JobScripts, ShapeFollowsWorldSizeAndDevicesPerNode) {
               std::string::npos) << id;
   }
   const auto pbs = scripts_for(Scheduler::pbs);
-  EXPECT_NE(pbs[2].second.find("#PBS -l select=2:ncpus=64:mpiprocs=8:ngpus=8\n"), std::string::npos);
+  EXPECT_NE(pbs[2].second.find("#PBS -l select=2:ncpus=64:mpiprocs=8:ompthreads=8:ngpus=8\n"), std::string::npos);
   const auto lsf = scripts_for(Scheduler::lsf);
   EXPECT_NE(lsf[2].second.find("#BSUB -n 16\n#BSUB -R \"span[ptile=8]\"\n"), std::string::npos);
   const auto flux = scripts_for(Scheduler::flux);
@@ -130,6 +131,36 @@ TEST(JobScripts, SlurmArrayRunsTheCaseOfItsIndex) {
   std::vector<JobSpec> mixed;
   for (const auto& c : suite.cases) mixed.push_back(make_job_spec(suite.name, c, site, "scalebench", {"c", "r"}));
   EXPECT_THROW(write_slurm_array_script(mixed, "golden", "golden_suite.yaml"), UserError);
+}
+
+// Every case of the default suite asks Slurm for as many CPUs per rank as it runs threads, and
+// tells OpenMP so: the case's `threads`, else the site's cpus_per_task, which the trainer then
+// reads back from SLURM_CPUS_PER_TASK / OMP_NUM_THREADS.
+TEST(JobScripts, QuickstartCasesAskForTheirThreads) {
+  const plan::Suite suite = plan::load_suite(fs::path(SB_SOURCE_DIR) / "suites" / "quickstart.yaml", {});
+  const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path("this-machine"));
+  ASSERT_FALSE(suite.cases.empty());
+  for (const auto& c : suite.cases) {
+    const JobPaths paths{"/scratch/sb/jobs/x.yaml", "/scratch/sb/runs/x.h5"};
+    const std::string script = write_slurm_script(make_job_spec(suite.name, c, site, "scalebench", paths));
+    const int threads = c.config["threads"] ? c.config["threads"].as<int>() : site.scheduler.cpus_per_task;
+    ASSERT_GT(threads, 0) << c.id;
+    EXPECT_NE(script.find(fmt::format("#SBATCH --cpus-per-task={}\n", threads)), std::string::npos) << c.id << script;
+    EXPECT_NE(script.find(fmt::format("'srun' '--cpus-per-task={}'", threads)), std::string::npos) << c.id << script;
+    EXPECT_NE(script.find(fmt::format("export OMP_NUM_THREADS={} OMP_PROC_BIND=spread OMP_PLACES=threads\n", threads)),
+              std::string::npos) << c.id << script;
+  }
+}
+
+// A case's `threads` wins over the site's cpus_per_task (the case was written for that shape).
+TEST(JobScripts, CaseThreadsWinOverTheSitesCpusPerTask) {
+  plan::Suite suite = plan::load_suite(kHere / "golden_suite.yaml", {"threads=3"});
+  const costmodel::SiteProfile site = costmodel::load_site_profile(kHere / "golden_site.yaml");
+  const JobPaths paths{"/scratch/sb/jobs/x.yaml", "/scratch/sb/runs/x.h5"};
+  const JobSpec spec = make_job_spec(suite.name, suite.cases.at(1), site, "scalebench", paths);
+  EXPECT_EQ(spec.cpus_per_task, 3);
+  EXPECT_NE(write_pbs_script(spec).find("export OMP_NUM_THREADS=3 OMP_PROC_BIND=false\nunset OMP_PLACES\n"),
+            std::string::npos) << "mpiexec leaves two ranks of a node on one mask";
 }
 
 }  // namespace
