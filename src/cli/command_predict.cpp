@@ -51,8 +51,8 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
                      p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.total() / GiB,
                      p.memory_available / GiB);
   if (p.cost_per_hour > 0)
-    out += fmt::format("cost          {:.2f} per hour ({} devices × {:.2f})\n", p.cost_per_hour, p.devices,
-                       site.price_per_device_hour.value_or(0.0));
+    out += fmt::format("cost          {:.2f} {} per hour ({} devices × {:.2f} {})\n", p.cost_per_hour, p.currency,
+                       p.devices, site.price_per_device_hour.value_or(0.0), p.currency);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // `scalebench run [SUITE] [--out DIR]`: every case of a suite on this machine, each in its
 // own `mpirun -np <world>` (a fresh process: Kokkos and MPI start once per process), gathered
-// into DIR/<suite>.h5, then a comparison table.
+// into DIR/<suite>.h5, then a comparison table (or, with --json, the same as one JSON document).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sched.h>
 #include <unistd.h>
 
@@ -26,7 +27,6 @@
 #include "plan/config.hpp"
 #include "plan/suite.hpp"
 
-
 namespace sb::cli {
 
 namespace {
@@ -38,6 +38,7 @@ struct RunOptions {
   std::string out = "results";
   std::vector<std::string> overrides;
   std::string progress;
+  bool json = false;
 };
 
 struct RunOverview {
@@ -89,6 +90,42 @@ std::string cell(double value, const char* format) {
   return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : "-";
 }
 
+void print_overview_table(const fs::path& suite_file) {
+  std::printf("\n%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", "case", "model", "status",
+              "train", "held-out", "acc %", "samples/s", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
+  if (fs::exists(suite_file)) {
+    for (const auto& id : io::list_runs(suite_file)) {
+      const RunOverview r = read_run_overview(suite_file, id);
+      std::printf("%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
+                  r.status.c_str(), cell(r.final_loss, "{:.4f}").c_str(),
+                  cell(r.final_eval_loss, "{:.4f}").c_str(), cell(100 * r.final_accuracy, "{:.1f}").c_str(),
+                  cell(r.samples_per_s, "{:.1f}").c_str(), cell(r.tokens_per_s, "{:.0f}").c_str(), cell(1e3 * r.step_time_median_s, "{:.1f}").c_str(),
+                  cell(1e3 * r.achieved_tflops, "{:.2f}").c_str(),
+                  cell(r.peak_bytes / 1048576.0, "{:.1f}").c_str());
+    }
+  }
+  std::printf("\nresults: %s (scalebench inspect %s)\n", suite_file.c_str(), suite_file.c_str());
+}
+
+// `run --json` (NaN is written as null): {"suite", "file", "failures", "runs": [{"id", "model", "status", "final_loss",
+// "final_eval_loss", "final_accuracy", "samples_per_s", "tokens_per_s", "step_time_median_s",
+// "achieved_tflops", "peak_bytes"}]}, each number null where the run has none.
+nlohmann::json overview_json(const plan::Suite& suite, const fs::path& suite_file, int failures) {
+  nlohmann::json j{{"suite", suite.name}, {"file", suite_file.string()}, {"failures", failures},
+                   {"runs", nlohmann::json::array()}};
+  if (!fs::exists(suite_file)) return j;
+  for (const auto& id : io::list_runs(suite_file)) {
+    const RunOverview r = read_run_overview(suite_file, id);
+    j["runs"].push_back({{"id", id}, {"model", r.model}, {"status", r.status}, {"final_loss", r.final_loss},
+                         {"final_eval_loss", r.final_eval_loss},
+                         {"final_accuracy", r.final_accuracy}, {"samples_per_s", r.samples_per_s},
+                         {"tokens_per_s", r.tokens_per_s},
+                         {"step_time_median_s", r.step_time_median_s},
+                         {"achieved_tflops", r.achieved_tflops}, {"peak_bytes", r.peak_bytes}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::function<int()> add_run_command(CLI::App& app) {
@@ -98,6 +135,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "folder for results")->capture_default_str();
   cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
   add_progress_option(cmd, options->progress);
+  cmd->add_flag("--json", options->json, "print the comparison as JSON on stdout (the cases' output goes to stderr)");
   return [options]() {
     apply_progress_option(options->progress);
     const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
@@ -134,9 +172,10 @@ std::function<int()> add_run_command(CLI::App& app) {
     const fs::path suite_file = out_dir / (suite.name + ".h5");
     fs::remove(suite_file);
     const std::string self = fs::read_symlink("/proc/self/exe").string();
-    std::printf("suite %s: %zu case(s) from %s -> %s\n", suite.name.c_str(), suite.cases.size(),
-                suite.source.c_str(), suite_file.c_str());
-    std::fflush(stdout);
+    FILE* log = options->json ? stderr : stdout;  // with --json, stdout carries the document only
+    std::fprintf(log, "suite %s: %zu case(s) from %s -> %s\n", suite.name.c_str(), suite.cases.size(),
+                 suite.source.c_str(), suite_file.c_str());
+    std::fflush(log);
 
     int failures = 0;
     for (std::size_t i = 0; i < suite.cases.size(); ++i) {
@@ -145,14 +184,14 @@ std::function<int()> add_run_command(CLI::App& app) {
       const fs::path config_path = cases_dir / (file_id + ".yaml");
       const fs::path result_path = cases_dir / (file_id + ".h5");
       std::ofstream(config_path) << plan::yaml_text(configs[i]) << "\n";
-      std::printf("\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
-                  static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
-      std::fflush(stdout);
+      std::fprintf(log, "\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
+                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
+      std::fflush(log);
       launch::prepare_mpirun_environment(c.world_size);
       fs::remove(result_path);
       const int code = launch::spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
                                        "--config", config_path.string(), "--out", result_path.string(),
-                                       "--run-id", c.id});
+                                       "--run-id", c.id}, "", options->json);
       if (code == train::kRequeueExitStatus) {
         ++failures;  // stopped by a signal after its checkpoint: the file says interrupted and why
         std::fprintf(stderr, "scalebench: case '%s' interrupted (exit %d); running the suite again resumes it\n",
@@ -170,20 +209,10 @@ std::function<int()> add_run_command(CLI::App& app) {
       if (fs::exists(result_path)) io::copy_run(result_path, suite_file, c.id);
     }
 
-    std::printf("\n%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", "case", "model", "status",
-                "train", "held-out", "acc %", "samples/s", "tokens/s", "ms/step", "GFLOP/s", "peak MiB");
-    if (fs::exists(suite_file)) {
-      for (const auto& id : io::list_runs(suite_file)) {
-        const RunOverview r = read_run_overview(suite_file, id);
-        std::printf("%-28s %-11s %-7s %10s %10s %8s %10s %10s %9s %9s %10s\n", id.c_str(), r.model.c_str(),
-                    r.status.c_str(), cell(r.final_loss, "{:.4f}").c_str(),
-                    cell(r.final_eval_loss, "{:.4f}").c_str(), cell(100 * r.final_accuracy, "{:.1f}").c_str(),
-                    cell(r.samples_per_s, "{:.1f}").c_str(), cell(r.tokens_per_s, "{:.0f}").c_str(), cell(1e3 * r.step_time_median_s, "{:.1f}").c_str(),
-                    cell(1e3 * r.achieved_tflops, "{:.2f}").c_str(),
-                    cell(r.peak_bytes / 1048576.0, "{:.1f}").c_str());
-      }
-    }
-    std::printf("\nresults: %s (scalebench inspect %s)\n", suite_file.c_str(), suite_file.c_str());
+    if (options->json)
+      std::puts(overview_json(suite, suite_file, failures).dump(2).c_str());
+    else
+      print_overview_table(suite_file);
     return failures == 0 ? 0 : 1;
   };
 }

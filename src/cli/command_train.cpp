@@ -1,4 +1,5 @@
-// `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID] [--checkpoint F] [--resume F]`:
+// `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID] [--append|--force] [--checkpoint F]
+// [--resume F] [--progress plain|tty|off]`:
 // one case inside the
 // current MPI world (what `run` and job scripts launch through mpirun/srun), stored with the cost
 // model's prediction of it on the case's site.
@@ -25,8 +26,20 @@ namespace {
 struct TrainOptions {
   std::string config, out, run_id, trace, checkpoint, resume, progress;
   std::vector<std::string> overrides;
-  bool append = false;
+  bool append = false, force = false;
 };
+
+// An existing --out is kept unless the user says what to do with it: --append adds the run,
+// --force replaces the file. A run resuming from its checkpoint (a requeued job reruns its
+// command) rewrites its own file from the checkpoint's steps on, as it always has.
+void check_out_is_new(const TrainOptions& o, const plan::TrainConfig& config, const std::string& run_id) {
+  const std::filesystem::path out(o.out);
+  if (o.append || o.force || !std::filesystem::exists(out)) return;
+  const bool resumes = !config.checkpoint.resume_from.empty() ||
+                       std::filesystem::exists(train::checkpoint_path_of(config, out, run_id));
+  SB_USER_CHECK(resumes, "--out '{}' exists: train never replaces a result file; add --force to replace it or "
+                "--append to add this run to it", o.out);
+}
 
 }  // namespace
 
@@ -38,6 +51,7 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
   cmd->add_option("--out", options->out, "result file (HDF5)")->required();
   cmd->add_option("--run-id", options->run_id, "run id inside the file (default: config name or model)");
   cmd->add_flag("--append", options->append, "add the run to an existing scalebench result file");
+  cmd->add_flag("--force", options->force, "replace --out when it exists (default: refuse)");
   cmd->add_option("--trace", options->trace,
                   "write every rank's timeline as a Chrome trace (JSON; open in ui.perfetto.dev)");
   cmd->add_option("--checkpoint", options->checkpoint,
@@ -57,12 +71,13 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const std::filesystem::path trace(options->trace);
     SB_USER_CHECK(trace.empty() || trace.parent_path().empty() || std::filesystem::is_directory(trace.parent_path()),
                   "the folder of --trace '{}' does not exist", options->trace);
-    // The cost model's prediction of this run, made before it (a wrong site fails here).
-    const plan::RunPrediction prediction = costmodel::predict_run(config);
-    MpiSession mpi(argc, argv);
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;
+    check_out_is_new(*options, config, run_id);
+    // The cost model's prediction of this run, made before it (a wrong site fails here).
+    const plan::RunPrediction prediction = costmodel::predict_run(config);
+    MpiSession mpi(argc, argv);
     parallel::install_termination_handler();
     parallel::defer_termination_signal(SIGUSR1);  // the trainer checkpoints at its next step boundary
     try {

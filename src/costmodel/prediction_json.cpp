@@ -16,6 +16,9 @@ nlohmann::json prediction_json(const Prediction& p) {
   j[p.gpt ? "tokens_per_s" : "samples_per_s"] = number(p.gpt ? p.tokens_per_s : p.samples_per_s);
   j["tflops_per_device"] = number(p.tflops_per_device);
   j["mfu"] = number(p.mfu);
+  // per hour of the whole run's devices; null when infeasible or the site has no price
+  j["cost_per_hour"] = p.feasible && p.cost_per_hour > 0 ? nlohmann::json(p.cost_per_hour) : nlohmann::json(nullptr);
+  j["currency"] = p.currency;
   // the plan the prediction describes (the trainer's): units per pipeline stage, micro-batches
   const bool planned = p.plan.feasible;
   j["stages"] = planned ? nlohmann::json(p.plan.stages) : nlohmann::json(nullptr);

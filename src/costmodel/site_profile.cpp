@@ -181,7 +181,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
                 source);
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
-                     "memory_bandwidth", "links", "price_per_device_hour", "power_watts",
+                     "memory_bandwidth", "links", "price_per_device_hour", "currency", "power_watts",
                      "calibrated", "scheduler", "device_is_cpu_core"});
   SiteProfile p;
   p.source = source;
@@ -198,6 +198,10 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   p.intra_node = read_link(links, "intra_node", source, "bandwidth", "latency");
   p.inter_node = read_link(links, "inter_node", source, "bandwidth", "latency");
   p.price_per_device_hour = top.optional_positive("price_per_device_hour");
+  if (top.has("currency")) p.currency = top.required<std::string>("currency");
+  SB_USER_CHECK(p.currency.size() == 3 && std::all_of(p.currency.begin(), p.currency.end(), [](char ch) {
+                  return ch >= 'A' && ch <= 'Z';
+                }), "{}: 'currency' must be a three-letter ISO 4217 code such as USD or EUR, got '{}'", source, p.currency);
   p.power_watts = top.positive("power_watts");
   if (top.has("calibrated")) {
     const Mapping c(top.child("calibrated"), "calibrated", source,

@@ -46,7 +46,8 @@ struct SiteProfile {
   double memory_bytes = 0;      // per device
   double memory_bandwidth = 0;  // bytes/s per device
   SiteLink intra_node, inter_node;
-  std::optional<double> price_per_device_hour;  // currency units; absent: no cost predicted
+  std::optional<double> price_per_device_hour;  // in `currency`; absent: no cost predicted
+  std::string currency = "USD";                 // ISO 4217 code of the price (key `currency`)
   double power_watts = 0;                       // per device
   // calibrated: (absent = the datasheet figure is taken as reached, efficiency 1)
   std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]

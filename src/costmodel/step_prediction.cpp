@@ -457,6 +457,7 @@ void take_rates(Prediction& p, const plan::RunPlan& plan, const StagedModel& m, 
   p.samples_per_s = static_cast<double>(plan.global_batch) / p.step_time_s;
   p.tokens_per_s = p.gpt ? p.samples_per_s * static_cast<double>(m.description.seq_len) : 0.0;
   p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices) * p.devices_per_rank;
+  p.currency = site.currency;
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ struct Prediction {
   RankMemory memory;
   double memory_available = 0;  // the site's bytes per device
   double cost_per_hour = 0;     // devices × price; 0 when the site gives no price
+  std::string currency;         // the site's, of cost_per_hour
 };
 
 // devices 0: dp·tp·pp. Impossible configurations (devices ≠ dp·tp·pp, tp beyond a node, tp not

@@ -3,6 +3,7 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -16,7 +17,7 @@ namespace sb::launch {
 
 namespace {
 
-pid_t spawn(const std::vector<std::string>& args, const std::string& advice) {
+pid_t spawn(const std::vector<std::string>& args, const std::string& advice, bool stdout_to_stderr = false) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -24,7 +25,11 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& advice) {
   // With OMP_PROC_BIND set, libgomp bound this thread to one core; a child would inherit that
   // core alone and its ranks and threads would share it.
   const StartAffinityScope start_cpus;
-  const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  const int err = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   SB_USER_CHECK(err == 0, "cannot start '{}': {}{}", args[0], std::strerror(err), advice.empty() ? "" : "; " + advice);
   return pid;
 }
@@ -38,8 +43,8 @@ int wait_for(pid_t pid) {
 
 }  // namespace
 
-int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice) {
-  return wait_for(spawn(args, advice));
+int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice, bool stdout_to_stderr) {
+  return wait_for(spawn(args, advice, stdout_to_stderr));
 }
 
 std::vector<int> spawn_all_and_wait(const std::vector<std::vector<std::string>>& commands, const std::string& advice) {

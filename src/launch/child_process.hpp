@@ -10,8 +10,10 @@ namespace sb::launch {
 
 // Runs args[0] (looked up on PATH) and returns its exit status, 128 + N when signal N ended
 // it. UserError "cannot start '<program>': <reason>" (then `advice`, when given) when it
-// cannot start.
-int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice = "");
+// cannot start. stdout_to_stderr: the child's standard output goes to our standard error (so
+// that ours carries one document, e.g. `run --json`).
+int spawn_and_wait(const std::vector<std::string>& args, const std::string& advice = "",
+                   bool stdout_to_stderr = false);
 
 // Several programs started at once (each as spawn_and_wait starts one), all waited for: their
 // exit statuses in order.

@@ -74,9 +74,9 @@ TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
   const nlohmann::json j = prediction_json(p);
   for (const char* key : {"feasible", "reason", "step_time_s", "compute_s", "comm_s", "bubble_s",
                           "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes", "stages",
-                          "stage_rule", "micro_batches", "micro_batch"})
+                          "stage_rule", "micro_batches", "micro_batch", "cost_per_hour", "currency"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 15u);
+  EXPECT_EQ(j.size(), 17u);
   EXPECT_EQ(j["stages"], nlohmann::json::array({24}));
   EXPECT_EQ(j["micro_batches"].get<std::int64_t>(), 8);
   for (const char* key : {"params", "grads", "optimizer", "activations", "total"})
