@@ -11,7 +11,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"scalebench: measure and predict how neural-network training scales"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("scalebench 0.1.0 (") + SB_GIT_SHA + ")");
+  // "scalebench 0.1.0 (git v0.1.0-3-g1a2b3c4d5e6f, commit 1a2b3c4d5e6f)": CMake's project
+  // VERSION, and git describe and the commit at configure time
+  app.set_version_flag("--version", std::string("scalebench ") + SB_VERSION + " (git " + SB_GIT_DESCRIBE +
+                                        ", commit " + SB_GIT_SHA + ")");
   const auto train = sb::cli::add_train_command(app, argc, argv);
   const auto run = sb::cli::add_run_command(app);
   const auto inspect = sb::cli::add_inspect_command(app);
