@@ -1,7 +1,7 @@
 // A micro-batch runs in its own model (weights initialised as for training, tokens, targets and
 // images random inside their ranges) with a kernels::KernelRecorder whose hooks time each call;
 // the optimizer's calls and fills run on buffers of their own shapes.
-#include "cli/kernel_benchmark.hpp"
+#include "calibrate/kernel_benchmark.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -23,7 +23,7 @@
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 namespace {
 
@@ -296,4 +296,4 @@ std::vector<KernelTime> time_kernel_sequences(const std::vector<KernelSequence>&
   return {};
 }
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

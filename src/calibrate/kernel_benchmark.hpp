@@ -13,7 +13,7 @@
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/kernel_profile.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 // One stretch of the trainer's calls, timed in its order: a micro-batch of one model, tp and
 // size (its forward, then its backward); an optimizer step; fills.
@@ -47,4 +47,4 @@ std::vector<costmodel::KernelTime> time_kernel_sequences(const std::vector<Kerne
                                                          double seconds_per_call, int rounds,
                                                          const std::function<void(std::size_t, std::size_t)>& progress);
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate
