@@ -30,6 +30,7 @@
 #include "core/check.hpp"
 #include "core/memory.hpp"
 #include "core/rng.hpp"
+#include "measure/row_printer.hpp"
 #include "measure/timing.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
@@ -188,13 +189,14 @@ int main(int argc, char** argv) {
     nlohmann::json out{{"host", sb::host_name()}, {"ranks", p}, {"threads_per_rank", runtime.threads()},
                        {"micro_batch_images", o.micro}, {"balance", o.balance}, {"units_per_stage", counts},
                        {"unit_seconds", unit_seconds}, {"rows", nlohmann::json::array()}};
+    const sb::measure::RowPrinter printer(stdout, {{"sched", 6, 0, true}, {"m", 3}, {"ideal", 7, 3},
+                                                   {"modelled", 9, 3}, {"measured", 9, 3}, {"max-dev", 9, 3}});
     if (s == 0) {
       std::printf("resnet-mini, %d stages, units per stage [", p);
       for (std::size_t i = 0; i < counts.size(); ++i) std::printf("%s%lld", i ? ", " : "", static_cast<long long>(counts[i]));
       std::printf("] (balance: %s), %lld images per micro-batch, %d thread(s) per rank, median of %d steps\n",
                   o.balance.c_str(), static_cast<long long>(o.micro), runtime.threads(), o.steps);
-      std::printf("%-6s %3s %7s %9s %9s %9s   per stage: bubble fraction (compute s, p2p s, wall s)\n", "sched",
-                  "m", "ideal", "modelled", "measured", "max-dev");
+      std::printf("%s   per stage: bubble fraction (compute s, p2p s, wall s)\n", printer.header_line().c_str());
     }
     for (PipelineSchedule schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
       for (i64 m : o.micro_batches) {
@@ -215,8 +217,8 @@ int main(int argc, char** argv) {
           mean_modelled += modelled.idle_fraction[i] / p;
           deviation = std::max(deviation, std::abs(all[i].bubble_fraction - ideal));
         }
-        std::printf("%-6s %3lld %7.3f %9.3f %9.3f %9.3f  ", std::string(sb::plan::to_string(schedule)).c_str(),
-                    static_cast<long long>(m), ideal, mean_modelled, mean, deviation);
+        std::printf("%s  ", printer.line({std::string(sb::plan::to_string(schedule)), m, ideal, mean_modelled, mean,
+                                          deviation}).c_str());
         nlohmann::json row{{"schedule", sb::plan::to_string(schedule)}, {"m", m}, {"ideal_bubble_fraction", ideal},
                            {"modelled_bubble_fraction", mean_modelled}, {"mean_bubble_fraction", mean},
                            {"stages", nlohmann::json::array()}};

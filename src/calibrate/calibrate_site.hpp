@@ -3,8 +3,8 @@
 // process), alone and, where a node holds several ranks of that many threads, in that many
 // processes at once (the cores they share slow them, as in a data-parallel run), measures the link between two ranks with the ping-pong sweep under mpirun, and
 // writes SITE.yaml (BASE's text with a new `calibrated:` section) beside SITE.kernels.csv.
-// Leaves out GPU sites (the trainer does not train on GPUs yet), the kernels' timing in each
-// child (cli/kernel_times.hpp) and the collective sweep itself (collective_sweep.hpp).
+// Leaves out GPU sites (their profiles come from datasheets and published runs), the kernels' timing in each
+// child (calibrate/kernel_times.hpp) and the collective sweep itself (collective_sweep.hpp).
 #pragma once
 
 #include <cstdint>

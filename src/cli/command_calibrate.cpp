@@ -2,7 +2,7 @@
 // microbenchmark, run under mpirun: its options, its table on stdout and the /calibration
 // tables rank 0 writes. With --out SITE.yaml it fits a site profile instead, and with
 // --kernel-times it is that fit's child. Leaves out the engines: the sweeps and the fit
-// (src/calibrate/), the kernels' timing (kernel_times.hpp).
+// (src/calibrate/), the kernels' timing (calibrate/kernel_times.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -16,12 +16,13 @@
 #include "calibrate/calibrate_site.hpp"
 #include "calibrate/collective_sweep.hpp"
 #include "calibrate/gemm_sweep.hpp"
+#include "calibrate/kernel_times.hpp"
 #include "cli/commands.hpp"
-#include "cli/kernel_times.hpp"
 #include "cli/mpi_session.hpp"
 #include "core/check.hpp"
 #include "io/calibration_table.hpp"
 #include "io/gemm_table.hpp"
+#include "measure/row_printer.hpp"
 #include "metrics/run_context.hpp"
 #include "parallel/communicator.hpp"
 #include "parallel/fault.hpp"
@@ -51,20 +52,33 @@ std::string format_bytes(std::int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-// One size's row of the sweep's table on stdout: the raw MPI path, ours, and the ring's where
+// The sweep's table on stdout, a row per size: the raw MPI path, ours, and the ring's where
 // there is one, each against the raw path's bus bandwidth.
-void print_sweep_row(const std::string& name, std::int64_t bytes, const std::vector<io::CalibrationRow>& rows) {
+measure::RowPrinter sweep_printer() {
+  return measure::RowPrinter(stdout, {{"collective", 15, 0, true}, {"size", 10}, {"ranks", 6}, {"iters", 6},
+                                      {"time_us", 12, 2}, {"mpi_busbw", 12}, {"ours_busbw", 12}, {"ratio", 7, 3},
+                                      {"ring_busbw", 12}, {"ratio", 7, 3}});
+}
+
+std::vector<io::RecordCell> sweep_cells(const std::string& name, std::int64_t bytes,
+                                        const std::vector<io::CalibrationRow>& rows) {
   const io::CalibrationRow& raw_row = rows[0];
   const io::CalibrationRow& ours = rows[1];
   const auto ratio = [&](const io::CalibrationRow& row) {
     return raw_row.busbw_gbps > 0 ? row.busbw_gbps / raw_row.busbw_gbps : 0.0;
   };
-  std::printf("%-15s %10s %6lld %6lld %12.2f %12.4f %12.4f %7.3f", name.c_str(), format_bytes(bytes).c_str(),
-              static_cast<long long>(ours.ranks), static_cast<long long>(ours.iterations), ours.time_s * 1e6,
-              raw_row.busbw_gbps, ours.busbw_gbps, ratio(ours));
-  if (rows.size() > 2) std::printf(" %12.4f %7.3f", rows[2].busbw_gbps, ratio(rows[2]));
-  std::printf("\n");
-  std::fflush(stdout);
+  std::vector<io::RecordCell> cells = {name,         format_bytes(bytes), ours.ranks,      ours.iterations,
+                                       ours.time_s * 1e6, raw_row.busbw_gbps, ours.busbw_gbps, ratio(ours)};
+  if (rows.size() > 2) cells.insert(cells.end(), {rows[2].busbw_gbps, ratio(rows[2])});
+  return cells;
+}
+
+void print_gemm_rows(const std::vector<io::GemmRow>& rows) {
+  const measure::RowPrinter printer(stdout, {{"gemm", 10, 0, true}, {"m", 6}, {"n", 6}, {"k", 6}, {"ranks", 6},
+                                             {"threads", 8}, {"time_us", 12, 1}, {"tflops", 10}});
+  printer.header();
+  for (const io::GemmRow& row : rows)
+    printer.row({row.precision, row.m, row.n, row.k, row.ranks, row.threads, row.time_s * 1e6, row.tflops});
 }
 
 void run_sweep(const CalibrateOptions& options) {
@@ -88,25 +102,16 @@ void run_sweep(const CalibrateOptions& options) {
     const ParallelRuntime runtime(options.gemm_threads);
     const auto rows = calibrate::run_gemm_sweep(raw, options.gemm_threads, options.gemm_sizes);
     if (writer) {
-      std::printf("%-10s %6s %6s %6s %6s %8s %12s %10s\n", "gemm", "m", "n", "k", "ranks", "threads", "time_us",
-                  "tflops");
-      for (const io::GemmRow& row : rows)
-        std::printf("%-10s %6lld %6lld %6lld %6lld %8lld %12.1f %10.4f\n", row.precision.c_str(),
-                    static_cast<long long>(row.m), static_cast<long long>(row.n), static_cast<long long>(row.k),
-                    static_cast<long long>(row.ranks), static_cast<long long>(row.threads), row.time_s * 1e6,
-                    row.tflops);
-      std::fflush(stdout);
+      print_gemm_rows(rows);
       io::write_gemm_table(out, rows);
     }
   }
-  if (writer) {
-    std::printf("%-15s %10s %6s %6s %12s %12s %12s %7s %12s %7s\n", "collective", "size", "ranks", "iters",
-                "time_us", "mpi_busbw", "ours_busbw", "ratio", "ring_busbw", "ratio");
-  }
+  const measure::RowPrinter printer = sweep_printer();
+  if (writer) printer.header();
   calibrate::run_collective_sweep(
       *world, raw, options.sweep,
       [&](const std::string& name, std::int64_t bytes, const std::vector<io::CalibrationRow>& rows) {
-        if (writer) print_sweep_row(name, bytes, rows);
+        if (writer) printer.row(sweep_cells(name, bytes, rows));
       },
       [&](const std::string& name, const std::vector<io::CalibrationRow>& table) {
         if (writer) io::write_calibration_table(out, name, table);
@@ -190,7 +195,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
                     options->site.threads.size());
       const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
       SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
-      return time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
+      return calibrate::time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
                                   options->site.seconds_per_call, options->site.max_batch, options->rounds);
     }
     SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "

@@ -4,7 +4,7 @@
 // data-parallel run that fills the node), at the shapes the calibration timed. A call at a timed shape takes the measured time;
 // another shape of a timed kernel is interpolated on its size (FLOPs or elements) in log-log
 // between the two nearest timed sizes, and scaled in proportion beyond them. Leaves out which
-// calls a model makes (kernel_calls.hpp) and how they are timed (cli/kernel_benchmark.cpp).
+// calls a model makes (kernel_calls.hpp) and how they are timed (calibrate/kernel_benchmark.cpp).
 #pragma once
 
 #include <filesystem>

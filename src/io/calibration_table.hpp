@@ -11,6 +11,7 @@
 
 #include "io/attr_value.hpp"
 #include "io/h5_check.hpp"
+#include "io/record_table.hpp"
 
 namespace sb::io {
 
@@ -25,12 +26,12 @@ struct CalibrationRow {
   double busbw_gbps = 0;
 };
 
-// Writes `count` records of `memory_type` (native layout) as the table /calibration/<name> of
-// `file_type` (packed little-endian), replacing one of that name, creating the file and group
-// when missing; chunked and appendable like every scalebench table. The collective and GEMM
-// tables (gemm_table.hpp) both go through it.
-void write_calibration_records(const std::filesystem::path& file, const std::string& name, hid_t file_type,
-                               hid_t memory_type, const void* records, std::size_t count);
+// Writes `records` as the table /calibration/<name> (record_table.hpp: packed little-endian),
+// replacing one of that name, creating the file and group when missing; chunked and appendable
+// like every scalebench table. The collective and GEMM tables (gemm_table.hpp) and a
+// benchmark's rows all go through it.
+void write_calibration_records(const std::filesystem::path& file, const std::string& name,
+                               const RecordTable& records);
 
 // Creates the file when missing (as ResultsFile::open_or_create does) and writes the table
 // /calibration/<collective>, replacing one of that name. UserError for a file that is not a

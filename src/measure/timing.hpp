@@ -4,8 +4,8 @@
 // clocked (round_clock.hpp) and the statistics over the rounds (statistics.hpp); a timed thing
 // is a call, or a step that reports its own figures. Several calls can take turns round by
 // round, so that a slow spell of a shared machine lands on one round of each rather than on
-// every round of one. Leaves out what each benchmark times and the rows it writes (its own
-// table: /calibration, the kernel profile, a benchmark's JSON or stdout).
+// every round of one. A benchmark's rows go to HDF5 as an io::RecordTable and to stdout
+// through measure::RowPrinter (row_printer.hpp). Leaves out what each benchmark times.
 #pragma once
 
 #include <functional>

@@ -20,8 +20,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-const char* unit_words(const TrainConfig& c) { return trains_resnet(c) ? "layers" : "blocks"; }
-
 // The reason a grid cannot hold the model, or nothing: tp divides the GPT's heads and splits
 // no ResNet; pp is at most the units a stage can hold.
 std::optional<std::pair<Refusal, std::string>> grid_refusal(const TrainConfig& c, i64 units) {

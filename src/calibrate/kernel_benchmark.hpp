@@ -13,7 +13,7 @@
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/kernel_profile.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 // One stretch of the trainer's calls, timed in its order: a micro-batch of one model, tp and
 // size (its forward, then its backward); an optimizer step; fills.
@@ -39,12 +39,13 @@ std::vector<KernelSequence> sequences_to_calibrate(const std::string& precision,
 
 // Seconds per call of each distinct call (kernel and shape) of the sequences in `precision`
 // ("fp32", "bf16", "fp16"), each timed inside its sequence: `rounds` rounds, in each the median
-// of at least three passes after a warm-up pass, within about a third of `seconds_per_call` per
-// call; the median round counts. `ranks`: how many processes time the same list at once on this
-// node (recorded, see kernel_profile.hpp). `progress(done, total)` after each sequence.
+// of at least three passes after a warm-up pass, within about a third of `seconds_per_call`
+// per distinct call; the median round counts. `ranks`: how many processes time the same list
+// at once on this node (recorded, see kernel_profile.hpp). `progress(done, total)` after each
+// sequence.
 std::vector<costmodel::KernelTime> time_kernel_sequences(const std::vector<KernelSequence>& sequences,
                                                          const std::string& precision, int devices, int ranks,
                                                          double seconds_per_call, int rounds,
                                                          const std::function<void(std::size_t, std::size_t)>& progress);
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

@@ -1,7 +1,7 @@
 // A micro-batch runs in its own model (weights initialised as for training, tokens, targets and
 // images random inside their ranges) with a kernels::KernelRecorder whose hooks time each call;
 // the optimizer's calls and fills run on buffers of their own shapes.
-#include "cli/kernel_benchmark.hpp"
+#include "calibrate/kernel_benchmark.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <span>
 
 #include "core/check.hpp"
@@ -23,7 +24,7 @@
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 namespace {
 
@@ -166,7 +167,9 @@ TimedPass step_calls(const KernelSequence& q, kernels::StorageKernels<S>& k, Mem
 // short; a sequence whose calls all read cold buffers predicted gpt-nano's steps 20-36% long.
 // The sequences are timed in `rounds` rounds over the whole list; within a round each sequence
 // runs at least kMinPasses passes after a warm-up pass, within a budget of seconds_per_call /
-// kBudgetRounds per call, and a call's median pass counts; a call that occurs in several
+// kBudgetRounds per distinct call (a model's blocks repeat the same calls: each repeat is a
+// sample, not a longer budget; budgeting every repeat doubled calibrate's time), and a call's
+// median pass counts; a call that occurs in several
 // sequences or several times in one (the same kernel and shape) takes the mean of them; over the
 // rounds the median counts, so a slow spell of the machine (a neighbour, a clock change) lands on
 // one round, not on every repetition (calibrate_site.cpp spreads the rounds further: one per
@@ -187,6 +190,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
   std::vector<KernelCall> distinct;
   std::vector<std::vector<std::size_t>> call_ids(sequences.size());
   std::vector<TimedPass> passes_of(sequences.size());
+  std::vector<std::size_t> distinct_in(sequences.size());  // distinct calls of each sequence
   std::size_t calls_per_round = 0;
   for (std::size_t q = 0; q < sequences.size(); ++q) {
     const KernelSequence& seq = sequences[q];
@@ -195,6 +199,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       if (added) distinct.push_back(call);
       call_ids[q].push_back(at->second);
     }
+    distinct_in[q] = std::set<std::size_t>(call_ids[q].begin(), call_ids[q].end()).size();
     calls_per_round += seq.calls.size();
     switch (seq.source) {
       case KernelSequence::Source::gpt_micro_batch: passes_of[q] = gpt_micro_batch<S>(seq, tracker, rng); break;
@@ -217,7 +222,7 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
       passes_of[q](warm);
       const double pass_s = seconds_since(warm_start);
       SB_CHECK(warm.size() == count, "calibrate: a pass timed {} calls of {}", warm.size(), count);
-      const double budget = seconds_per_call / kBudgetRounds * static_cast<double>(count);
+      const double budget = seconds_per_call / kBudgetRounds * static_cast<double>(distinct_in[q]);
       const int passes = measure::count_to_fill(budget, pass_s, kMinPasses, 200);
       std::vector<std::vector<double>> seconds(count);
       for (int pass = 0; pass < passes; ++pass) {
@@ -296,4 +301,4 @@ std::vector<KernelTime> time_kernel_sequences(const std::vector<KernelSequence>&
   return {};
 }
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

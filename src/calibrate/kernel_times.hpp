@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 // Times every call of kernel_benchmark.hpp in this process with `threads` threads in `rounds`
 // rounds and writes the CSV table; `ranks`: how many such processes run at once on the node;
@@ -15,4 +15,4 @@ namespace sb::cli {
 int time_kernels_to_file(const std::string& csv, int threads, int ranks, const std::vector<std::string>& precisions,
                          double seconds_per_call, std::int64_t max_batch, int rounds);
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate

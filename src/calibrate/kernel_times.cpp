@@ -1,13 +1,13 @@
 // The kernel-times child of the site fit (see kernel_times.hpp).
-#include "cli/kernel_times.hpp"
+#include "calibrate/kernel_times.hpp"
 
 #include <cstdio>
 
-#include "cli/kernel_benchmark.hpp"
+#include "calibrate/kernel_benchmark.hpp"
 #include "costmodel/kernel_profile.hpp"
 #include "runtime/parallel_runtime.hpp"
 
-namespace sb::cli {
+namespace sb::calibrate {
 
 using costmodel::KernelProfile;
 using costmodel::KernelTime;
@@ -36,4 +36,4 @@ int time_kernels_to_file(const std::string& csv, int threads, int ranks, const s
   return 0;
 }
 
-}  // namespace sb::cli
+}  // namespace sb::calibrate
