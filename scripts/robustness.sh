@@ -13,9 +13,8 @@
 # sanitizer build: every target, fuzz targets: all four. --ci (what .ci/run calls): 20 s per
 # fuzz target, and under the sanitizers only the binaries of the input readers' unit tests
 # (--asan-targets "$ci_asan_targets") and of those tests only the readers' (--asan-tests
-# "$ci_asan_tests": config, suite, plan, result file, checkpoint, site and kernel-table parsers,
-# data loaders, job scripts and the bad-input corpus): every unit test under ASan takes about an
-# hour on two cores, beyond CI's budget.
+# "$ci_asan_tests": plan, result file, checkpoint, site and kernel-table readers, job-script
+# quoting): every unit test under ASan is far beyond CI's budget on two cores.
 # Exit status 0 when no fuzz target crashed and the sanitizer suite passed; 1 otherwise.
 # Sanitizer options: ASan and UBSan halt on the first finding. LeakSanitizer: the fuzz targets
 # run with it (scripts/sanitizers/lsan.supp drops libhdf5's own leaks on corrupt files); the
@@ -33,13 +32,13 @@ do_asan=1
 asan_labels=""
 asan_targets=""
 targets="fuzz_config fuzz_idx fuzz_text_corpus fuzz_results_reader"
-# The binaries of the unit-label tests (tests/*/CMakeLists.txt) and what their fixtures run.
 asan_tests=""
-ci_asan_targets="scalebench write_example_results test_cli test_core test_plan test_io test_checkpoint_file
-  test_costmodel test_jobs"
-ci_asan_tests='(^|/)(Config|Suite|BadData|BadInput[A-Za-z]*|BadInspect|MemoryRefusal|HostMemoryLimit|TrainMemoryCheck|'
-ci_asan_tests+='RunPlan|PipelineSchedule|PlanOfEveryCase|ResultsFile|ResultsReader|H5Check|CheckpointFile|SiteProfile|'
-ci_asan_tests+='KernelProfile|ShellQuote|ScriptInjection|Tensor|BalancedPartition)[.]'
+# --ci's sanitizer build: the readers' unit-test binaries, not scalebench or test_cli (with them
+# the cold ASan build passed 1600 s of CPU here and was stopped unfinished: the whole trainer and
+# CLI); the bad-input corpus runs under the sanitizers in the full robustness.sh run.
+ci_asan_targets="write_example_results test_core test_plan test_io test_checkpoint_file test_costmodel test_jobs"
+ci_asan_tests='(^|/)(RunPlan|PipelineSchedule|PlanOfEveryCase|ResultsFile|ResultsReader|H5Check|CheckpointFile|'
+ci_asan_tests+='SiteProfile|KernelProfile|ShellQuote|ScriptInjection|Tensor|BalancedPartition)[.]'
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --fuzz-seconds) fuzz_seconds="$2"; shift 2 ;;
