@@ -378,6 +378,27 @@ def runs_table(runs):
             "</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
 
 
+def write_atomically(out, text):
+    """Writes text beside out and renames it: never a half-written report; no temporary file left."""
+    if os.path.isdir(out):
+        raise IsADirectoryError(21, "it is a folder")
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise OSError(22, "it is not a regular file")  # a device or FIFO is never replaced
+    out_dir = os.path.dirname(os.path.abspath(out))
+    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False, encoding="utf-8") as tmp:
+        name = tmp.name
+    try:
+        with open(name, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(name, 0o666 & ~umask)
+        os.replace(name, out)
+    except BaseException:
+        os.unlink(name)
+        raise
+
+
 def main():
     parser = argparse.ArgumentParser(description="HTML report of scalebench result files")
     parser.add_argument("files", nargs="+")
@@ -411,16 +432,26 @@ def main():
                  compression_table(compression))
     parts.append("<h2>Every run</h2>" + runs_table(runs) + "</body></html>")
     # written beside the target and renamed: never a half-written report
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    with tempfile.NamedTemporaryFile("w", dir=out_dir, suffix=".tmp", delete=False, encoding="utf-8") as tmp:
-        tmp.write("\n".join(parts))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp.name, 0o666 & ~umask)
-    os.replace(tmp.name, args.out)
+    try:
+        write_atomically(args.out, "\n".join(parts))
+    except OSError as e:
+        print(f"scalebench: error: report: cannot write -o '{args.out}': {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"report: {len(runs)} runs, {len(figures) + 1} figures -> {args.out}")
     return 0
 
 
+def main_without_traceback():
+    """A file that cannot be read or written is the user's to fix (exit 2); anything else is a fault (3)."""
+    try:
+        return main()
+    except OSError as e:
+        print(f"scalebench: error: report: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - one sentence, never a traceback
+        print(f"scalebench: internal error: report: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_without_traceback())

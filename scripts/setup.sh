@@ -8,10 +8,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 data_dir=${SB_DATA_DIR:-$root/data}
 kokkos_prefix=${SB_KOKKOS_PREFIX:-/opt/scalebench/kokkos-3.4.01-openmp}
 with_torch=0
+with_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --with-torch) with_torch=1 ;;   # PyTorch: only for regenerating golden files and the peer benchmark
-    *) echo "setup.sh: unknown option '$arg' (known: --with-torch)" >&2; exit 2 ;;
+    --with-fuzz) with_fuzz=1 ;;     # clang-14 and libFuzzer: scripts/robustness.sh (preset fuzz)
+    *) echo "setup.sh: unknown option '$arg' (known: --with-torch, --with-fuzz)" >&2; exit 2 ;;
   esac
 done
 
@@ -24,6 +26,7 @@ packages=(build-essential cmake git pkg-config ca-certificates dpkg-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libhwloc-dev zlib1g-dev
   python3-h5py python3-matplotlib python3-pandas python3-numpy python3-yaml dataset-fashion-mnist)
 [ "$with_torch" = 1 ] && packages+=(python3-torch)
+[ "$with_fuzz" = 1 ] && packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)
 # npm: the image may ship Node.js from elsewhere (whose npm conflicts with Debian's); use it then.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 

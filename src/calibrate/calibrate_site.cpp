@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "core/statistics.hpp"
 #include "costmodel/kernel_profile.hpp"
@@ -199,10 +200,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   // ---- write SITE.kernels.csv and SITE.yaml ---------------------------------------------------
   const fs::path table = fs::path(out).replace_extension(".kernels.csv");
   profile.save(table);
-  std::ifstream in(base_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string yaml = without_calibrated_section(text.str());
+  std::string yaml = without_calibrated_section(read_bounded_file(base_path, "site profile", kMaxYamlBytes));
   const std::string fitted_at = metrics::utc_now_iso8601();
   yaml += fmt::format(
       "# Fitted by `scalebench calibrate --site {} --out {}` on {} ({} kernel times on {} thread count(s)).\n"

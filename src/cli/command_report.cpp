@@ -7,6 +7,7 @@
 
 #include "launch/child_process.hpp"
 #include "cli/commands.hpp"
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 
 namespace sb::cli {
@@ -33,11 +34,17 @@ std::function<int()> add_report_command(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--title", o->title, "the report's title");
   return [o]() {
-    for (const std::string& file : o->files)
-      SB_USER_CHECK(std::filesystem::is_regular_file(file), "report: result file '{}' does not exist", file);
+    for (const std::string& file : o->files) {
+      SB_USER_CHECK(std::filesystem::exists(file), "report: result file '{}' does not exist", file);
+      require_regular_file(file, "report: result file");
+    }
     const std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent), "report: the folder of -o '{}' does not exist",
                   o->out);
+    std::error_code ec;
+    const auto target = std::filesystem::status(o->out, ec);
+    SB_USER_CHECK(!std::filesystem::exists(target) || std::filesystem::is_regular_file(target),
+                  "report: cannot write -o '{}': it is {}, not a regular file", o->out, file_kind(target));
     const std::filesystem::path script = std::filesystem::path(SB_SOURCE_DIR) / "analysis" / "report.py";
     SB_USER_CHECK(std::filesystem::is_regular_file(script), "report: '{}' is missing", script.string());
     std::vector<std::string> args = {python(), script.string()};

@@ -18,6 +18,7 @@
 #include "launch/mpirun_environment.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress_option.hpp"
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
@@ -138,8 +139,12 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "print the comparison as JSON on stdout (the cases' output goes to stderr)");
   return [options]() {
     apply_progress_option(options->progress);
-    const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
     const fs::path out_dir(options->out);
+    std::error_code ec;
+    const fs::file_status out_status = fs::status(out_dir, ec);
+    SB_USER_CHECK(!fs::exists(out_status) || fs::is_directory(out_status), "run: --out '{}' is {}, not a folder",
+                  options->out, file_kind(out_status));
+    const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
     const fs::path cases_dir = out_dir / (suite.name + ".cases");
     const auto file_id_of = [](const std::string& id) {
       std::string file_id;

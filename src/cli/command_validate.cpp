@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "validate/claims.hpp"
 #include "validate/spec.hpp"
@@ -86,8 +87,10 @@ std::function<int()> add_validate_command(CLI::App& app) {
   cmd->add_option("--spec", o->spec, "the spec (YAML; see jobs/specs/README.md)")->required();
   cmd->add_flag("--json", o->json, "print the verdicts as JSON instead of a table (same exit status)");
   return [o]() {
-    for (const std::string& file : o->files)
-      SB_USER_CHECK(std::filesystem::is_regular_file(file), "validate: result file '{}' does not exist", file);
+    for (const std::string& file : o->files) {
+      SB_USER_CHECK(std::filesystem::exists(file), "validate: result file '{}' does not exist", file);
+      require_regular_file(file, "validate: result file");
+    }
     const validate::Spec spec = validate::load_spec(o->spec);
     const std::vector<std::filesystem::path> files(o->files.begin(), o->files.end());
     const auto verdicts = validate::judge_claims(spec, o->spec, files);

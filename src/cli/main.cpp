@@ -4,9 +4,33 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "core/check.hpp"
+
+namespace {
+
+// --help and --version print and exit 0 (CLI11's own output); every other parse error is a
+// usage mistake: one sentence and exit 2 like any user error, not CLI11's codes (105-115).
+int usage_error(const CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+  std::fprintf(stderr, "scalebench: error: %s (see scalebench --help, or scalebench COMMAND --help)\n", e.what());
+  return 2;
+}
+
+// CLI11 reads an unknown command as a stray argument and says only "A subcommand is required".
+void refuse_unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  std::string known;
+  for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (command->get_name() == argv[1]) return;
+    known += (known.empty() ? "" : ", ") + command->get_name();
+  }
+  throw sb::UserError(fmt::format("unknown command '{}'; the commands are {}", argv[1], known));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"scalebench: measure and predict how neural-network training scales"};
@@ -27,9 +51,13 @@ int main(int argc, char** argv) {
   const auto report = sb::cli::add_report_command(app);
   const auto validate = sb::cli::add_validate_command(app);
   try {
+    refuse_unknown_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return usage_error(app, e);
+  } catch (const sb::UserError& e) {
+    std::fprintf(stderr, "scalebench: error: %s\n", e.what());
+    return 2;
   }
   try {
     if (app.got_subcommand("train")) return train();

@@ -37,6 +37,16 @@ bool device_memory_has_cuda() {
 #endif
 }
 
+std::size_t device_free_bytes() {
+#ifdef SB_HAVE_CUDA
+  std::size_t free = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo", 0, nullptr);
+  return free;
+#else
+  no_cuda("the GPU's free memory");
+#endif
+}
+
 void* allocate_device_bytes(Device device, std::size_t bytes, const char* label) {
   if (bytes == 0) return nullptr;
   if (device == Device::cpu) {

@@ -19,6 +19,9 @@ void zero_device_bytes(Device device, void* data, std::size_t bytes);
 // dst (bytes) on dst_device = src (bytes) on src_device
 void copy_device_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
 
+// The bytes free on this process's current GPU (cudaMemGetInfo); UserError without CUDA.
+std::size_t device_free_bytes();
+
 // Whether this build can allocate on the GPU (it was compiled with CUDA).
 bool device_memory_has_cuda();
 

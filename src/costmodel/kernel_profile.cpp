@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 
 namespace sb::costmodel {
@@ -68,6 +69,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 }  // namespace
 
 KernelProfile KernelProfile::load(const std::filesystem::path& file) {
+  require_regular_file(file, "kernel-time table");
   std::ifstream in(file);
   SB_USER_CHECK(in.good(), "cannot read the kernel-time table '{}'", file.string());
   KernelProfile profile;

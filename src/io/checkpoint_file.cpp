@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "io/h5_check.hpp"
 #include "io/h5_objects.hpp"
@@ -116,6 +117,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
                            const std::function<bool(const CheckpointRank& header)>& wanted) {
   H5QuietErrors quiet;
   SB_USER_CHECK(std::filesystem::exists(path), "checkpoint {} does not exist", path.string());
+  require_regular_file(path, "checkpoint");  // H5Fopen on a FIFO would block
   SB_USER_CHECK(H5Fis_hdf5(path.c_str()) > 0, "{} is not an HDF5 file (so not a scalebench checkpoint)",
                 path.string());
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/bounded_file.hpp"
 #include "io/h5_objects.hpp"
 #include "metrics/run_context.hpp"
 
@@ -181,6 +182,7 @@ H5Handle open_existing_results_file(const std::filesystem::path& path, unsigned 
   if (!std::filesystem::exists(path, ignored)) {
     throw UserError(fmt::format("{} does not exist", path.string()));
   }
+  require_regular_file(path, "result file");  // H5Fopen on a FIFO would block
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     throw UserError(fmt::format("{} is not an HDF5 file (so not a scalebench result file)",
                                 path.string()));

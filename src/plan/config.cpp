@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
@@ -178,11 +179,7 @@ std::string yaml_text(const YAML::Node& node) {
 }
 
 YAML::Node load_yaml_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  SB_USER_CHECK(in.good(), "cannot read config file '{}' (missing or unreadable)", path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_yaml_text(text.str(), path.string());
+  return parse_yaml_text(read_bounded_file(path, "config file", kMaxYamlBytes), path.string());
 }
 
 void apply_override(YAML::Node& root, const std::string& assignment, const std::string& source) {

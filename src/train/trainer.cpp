@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/check.hpp"
@@ -32,6 +33,7 @@
 #include "train/distributed_step.hpp"
 #include "train/failure_injection.hpp"
 #include "train/int8_after_training.hpp"
+#include "train/memory_fit.hpp"
 #include "train/non_finite_check.hpp"
 #include "train/parameter_constraints.hpp"
 #include "train/progress.hpp"
@@ -118,15 +120,34 @@ std::unique_ptr<parallel::Communicator> world_for(const plan::TrainConfig& c, ke
   return world;
 }
 
+// The world, once this rank's share of the predicted memory fits where it runs (its GPU is
+// chosen by then): an impossible batch is refused with the figures before anything allocates.
+std::unique_ptr<parallel::Communicator> world_with_room(const plan::TrainConfig& c, kernels::Backend backend,
+                                                        const plan::RunPrediction* prediction) {
+  std::unique_ptr<parallel::Communicator> world = world_for(c, backend);
+  refuse_if_memory_does_not_fit(c, prediction, kernels::memory_device(backend));
+  return world;
+}
+
+// config.threads, once it is no more than the host's CPUs (Kokkos's OpenMP start-up crashed at
+// 50000); the allocation then reads the affinity mask and the launcher (thread_allocation.hpp).
+std::int64_t requested_threads(const plan::TrainConfig& c) {
+  const std::int64_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  SB_USER_CHECK(c.threads <= cpus, "{}: 'threads' is {}, more than the {} CPUs of host {}; use at most {} (0: all)",
+                c.source, c.threads, cpus, host_name(), cpus);
+  return c.threads;
+}
+
 // One rank's part of a run, built in the order each piece needs the ones before it; what can
 // fail on user input comes first, so a config that cannot run writes nothing.
 struct RankSetup {
-  RankSetup(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id)
+  RankSetup(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
+            const plan::RunPrediction* prediction)
       : c(with_checkpoint_sources(config, out)),
         run_plan(plan::runnable_plan(c)),
         backend(supported_backend(c)),
-        world(world_for(c, backend)),
-        allocation(allocate_threads(c.threads, MPI_COMM_WORLD)),
+        world(world_with_room(c, backend, prediction)),
+        allocation(allocate_threads(requested_threads(c), MPI_COMM_WORLD)),
         threads(allocation.threads),
         runtime(threads),
         grid(*world, static_cast<int>(c.strategy.dp), static_cast<int>(c.strategy.tp),
@@ -306,7 +327,7 @@ class TrainingLoop {
 TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out, const std::string& run_id,
                           bool append, const std::filesystem::path& trace, const plan::RunPrediction* prediction,
                           bool run_id_chosen) {
-  RankSetup rank(config, out, run_id);
+  RankSetup rank(config, out, run_id, prediction);
   io::Attributes context = run_context_on(rank.device(), metrics::collect_run_context(rank.threads, MPI_COMM_WORLD));
   for (auto& attribute : thread_allocation_context(rank.allocation)) context.push_back(std::move(attribute));
   // A name the caller chose stays as given (run, submit and collect find the run by it).

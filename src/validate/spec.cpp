@@ -10,6 +10,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/bounded_file.hpp"
 #include "core/check.hpp"
 
 namespace sb::validate {
@@ -206,10 +207,11 @@ std::optional<std::int64_t> parse_size(const std::string& text) {
 
 Spec load_spec(const std::filesystem::path& file) {
   const std::string source = file.string();
-  SB_USER_CHECK(std::filesystem::is_regular_file(file), "spec '{}' does not exist", source);
+  SB_USER_CHECK(std::filesystem::exists(file), "spec '{}' does not exist", source);
+  const std::string text = read_bounded_file(file, "spec", kMaxYamlBytes);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(source);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw UserError(fmt::format("{}: not valid YAML (line {}: {})", source, e.mark.line + 1, e.msg));
   }

@@ -49,6 +49,8 @@ class Scratch {
   CommandResult run_under(const std::string& launcher, const std::string& args) const {
     return run_command(launcher + " " + SB_EXE + " " + args);
   }
+  // A whole shell command line (cd, timeout, ...), its output captured like run()'s.
+  CommandResult run_command_line(const std::string& command_line) const { return run_command(command_line); }
 
  private:
   CommandResult run_command(const std::string& command_line) const {
