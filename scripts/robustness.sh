@@ -56,6 +56,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: the fuzz and test steps run in other folders
 summary="$out/summary.md"
 status=0
 supp="$root/scripts/sanitizers/lsan.supp"
