@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/check.hpp"
 #include "core/cpu_affinity.hpp"
@@ -31,6 +32,18 @@ int stated_threads(std::int64_t configured, int cpus, std::string& source) {
   return 0;
 }
 
+// A stated count is at most the host's CPUs: more cannot run one per core, and Kokkos's OpenMP
+// start-up crashed at 50000.
+void check_within_host(int threads, const std::string& source, const std::string& config_source) {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= cpus) return;
+  if (source == "config")
+    SB_USER_CHECK(false, "{}: 'threads' is {}, more than the {} CPUs of host {}; use at most {} (0: all)",
+                  config_source, threads, cpus, host_name(), cpus);
+  SB_USER_CHECK(false, "{} is {}, more than the {} CPUs of host {}; use at most {}", source, threads, cpus,
+                host_name(), cpus);
+}
+
 MPI_Comm node_communicator(MPI_Comm world) {
   MPI_Comm node = MPI_COMM_NULL;
   SB_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS,
@@ -40,12 +53,13 @@ MPI_Comm node_communicator(MPI_Comm world) {
 
 }  // namespace
 
-ThreadAllocation allocate_threads(std::int64_t configured_threads, MPI_Comm world) {
+ThreadAllocation allocate_threads(std::int64_t configured_threads, const std::string& config_source, MPI_Comm world) {
   ThreadAllocation a;
   const cpu_set_t& mine = start_affinity();
   a.cpus_allowed = start_cpu_count();
   a.cpus_allowed_list = cpu_list(mine);
   a.threads = stated_threads(configured_threads, a.cpus_allowed, a.source);
+  check_within_host(a.threads, a.source, config_source);
   MPI_Comm node = node_communicator(world);
   MPI_Comm_size(node, &a.node_ranks);
   cpu_set_t all = mine;  // cpu_set_t is a plain bit array: OR them byte by byte

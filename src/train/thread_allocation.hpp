@@ -33,7 +33,9 @@ struct ThreadAllocation {
 //    the launcher did not narrow the mask to them (Slurm without a task/affinity plugin);
 // 4. the CPUs of the process's start affinity mask, shared evenly by the ranks of the node
 //    whose masks are identical (mpirun without binding gives every rank the whole mask).
-ThreadAllocation allocate_threads(std::int64_t configured_threads, MPI_Comm world);
+// A stated count above the host's CPUs (from the case or the environment) is a UserError naming
+// where it came from (`config_source`: the case's file): Kokkos's OpenMP start-up crashed at 50000.
+ThreadAllocation allocate_threads(std::int64_t configured_threads, const std::string& config_source, MPI_Comm world);
 
 // The context attributes (results/README.md): threads_source, cpus_allowed,
 // cpus_allowed_list, node_ranks, node_cpus, oversubscribed (0 or 1), rank 0's.

@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/check.hpp"
@@ -129,15 +128,6 @@ std::unique_ptr<parallel::Communicator> world_with_room(const plan::TrainConfig&
   return world;
 }
 
-// config.threads, once it is no more than the host's CPUs (Kokkos's OpenMP start-up crashed at
-// 50000); the allocation then reads the affinity mask and the launcher (thread_allocation.hpp).
-std::int64_t requested_threads(const plan::TrainConfig& c) {
-  const std::int64_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  SB_USER_CHECK(c.threads <= cpus, "{}: 'threads' is {}, more than the {} CPUs of host {}; use at most {} (0: all)",
-                c.source, c.threads, cpus, host_name(), cpus);
-  return c.threads;
-}
-
 // One rank's part of a run, built in the order each piece needs the ones before it; what can
 // fail on user input comes first, so a config that cannot run writes nothing.
 struct RankSetup {
@@ -147,7 +137,7 @@ struct RankSetup {
         run_plan(plan::runnable_plan(c)),
         backend(supported_backend(c)),
         world(world_with_room(c, backend, prediction)),
-        allocation(allocate_threads(requested_threads(c), MPI_COMM_WORLD)),
+        allocation(allocate_threads(c.threads, c.source, MPI_COMM_WORLD)),
         threads(allocation.threads),
         runtime(threads),
         grid(*world, static_cast<int>(c.strategy.dp), static_cast<int>(c.strategy.tp),
