@@ -1,9 +1,8 @@
-// Ranks on one node are counted with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); the heaviest
+// The ranks on one node come from the thread allocation (thread_allocation.hpp); the heaviest
 // rank's prediction stands for each of them, so the host check errs towards letting a run try.
 #include "train/memory_fit.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
 
 #include "core/check.hpp"
 
@@ -13,18 +12,6 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string gib(double bytes) { return fmt::format("{:.3g} GiB", bytes / kGiB); }
-
-int ranks_on_this_node() {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) return 1;
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return 1;
-  int size = 1;
-  MPI_Comm_size(node, &size);
-  MPI_Comm_free(&node);
-  return size;
-}
 
 double total(const plan::PredictedMemory& m) { return m.params + m.grads + m.optimizer + m.activations; }
 
@@ -42,9 +29,10 @@ std::string memory_refusal(const plan::TrainConfig& c, const plan::PredictedMemo
       where, gib(limit.bytes), limit.source);
 }
 
-void refuse_if_memory_does_not_fit(const plan::TrainConfig& c, const plan::RunPrediction* prediction, Device device) {
+void refuse_if_memory_does_not_fit(const plan::TrainConfig& c, const plan::RunPrediction* prediction, Device device,
+                                   int node_ranks) {
   if (prediction == nullptr) return;
-  const int sharing = device == Device::cpu ? ranks_on_this_node() : 1;
+  const int sharing = device == Device::cpu ? node_ranks : 1;
   const std::string where = device == Device::cpu ? fmt::format("host {}", host_name())
                                                   : fmt::format("the GPU of {}", where_am_i());
   const std::string refusal = memory_refusal(c, prediction->memory, sharing, free_memory_on(device), where);

@@ -23,7 +23,8 @@ std::string memory_refusal(const plan::TrainConfig& c, const plan::PredictedMemo
 
 // UserError with memory_refusal's sentence when this rank's share of the run does not fit on
 // `device`: on cpu every rank of this node shares the host's limit; on cuda a rank has its GPU.
-// prediction may be null (nothing to check). Collective over MPI_COMM_WORLD (node-local ranks).
-void refuse_if_memory_does_not_fit(const plan::TrainConfig& c, const plan::RunPrediction* prediction, Device device);
+// prediction may be null (nothing to check); node_ranks: the ranks on this node (ThreadAllocation).
+void refuse_if_memory_does_not_fit(const plan::TrainConfig& c, const plan::RunPrediction* prediction, Device device,
+                                   int node_ranks);
 
 }  // namespace sb::train

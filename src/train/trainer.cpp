@@ -119,13 +119,14 @@ std::unique_ptr<parallel::Communicator> world_for(const plan::TrainConfig& c, ke
   return world;
 }
 
-// The world, once this rank's share of the predicted memory fits where it runs (its GPU is
-// chosen by then): an impossible batch is refused with the figures before anything allocates.
-std::unique_ptr<parallel::Communicator> world_with_room(const plan::TrainConfig& c, kernels::Backend backend,
-                                                        const plan::RunPrediction* prediction) {
-  std::unique_ptr<parallel::Communicator> world = world_for(c, backend);
-  refuse_if_memory_does_not_fit(c, prediction, kernels::memory_device(backend));
-  return world;
+// This rank's threads, once its share of the predicted memory fits where it runs (its GPU is
+// chosen with the world): an impossible batch is refused with the figures before anything
+// allocates.
+ThreadAllocation allocation_with_room(const plan::TrainConfig& c, kernels::Backend backend,
+                                      const plan::RunPrediction* prediction) {
+  ThreadAllocation allocation = allocate_threads(c.threads, c.source, MPI_COMM_WORLD);
+  refuse_if_memory_does_not_fit(c, prediction, kernels::memory_device(backend), allocation.node_ranks);
+  return allocation;
 }
 
 // One rank's part of a run, built in the order each piece needs the ones before it; what can
@@ -136,8 +137,8 @@ struct RankSetup {
       : c(with_checkpoint_sources(config, out)),
         run_plan(plan::runnable_plan(c)),
         backend(supported_backend(c)),
-        world(world_with_room(c, backend, prediction)),
-        allocation(allocate_threads(c.threads, c.source, MPI_COMM_WORLD)),
+        world(world_for(c, backend)),
+        allocation(allocation_with_room(c, backend, prediction)),
         threads(allocation.threads),
         runtime(threads),
         grid(*world, static_cast<int>(c.strategy.dp), static_cast<int>(c.strategy.tp),
