@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/install_paths.hpp"
 #include "core/memory.hpp"
 #include "data/image_dataset.hpp"
 #include "data/text_corpus.hpp"
@@ -24,10 +25,7 @@
 
 namespace {
 
-std::string data_dir() {
-  const char* dir = std::getenv("SB_DATA_DIR");
-  return dir && *dir ? dir : std::string(SB_SOURCE_DIR) + "/data";
-}
+std::string data_dir() { return sb::datasets_dir().string(); }
 
 void BM_gpt_training_step(benchmark::State& state, const std::string& model_name) {
   const auto B = state.range(0);

@@ -23,7 +23,7 @@ set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
 file(GLOB SB_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/kernels/cuda/*.cu)
 add_library(sb_kernels_cuda STATIC ${SB_CUDA_SOURCES})
-target_include_directories(sb_kernels_cuda PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
+target_include_directories(sb_kernels_cuda PUBLIC ${SB_INCLUDE_DIRS})
 target_compile_options(sb_kernels_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
 # The static runtime: test binaries need no libcudart.so on the GPU node, only the driver
@@ -45,7 +45,7 @@ file(GLOB SB_REFERENCE_KERNEL_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/src/kernels/reference/*.cpp)
 add_library(sb_kernels_portable STATIC ${SB_REFERENCE_KERNEL_SOURCES}
   ${CMAKE_SOURCE_DIR}/src/core/check.cpp ${CMAKE_SOURCE_DIR}/src/core/tensor.cpp)
-target_include_directories(sb_kernels_portable PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
+target_include_directories(sb_kernels_portable PUBLIC ${SB_INCLUDE_DIRS})
 target_compile_definitions(sb_kernels_portable PRIVATE SB_WITHOUT_MPI)
 target_compile_options(sb_kernels_portable PRIVATE -Wall -Wextra)
 target_link_libraries(sb_kernels_portable PUBLIC fmt::fmt)

@@ -17,6 +17,7 @@ for key in ("cff-version", "message", "title", "authors", "version", "license"):
     assert key in citation, f"CITATION.cff has no {key}"
 assert str(citation["version"]) == version, f"CITATION.cff version {citation['version']} != CMake {version}"
 assert citation["license"] == "Apache-2.0", citation["license"]
-out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-assert re.fullmatch(rf"scalebench {re.escape(version)} \(git \S+, commit ([0-9a-f]{{12}}|unknown)\)", out), out
-print("release files ok:", out)
+out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout.strip().splitlines()
+assert re.fullmatch(rf"scalebench {re.escape(version)} \(git \S+, commit ([0-9a-f]{{12}}|unknown)\)", out[0]), out
+assert [line.split(":")[0] for line in out[1:]] == ["resources", "data sets", "site profiles"], out
+print("release files ok:", out[0])

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
+#include "core/install_paths.hpp"
 
 namespace sb::cli {
 
@@ -45,7 +46,7 @@ std::function<int()> add_report_command(CLI::App& app) {
     const auto target = std::filesystem::status(o->out, ec);
     SB_USER_CHECK(!std::filesystem::exists(target) || std::filesystem::is_regular_file(target),
                   "report: cannot write -o '{}': it is {}, not a regular file", o->out, file_kind(target));
-    const std::filesystem::path script = std::filesystem::path(SB_SOURCE_DIR) / "analysis" / "report.py";
+    const std::filesystem::path script = resource_dir() / "analysis" / "report.py";
     SB_USER_CHECK(std::filesystem::is_regular_file(script), "report: '{}' is missing", script.string());
     std::vector<std::string> args = {python(), script.string()};
     args.insert(args.end(), o->files.begin(), o->files.end());

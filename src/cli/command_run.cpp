@@ -20,6 +20,7 @@
 #include "cli/progress_option.hpp"
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
+#include "core/install_paths.hpp"
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
@@ -35,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunOptions {
-  std::string suite = std::string(SB_SOURCE_DIR) + "/suites/quickstart.yaml";
+  std::string suite = (resource_dir() / "suites" / "quickstart.yaml").string();
   std::string out = "results";
   std::vector<std::string> overrides;
   std::string progress;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "core/check.hpp"
+#include "core/install_paths.hpp"
 
 namespace {
 
@@ -30,6 +31,16 @@ void refuse_unknown_command(CLI::App& app, int argc, char** argv) {
   throw sb::UserError(fmt::format("unknown command '{}'; the commands are {}", argv[1], known));
 }
 
+// The version line, then where this binary reads what it ships with and what a site adds
+// (core/install_paths.hpp), so that a centre can see which install answered.
+std::string version_text() {
+  std::string dirs;
+  for (const auto& dir : sb::site_profile_dirs()) dirs += (dirs.empty() ? "" : ", ") + dir.string();
+  return fmt::format("scalebench {} (git {}, commit {})\nresources: {} ({})\ndata sets: {}\nsite profiles: {}",
+                     SB_VERSION, SB_GIT_DESCRIBE, SB_GIT_SHA, sb::resource_dir().string(), sb::resource_dir_origin(),
+                     sb::datasets_dir().string(), dirs);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,8 +48,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // "scalebench 0.1.0 (git v0.1.0-3-g1a2b3c4d5e6f, commit 1a2b3c4d5e6f)": CMake's project
   // VERSION, and git describe and the commit at configure time
-  app.set_version_flag("--version", std::string("scalebench ") + SB_VERSION + " (git " + SB_GIT_DESCRIBE +
-                                        ", commit " + SB_GIT_SHA + ")");
+  app.set_version_flag("--version", version_text());
   const auto train = sb::cli::add_train_command(app, argc, argv);
   const auto run = sb::cli::add_run_command(app);
   const auto inspect = sb::cli::add_inspect_command(app);

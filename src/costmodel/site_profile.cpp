@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/install_paths.hpp"
 #include "plan/config.hpp"
 
 namespace sb::costmodel {
@@ -232,13 +233,14 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
 
 std::filesystem::path site_profile_path(const std::string& site, const std::string& what) {
   if (std::filesystem::exists(site) || site.find('/') != std::string::npos) return site;
-  const char* dir = std::getenv("SB_SITES_DIR");
-  const std::filesystem::path sites =
-      dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(SB_SOURCE_DIR) / "jobs" / "sites";
-  const std::filesystem::path shipped = sites / (site + ".yaml");
-  SB_USER_CHECK(std::filesystem::exists(shipped), "{} '{}' is neither a file nor a profile in {}", what, site,
-                sites.string());
-  return shipped;
+  const std::vector<std::filesystem::path> dirs = site_profile_dirs();
+  std::string searched;
+  for (const std::filesystem::path& dir : dirs) {
+    const std::filesystem::path profile = dir / (site + ".yaml");
+    if (std::filesystem::exists(profile)) return profile;
+    searched += (searched.empty() ? "" : " or ") + dir.string();
+  }
+  throw UserError(fmt::format("{} '{}' is neither a file nor a profile in {}", what, site, searched));
 }
 
 SiteProfile load_site_profile(const std::filesystem::path& path) {

@@ -72,9 +72,10 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
 SiteProfile load_site_profile(const std::filesystem::path& path);
 
 // Where a site named on the command line or in a config lives: an existing file or anything
-// with a '/' is a path as given; a bare name is jobs/sites/NAME.yaml in the source tree
-// ($SB_SITES_DIR/NAME.yaml when set). UserError, naming `what` (e.g. "--site"), when a name
-// has no profile.
+// with a '/' is a path as given; a bare name is NAME.yaml in the first of site_profile_dirs()
+// (core/install_paths.hpp: $SB_SITES_DIR alone when set, else the user's
+// ~/.config/scalebench/sites, then the shipped jobs/sites). UserError, naming `what` (e.g.
+// "--site") and the folders searched, when a name has no profile.
 std::filesystem::path site_profile_path(const std::string& site, const std::string& what = "site");
 
 }  // namespace sb::costmodel

@@ -12,6 +12,7 @@
 
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
+#include "core/install_paths.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
 
@@ -112,9 +113,7 @@ void require_one_of(const std::string& value, const std::vector<std::string>& al
 }
 
 std::filesystem::path default_data_path(const std::string& dataset) {
-  if (const char* dir = std::getenv("SB_DATA_DIR"); dir && *dir)
-    return std::filesystem::path(dir) / dataset;
-  return std::filesystem::path(SB_SOURCE_DIR) / "data" / dataset;
+  return datasets_dir() / dataset;
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct ModelSpec {
 
 struct DataSpec {
   std::string dataset;          // "sotu" (text), "spam-assassin" (labelled messages), "mnist" or "fashion-mnist" (images)
-  std::filesystem::path path;   // resolved: data.path, else $SB_DATA_DIR/<dataset>, else <repo>/data/<dataset>
+  std::filesystem::path path;   // resolved: data.path, else datasets_dir()/<dataset> (core/install_paths.hpp)
   // images, messages: train on the first N training samples only (a small labelled subset; 0 = all)
   std::int64_t train_samples = 0;
 };
