@@ -9,6 +9,11 @@ Figures, each an <img id="fig-..."> holding a PNG:
                    workspace, comm)
   fig-prediction   the cost model's predicted step time against the measured one, with the error
   fig-accuracy     final held-out (text) or test (images) accuracy per run, grouped by precision
+  fig-tradeoff     (section "Memory against step time") each run's largest tracked memory of a
+                   rank against its median step time, one marker per strategy (grid, ZeRO stage,
+                   recomputation, interleaving, sequence parallelism, 16-bit gradients, precision)
+                   per model and batch: the trade-off a user chooses between; with a table
+                   (id="tradeoff") of the same figures and each run's memory by category
   fig-compression  (section "Compression and transfer") test accuracy against the sparsity reached
                    for each pruned run, right after pruning (step 0) and after fine-tuning, beside
                    the dense model (the same model and data from scratch, mean over its runs); and
@@ -55,6 +60,24 @@ def strategy_kind(r):
     return "×".join(used) if used else "one rank"
 
 
+def strategy_label(r, attrs):
+    """The strategy a run chose, in the words of its config keys: "dp2 tp2 zero1 recompute=full"."""
+    words = [f"{k}{r[k]}" for k in ("dp", "tp", "pp") if r[k] > 1] or ["one rank"]
+    if int(attrs.get("zero", 0)) > 0:
+        words.append(f"zero{int(attrs['zero'])}")
+    if r["pp"] > 1 and int(attrs.get("interleave", 1)) > 1:
+        words.append(f"interleave{int(attrs['interleave'])}")
+    if text(attrs.get("recompute", "none")) != "none":
+        words.append(f"recompute={text(attrs['recompute'])}")
+    if int(attrs.get("sequence_parallel", 0)):
+        words.append("sp")
+    if text(attrs.get("main_grads", "fp32")) != "fp32":
+        words.append(f"grads={text(attrs['main_grads'])}")
+    if r["precision"] != "fp32":
+        words.append(r["precision"])
+    return " ".join(words)
+
+
 def load_runs(paths):
     runs = []
     for path in paths:
@@ -88,6 +111,7 @@ def load_runs(paths):
                     for field, name in PARTS:
                         r["parts"][name] = float(np.median(tail[field]))
                 r["memory"] = g["memory"][:] if "memory" in g else None
+                r["strategy"] = strategy_label(r, a)
                 p = g["prediction"].attrs if "prediction" in g else {}
                 r["predicted_s"] = float(p["step_time_s"]) if int(p.get("feasible", 0)) else np.nan
                 r["error_pct"] = float(p.get("error_step_time_pct", np.nan))
@@ -195,6 +219,47 @@ def figure_memory(runs):
     ax.set_title("memory per rank by category")
     ax.legend(fontsize=7, loc="lower right")
     return fig
+
+
+def peak_rank_mib(r):
+    """The largest tracked peak of any rank (MiB): what must fit on each device."""
+    return max(float(m["peak_tracked"]) for m in r["memory"]) / 2**20
+
+
+def tradeoff_runs(runs):
+    return [r for r in runs if r["memory"] is not None and len(r["memory"]) and np.isfinite(r["step_s"])]
+
+
+def figure_tradeoff(runs):
+    rows = tradeoff_runs(runs)
+    if not rows:
+        return no_data("memory against step time", "no run with a memory table and timed steps")
+    groups = sorted({(r["model"], r["global_batch"]) for r in rows})
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 4), squeeze=False)
+    for ax, (model, batch) in zip(axes[0], groups):
+        group = [r for r in rows if (r["model"], r["global_batch"]) == (model, batch)]
+        for k, r in enumerate(sorted(group, key=lambda r: r["strategy"])):
+            ax.scatter(r["step_s"] * 1e3, peak_rank_mib(r), marker="os^vD<>ph*"[k % 10], s=40, label=r["strategy"])
+        ax.set_xlabel("median step time (ms)")
+        ax.set_ylabel("largest tracked memory of a rank (MiB)")
+        ax.set_title(f"{model}, global batch {batch}")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def tradeoff_table(runs):
+    rows = tradeoff_runs(runs)
+    head = ("<tr><th>model</th><th>batch</th><th>strategy</th><th>ms/step</th><th>largest rank MiB</th>" +
+            "".join(f"<th>{c} MiB</th>" for c in CATEGORIES) + "<th>run</th></tr>")
+    body = []
+    for r in sorted(rows, key=lambda r: (r["model"], r["global_batch"], r["step_s"])):
+        heaviest = max(r["memory"], key=lambda m: float(m["peak_tracked"]))
+        cells = [r["model"], r["global_batch"], r["strategy"], number(r["step_s"] * 1e3, ".1f"),
+                 number(peak_rank_mib(r), ".1f"), *(number(float(heaviest[c]) / 2**20, ".1f") for c in CATEGORIES),
+                 r["id"]]
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f'<table id="tradeoff">{head}{"".join(body)}</table>'
 
 
 def figure_prediction(runs):
@@ -427,6 +492,8 @@ def main():
              f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>"]
     for fig_id, title, make in figures:
         parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, make(runs)))
+    parts.append("<h2>Memory against step time</h2>" +
+                 image("fig-tradeoff", "Memory against step time", figure_tradeoff(runs)) + tradeoff_table(runs))
     parts.append("<h2>Compression and transfer</h2>" +
                  image("fig-compression", "Compression and transfer", figure_compression(compression)) +
                  compression_table(compression))
@@ -437,7 +504,7 @@ def main():
     except OSError as e:
         print(f"scalebench: error: report: cannot write -o '{args.out}': {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"report: {len(runs)} runs, {len(figures) + 1} figures -> {args.out}")
+    print(f"report: {len(runs)} runs, {len(figures) + 2} figures -> {args.out}")
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`scalebench report` end to end: from a real result file (the cli_train_results fixture), one
-HTML file whose six figures are real PNG images and whose table holds every run; the compression
+HTML file whose seven figures are real PNG images and whose table holds every run; the compression
 and transfer section says it has nothing to show for this unpruned, unquantised run (in the
 figure's alt and its table); a file name with shell syntax runs nothing; a missing or non-HDF5
 input is exit 2 and no report.
@@ -15,7 +15,8 @@ import subprocess
 import sys
 
 scalebench, results, out_dir = sys.argv[1:4]
-FIGURES = ["fig-throughput", "fig-breakdown", "fig-memory", "fig-prediction", "fig-accuracy", "fig-compression"]
+FIGURES = ["fig-throughput", "fig-breakdown", "fig-memory", "fig-prediction", "fig-accuracy", "fig-tradeoff",
+           "fig-compression"]
 problems = []
 
 
@@ -54,6 +55,9 @@ if not compression or compression.group(1) != "compression: no pruned or int8-qu
     problems.append(f"fig-compression's alt is {compression and compression.group(1)!r}, not the no-data sentence")
 if not re.search(r'<table id="compression">.*?<td>none of these files holds a distilled', page, re.S):
     problems.append("the compression table is missing or does not say it holds none")
+tradeoff = re.findall(r"<tr><td>", page.split('id="tradeoff"')[1].split("</table>")[0]) if 'id="tradeoff"' in page else []
+if len(tradeoff) != 2:
+    problems.append(f"the memory against step time table has {len(tradeoff)} rows, not 2")
 if "no run carries a feasible prediction" in page:
     problems.append("the prediction figure found no prediction in a train file")
 if os.path.exists(injected) or os.path.exists(os.path.join(out_dir, "sb_report_injected")):
