@@ -20,5 +20,6 @@ std::function<int()> add_status_command(CLI::App& app);
 std::function<int()> add_collect_command(CLI::App& app);
 std::function<int()> add_report_command(CLI::App& app);
 std::function<int()> add_validate_command(CLI::App& app);
+std::function<int()> add_compare_command(CLI::App& app);
 
 }  // namespace sb::cli

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   const auto collect = sb::cli::add_collect_command(app);
   const auto report = sb::cli::add_report_command(app);
   const auto validate = sb::cli::add_validate_command(app);
+  const auto compare = sb::cli::add_compare_command(app);
   try {
     refuse_unknown_command(app, argc, argv);
     app.parse(argc, argv);
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("collect")) return collect();
     if (app.got_subcommand("report")) return report();
     if (app.got_subcommand("validate")) return validate();
+    if (app.got_subcommand("compare")) return compare();
   } catch (const sb::UserError& e) {
     std::fprintf(stderr, "scalebench: error: %s\n", e.what());
     return 2;

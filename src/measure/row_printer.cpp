@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <utility>
 
 #include "core/check.hpp"
@@ -13,7 +14,8 @@ namespace {
 
 std::string cell_text(const io::RecordCell& cell, int decimals) {
   if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
-  if (const auto* d = std::get_if<double>(&cell)) return fmt::format("{:.{}f}", *d, decimals);
+  if (const auto* d = std::get_if<double>(&cell))
+    return std::isfinite(*d) ? fmt::format("{:.{}f}", *d, decimals) : std::string("-");  // not measured
   return std::get<std::string>(cell);
 }
 

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""`scalebench compare` end to end on real runs: the same gpt-tiny case trained with two threads
+(A) and with one (B) under one run id. A file against itself: every figure "same", exit 0. A
+against B: the step time and throughput worse beyond the tolerance, exit 1, in the table and in
+--json; B against A: better, exit 0. Bad input (a missing file, files without a common run, a
+negative tolerance): exit 2, one sentence. Reads the verdicts from --json, the runs from HDF5.
+
+Run alone (RUN_SERIAL): it compares timings.
+Usage: check_compare.py SCALEBENCH CONFIG OUT_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+
+scalebench, config, out_dir = sys.argv[1:4]
+problems = []
+COMMON = ["--set", "model=gpt-tiny", "--set", "steps=8", "--set", "batch.global=8", "--set", "eval_every=0",
+          "--set", "eval_batches=1", "--run-id", "gpt-tiny", "--force", "--progress", "off"]
+
+
+def train(name, threads):
+    out = os.path.join(out_dir, f"compare_{name}.h5")
+    subprocess.run([scalebench, "train", "--config", config, "--out", out, "--set", f"threads={threads}", *COMMON],
+                   check=True, stdout=subprocess.DEVNULL)
+    with h5py.File(out, "r") as f:
+        assert int(f["runs/gpt-tiny/context"].attrs["threads"]) == threads, dict(f["runs/gpt-tiny/context"].attrs)
+    return out
+
+
+def compare(a, b, *extra):
+    r = subprocess.run([scalebench, "compare", a, b, "--json", *extra], capture_output=True, text=True)
+    return r.returncode, (json.loads(r.stdout) if r.returncode in (0, 1) else None), r.stderr
+
+
+two, one = train("two_threads", 2), train("one_thread", 1)
+
+rc, same, _ = compare(two, two)
+if rc != 0 or same["regression"] or any(c["verdict"] != "same" for c in same["changes"]):
+    problems.append(f"a file against itself: exit {rc}, verdicts {[c['verdict'] for c in same['changes']]}")
+figures = {c["figure"] for c in same["changes"]}
+for wanted in ("step time", "throughput", "peak memory", "held-out loss"):
+    if wanted not in figures:
+        problems.append(f"no '{wanted}' figure in {sorted(figures)}")
+
+rc, slower, _ = compare(two, one, "--tolerance", "10")
+verdict = {c["figure"]: c for c in slower["changes"]} if slower else {}
+step = verdict.get("step time", {})
+print(f"two threads -> one: step time {step.get('a'):.1f} -> {step.get('b'):.1f} ms ({step.get('change_pct'):+.1f}%, "
+      f"spread {step.get('spread_pct'):.1f}%), verdict {step.get('verdict')}, exit {rc}")
+if rc != 1 or not slower["regression"] or step.get("verdict") != "worse":
+    problems.append(f"one thread against two: exit {rc}, step time {step}")
+if verdict.get("throughput", {}).get("verdict") != "worse":
+    problems.append(f"throughput with one thread: {verdict.get('throughput')}")
+if verdict.get("held-out loss", {}).get("verdict") != "same":  # the same model trained: threads change no loss
+    problems.append(f"held-out loss moved with the thread count: {verdict.get('held-out loss')}")
+table = subprocess.run([scalebench, "compare", two, one, "--tolerance", "10"], capture_output=True, text=True)
+if table.returncode != 1 or "regression(s) beyond 10%" not in table.stdout or "gpt-tiny step time +" not in table.stdout:
+    problems.append(f"the table does not name the regression: {table.stdout[-600:]!r}")
+
+rc, faster, _ = compare(one, two, "--tolerance", "10")
+step = {c["figure"]: c for c in faster["changes"]}.get("step time", {}) if faster else {}
+if rc != 0 or step.get("verdict") != "better":
+    problems.append(f"two threads against one: exit {rc}, step time {step}")
+
+# bad input: exit 2 with one sentence, nothing on stdout
+other = os.path.join(out_dir, "compare_other_id.h5")
+subprocess.run([scalebench, "train", "--config", config, "--out", other, "--set", "threads=1",
+                *[a if a != "gpt-tiny" else "another-id" for a in COMMON]], check=True, stdout=subprocess.DEVNULL)
+for name, args, sentence in [("missing", [os.path.join(out_dir, "absent.h5"), two], "does not exist"),
+                             ("no common run", [two, other], "share no run id"),
+                             ("negative tolerance", [two, one, "--tolerance", "-1"], "--tolerance must be")]:
+    r = subprocess.run([scalebench, "compare", *args], capture_output=True, text=True)
+    if r.returncode != 2 or sentence not in r.stderr or r.stdout:
+        problems.append(f"{name}: exit {r.returncode}, stderr {r.stderr[-300:]!r}")
+
+if problems:
+    sys.exit("FAIL: " + "; ".join(problems))
+print("PASS")
