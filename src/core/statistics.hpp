@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace sb {
@@ -15,6 +17,24 @@ inline double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// The q-quantile (0 <= q <= 1) with linear interpolation between the order statistics
+// (numpy's default, Hyndman and Fan's type 7); NaN for no values.
+inline double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const double at = q * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(at));
+  const std::size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (at - static_cast<double>(below)) * (values[above] - values[below]);
+}
+
+// The median absolute deviation from the median (unscaled: 1.4826 of it estimates a normal σ).
+inline double median_absolute_deviation(std::vector<double> values) {
+  const double centre = median(values);
+  for (double& v : values) v = std::abs(v - centre);
+  return median(std::move(values));
 }
 
 }  // namespace sb

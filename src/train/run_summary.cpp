@@ -28,11 +28,18 @@ void StepTally::add(std::int64_t step, int rank, const StepResult& r) {
   final_loss_ = r.loss;
 }
 
-double StepTally::step_time_median_s() const {
+std::vector<double> StepTally::steady_step_times() const {
   std::vector<double> steady;
   for (std::size_t s = timeline_.size() > 1 ? 1 : 0; s < timeline_.size(); ++s)
     steady.push_back(timeline_[s].step_time_s);
-  return median(steady);
+  return steady;
+}
+
+double StepTally::step_time_median_s() const { return median(steady_step_times()); }
+
+StepTally::Spread StepTally::step_time_spread() const {
+  const std::vector<double> steady = steady_step_times();
+  return {quantile(steady, 0.05), quantile(steady, 0.95), median_absolute_deviation(steady)};
 }
 
 double StepTally::bytes_sent_median() const { return bytes_sent_.empty() ? kNaN : median(bytes_sent_); }
@@ -48,8 +55,12 @@ io::Attributes summary_attributes(const RunTotals& t, const StepTally& tally, co
   const auto peak = std::max_element(memory.begin(), memory.end(), [](const io::MemoryRow& a, const io::MemoryRow& b) {
     return a.peak_tracked < b.peak_tracked;
   });
+  const StepTally::Spread spread = tally.step_time_spread();
   io::Attributes summary = {
       {"step_time_median_s", step_s},
+      {"step_time_p5_s", spread.p5_s},
+      {"step_time_p95_s", spread.p95_s},
+      {"step_time_mad_s", spread.mad_s},
       {"samples_per_s", static_cast<double>(t.global_batch) / step_s},
       {"tokens_per_s", outcome.tokens_per_s},
       {"achieved_tflops", t.flops_per_step / step_s / 1e12},

@@ -25,11 +25,18 @@ class StepTally {
   double final_loss() const { return final_loss_; }
   // Over the steady steps: every step but the first (page faults, thread start) when there are more.
   double step_time_median_s() const;
+  // The same steady steps' 5th and 95th percentiles and median absolute deviation.
+  struct Spread {
+    double p5_s, p95_s, mad_s;
+  };
+  Spread step_time_spread() const;
   std::int64_t exchanged_bytes() const { return exchanged_bytes_; }  // the last step's exchange
   double bytes_sent_median() const;        // NaN when the exchange does not count them
   double overlap_fraction_median() const;  // NaN when nothing was in flight
 
  private:
+  std::vector<double> steady_step_times() const;
+
   std::vector<io::TimelineRow> timeline_;
   std::vector<double> overlap_fractions_, bytes_sent_;
   std::int64_t exchanged_bytes_ = 0;

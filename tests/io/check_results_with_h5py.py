@@ -65,8 +65,8 @@ def check_run(run_id, run):
     return run
 
 
-SUMMARY_ATTRS = ["step_time_median_s", "samples_per_s", "tokens_per_s", "achieved_tflops", "mfu",
-                 "final_loss", "final_accuracy", "peak_bytes", "weight_bytes"]
+SUMMARY_ATTRS = ["step_time_median_s", "step_time_p5_s", "step_time_p95_s", "step_time_mad_s", "samples_per_s",
+                 "tokens_per_s", "achieved_tflops", "mfu", "final_loss", "final_accuracy", "peak_bytes", "weight_bytes"]
 
 
 def check_example(f):
@@ -116,6 +116,13 @@ def check_finished_runs(f):
         check_context(run)
         for key in SUMMARY_ATTRS:
             expect(key in run["summary"].attrs, f"{run_id}: summary.{key} missing")
+        s = run["summary"].attrs
+        steady = run["steps"]["step_time_s"][1:]  # every step but the first, as the summary counts them
+        expect(math.isclose(s["step_time_p5_s"], float(np.quantile(steady, 0.05)), rel_tol=1e-9) and
+               math.isclose(s["step_time_p95_s"], float(np.quantile(steady, 0.95)), rel_tol=1e-9),
+               f"{run_id}: step-time percentiles {s['step_time_p5_s']}, {s['step_time_p95_s']} are not numpy's")
+        expect(math.isclose(s["step_time_mad_s"], float(np.median(np.abs(steady - np.median(steady)))), rel_tol=1e-9,
+                            abs_tol=1e-15), f"{run_id}: step_time_mad_s {s['step_time_mad_s']}")
 
 
 def main(path, example):
