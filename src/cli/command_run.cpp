@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
+#include "measure/repeat_spread.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/checkpoint.hpp"
 #include "plan/config.hpp"
@@ -41,6 +43,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   std::string progress;
   bool json = false;
+  std::int64_t repeat = 0;  // 0: the suite's own repeats
 };
 
 struct RunOverview {
@@ -109,6 +112,39 @@ void print_overview_table(const fs::path& suite_file) {
   std::printf("\nresults: %s (scalebench inspect %s)\n", suite_file.c_str(), suite_file.c_str());
 }
 
+// One case's spread over its repeats, from each finished repeat's median step time, written to
+// /repeats/<case> of the suite file; nullopt when no repeat finished.
+std::optional<measure::RepeatSpread> record_repeat_spread(const fs::path& suite_file, const plan::SuiteCase& c) {
+  std::vector<double> medians;
+  for (std::int64_t r = 1; r <= c.repeats; ++r) {
+    const std::string id = plan::repeat_run_id(c.id, r, c.repeats);
+    if (!fs::exists(suite_file) || !io::has_object(suite_file, "/runs/" + id)) continue;
+    const RunOverview o = read_run_overview(suite_file, id);
+    if (o.status == "ok" && std::isfinite(o.step_time_median_s)) medians.push_back(o.step_time_median_s);
+  }
+  if (medians.empty()) return std::nullopt;
+  const measure::RepeatSpread s = measure::repeat_spread(medians);
+  io::write_group_attributes(suite_file, "/repeats/" + c.id,
+                             {{"repeats", c.repeats}, {"finished", s.repeats}, {"step_time_median_s", s.median_s},
+                              {"step_time_mean_s", s.mean_s}, {"step_time_ci95_low_s", s.ci95_low_s},
+                              {"step_time_ci95_high_s", s.ci95_high_s}, {"step_time_range_pct", s.range_pct},
+                              {"noisy", static_cast<std::int64_t>(s.noisy)}, {"noise_bound_pct", s.bound_pct}});
+  return s;
+}
+
+void print_repeat_spreads(FILE* log, const plan::Suite& suite,
+                          const std::vector<std::optional<measure::RepeatSpread>>& spreads) {
+  for (std::size_t i = 0; i < suite.cases.size(); ++i) {
+    if (suite.cases[i].repeats == 1 || !spreads[i]) continue;
+    const measure::RepeatSpread& s = *spreads[i];
+    std::fprintf(log, "%-28s %lld of %lld repeats: median %.2f ms, mean 95%% CI [%.2f, %.2f] ms, range %.1f%%%s\n",
+                 suite.cases[i].id.c_str(), static_cast<long long>(s.repeats),
+                 static_cast<long long>(suite.cases[i].repeats), 1e3 * s.median_s, 1e3 * s.ci95_low_s,
+                 1e3 * s.ci95_high_s, s.range_pct,
+                 s.noisy ? fmt::format(" NOISY (beyond {:.0f}%)", s.bound_pct).c_str() : "");
+  }
+}
+
 // `run --json` (NaN is written as null): {"suite", "file", "failures", "runs": [{"id", "model", "status", "final_loss",
 // "final_eval_loss", "final_accuracy", "samples_per_s", "tokens_per_s", "step_time_median_s",
 // "achieved_tflops", "peak_bytes"}]}, each number null where the run has none.
@@ -138,6 +174,9 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "override a key in every case: key=value (repeatable)");
   add_progress_option(cmd, options->progress);
   cmd->add_flag("--json", options->json, "print the comparison as JSON on stdout (the cases' output goes to stderr)");
+  cmd->add_option("--repeat", options->repeat,
+                  "run every case N times, the repeats interleaved across cases (default: the suite's repeats)")
+      ->check(CLI::Range(1, 100));
   return [options]() {
     apply_progress_option(options->progress);
     const fs::path out_dir(options->out);
@@ -145,7 +184,7 @@ std::function<int()> add_run_command(CLI::App& app) {
     const fs::file_status out_status = fs::status(out_dir, ec);
     SB_USER_CHECK(!fs::exists(out_status) || fs::is_directory(out_status), "run: --out '{}' is {}, not a folder",
                   options->out, file_kind(out_status));
-    const plan::Suite suite = plan::load_suite(options->suite, options->overrides);
+    const plan::Suite suite = plan::load_suite(options->suite, options->overrides, options->repeat);
     const fs::path cases_dir = out_dir / (suite.name + ".cases");
     const auto file_id_of = [](const std::string& id) {
       std::string file_id;
@@ -168,7 +207,8 @@ std::function<int()> add_run_command(CLI::App& app) {
         config[block][key] = fs::absolute(earlier->second).string();
       }
       parsed.push_back(plan::parse_train_config(config, suite.source));
-      checkpoints[c.id] = train::checkpoint_path_of(parsed.back(), cases_dir / (file_id_of(c.id) + ".h5"), c.id);
+      const std::string first_run = plan::repeat_run_id(c.id, 1, c.repeats);  // what a later case starts from
+      checkpoints[c.id] = train::checkpoint_path_of(parsed.back(), cases_dir / (file_id_of(first_run) + ".h5"), first_run);
       configs.push_back(config);
     }
     check_gpus_for(suite, parsed);
@@ -183,21 +223,32 @@ std::function<int()> add_run_command(CLI::App& app) {
                  suite.source.c_str(), suite_file.c_str());
     std::fflush(log);
 
+    // Repeats interleaved across cases (every case's first run, then every second, ...), so that
+    // a machine's drift lands on all of them alike.
+    std::vector<std::pair<std::size_t, std::int64_t>> order;  // (case, repeat)
+    std::int64_t most_repeats = 1;
+    for (const auto& c : suite.cases) most_repeats = std::max(most_repeats, c.repeats);
+    for (std::int64_t repeat = 1; repeat <= most_repeats; ++repeat)
+      for (std::size_t i = 0; i < suite.cases.size(); ++i)
+        if (suite.cases[i].repeats >= repeat) order.emplace_back(i, repeat);
+
     int failures = 0;
-    for (std::size_t i = 0; i < suite.cases.size(); ++i) {
+    for (std::size_t n = 0; n < order.size(); ++n) {
+      const auto [i, repeat] = order[n];
       const auto& c = suite.cases[i];
-      const std::string file_id = file_id_of(c.id);
-      const fs::path config_path = cases_dir / (file_id + ".yaml");
-      const fs::path result_path = cases_dir / (file_id + ".h5");
+      const std::string run_id = plan::repeat_run_id(c.id, repeat, c.repeats);
+      const fs::path config_path = cases_dir / (file_id_of(c.id) + ".yaml");
+      const fs::path result_path = cases_dir / (file_id_of(run_id) + ".h5");
       std::ofstream(config_path) << plan::yaml_text(configs[i]) << "\n";
-      std::fprintf(log, "\n== case %zu/%zu: %s (%lld rank%s) ==\n", i + 1, suite.cases.size(), c.id.c_str(),
-                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s");
+      const std::string which = c.repeats == 1 ? "" : fmt::format(", repeat {}/{}", repeat, c.repeats);
+      std::fprintf(log, "\n== case %zu/%zu: %s (%lld rank%s%s) ==\n", n + 1, order.size(), c.id.c_str(),
+                   static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s", which.c_str());
       std::fflush(log);
       launch::prepare_mpirun_environment(c.world_size);
       fs::remove(result_path);
       const int code = launch::spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
                                        "--config", config_path.string(), "--out", result_path.string(),
-                                       "--run-id", c.id}, "", options->json);
+                                       "--run-id", run_id}, "", options->json);
       if (code == train::kRequeueExitStatus) {
         ++failures;  // stopped by a signal after its checkpoint: the file says interrupted and why
         std::fprintf(stderr, "scalebench: case '%s' interrupted (exit %d); running the suite again resumes it\n",
@@ -207,18 +258,26 @@ std::function<int()> add_run_command(CLI::App& app) {
         std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
         // A rank killed outright leaves the file readable but "interrupted": say what happened.
         if (fs::exists(result_path))
-          io::mark_unfinished_run(result_path, c.id, "failed",
+          io::mark_unfinished_run(result_path, run_id, "failed",
                                   fmt::format("a rank of the case's MPI job ended abnormally (mpirun exit {}) "
                                               "before the run finished; see the log",
                                               code));
       }
-      if (fs::exists(result_path)) io::copy_run(result_path, suite_file, c.id);
+      if (fs::exists(result_path)) {
+        io::copy_run(result_path, suite_file, run_id);
+        io::write_group_attributes(suite_file, "/runs/" + run_id,
+                                   {{"case", c.id}, {"repeat", repeat}, {"repeats", c.repeats},
+                                    {"suite_order", static_cast<std::int64_t>(n + 1)}});
+      }
     }
+    std::vector<std::optional<measure::RepeatSpread>> spreads;
+    for (const auto& c : suite.cases) spreads.push_back(record_repeat_spread(suite_file, c));
 
     if (options->json)
       std::puts(overview_json(suite, suite_file, failures).dump(2).c_str());
     else
       print_overview_table(suite_file);
+    print_repeat_spreads(log, suite, spreads);
     return failures == 0 ? 0 : 1;
   };
 }

@@ -269,6 +269,22 @@ bool mark_unfinished_run(const std::filesystem::path& path, const std::string& r
   return true;
 }
 
+void write_group_attributes(const std::filesystem::path& path, const std::string& group_path,
+                            const Attributes& attributes) {
+  SB_CHECK(!group_path.empty() && group_path.front() == '/', "group path '{}' is not absolute", group_path);
+  H5Handle file = open_existing_results_file(path, H5F_ACC_RDWR);
+  H5QuietErrors quiet;
+  H5Handle create_parents(SB_H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
+  SB_H5_CHECK(H5Pset_create_intermediate_group(create_parents.get(), 1));
+  H5Handle group(h5_path_exists(file.get(), group_path)
+                     ? H5Gopen2(file.get(), group_path.c_str(), H5P_DEFAULT)
+                     : H5Gcreate2(file.get(), group_path.c_str(), create_parents.get(), H5P_DEFAULT, H5P_DEFAULT),
+                 H5Gclose);
+  SB_H5_CHECK(group.get());
+  h5_write_attributes(group.get(), attributes);
+  SB_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+}
+
 void ResultsFile::flush() {
   H5QuietErrors quiet;
   SB_H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));

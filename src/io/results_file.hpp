@@ -164,6 +164,10 @@ class ResultsFile {
 bool mark_unfinished_run(const std::filesystem::path& path, const std::string& run_id, const std::string& status,
                          const std::string& error);
 
+// Creates or updates the attributes of `group` (an absolute path such as "/runs/<id>" or
+// "/repeats/<case>"; missing groups on the way are created) in an existing result file.
+void write_group_attributes(const std::filesystem::path& path, const std::string& group, const Attributes& attributes);
+
 // The run attributes the caller of begin_run must supply, in schema order.
 std::span<const char* const> required_run_attributes();
 

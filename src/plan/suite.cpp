@@ -34,16 +34,43 @@ YAML::Node merged(const YAML::Node& base, const YAML::Node& overlay) {
 
 }  // namespace
 
-Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+std::string repeat_run_id(const std::string& case_id, std::int64_t repeat, std::int64_t repeats) {
+  return repeats == 1 ? case_id : fmt::format("{}.r{}", case_id, repeat);
+}
+
+namespace {
+
+constexpr std::int64_t kMaxRepeats = 100;
+
+std::int64_t repeats_of(const YAML::Node& node, const std::string& where, const std::string& source) {
+  std::int64_t repeats = 0;
+  try {
+    repeats = node.as<std::int64_t>();
+  } catch (const YAML::Exception&) {
+    throw UserError(fmt::format("{}: {} 'repeats' must be a whole number, got '{}'", source, where, scalar_text(node)));
+  }
+  SB_USER_CHECK(repeats >= 1 && repeats <= kMaxRepeats, "{}: {} 'repeats' must be 1 to {}, got {}", source, where,
+                kMaxRepeats, repeats);
+  return repeats;
+}
+
+}  // namespace
+
+Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                 std::int64_t repeat_override) {
   const std::string source = path.string();
   const YAML::Node root = load_yaml_file(path);
   SB_USER_CHECK(root.IsMap(), "{}: a suite must be a mapping with 'base' and optional 'matrix' and 'cases'",
                 source);
   for (const auto& item : root) {
     const auto key = item.first.as<std::string>();
-    SB_USER_CHECK(key == "suite" || key == "description" || key == "base" || key == "matrix" || key == "cases",
-                  "{}: unknown suite key '{}' (known: suite, description, base, matrix, cases)", source, key);
+    SB_USER_CHECK(key == "suite" || key == "description" || key == "base" || key == "matrix" || key == "cases" ||
+                      key == "repeats",
+                  "{}: unknown suite key '{}' (known: suite, description, base, matrix, cases, repeats)", source, key);
   }
+  SB_USER_CHECK(repeat_override >= 0 && repeat_override <= kMaxRepeats, "run: --repeat must be 1 to {}, got {}",
+                kMaxRepeats, repeat_override);
+  const std::int64_t suite_repeats = root["repeats"] ? repeats_of(root["repeats"], "the suite's", source) : 1;
   Suite suite;
   suite.source = source;
   suite.name = root["suite"] ? root["suite"].as<std::string>() : path.stem().string();
@@ -74,7 +101,13 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
 
   std::set<std::string> ids;
   for (std::size_t ci = 0; ci < explicit_cases.size(); ++ci) {
-    const YAML::Node& overlay = explicit_cases[ci];
+    YAML::Node overlay = YAML::Clone(explicit_cases[ci]);
+    std::int64_t repeats = suite_repeats;
+    if (overlay["repeats"]) {  // how often the case runs, not a key of its config
+      repeats = repeats_of(overlay["repeats"], fmt::format("case {}", ci + 1), source);
+      overlay.remove("repeats");
+    }
+    if (repeat_override > 0) repeats = repeat_override;
     std::size_t combinations = 1;
     for (const auto& axis : axes) combinations *= axis.second.size();
     for (std::size_t combination = 0; combination < combinations; ++combination) {
@@ -107,7 +140,7 @@ Suite load_suite(const std::filesystem::path& path, const std::vector<std::strin
                       "{}: case '{}' starts from '{}', which is not an earlier case of the suite", source, id, from);
       SB_USER_CHECK(ids.insert(id).second, "{}: two cases have the same id '{}'; give them names", source, id);
       config["name"] = id;
-      suite.cases.push_back({id, config, parsed.strategy.world_size(), std::move(run_plan)});
+      suite.cases.push_back({id, config, parsed.strategy.world_size(), std::move(run_plan), repeats});
     }
   }
   return suite;

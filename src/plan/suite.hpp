@@ -19,6 +19,7 @@ struct SuiteCase {
   YAML::Node config;    // base + case + matrix values; parses as a TrainConfig
   std::int64_t world_size = 1;
   RunPlan plan;  // what the case trains and is predicted as, on world_size ranks
+  std::int64_t repeats = 1;  // runs of the case (`repeats:` of the case, else of the suite)
 };
 
 struct Suite {
@@ -27,7 +28,14 @@ struct Suite {
 };
 
 // Expands and validates every case (unknown keys, bad values) and applies `overrides`
-// (key=value) to each. Throws UserError naming the suite file and the case.
-Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides);
+// (key=value) to each. `repeats` (a suite key, or a case's: 1 to 100) is how many times each case
+// runs; `repeat_override` > 0 (run --repeat) replaces it for every case. Throws UserError naming
+// the suite file and the case.
+Suite load_suite(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                 std::int64_t repeat_override = 0);
+
+// The run id of repeat `repeat` (1-based) of a case run `repeats` times: the case id itself
+// for a single run, else "<id>.r<repeat>".
+std::string repeat_run_id(const std::string& case_id, std::int64_t repeat, std::int64_t repeats);
 
 }  // namespace sb::plan
