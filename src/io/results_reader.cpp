@@ -378,6 +378,15 @@ std::vector<std::string> list_runs(const path& file) {
   return reading(file, [&] { return run_ids(OpenResults(file)); });
 }
 
+std::vector<std::string> list_members(const path& file, const std::string& group) {
+  return reading(file, [&] {
+    const OpenResults results(file);
+    if (!h5_path_exists(results.file.get(), group)) return std::vector<std::string>{};
+    H5Handle members{SB_H5_CHECK(H5Gopen2(results.file.get(), group.c_str(), H5P_DEFAULT)), H5Gclose};
+    return h5_member_names(members.get());
+  });
+}
+
 Attributes read_attributes(const path& file, const std::string& object) {
   return reading(file, [&] {
     const OpenResults results(file);

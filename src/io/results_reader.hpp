@@ -17,6 +17,8 @@ namespace sb::io {
 
 // Run ids under /runs, sorted by name.
 std::vector<std::string> list_runs(const std::filesystem::path& file);
+// The members of a group ("/repeats"), sorted by name; empty when the file has no such group.
+std::vector<std::string> list_members(const std::filesystem::path& file, const std::string& group);
 
 // object is an absolute path: "/", "/runs/<id>", "/runs/<id>/context", ".../summary".
 Attributes read_attributes(const std::filesystem::path& file, const std::string& object);

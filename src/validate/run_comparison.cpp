@@ -41,6 +41,7 @@ RunFigures figures_of(const std::filesystem::path& file, const std::string& id) 
   r.model = io::read_string_attribute(file, run, "model");
   r.status = io::read_string_attribute(file, run, "status");
   r.step_s = r.step_mad_s = r.throughput = r.peak_bytes = r.accuracy = r.eval_loss = r.prediction_error_pct = kNaN;
+  r.step_ci95_half_s = kNaN;
   if (io::has_object(file, run + "/steps") && io::count_rows(file, run + "/steps") > 0) {
     std::vector<double> steps = io::read_column(file, run + "/steps", "step_time_s");
     if (steps.size() > 1) steps.erase(steps.begin());  // the first step pays page faults
@@ -93,8 +94,24 @@ const FigureSpec kFigures[] = {
     {"prediction error", "%", Direction::neither, [](const RunFigures& r) { return r.prediction_error_pct; }, false},
 };
 
-// 3 robust σ of the difference of the two medians, relative to a's median step, in percent
+RunFigures repeat_figures(const std::filesystem::path& file, const std::string& case_id) {
+  const std::string group = "/repeats/" + case_id;
+  RunFigures r;
+  r.id = case_id + " (repeats)";
+  r.status = "ok";
+  r.timed_steps = static_cast<std::int64_t>(number_or_nan(file, group, "finished"));
+  r.step_s = number_or_nan(file, group, "step_time_median_s");
+  r.step_ci95_half_s =
+      (number_or_nan(file, group, "step_time_ci95_high_s") - number_or_nan(file, group, "step_time_ci95_low_s")) / 2;
+  r.step_mad_s = r.throughput = r.peak_bytes = r.accuracy = r.eval_loss = r.prediction_error_pct = kNaN;
+  return r;
+}
+
+// The spread of the difference of two step times, relative to a's, in percent: over repeats
+// the two 95% half-intervals combined; within runs 3 robust σ of the two medians' steps.
 double step_spread_pct(const RunFigures& a, const RunFigures& b) {
+  if (std::isfinite(a.step_ci95_half_s) && std::isfinite(b.step_ci95_half_s) && a.step_s > 0)
+    return std::hypot(a.step_ci95_half_s, b.step_ci95_half_s) / a.step_s * 100.0;
   if (!(a.step_s > 0) || !std::isfinite(a.step_mad_s) || !std::isfinite(b.step_mad_s)) return 0.0;
   return 3.0 * kMadToSigma * std::hypot(a.step_mad_s, b.step_mad_s) / a.step_s * 100.0;
 }
@@ -106,6 +123,7 @@ std::vector<RunFigures> read_run_figures(const std::filesystem::path& file) {
   SB_USER_CHECK(!ids.empty(), "compare: {} holds no run", file.string());
   std::vector<RunFigures> runs;
   for (const std::string& id : ids) runs.push_back(figures_of(file, id));
+  for (const std::string& case_id : io::list_members(file, "/repeats")) runs.push_back(repeat_figures(file, case_id));
   return runs;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,13 @@ struct RunFigures {
   double peak_bytes = 0;
   double accuracy = 0, eval_loss = 0;  // NaN when the run has no evaluation
   double prediction_error_pct = 0;     // NaN without a feasible prediction
+  // A case over its repeats (id "<case> (repeats)", from /repeats/<case>): half of Student's 95%
+  // interval of the repeats' mean step time, the spread used instead of the MAD; NaN for a run.
+  double step_ci95_half_s = std::numeric_limits<double>::quiet_NaN();
 };
-// Every run of a result file, sorted by id. UserError naming the file when it is not a
-// scalebench result file or holds no run.
+// Every run of a result file, sorted by id, then each case of a suite run with repeats, over its
+// repeats ("<case> (repeats)": the median step time and its interval, the other figures left
+// out). UserError naming the file when it is not a scalebench result file or holds no run.
 std::vector<RunFigures> read_run_figures(const std::filesystem::path& file);
 
 enum class Direction { lower_is_better, higher_is_better, neither };
@@ -51,7 +56,7 @@ struct Comparison {
 // A worse figure is a regression when it moved against its direction by more than the tolerance
 // and by more than the spread; a move beyond the tolerance but inside the spread is "within
 // noise". The spread of step time and throughput is 3·1.4826·sqrt(MAD_a² + MAD_b²) of the step
-// times, relative to a; memory, accuracy and loss are exact in these runs (no spread). A run
+// times, relative to a (for cases over repeats: sqrt(h_a² + h_b²) of their 95% half-intervals); memory, accuracy and loss are exact in these runs (no spread). A run
 // that did not end "ok" in either file is compared on status only. UserError when the files
 // share no run or the tolerance is negative.
 Comparison compare_runs(const std::vector<RunFigures>& a, const std::vector<RunFigures>& b, double tolerance_pct);

@@ -8,6 +8,7 @@ its plain id; a bad `repeats` is exit 2 with one sentence and no file.
 
 Usage: check_repeats.py SCALEBENCH OUT_DIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -64,6 +65,12 @@ with h5py.File(os.path.join(work, "res", "rep.h5"), "r") as f:
               f"range {g['step_time_range_pct']:.1f}%, noisy {int(g['noisy'])}")
 if "of 3 repeats: median" not in r.stdout:
     problems.append(f"stdout does not summarise the repeats: {r.stdout[-500:]!r}")
+
+rep = os.path.join(work, "res", "rep.h5")
+c = subprocess.run([scalebench, "compare", rep, rep, "--json"], capture_output=True, text=True)
+cases = {ch["run"] for ch in json.loads(c.stdout)["changes"]} if c.returncode == 0 else set()
+if c.returncode != 0 or not {"a (repeats)", "b (repeats)"} <= cases:
+    problems.append(f"compare of the repeats file with itself: exit {c.returncode}, rows {sorted(cases)}")
 
 once = subprocess.run([scalebench, "run", suite, "--out", os.path.join(work, "once"), "--repeat", "1",
                        "--progress", "off"], capture_output=True, text=True)

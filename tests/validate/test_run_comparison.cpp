@@ -91,6 +91,17 @@ TEST(RunComparison, UnmatchedRunsAreListedAndAFailedRunIsComparedOnItsStatus) {
   EXPECT_EQ(c.regressions().size(), 1u);
 }
 
+TEST(RunComparison, ACaseOverRepeatsTakesItsIntervalsAsTheSpread) {
+  RunFigures a = run("c (repeats)", 100), b = run("c (repeats)", 110);
+  a.step_ci95_half_s = 0.003;  // ±3 ms and ±4 ms: the difference's half-interval is 5 ms
+  b.step_ci95_half_s = 0.004;
+  const FigureChange& step = figure(compare_runs({a}, {b}, 5.0), "c (repeats)", "step time");
+  EXPECT_NEAR(step.spread_pct, 5.0, 1e-9);
+  EXPECT_EQ(step.verdict, Change::worse);  // +10% beyond 5% and the 5% spread
+  b.step_ci95_half_s = 0.012;              // ±12.4 ms combined: within noise
+  EXPECT_EQ(figure(compare_runs({a}, {b}, 5.0), "c (repeats)", "step time").verdict, Change::noise);
+}
+
 TEST(RunComparison, NoCommonRunOrANegativeToleranceIsRefused) {
   EXPECT_THROW(compare_runs({run("a", 1)}, {run("b", 1)}, 5.0), sb::UserError);
   EXPECT_THROW(compare_runs({run("a", 1)}, {run("a", 1)}, -1.0), sb::UserError);
