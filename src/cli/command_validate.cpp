@@ -1,8 +1,8 @@
 // `scalebench validate RESULTS.h5... --spec SPEC.yaml [--json]`: the procurement check. Judges
-// every claim of the spec against the result files and prints a pass/fail table (or the same
-// verdicts as JSON, for scripts and tests); exit 0 when every
-// claim passes, 1 when one fails, 2 (a UserError, via main) for a bad spec or a measurement
-// missing from the files. Leaves out parsing and judging (src/validate).
+// every claim of the spec against the result files and prints a pass/fail/missing table (or
+// the same verdicts as JSON, for scripts and tests); exit 0 when every claim passes, 1 when
+// one fails or has no measurement in the files (the others still judged), 2 (a UserError, via
+// main) for a bad spec or a file that is not a result file. Leaves out parsing and judging (src/validate).
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -49,32 +49,42 @@ void print_table(const validate::Spec& spec, const std::vector<validate::Verdict
                             .c_str());
   };
   row("claim", "measurement", "measured", "required", "result");
-  std::size_t passed = 0;
+  std::size_t passed = 0, missing = 0;
   for (const auto& v : verdicts) {
     passed += v.pass;
-    row(v.claim, v.what, measured_text(v), v.requirement, v.pass ? "pass" : (v.note.empty() ? "FAIL" : "FAIL: " + v.note));
+    missing += v.missing;
+    const std::string result = v.pass ? "pass" : v.missing ? "MISSING" : "FAIL";
+    row(v.claim, v.what, measured_text(v), v.requirement, v.note.empty() ? result : result + ": " + v.note);
   }
-  std::printf("%zu of %zu claims pass\n", passed, verdicts.size());
+  std::printf("%zu of %zu claims pass%s\n", passed, verdicts.size(),
+              missing ? fmt::format(", {} without a measurement", missing).c_str() : "");
 }
 
-// {"spec", "files", "pass", "passed", "claims": [{"claim", "measurement", "measured" (null
-// when the run behind it did not finish), "unit", "required", "pass", "note"}]}
+// {"spec", "files", "pass", "passed", "missing", "claims": [{"claim", "measurement", "measured"
+// (null when the run behind it did not finish or is missing), "unit", "required" (the words),
+// "threshold" (the least value passing, or the claimed figure for a ± claim), "tolerance_pct"
+// (null but for ± claims), "result" (pass | fail | missing), "pass", "note"}]}: numbers as numbers
 nlohmann::json verdicts_json(const validate::Spec& spec, const std::vector<std::string>& files,
                              const std::vector<validate::Verdict>& verdicts) {
   nlohmann::json claims = nlohmann::json::array();
-  std::size_t passed = 0;
+  const auto number = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  std::size_t passed = 0, missing = 0;
   for (const auto& v : verdicts) {
     passed += v.pass;
+    missing += v.missing;
     claims.push_back({{"claim", v.claim},
                       {"measurement", v.what},
-                      {"measured", std::isnan(v.measured) ? nlohmann::json(nullptr) : nlohmann::json(v.measured)},
+                      {"measured", number(v.measured)},
                       {"unit", v.unit},
                       {"required", v.requirement},
+                      {"threshold", number(v.threshold)},
+                      {"tolerance_pct", number(v.tolerance_pct)},
+                      {"result", v.pass ? "pass" : v.missing ? "missing" : "fail"},
                       {"pass", v.pass},
                       {"note", v.note}});
   }
-  return {{"spec", spec.name}, {"files", files},        {"pass", passed == verdicts.size()},
-          {"passed", passed},  {"claims", claims}};
+  return {{"spec", spec.name}, {"files", files},     {"pass", passed == verdicts.size()},
+          {"passed", passed},  {"missing", missing}, {"claims", claims}};
 }
 
 }  // namespace

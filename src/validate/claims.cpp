@@ -140,20 +140,65 @@ void judge(const Claim& claim, Verdict& verdict) {
   switch (claim.tolerance) {
     case Tolerance::at_least:
       verdict.requirement = ">= " + number(claim.bound);
+      verdict.threshold = claim.bound;
+      verdict.tolerance_pct = std::numeric_limits<double>::quiet_NaN();
       verdict.pass = x >= claim.bound;
       break;
     case Tolerance::at_least_pct: {
       const double floor = *claim.claimed * claim.bound / 100;
       verdict.requirement = fmt::format(">= {} ({}% of {})", number(floor), number(claim.bound), number(*claim.claimed));
+      verdict.threshold = floor;
+      verdict.tolerance_pct = std::numeric_limits<double>::quiet_NaN();
       verdict.pass = x >= floor;
       break;
     }
     case Tolerance::within_pct:
       verdict.requirement = fmt::format("{} ± {}%", number(*claim.claimed), number(claim.bound));
+      verdict.threshold = *claim.claimed;
+      verdict.tolerance_pct = claim.bound;
       verdict.pass = std::abs(x - *claim.claimed) <= *claim.claimed * claim.bound / 100;
       break;
   }
   if (std::isnan(x)) verdict.pass = false;
+}
+
+// The measurement of one claim into v (what, unit, measured, note); UserError when it is missing.
+void take_measurement(const Claim& claim, const Measurer& read, Verdict& v) {
+  switch (claim.measure) {
+    case Measure::gemm_tflops:
+      v.what = fmt::format("GEMM {}{}", claim.precision,
+                           claim.m || claim.n || claim.k ? fmt::format(" {}x{}x{}", claim.m, claim.n, claim.k) : "");
+      v.unit = "TFLOP/s";
+      v.measured = read.gemm_tflops();
+      break;
+    case Measure::busbw_gbps:
+      v.what = fmt::format("{} {} on {} ranks ({})", claim.collective, format_bytes(claim.size_bytes), claim.ranks,
+                           claim.path);
+      v.unit = "GB/s";
+      v.measured = read.busbw();
+      break;
+    case Measure::tokens_per_s:
+      v.what = claim.run + " throughput";
+      v.unit = "tokens/s";
+      v.measured = read.summary(claim.run, "tokens_per_s", v.note);
+      break;
+    case Measure::samples_per_s:
+      v.what = claim.run + " throughput";
+      v.unit = "samples/s";
+      v.measured = read.summary(claim.run, "samples_per_s", v.note);
+      break;
+    case Measure::mfu:
+      v.what = claim.run + " MFU";
+      v.measured = read.summary(claim.run, "mfu", v.note);
+      break;
+    case Measure::scaling_efficiency: {
+      v.what = fmt::format("{} over {}", claim.scaled, claim.base);
+      const double base = read.summary(claim.base, "samples_per_s", v.note);
+      const double scaled = read.summary(claim.scaled, "samples_per_s", v.note);
+      v.measured = (scaled / read.world_size(claim.scaled)) / (base / read.world_size(claim.base));
+      break;
+    }
+  }
 }
 
 }  // namespace
@@ -166,40 +211,12 @@ std::vector<Verdict> judge_claims(const Spec& spec, const std::string& spec_sour
     const Measurer read(claim, spec_source, files);
     Verdict v;
     v.claim = claim.name;
-    switch (claim.measure) {
-      case Measure::gemm_tflops:
-        v.what = fmt::format("GEMM {}{}", claim.precision,
-                             claim.m || claim.n || claim.k ? fmt::format(" {}x{}x{}", claim.m, claim.n, claim.k) : "");
-        v.unit = "TFLOP/s";
-        v.measured = read.gemm_tflops();
-        break;
-      case Measure::busbw_gbps:
-        v.what = fmt::format("{} {} on {} ranks ({})", claim.collective, format_bytes(claim.size_bytes), claim.ranks,
-                             claim.path);
-        v.unit = "GB/s";
-        v.measured = read.busbw();
-        break;
-      case Measure::tokens_per_s:
-        v.what = claim.run + " throughput";
-        v.unit = "tokens/s";
-        v.measured = read.summary(claim.run, "tokens_per_s", v.note);
-        break;
-      case Measure::samples_per_s:
-        v.what = claim.run + " throughput";
-        v.unit = "samples/s";
-        v.measured = read.summary(claim.run, "samples_per_s", v.note);
-        break;
-      case Measure::mfu:
-        v.what = claim.run + " MFU";
-        v.measured = read.summary(claim.run, "mfu", v.note);
-        break;
-      case Measure::scaling_efficiency: {
-        v.what = fmt::format("{} over {}", claim.scaled, claim.base);
-        const double base = read.summary(claim.base, "samples_per_s", v.note);
-        const double scaled = read.summary(claim.scaled, "samples_per_s", v.note);
-        v.measured = (scaled / read.world_size(claim.scaled)) / (base / read.world_size(claim.base));
-        break;
-      }
+    try {
+      take_measurement(claim, read, v);
+    } catch (const UserError& e) {  // judged "missing"; the other claims still are
+      v.measured = std::numeric_limits<double>::quiet_NaN();
+      v.missing = true;
+      v.note = e.what();
     }
     judge(claim, v);
     verdicts.push_back(std::move(v));
