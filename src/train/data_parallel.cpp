@@ -77,7 +77,11 @@ void BucketedAllReduce::progress() {
 }
 
 void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
-  if (cursor_ == 0) figures_.bytes_sent = ring_ ? 0 : -1;  // the step's first range
+  const double entered_s = comm_clock_seconds();
+  if (cursor_ == 0) {  // the step's first range
+    figures_.bytes_sent = ring_ ? 0 : -1;
+    figures_.in_backward_s = 0;
+  }
   const auto total = static_cast<std::int64_t>(gradients_.size());
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
@@ -88,6 +92,7 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
   cursor_ += count;
   if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
   progress();
+  figures_.in_backward_s += comm_clock_seconds() - entered_s;
 }
 
 void BucketedAllReduce::finish(double local_scale) {

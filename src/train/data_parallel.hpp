@@ -24,6 +24,9 @@ struct GradientExchangeFigures {
   double in_flight_s = 0;  // union of the intervals during which some bucket was in flight
   double hidden_s = 0;     // the part of in_flight_s before backward ended (overlapped)
   double exposed_s = 0;    // from the end of backward until the gradients were ready to use
+  // inside backward: packing ranges, starting buckets and progressing them (a ring's steps wait
+  // for the peers there), time the rank's own compute does not include
+  double in_backward_s = 0;
   std::int64_t bytes_sent = -1;  // what this rank handed to the transport (ring algorithms); -1: MPI's own
 };
 

@@ -7,9 +7,11 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "core/check.hpp"
@@ -17,6 +19,7 @@
 #include "optim/sgd.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/device_staging.hpp"
+#include "train/failure_injection.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace sb::train {
@@ -104,7 +107,8 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
       dp_(grid.dp_comm()),
       tp_(grid.tp_comm()),
       scaler_(loss_scaler_of(config.precision)),
-      inject_overflow_step_(overflow_step_to_inject(grid.world_rank())) {
+      inject_overflow_step_(overflow_step_to_inject(grid.world_rank())),
+      world_rank_(grid.world_rank()) {
   parallel::Communicator& dp = dp_;
   parallel::Communicator& mp = grid.mp_comm();
   SB_CHECK(dp.size() == config.strategy.dp, "data-parallel group of {} ranks for strategy.dp {}", dp.size(),
@@ -146,6 +150,10 @@ void DistributedStep::finish_queued_work() const {
 StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   StepResult r;
   r.start_s = comm_clock_seconds();
+  // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank computes that much longer,
+  // before its first collective, as a slower device would.
+  const double slowdown = slowdown_to_inject(world_rank_, step + 1);
+  if (slowdown > 0) std::this_thread::sleep_for(std::chrono::duration<double>(slowdown * unslowed_compute_s_));
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
@@ -184,6 +192,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (!r.skipped) task_.parameters_updated();
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
+  if (slowdown == 0) unslowed_compute_s_ = r.compute_s();
   return r;
 }
 

@@ -41,10 +41,13 @@ struct StepResult {
   std::vector<PipelineOpRecord> pipeline_ops;  // this stage's forwards and backwards
   double step_s() const { return end_s - start_s; }
   double compute_s() const {
-    return backward_end_s - start_s - exchange.exposed_s - tp_comm_s - p2p_s - bubble_s;
+    return backward_end_s - start_s - exchange.exposed_s - exchange.in_backward_s - tp_comm_s - p2p_s - bubble_s;
   }
-  // exposed data-parallel time: the exchange left after backward, the loss all-reduce, ZeRO-1's all-gather
-  double comm_s() const { return exchange.exposed_s + (loss_end_s - backward_end_s) + (end_s - optimizer_end_s); }
+  // data-parallel time not overlapped by compute: the exchange's calls inside backward and what
+  // was left after it, the loss all-reduce, ZeRO-1's all-gather
+  double comm_s() const {
+    return exchange.in_backward_s + exchange.exposed_s + (loss_end_s - backward_end_s) + (end_s - optimizer_end_s);
+  }
   double optimizer_s() const { return optimizer_end_s - loss_end_s; }
 };
 
@@ -98,6 +101,8 @@ class DistributedStep {
   OptimizerState optimizer_state_;
   std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
   std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
+  int world_rank_ = 0;
+  double unslowed_compute_s_ = 0;  // the last step's compute without an injected slowdown (tests)
   const ParameterConstraints* constraints_ = nullptr;
 };
 

@@ -6,24 +6,57 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/check.hpp"
 
 namespace sb::train {
 
-void inject_failure_if_asked(int rank, std::int64_t step) {
+namespace {
+
+struct Injection {
+  int rank = -1;
+  long long step = -1;
+  std::string mode;
+};
+
+std::optional<Injection> requested_injection() {
   const char* spec = std::getenv("SB_INJECT_FAILURE");
-  if (!spec || !*spec) return;
-  int at_rank = -1;
-  long long at_step = -1;
+  if (!spec || !*spec) return std::nullopt;
+  Injection in;
   char mode[16] = {};
-  SB_USER_CHECK(std::sscanf(spec, "%d:%lld:%15s", &at_rank, &at_step, mode) == 3,
-                "SB_INJECT_FAILURE '{}' is not RANK:STEP:error|kill|usr1|term", spec);
+  SB_USER_CHECK(std::sscanf(spec, "%d:%lld:%15s", &in.rank, &in.step, mode) == 3,
+                "SB_INJECT_FAILURE '{}' is not RANK:STEP:error|kill|usr1|term|slow[P]", spec);
+  in.mode = mode;
+  return in;
+}
+
+}  // namespace
+
+double slowdown_to_inject(int rank, std::int64_t step) {
+  const std::optional<Injection> in = requested_injection();
+  if (!in || in->mode.rfind("slow", 0) != 0 || in->rank != rank || step < in->step) return 0.0;
+  const std::string percent = in->mode.substr(4);
+  if (percent.empty()) return 0.3;
+  int p = -1;
+  SB_USER_CHECK(std::sscanf(percent.c_str(), "%d", &p) == 1 && p > 0 && p <= 1000,
+                "SB_INJECT_FAILURE mode '{}' is not slow or slowP with P a percentage from 1 to 1000", in->mode);
+  return p / 100.0;
+}
+
+void inject_failure_if_asked(int rank, std::int64_t step) {
+  const std::optional<Injection> in = requested_injection();
+  if (!in || in->mode.rfind("slow", 0) == 0) return;
+  const char* spec = std::getenv("SB_INJECT_FAILURE");
+  const int at_rank = in->rank;
+  const long long at_step = in->step;
+  const std::string_view mode = in->mode;
   if (at_rank != rank || at_step != step) return;
-  if (std::string_view(mode) == "kill") std::raise(SIGKILL);
-  if (std::string_view(mode) == "usr1") return static_cast<void>(std::raise(SIGUSR1));
-  if (std::string_view(mode) == "term") return static_cast<void>(std::raise(SIGTERM));
+  if (mode == "kill") std::raise(SIGKILL);
+  if (mode == "usr1") return static_cast<void>(std::raise(SIGUSR1));
+  if (mode == "term") return static_cast<void>(std::raise(SIGTERM));
   throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
 }
 

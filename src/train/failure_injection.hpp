@@ -9,6 +9,12 @@ namespace sb::train {
 // SB_INJECT_FAILURE="RANK:STEP:error|kill|usr1|term" makes that rank fail at the start of that
 // step (1-based): an exception, SIGKILL of its own process, or the scheduler's SIGUSR1 / SIGTERM
 // sent to itself. Nothing when the variable is unset or names another rank or step.
+// Mode slowP (slow30 by default "slow") makes nothing fail: it is read by slowdown_to_inject.
 void inject_failure_if_asked(int rank, std::int64_t step);
+
+// A straggler on demand: with SB_INJECT_FAILURE="RANK:STEP:slow" (or slowP, P percent; 30 by
+// default), the fraction (0.3) by which that rank's compute is slowed from that step (1-based)
+// on; 0 for every other rank and step, or when unset.
+double slowdown_to_inject(int rank, std::int64_t step);
 
 }  // namespace sb::train
