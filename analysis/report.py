@@ -19,7 +19,12 @@ Figures, each an <img id="fig-..."> holding a PNG:
                    the dense model (the same model and data from scratch, mean over its runs); and
                    each int8-quantised run's weight size and accuracy (held-out loss for text)
                    against fp32's
-with, in that section, a table (id="compression") of each distilled student against the same
+A "Warnings" list (id="warnings") names what could mislead a reader: an oversubscribed run (more
+ranks × threads than CPUs), a run that did not finish, a run whose held-out loss is far above its
+training loss (more than 1.5 times), a run of fewer timed steps than 5, and a case whose repeats
+are noisy (/repeats/<case>); "Provenance" (id="provenance") lists each distinct machine and build
+the runs come from (hosts, CPU, GPU, MPI, BLAS, compiler, build type, commit, runs).
+With, in the compression section, a table (id="compression") of each distilled student against the same
 model alone and each fine-tuned configuration against from scratch (means over seeds with every
 seed's figure, and whether it beats it) and of each int8 run (size, accuracy, inference speed
 against fp32) - the rows and comparisons of analysis/compression_report.py, imported - and a
@@ -111,6 +116,9 @@ def load_runs(paths):
                     for field, name in PARTS:
                         r["parts"][name] = float(np.median(tail[field]))
                 r["memory"] = g["memory"][:] if "memory" in g else None
+                r["context"] = {k: text(v) for k, v in g["context"].attrs.items()} if "context" in g else {}
+                r["timed_steps"] = max(0, len(g["steps"]) - 1) if "steps" in g else 0
+                r["eval_loss"] = float(s.get("final_eval_loss", np.nan))
                 r["strategy"] = strategy_label(r, a)
                 p = g["prediction"].attrs if "prediction" in g else {}
                 r["predicted_s"] = float(p["step_time_s"]) if int(p.get("feasible", 0)) else np.nan
@@ -118,6 +126,54 @@ def load_runs(paths):
                 r["memory_error_pct"] = float(p.get("error_memory_pct", np.nan))
                 runs.append(r)
     return runs
+
+
+PROVENANCE = [("hostnames", "hosts"), ("cpu_model", "CPU"), ("gpu_model", "GPU"), ("mpi_library", "MPI"),
+              ("blas", "BLAS"), ("compiler", "compiler"), ("build_type", "build"), ("git_sha", "commit")]
+
+
+def load_repeats(paths):
+    """Each suite file's /repeats/<case> groups: (file, case, attributes)."""
+    rows = []
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            if "repeats" in f:
+                for case, g in f["repeats"].items():
+                    rows.append((os.path.basename(path), case, dict(g.attrs)))
+    return rows
+
+
+def warnings_list(runs, repeats):
+    items = []
+    for r in runs:
+        if r["context"].get("oversubscribed") in ("1", "True", "true"):
+            items.append(f"{r['id']}: oversubscribed ({r['context'].get('node_ranks', '?')} ranks × "
+                         f"{r['context'].get('threads', '?')} threads on {r['context'].get('node_cpus', '?')} CPUs): "
+                         "its timings are not one thread per core")
+        if r["status"] != "ok":
+            items.append(f"{r['id']}: ended {r['status']}; its figures cover the steps it ran")
+        if np.isfinite(r["eval_loss"]) and np.isfinite(r["final_loss"]) and r["eval_loss"] > 1.5 * r["final_loss"]:
+            items.append(f"{r['id']}: held-out loss {r['eval_loss']:.3f} is {r['eval_loss'] / r['final_loss']:.1f} times "
+                         f"the training loss {r['final_loss']:.3f} (overfitting, or too few evaluation batches)")
+        if r["status"] == "ok" and r["timed_steps"] < 5:
+            items.append(f"{r['id']}: {r['timed_steps']} timed steps after the first: its step time is a small sample")
+    for file, case, a in repeats:
+        if int(a.get("noisy", 0)):
+            items.append(f"{case} ({file}): its {int(a['finished'])} repeats span {float(a['step_time_range_pct']):.1f}% "
+                         f"of their median step time, beyond {float(a['noise_bound_pct']):.0f}%")
+    body = "".join(f"<li>{html.escape(i)}</li>" for i in items) or "<li>none</li>"
+    return f'<ul id="warnings">{body}</ul>'
+
+
+def provenance_table(runs):
+    machines = {}
+    for r in runs:
+        key = tuple(r["context"].get(k, "") for k, _ in PROVENANCE)
+        machines.setdefault(key, []).append(r["id"])
+    head = "<tr>" + "".join(f"<th>{name}</th>" for _, name in PROVENANCE) + "<th>runs</th></tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in key) +
+                   f"<td>{html.escape(', '.join(ids))}</td></tr>" for key, ids in machines.items())
+    return f'<table id="provenance">{head}{body}</table>'
 
 
 def png(fig):
@@ -477,6 +533,7 @@ def main():
     try:
         runs = load_runs(args.files)
         compression = load_compression(args.files)
+        repeats = load_repeats(args.files)
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
@@ -489,7 +546,8 @@ def main():
              "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:12px}"
              " td,th{border:1px solid #ccc;padding:2px 6px} img{max-width:100%}</style></head><body>",
              f"<h1>{html.escape(args.title)}</h1>",
-             f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>"]
+             f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>",
+             "<h2>Warnings</h2>" + warnings_list(runs, repeats)]
     for fig_id, title, make in figures:
         parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, make(runs)))
     parts.append("<h2>Memory against step time</h2>" +
@@ -497,7 +555,8 @@ def main():
     parts.append("<h2>Compression and transfer</h2>" +
                  image("fig-compression", "Compression and transfer", figure_compression(compression)) +
                  compression_table(compression))
-    parts.append("<h2>Every run</h2>" + runs_table(runs) + "</body></html>")
+    parts.append("<h2>Every run</h2>" + runs_table(runs))
+    parts.append("<h2>Provenance</h2>" + provenance_table(runs) + "</body></html>")
     # written beside the target and renamed: never a half-written report
     try:
         write_atomically(args.out, "\n".join(parts))

@@ -47,7 +47,7 @@ for fig in FIGURES:
         problems.append(f"{fig}: not a PNG of substance ({len(data)} bytes)")
     else:
         print(f"{fig}: PNG of {len(data)} bytes")
-rows = re.findall(r"<tr><td>", page.split("id=\"runs\"")[1]) if 'id="runs"' in page else []
+rows = re.findall(r"<tr><td>", page.split("id=\"runs\"")[1].split("</table>")[0]) if 'id="runs"' in page else []
 if len(rows) != 2:
     problems.append(f"the run table has {len(rows)} rows, not 2")
 compression = re.search(r"<img id='fig-compression' alt='([^']*)'", page)
@@ -58,6 +58,12 @@ if not re.search(r'<table id="compression">.*?<td>none of these files holds a di
 tradeoff = re.findall(r"<tr><td>", page.split('id="tradeoff"')[1].split("</table>")[0]) if 'id="tradeoff"' in page else []
 if len(tradeoff) != 2:
     problems.append(f"the memory against step time table has {len(tradeoff)} rows, not 2")
+provenance = page.split('<table id="provenance">')[1].split("</table>")[0] if 'id="provenance"' in page else ""
+if len(re.findall(r"<tr><td>", provenance)) != 1:  # the two copies of one run share a machine and build
+    problems.append(f"the provenance table is not one machine's row: {provenance[:300]!r}")
+warnings = re.search(r'<ul id="warnings">(.*?)</ul>', page, re.S)
+if not warnings:
+    problems.append("no warnings list")
 if "no run carries a feasible prediction" in page:
     problems.append("the prediction figure found no prediction in a train file")
 if os.path.exists(injected) or os.path.exists(os.path.join(out_dir, "sb_report_injected")):
