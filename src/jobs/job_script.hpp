@@ -1,5 +1,7 @@
 // Batch scripts for one suite case on Slurm, PBS Pro, LSF and Flux: directives for the job's
-// shape, account/partition/QOS and time, then one launch line in which every word is quoted.
+// shape, account/partition/QOS and time, then the site's own directives, setup lines and module
+// loads, then one launch line in which every word is quoted, and what each scheduler does to
+// run the case again after the trainer's requeue status.
 // One writer per scheduler (slurm_script.cpp, pbs_script.cpp, lsf_script.cpp, flux_script.cpp).
 // A Slurm job array runs every case of a suite whose cases share one shape. Leaves out
 // submitting (scheduler_client.hpp).
