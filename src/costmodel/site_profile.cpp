@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "core/check.hpp"
@@ -120,6 +121,51 @@ std::string directive_name(const Mapping& m, const std::string& key, const std::
   return value;
 }
 
+// A list of one-line texts (scheduler.setup, .modules, .directives.<scheduler>): each item a
+// non-empty string without newline, carriage return or NUL, which would end or cut its line.
+std::vector<std::string> line_list(const Mapping& m, const std::string& key, const std::string& source) {
+  if (!m.has(key)) return {};
+  const std::string name = m.qualified(key);
+  const YAML::Node node = m.child(key);
+  SB_USER_CHECK(node.IsSequence(), "{}: '{}' must be a list of strings, one line each", source, name);
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    SB_USER_CHECK(node[i].IsScalar(), "{}: '{}' item {} must be a string, got a collection", source, name, i + 1);
+    const std::string line = node[i].as<std::string>();
+    SB_USER_CHECK(!line.empty(), "{}: '{}' item {} is empty", source, name, i + 1);
+    SB_USER_CHECK(line.find_first_of(std::string_view("\n\r\0", 3)) == std::string::npos,
+                  "{}: '{}' item {} holds a newline, carriage return or NUL; each item is one line of the job "
+                  "script (write several items instead)",
+                  source, name, i + 1);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// scheduler.directives: per scheduler, options of its submit command (--constraint=gpu,
+// -l place=excl, -x, --exclusive), each written as one directive line.
+std::map<std::string, std::vector<std::string>> read_directives(const Mapping& scheduler, const std::string& source) {
+  std::map<std::string, std::vector<std::string>> directives;
+  if (!scheduler.has("directives")) return directives;
+  const Mapping m(scheduler.child("directives"), "scheduler.directives", source, {"slurm", "pbs", "lsf", "flux"});
+  for (const char* name : {"slurm", "pbs", "lsf", "flux"}) {
+    std::vector<std::string> lines = line_list(m, name, source);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      SB_USER_CHECK(lines[i].front() == '-',
+                    "{}: '{}' item {} ('{}') must be an option of the scheduler's submit command, starting "
+                    "with '-' (e.g. --constraint=gpu)",
+                    source, m.qualified(name), i + 1, lines[i]);
+      // flux batch reads """ as the start of a string that runs over the following lines
+      SB_USER_CHECK(std::string_view(name) != "flux" || lines[i].find(R"(""")") == std::string::npos,
+                    "{}: '{}' item {} holds a triple quote, which would carry the directive over the "
+                    "following lines",
+                    source, m.qualified(name), i + 1);
+    }
+    if (!lines.empty()) directives[name] = std::move(lines);
+  }
+  return directives;
+}
+
 SiteScheduler read_scheduler(const Mapping& top, const std::string& device, const std::string& source) {
   SiteScheduler s;
   const bool gpu = device.rfind("NVIDIA", 0) == 0 || device.find("AMD Instinct") != std::string::npos;
@@ -127,7 +173,7 @@ SiteScheduler read_scheduler(const Mapping& top, const std::string& device, cons
   if (!top.has("scheduler")) return s;
   const Mapping m(top.child("scheduler"), "scheduler", source,
                   {"type", "account", "partition", "qos", "time_limit_minutes", "cpus_per_task",
-                   "gpus_per_task", "gpu_bind", "launcher"});
+                   "gpus_per_task", "gpu_bind", "launcher", "setup", "modules", "directives"});
   if (m.has("type")) {
     s.type = m.required<std::string>("type");
     SB_USER_CHECK(s.type == "slurm" || s.type == "pbs" || s.type == "lsf" || s.type == "flux",
@@ -154,6 +200,9 @@ SiteScheduler read_scheduler(const Mapping& top, const std::string& device, cons
                   source);
     s.launcher = m.required<std::vector<std::string>>("launcher");
   }
+  s.setup = line_list(m, "setup", source);
+  s.modules = line_list(m, "modules", source);
+  s.directives = read_directives(m, source);
   return s;
 }
 

@@ -32,6 +32,15 @@ struct SiteScheduler {
   int gpus_per_task = 0;                // default 1 when the device is a GPU (NVIDIA, AMD Instinct)
   std::string gpu_bind = "closest";     // Slurm --gpu-bind
   std::vector<std::string> launcher;    // empty: the scheduler's own (srun, mpiexec, mpirun, flux run)
+  // Site adaptation, one line per item, none holding a newline or NUL:
+  // shell lines run as written before the module loads and the launch (trusted site text: not
+  // quoted, unlike every value from a case or a path),
+  std::vector<std::string> setup;
+  // module names, each run as `module load '<name>'` (quoted) after the setup lines,
+  std::vector<std::string> modules;
+  // and extra directive lines per scheduler ("slurm", "pbs", "lsf", "flux"), each an option of
+  // its submit command written after the generated directives, in the order given.
+  std::map<std::string, std::vector<std::string>> directives;
 };
 
 struct SiteProfile {

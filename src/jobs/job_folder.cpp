@@ -113,7 +113,8 @@ PreparedSuite prepare_suite_jobs(const plan::Suite& suite, const costmodel::Site
     YAML::Emitter emitter;
     emitter << c.config;
     write_text(config, std::string(emitter.c_str()) + "\n");
-    specs.push_back(make_job_spec(suite.name, c, site, exe, {config, result}));
+    specs.push_back(make_job_spec(suite.name, c, site, exe,
+                                  {config, result, fs::absolute(files.script), fs::absolute(files.log)}));
     if (!array) {
       prepared.script_paths.push_back(files.script);
       prepared.scripts.push_back(write_job_script(scheduler, specs.back()));

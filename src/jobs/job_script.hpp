@@ -1,5 +1,7 @@
 // Batch scripts for one suite case on Slurm, PBS Pro, LSF and Flux: directives for the job's
-// shape, account/partition/QOS and time, then one launch line in which every word is quoted.
+// shape, account/partition/QOS and time, then the site's own directives, setup lines and module
+// loads, then one launch line in which every word is quoted, and what each scheduler does to
+// run the case again after the trainer's requeue status.
 // One writer per scheduler (slurm_script.cpp, pbs_script.cpp, lsf_script.cpp, flux_script.cpp).
 // A Slurm job array runs every case of a suite whose cases share one shape. Leaves out
 // submitting (scheduler_client.hpp).
@@ -35,8 +37,28 @@ std::vector<std::string> launcher_words(const JobSpec& spec, const std::vector<s
 // shared masks) when the job asks for CPUs per rank, so the ranks run cpus_per_task threads
 // placed as `run` places them; "" otherwise.
 std::string openmp_exports(const JobSpec& spec);
-// The lines after the directives: a comment naming the job, `set -eu`, and `exec` of the
-// launcher and the rank command, every word quoted.
-std::string script_body(const JobSpec& spec, const std::vector<std::string>& launcher);
+// The site's extra directives for `scheduler` (site profile scheduler.directives), one
+// "<prefix> <option>" line each, in the site's order; "" when it gives none.
+std::string site_directives(const JobSpec& spec, Scheduler scheduler, const std::string& prefix);
+// The site's setup lines as written, then `module load '<module>'` per module, under `set -e` (a
+// failed load stops the job) and a comment saying this is the site's own text; "" when it
+// gives neither.
+std::string site_setup(const JobSpec& spec);
+// The lines after the directives: a comment naming the job, the site's setup, `set -eu`, the
+// OpenMP exports, the launcher and the rank command (every word quoted) keeping its exit
+// status, then `requeue_tail`.
+std::string script_body(const JobSpec& spec, const std::vector<std::string>& launcher, const std::string& requeue_tail);
+
+// The exit status of `scalebench train` stopped after a signal with its checkpoint written
+// (train::kRequeueExitStatus): the scripts requeue or resubmit the job on it, and the job that
+// runs next reruns the same command, which resumes from the checkpoint (checkpoint.resume auto).
+inline constexpr int kRequeueExitStatus = 75;
+// After the launch: `why` (comment lines, each ending in a newline), then `if [ "$status" -eq
+// 75 ]; then <requeue>; fi` unless `requeue` is empty (the scheduler requeues by itself), then
+// `exit "$status"`.
+std::string requeue_tail(const std::string& why, const std::string& requeue);
+// The shell words of the job's log for a follow-up job: '<log without .out>'".after-<id>.out"
+// where `id` is a shell expansion (the job being replaced).
+std::string follow_up_log(const JobSpec& spec, const std::string& id);
 
 }  // namespace sb::jobs

@@ -74,6 +74,11 @@ JobSpec make_job_spec(const std::string& suite_name, const plan::SuiteCase& c,
   spec.launcher = s.launcher;
   // srun and flux run bind each rank to its own CPUs; a site's own launcher may not
   spec.ranks_sharing_cpus = s.launcher.empty() ? 1 : spec.tasks_per_node;
+  spec.setup = s.setup;
+  spec.modules = s.modules;
+  spec.directives = s.directives;
+  spec.script = paths.script.string();
+  spec.log = paths.log.string();
   spec.command = {exe, "train", "--config", paths.config.string(), "--out", paths.result.string(), "--run-id", c.id};
   return spec;
 }

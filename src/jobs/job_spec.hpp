@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct JobSpec {
   std::string account, partition, qos;       // empty: not asked for
   std::vector<std::string> launcher;         // empty: the scheduler's default
   std::vector<std::string> command;          // what every rank runs: scalebench train ...
+  // The site's adaptation (costmodel::SiteScheduler): setup lines and module loads before the
+  // launch, extra directive lines per scheduler name.
+  std::vector<std::string> setup, modules;
+  std::map<std::string, std::vector<std::string>> directives;
+  // The script's own file and log (absolute; empty: not known): PBS and Flux submit the script
+  // again after the trainer's requeue status.
+  std::string script, log;
 };
 
 // A file-system-safe form of a case id (letters, digits, '-', '.'; the rest '_').
@@ -43,6 +51,7 @@ std::string file_id(const std::string& case_id);
 
 struct JobPaths {
   std::filesystem::path config, result;  // DIR/jobs/<file_id>.yaml, DIR/runs/<file_id>.h5
+  std::filesystem::path script, log;     // DIR/jobs/<file_id>.sh and .out; may stay empty
 };
 
 // The spec of one case: shape from its world size and site.devices_per_node, the rest from

@@ -1,7 +1,8 @@
 // Quoting of values that go into generated job scripts: every value taken from a config, a
 // site profile or a path is written as one single-quoted shell word, so nothing in it ($(...),
 // backquotes, quotes, newlines, globs) is ever expanded or executed. Leaves out scheduler
-// directives, whose values are checked names instead (see directive_value).
+// directives, whose values are checked names instead (see directive_value), and the site
+// profile's setup lines, which are the site's own shell text (job_script.hpp, site_setup).
 #pragma once
 
 #include <string>

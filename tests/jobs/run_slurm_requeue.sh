@@ -65,7 +65,9 @@ done
 echo "job $job: $state_now after $restarts restart(s)"
 tail -5 "$out"/jobs/*.out || true
 
-# the same case without interruption, outside Slurm
+# the same case without interruption, outside Slurm (train never replaces a result file: the
+# one of an earlier run of this test goes first)
+rm -f "$work/uninterrupted.h5"
 "$exe" train --config "$out/jobs/nano-requeue.yaml" --out "$work/uninterrupted.h5" --run-id nano-requeue \
   --set checkpoint.resume=never >/dev/null
 /usr/bin/python3 - "$result" "$work/uninterrupted.h5" "$state_now" "$restarts" <<'PY'

@@ -2,7 +2,8 @@
 // $(...), backquotes and both kinds of quotes, in a folder whose name holds them too, pass
 // `bash -n` and, run with `echo` as the launcher, print exactly the intended words and
 // execute nothing (/tmp/sb_injected never appears). Names that no directive can hold
-// (newlines) are a clear error.
+// (newlines) are a clear error. A site's module names are quoted like case values; its setup
+// lines are its own shell text and run as written.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -86,6 +87,32 @@ TEST_F(ScriptInjection, NewlineInACaseNameIsAClearError) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("newline"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(ScriptInjection, ModuleNamesAreQuotedAndSetupLinesRunAsWritten) {
+  const plan::Suite suite = evil_suite("plain-case");
+  costmodel::SiteProfile site =
+      costmodel::load_site_profile(fs::path(SB_SOURCE_DIR) / "jobs" / "sites" / "this-machine.yaml");
+  site.scheduler.launcher = {"echo"};
+  // No `module` command here: a setup line defines one that prints its words, one per line.
+  site.scheduler.setup = {"module() { printf '<%s>\\n' \"$@\"; }", "echo \"setup $((6 * 7)) ${SB_NO_SUCH_VAR:-unset}\""};
+  site.scheduler.modules = {"gcc/12.3.0", kEvilName, "it's (default)"};
+  for (const Scheduler scheduler : {Scheduler::slurm, Scheduler::pbs, Scheduler::lsf, Scheduler::flux}) {
+    const PreparedSuite prepared = prepare_suite_jobs(suite, site, scheduler, dir_, "scalebench");
+    const JobFiles files = job_files(dir_, prepared.record.cases[0].file_id);
+    const ProcessResult run = run_process({"bash", files.script.string()});
+    EXPECT_EQ(run.exit_code, 0) << scheduler_name(scheduler) << ": " << run.err;
+    const std::string expected_site = "setup 42 unset\n<load>\n<gcc/12.3.0>\n<load>\n<" + kEvilName + ">\n<load>\n<it's (default)>\n";
+    EXPECT_EQ(run.out.substr(0, expected_site.size()), expected_site) << scheduler_name(scheduler);
+    EXPECT_NE(run.out.find("scalebench train --config"), std::string::npos) << scheduler_name(scheduler);
+    EXPECT_FALSE(fs::exists(kMarker)) << scheduler_name(scheduler) << " ran an injected command";
+  }
+  // A failing setup line stops the job before the launch.
+  site.scheduler.setup = {"false"};
+  const PreparedSuite prepared = prepare_suite_jobs(suite, site, Scheduler::slurm, dir_, "scalebench");
+  const ProcessResult stopped = run_process({"bash", job_files(dir_, prepared.record.cases[0].file_id).script.string()});
+  EXPECT_NE(stopped.exit_code, 0);
+  EXPECT_EQ(stopped.out, "");
 }
 
 TEST(ShellQuote, EveryByteSurvivesBash) {

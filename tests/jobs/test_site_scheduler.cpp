@@ -1,5 +1,6 @@
 // The optional `scheduler:` keys of a site profile: defaults, values, and one clear sentence
-// for each mistake (unknown key, unknown scheduler, a name that could break a directive).
+// for each mistake (unknown key, unknown scheduler, a name that could break a directive, a
+// setup line, module or directive that is not one line).
 #include <gtest/gtest.h>
 
 #include "core/check.hpp"
@@ -79,6 +80,78 @@ TEST(SiteScheduler, MistakesAreOneSentenceNamingTheKey) {
   EXPECT_NE(error_of("scheduler: {time_limit_minutes: 0}\n").find("'scheduler.time_limit_minutes' must be at least 1"),
             std::string::npos);
   EXPECT_NE(error_of("scheduler: {launcher: []}\n").find("'scheduler.launcher' must be a list"), std::string::npos);
+}
+
+TEST(SiteScheduler, SetupModulesAndDirectivesAreReadInOrder) {
+  const SiteProfile p = parse("NVIDIA H100", R"(scheduler:
+  partition: gpu
+  setup: ["source /etc/profile.d/lmod.sh", 'export FI_PROVIDER="cxi"']
+  modules: [PrgEnv-gnu, "cray-mpich/8.1.28", 12]
+  directives:
+    slurm: [--exclusive, --constraint=gpu, --reservation=acc]
+    pbs: [-l place=excl]
+    lsf: [-x]
+    flux: [--exclusive]
+)");
+  EXPECT_EQ(p.scheduler.partition, "gpu");
+  EXPECT_EQ(p.scheduler.setup, (std::vector<std::string>{"source /etc/profile.d/lmod.sh", "export FI_PROVIDER=\"cxi\""}));
+  EXPECT_EQ(p.scheduler.modules, (std::vector<std::string>{"PrgEnv-gnu", "cray-mpich/8.1.28", "12"}));
+  EXPECT_EQ(p.scheduler.directives.at("slurm"),
+            (std::vector<std::string>{"--exclusive", "--constraint=gpu", "--reservation=acc"}));
+  EXPECT_EQ(p.scheduler.directives.at("pbs"), std::vector<std::string>{"-l place=excl"});
+  EXPECT_EQ(p.scheduler.directives.at("lsf"), std::vector<std::string>{"-x"});
+  EXPECT_EQ(p.scheduler.directives.at("flux"), std::vector<std::string>{"--exclusive"});
+  // Each is optional: a profile without them has none.
+  const SiteProfile plain = parse("NVIDIA H100", "scheduler: {partition: gpu}\n");
+  EXPECT_TRUE(plain.scheduler.setup.empty());
+  EXPECT_TRUE(plain.scheduler.modules.empty());
+  EXPECT_TRUE(plain.scheduler.directives.empty());
+  EXPECT_EQ(parse("NVIDIA H100", "scheduler: {directives: {pbs: [-l place=excl]}}\n").scheduler.directives.count("slurm"),
+            0u);
+}
+
+// A directive is one line read by the scheduler: a newline or NUL would end it and start a line
+// the shell runs, so either is refused with the key, the item and the file.
+TEST(SiteScheduler, ADirectiveThatIsNotOneLineIsRefused) {
+  const std::string newline = error_of("scheduler: {directives: {slurm: [--exclusive, \"--comment=x\\ntouch /tmp/y\"]}}\n");
+  EXPECT_NE(newline.find("site.yaml: 'scheduler.directives.slurm' item 2 holds a newline, carriage return or NUL"),
+            std::string::npos) << newline;
+  const std::string nul = error_of("scheduler: {directives: {pbs: [\"-l place=excl\\0\"]}}\n");
+  EXPECT_NE(nul.find("site.yaml: 'scheduler.directives.pbs' item 1 holds a newline, carriage return or NUL"),
+            std::string::npos) << nul;
+  EXPECT_NE(error_of("scheduler: {directives: {lsf: [\"-x\\r\"]}}\n").find("'scheduler.directives.lsf' item 1 holds a newline"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: {flux: [\"\"]}}\n").find("'scheduler.directives.flux' item 1 is empty"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: {slurm: [constraint=gpu]}}\n")
+                .find("'scheduler.directives.slurm' item 1 ('constraint=gpu') must be an option of the scheduler's submit command"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: {flux: ['--setattr=x=\"\"\"']}}\n").find("triple quote"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: {sge: [-l h_rt=1:00:00]}}\n")
+                .find("unknown key 'scheduler.directives.sge' (allowed: slurm, pbs, lsf, flux)"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: [--exclusive]}\n").find("'scheduler.directives' must be a mapping"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {directives: {slurm: --exclusive}}\n").find("'scheduler.directives.slurm' must be a list"),
+            std::string::npos);
+}
+
+TEST(SiteScheduler, SetupLinesAndModulesMustBeOneLineEach) {
+  EXPECT_NE(error_of("scheduler: {setup: [\"a\\nb\"]}\n").find("site.yaml: 'scheduler.setup' item 1 holds a newline"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {modules: [gcc, \"x\\0y\"]}\n").find("site.yaml: 'scheduler.modules' item 2 holds a newline"),
+            std::string::npos);
+  EXPECT_NE(error_of("scheduler: {modules: gcc}\n").find("'scheduler.modules' must be a list of strings"), std::string::npos);
+  EXPECT_NE(error_of("scheduler: {setup: [{a: b}]}\n").find("'scheduler.setup' item 1 must be a string"), std::string::npos);
+}
+
+// Keys a site file may not have are still refused with today's sentence, listing the new keys.
+TEST(SiteScheduler, UnknownKeysAreStillRefused) {
+  const std::string e = error_of("scheduler: {constraint: gpu}\n");
+  EXPECT_NE(e.find("site.yaml: unknown key 'scheduler.constraint' (allowed: type, account, partition, qos, "
+                   "time_limit_minutes, cpus_per_task, gpus_per_task, gpu_bind, launcher, setup, modules, directives)"),
+            std::string::npos) << e;
 }
 
 }  // namespace

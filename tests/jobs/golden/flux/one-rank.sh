@@ -13,4 +13,10 @@
 # Every word below is single-quoted: nothing from a config or a path is expanded.
 set -eu
 export OMP_NUM_THREADS=8 OMP_PROC_BIND=spread OMP_PLACES=threads
-exec 'flux' 'run' '-N' '1' '-n' '1' '-c' '8' '-g' '1' '/opt/scalebench/bin/scalebench' 'train' '--config' '/scratch/sb/jobs/one-rank.yaml' '--out' '/scratch/sb/runs/one-rank.h5' '--run-id' 'one-rank'
+status=0
+'flux' 'run' '-N' '1' '-n' '1' '-c' '8' '-g' '1' '/opt/scalebench/bin/scalebench' 'train' '--config' '/scratch/sb/jobs/one-rank.yaml' '--out' '/scratch/sb/runs/one-rank.h5' '--run-id' 'one-rank' || status=$?
+# 75: scalebench train stopped at a step boundary after a signal (--signal above, or a preemption
+# notice) with its checkpoint written; the job submitted here reruns this script once this one
+# has ended and resumes from it.
+if [ "$status" -eq 75 ]; then job=$(flux getattr jobid); flux --parent batch --dependency="afterany:$job" --output='/scratch/sb/jobs/one-rank'".after-$job.out" '/scratch/sb/jobs/one-rank.sh'; fi
+exit "$status"
