@@ -71,10 +71,10 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const plan::TrainConfig& c) {
-  SB_USER_CHECK(c.strategy.interleave == 1,
-                "{}: strategy.interleave {} (virtual pipeline stages) is modelled by predict and plan; the trainer "
-                "runs interleave 1",
-                c.source, c.strategy.interleave);
+  SB_USER_CHECK(c.strategy.interleave == 1 || !plan::trains_resnet(c),
+                "{}: strategy.interleave {} (virtual pipeline stages) trains the GPT; model {} is modelled by "
+                "predict and plan with it but the trainer runs it with interleave 1",
+                c.source, c.strategy.interleave, c.model.name);
   SB_USER_CHECK(!c.strategy.sequence_parallel,
                 "{}: strategy.sequence_parallel is modelled by predict and plan; the trainer runs without it",
                 c.source);
