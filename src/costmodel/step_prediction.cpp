@@ -325,6 +325,7 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
   for (std::size_t r = 0; r < ranks; ++r)
     if (memory[r].total() > memory[heaviest].total()) heaviest = r;
   p.memory = memory[heaviest];
+  p.rank_memory = memory;
   if (p.memory.total() <= site.memory_bytes * p.devices_per_rank) return std::nullopt;
   return fmt::format("needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
                      "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",

@@ -57,6 +57,7 @@ struct Prediction {
   bool calibrated = false;  // the site carried a fitted GEMM efficiency or kernel times
   bool kernel_timed = false;  // compute and optimizer times are the sum of the site's kernel times
   RankMemory memory;
+  std::vector<RankMemory> rank_memory;  // the same for every pipeline stage (pp rank), in order
   double memory_available = 0;  // the site's bytes per device
   double cost_per_hour = 0;     // devices × price; 0 when the site gives no price
   std::string currency;         // the site's, of cost_per_hour

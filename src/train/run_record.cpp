@@ -18,7 +18,7 @@ io::Attributes run_attributes(const plan::TrainConfig& c, const plan::RunPlan& r
           {"device", c.device}, {"precision", c.precision.dtype}, {"dp", c.strategy.dp},
           {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", run_plan.micro_batches},
           {"micro_batch", run_plan.micro_batch}, {"stages", run_plan.stages}, {"stage_rule", run_plan.stage_rule},
-          {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
+          {"schedule", c.strategy.schedule}, {"interleave", run_plan.interleave}, {"zero", c.strategy.zero},
           {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task.seq_len()},
           {"started_utc", metrics::utc_now_iso8601()}, {"git_sha", std::string(SB_GIT_SHA)},
           {"resumed_from_step", first_step}};
