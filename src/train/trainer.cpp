@@ -187,7 +187,7 @@ metrics::StepSpans step_spans(std::int64_t step, const StepResult& r) {
                            .optimizer_start_s = r.loss_end_s, .optimizer_s = r.optimizer_s(), .pipeline_ops = {}};
   for (const PipelineOpRecord& op : r.pipeline_ops)
     spans.pipeline_ops.push_back({.kind = op.op.kind == plan::PipelineOpKind::forward ? 'F' : 'B', .micro = op.op.micro,
-                                  .wait_start_s = op.wait_start_s, .start_s = op.start_s, .end_s = op.end_s});
+                                  .chunk = op.op.chunk, .wait_start_s = op.wait_start_s, .start_s = op.start_s, .end_s = op.end_s});
   return spans;
 }
 
