@@ -185,7 +185,7 @@ i64 gpt_shard_activation_gradient_bytes(const GptShard& shard, i64 B, i64 T) {
 template <class S>
 GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels::Backend backend,
                         MemoryTracker& tracker, GptPartition partition, i64 appended_parameters,
-                        kernels::KernelRecorder* recorder)
+                        kernels::KernelRecorder* recorder, GptParameterStorageT<S> storage)
     : config_(config),
       shard_(resolve_gpt_partition(config, partition)),
       tp_(std::move(partition.tp)),
@@ -226,12 +226,18 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   }
   const i64 slot_bytes = gpt_shard_activation_bytes<S>(shard_, batch, seq_len).total;
   const i64 flat = parameter_count_ + appended_parameters_;
-  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * flat,
-                                 mixed ? "gpt 16-bit params" : "gpt params", device_);
-  if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
-    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
-                                   "gpt fp32 master params", device_);
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * flat, "gpt grads", device_);
+  const bool owned = storage.params == nullptr;
+  SB_CHECK(owned == (storage.grads == nullptr) && (owned || !mixed || storage.master != nullptr),
+           "gpt: parameter storage given in part");
+  if (owned) {
+    params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * flat,
+                                   mixed ? "gpt 16-bit params" : "gpt params", device_);
+    if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
+      master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
+                                     "gpt fp32 master params", device_);
+    grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * flat, "gpt grads", device_);
+    storage = {params_memory_.as<S>(), master_memory_.as<float>(), grads_memory_.as<float>()};
+  }
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,
                                "gpt activations", device_);
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
@@ -243,12 +249,12 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   if (mixed && shard_.tp_size > 1)
     tp_widened_memory_ = TrackedBuffer(tracker, MemoryCategory::comm, kFloat * batch * seq_len * config_.channels,
                                        "gpt tp all-reduce in fp32", device_);
-  point_parameter_views(params_, params_memory_.as<S>(), config_, shard_);
+  point_parameter_views(params_, storage.params, config_, shard_);
   if constexpr (mixed)
-    point_parameter_views(master_, master_memory_.as<float>(), config_, shard_);
+    point_parameter_views(master_, storage.master, config_, shard_);
   else
     master_ = params_;
-  point_parameter_views(grads_, grads_memory_.as<float>(), config_, shard_);
+  point_parameter_views(grads_, storage.grads, config_, shard_);
   for (i64 s = 0; s < slots; ++s) {
     Slot& slot = slots_[static_cast<std::size_t>(s)];
     slot.base = acts_memory_.as<std::byte>() + s * slot_bytes;
@@ -496,7 +502,8 @@ std::span<float> GptModelT<S>::tied_embedding_gradient() {
 
 template <class S>
 void GptModelT<S>::zero_grad() {
-  zero_device_bytes(device_, grads_memory_.data(), static_cast<std::size_t>(grads_memory_.bytes()));
+  if (!k_.runs_kernels()) return;  // a recording model holds no gradients
+  zero_device_bytes(device_, grads_.wte, flat_size() * sizeof(float));
 }
 
 template <class S>
@@ -527,7 +534,7 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   // the head's gradients and d(output) (dlosses .. dresidual_out), one block's scratch (dln1 ..)
   const i64 head_bytes = layout_bytes(s, B, T, &Gradients::dlosses, &Gradients::dresidual_in);
   const i64 block_scratch_bytes = layout_bytes(s, B, T, &Gradients::dln1);
-  const float* grads_base = grads_memory_.as<float>();
+  const float* grads_base = grads_.wte;  // gradients_flat(), wherever it lives
   const auto ready = [&](const float* grad, i64 count) {
     if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
   };

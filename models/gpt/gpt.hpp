@@ -149,6 +149,18 @@ GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, std::int64_
 template <class S = float>
 std::int64_t gpt_shard_activation_gradient_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
 
+// Where a model's parameters live when its owner lays several models into one allocation (a
+// pipeline rank's interleaved chunks under one flat span for the optimizer and the gradient
+// exchange): the weights the kernels read (S), the fp32 master copy (16-bit S only) and the
+// gradients, flat_size() elements each, zeroed, in the backend's memory and tracked by the
+// owner. All nullptr: the model allocates its own.
+template <class S>
+struct GptParameterStorageT {
+  S* params = nullptr;
+  float* master = nullptr;
+  float* grads = nullptr;
+};
+
 template <class S>
 class GptModelT {
  public:
@@ -164,7 +176,8 @@ class GptModelT {
   // model's description of a unit at any size.
   GptModelT(const GptConfig& config, std::int64_t batch, std::int64_t seq_len,
             kernels::Backend backend, MemoryTracker& tracker, GptPartition partition = {},
-            std::int64_t appended_parameters = 0, kernels::KernelRecorder* recorder = nullptr);
+            std::int64_t appended_parameters = 0, kernels::KernelRecorder* recorder = nullptr,
+            GptParameterStorageT<S> storage = {});
 
   // normal(0, 0.02) matrices and embeddings, zero biases, LayerNorm weight 1. Element i of
   // tensor k draws CounterRng(seed, k).normal(i): independent of thread count. A partition's

@@ -37,6 +37,7 @@ const char* refusal_group(Refusal r) {
     case Refusal::tp_heads: return "tp does not divide the attention heads";
     case Refusal::pp_layers: return "pp does not divide the layers";
     case Refusal::batch_split: return "batch does not split";
+    case Refusal::interleave: return "interleaving needs pp > 1, 1f1b and micro-batches in groups of pp";
     case Refusal::memory: return "too little memory";
   }
   return "refused";

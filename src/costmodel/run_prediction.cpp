@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/check.hpp"
 
 namespace sb::costmodel {
@@ -45,6 +47,16 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
       {"memory_activations", p.memory.activations},
       {"memory_total", p.memory.total()}};
   a.insert(a.end(), numbers.begin(), numbers.end());
+  // per pipeline stage (pp rank) as the memory table has them, bytes
+  const auto per_stage = [&](double RankMemory::*part) {
+    std::vector<std::int64_t> bytes;
+    for (const RankMemory& m : p.rank_memory) bytes.push_back(std::llround(m.*part));
+    return bytes;
+  };
+  a.emplace_back("stage_memory_params", per_stage(&RankMemory::params));
+  a.emplace_back("stage_memory_grads", per_stage(&RankMemory::grads));
+  a.emplace_back("stage_memory_optimizer", per_stage(&RankMemory::optimizer));
+  a.emplace_back("stage_memory_activations", per_stage(&RankMemory::activations));
   return a;
 }
 

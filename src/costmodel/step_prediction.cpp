@@ -1,8 +1,9 @@
 // The analytic step model of step_prediction.hpp. Every formula it applies lives in
 // closed_forms.hpp or the model sources; this file decides which applies where (stages, link
 // levels, overlap), how much memory traffic the non-GEMM work makes, and hands the per-op costs
-// to the event simulation (step_simulation.hpp), whose step time it reports. Leaves out the
-// interleaved schedule's extra activations and its simulation (its bubble is the closed form's).
+// to the event simulation (step_simulation.hpp), whose step time it reports. Under
+// interleaving every cost is per model chunk (the plan's pp·v), a rank's memory the sum over its
+// chunks, and the simulation runs the interleaved order.
 #include "costmodel/step_prediction.hpp"
 
 #include <fmt/format.h>
@@ -301,23 +302,30 @@ StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, 
   return m;
 }
 
-// Memory per rank of the most loaded stage (ZeRO's sharding of the model state); the reason
-// when it exceeds what a rank's devices hold.
+// Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
+// interleaving the sum over the rank's chunks, each holding its own micro-batches in flight);
+// the reason when it exceeds what a rank's devices hold.
 std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c,
                                           const std::vector<StageCost>& stages, const SiteProfile& site,
                                           double element_bytes) {
   const StateBytes bytes = state_bytes(c, element_bytes);
+  const auto ranks = static_cast<std::size_t>(c.strategy.pp);
   std::size_t heaviest = 0;
-  std::vector<RankMemory> memory;
+  std::vector<RankMemory> memory(ranks);
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(c.strategy.zero),
                                                           bytes.param, bytes.grad, bytes.optimizer);
-    memory.push_back({states.params + st.buffer_bytes, states.grads, states.optimizer,
-                      static_cast<double>(st.in_flight) * st.activation_bytes + st.shared_activation_bytes});
-    if (memory[i].total() > memory[heaviest].total()) heaviest = i;
+    RankMemory& rank = memory[i % ranks];
+    rank.params += states.params + st.buffer_bytes;
+    rank.grads += states.grads;
+    rank.optimizer += states.optimizer;
+    rank.activations += static_cast<double>(st.in_flight) * st.activation_bytes + st.shared_activation_bytes;
   }
+  for (std::size_t r = 0; r < ranks; ++r)
+    if (memory[r].total() > memory[heaviest].total()) heaviest = r;
   p.memory = memory[heaviest];
+  p.rank_memory = memory;
   if (p.memory.total() <= site.memory_bytes * p.devices_per_rank) return std::nullopt;
   return fmt::format("needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
                      "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
@@ -393,6 +401,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   StepSimulationInput in;
   in.schedule = plan.schedule;
   in.micro_batches = plan.micro_batches;
+  in.interleave = plan.interleave;
   in.overlap = c.strategy.overlap;
   const std::vector<StageCost>& stages = m.stages;
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -422,9 +431,8 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   return in;
 }
 
-// The simulated step's time and the critical rank's breakdown; v virtual stages per device
-// (not simulated) divide the idle time by v (Narayanan et al.).
-void take_step_time(Prediction& p, const StepSimulation& sim, std::int64_t interleave) {
+// The simulated step's time and the critical rank's breakdown.
+void take_step_time(Prediction& p, const StepSimulation& sim) {
   const StageTimeline& critical = sim.stages[sim.critical_stage];
   p.critical_stage = static_cast<int>(sim.critical_stage);
   p.compute_s = critical.compute_s;
@@ -433,14 +441,8 @@ void take_step_time(Prediction& p, const StepSimulation& sim, std::int64_t inter
   p.dp_comm_s = critical.dp_exposed_s;
   p.optimizer_s = critical.optimizer_s;
   p.bubble_s = critical.bubble_s;
-  double step = sim.step_time_s;
-  if (interleave > 1) {
-    const double v = static_cast<double>(interleave);
-    step -= p.bubble_s * (1.0 - 1.0 / v);
-    p.bubble_s /= v;
-  }
   p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;
-  p.step_time_s = step;
+  p.step_time_s = sim.step_time_s;
 }
 
 // Throughput, FLOP rates, MFU and cost from the step time.
@@ -468,6 +470,7 @@ Refusal refusal_of(plan::Refusal r) {
     case plan::Refusal::tp_heads: return Refusal::tp_heads;
     case plan::Refusal::pp_layers: return Refusal::pp_layers;
     case plan::Refusal::batch_split: return Refusal::batch_split;
+    case plan::Refusal::interleave: return Refusal::interleave;
     case plan::Refusal::none: break;
   }
   return Refusal::none;
@@ -498,8 +501,7 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   const StepRates rates = step_rates(c, p, site, m.description, element_bytes);
   const KernelTiming timing = kernel_timing(c, p, site, m, recompute);
   p.kernel_timed = timing.stages.has_value();
-  take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)),
-                 c.strategy.interleave);
+  take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)));
   take_rates(p, plan, m, site);
   p.feasible = true;
   return p;

@@ -20,8 +20,8 @@ struct RankMemory {  // bytes on the most loaded rank
 };
 
 // Why a configuration was refused, as a kind (plan groups its rejections by it).
-enum class Refusal { none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, memory };
-// The kind of a plan's own refusal (the devices, the heads, the layers, the batch).
+enum class Refusal { none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, interleave, memory };
+// The kind of a plan's own refusal (the devices, the heads, the layers, the batch, interleaving).
 Refusal refusal_of(plan::Refusal refusal);
 
 struct Prediction {
@@ -57,6 +57,7 @@ struct Prediction {
   bool calibrated = false;  // the site carried a fitted GEMM efficiency or kernel times
   bool kernel_timed = false;  // compute and optimizer times are the sum of the site's kernel times
   RankMemory memory;
+  std::vector<RankMemory> rank_memory;  // the same for every pipeline stage (pp rank), in order
   double memory_available = 0;  // the site's bytes per device
   double cost_per_hour = 0;     // devices × price; 0 when the site gives no price
   std::string currency;         // the site's, of cost_per_hour

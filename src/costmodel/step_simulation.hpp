@@ -8,8 +8,10 @@
 // per stage stands for each of them (rank_stage maps a world rank to it).
 //
 // The costs of each op come from the caller (step_prediction.cpp builds them from the analytic
-// per-layer FLOPs, bytes and link costs); this file only orders them in time. Leaves out the
-// interleaved (virtual-stage) schedule, link contention between concurrent messages and
+// per-layer FLOPs, bytes and link costs); this file only orders them in time. Under
+// interleaving (v model chunks per rank) each rank runs the interleaved 1F1B order over its
+// chunks, chunk c of rank s costing stages[c·p + s], and each chunk's buckets launch as its own
+// last backward produces them. Leaves out link contention between concurrent messages and
 // jitter: every op takes exactly its cost.
 #pragma once
 
@@ -35,7 +37,8 @@ struct StageOpCosts {
 struct StepSimulationInput {
   plan::PipelineSchedule schedule = plan::PipelineSchedule::one_f_one_b;
   std::int64_t micro_batches = 1;
-  std::vector<StageOpCosts> stages;  // pipeline order, at least one
+  std::int64_t interleave = 1;       // model chunks per rank (v)
+  std::vector<StageOpCosts> stages;  // per model chunk in pipeline order (p·v), at least one
   // true: bucket k launches when the last micro-batch's backward has produced it; false: one
   // reduction of everything after that backward ends (the buckets still run back to back).
   bool overlap = true;
@@ -48,9 +51,10 @@ struct TimelineOp {
   TimelineOpKind kind = TimelineOpKind::forward;
   std::int64_t index = 0;  // micro-batch (forward, backward, sends) or bucket (dp_bucket)
   double start = 0, end = 0;
+  std::int64_t chunk = 0;  // the rank's local model chunk (forward, backward, sends)
 };
 
-// One stage's step, the same on each of its dp × tp ranks.
+// One stage's (pp rank's, all its chunks) step, the same on each of its dp × tp ranks.
 struct StageTimeline {
   std::vector<TimelineOp> compute;  // compute stream: forwards, backwards, sends, optimizer
   std::vector<TimelineOp> comm;     // dp stream: gradient buckets
@@ -65,7 +69,7 @@ struct StageTimeline {
 };
 
 struct StepSimulation {
-  std::vector<StageTimeline> stages;
+  std::vector<StageTimeline> stages;  // per pp rank
   double step_time_s = 0;     // max over ranks of their end
   double pipeline_end = 0;    // max over stages of pipeline_end (stage 0's, by dependencies)
   std::size_t critical_stage = 0;  // the stage whose end is the step time (lowest on ties)

@@ -3,11 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <utility>
 
 #include "parallel/comm_stats.hpp"
 
 namespace sb::metrics {
+
+namespace {
+
+std::string chunk_suffix(const PipelineOpSpan& op) { return op.chunk > 0 ? fmt::format("c{}", op.chunk) : ""; }
+
+}  // namespace
 
 StepTrace::StepTrace(std::vector<parallel::Communicator*> communicators, bool enabled)
     : communicators_(std::move(communicators)), first_record_(communicators_.size(), 0), enabled_(enabled) {}
@@ -26,9 +33,10 @@ void StepTrace::end_step(const StepSpans& s) {
   if (s.pipeline_ops.empty()) timeline_.add("forward+backward", "compute", s.start_s, s.compute_s, s.step);
   for (const PipelineOpSpan& op : s.pipeline_ops) {
     if (op.start_s > op.wait_start_s)
-      timeline_.add(fmt::format("wait {}{}", op.kind, op.micro), "pipeline-wait", op.wait_start_s,
+      timeline_.add(fmt::format("wait {}{}{}", op.kind, op.micro, chunk_suffix(op)), "pipeline-wait", op.wait_start_s,
                     op.start_s - op.wait_start_s, s.step);
-    timeline_.add(fmt::format("{}{}", op.kind, op.micro), "compute", op.start_s, op.end_s - op.start_s, s.step);
+    timeline_.add(fmt::format("{}{}{}", op.kind, op.micro, chunk_suffix(op)), "compute", op.start_s,
+                  op.end_s - op.start_s, s.step);
   }
   for (std::size_t k = 0; k < communicators_.size(); ++k) {
     const auto& records = communicators_[k]->stats().records();

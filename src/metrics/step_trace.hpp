@@ -15,9 +15,11 @@ namespace sb::metrics {
 
 // One forward ('F') or backward ('B') of a pipeline micro-batch as a stage ran it: it waited for
 // its message from wait_start_s (= start_s when none), then computed from start_s to end_s.
+// chunk: the stage's local model chunk under interleaving (named "F3c1"; 0 is left unnamed).
 struct PipelineOpSpan {
   char kind = 'F';
   std::int64_t micro = 0;
+  std::int64_t chunk = 0;
   double wait_start_s = 0, start_s = 0, end_s = 0;
 };
 

@@ -1,5 +1,5 @@
-// GPipe and 1F1B operation lists, their closed-form peak and bubble, and the unit-time
-// simulation that checks both.
+// GPipe, 1F1B and interleaved 1F1B operation lists, their closed-form peak and bubble, and the
+// unit-time simulation that checks them.
 #include "plan/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -33,10 +33,42 @@ void check_shape(int stages, int stage, i64 micro_batches) {
 
 }  // namespace
 
+namespace {
+
+// Megatron-LM's forward_backward_pipelining_with_interleaving for rank `stage` of p with v chunks.
+std::vector<PipelineOp> interleaved_stage_ops(int stages, int stage, i64 m, i64 v) {
+  const i64 p = stages, total = m * v, group = p * v;
+  const auto micro_of = [&](i64 k) { return (k / group) * p + k % p; };
+  const auto chunk_of = [&](i64 k, bool forward) {
+    const i64 c = (k % group) / p;
+    return forward ? c : v - 1 - c;
+  };
+  std::vector<PipelineOp> ops;
+  ops.reserve(static_cast<std::size_t>(2 * total));
+  const auto forward = [&](i64 k) { ops.push_back({PipelineOpKind::forward, micro_of(k), chunk_of(k, true)}); };
+  const auto backward = [&](i64 k) { ops.push_back({PipelineOpKind::backward, micro_of(k), chunk_of(k, false)}); };
+  const i64 warmup = std::min<i64>((p - stage - 1) * 2 + (v - 1) * p, total);
+  for (i64 k = 0; k < warmup; ++k) forward(k);
+  for (i64 k = 0; k < total - warmup; ++k) {  // steady state: forward(warmup + k), backward(k)
+    forward(warmup + k);
+    backward(k);
+  }
+  for (i64 k = total - warmup; k < total; ++k) backward(k);  // cool-down
+  return ops;
+}
+
+}  // namespace
+
 std::vector<PipelineOp> pipeline_stage_ops(PipelineSchedule schedule, int stages, int stage,
-                                           i64 micro_batches) {
+                                           i64 micro_batches, i64 interleave) {
   check_shape(stages, stage, micro_batches);
   const i64 m = micro_batches;
+  if (interleave > 1) {
+    SB_CHECK(schedule == PipelineSchedule::one_f_one_b && stages > 1 && m % stages == 0,
+             "interleaved schedule: {} with {} stages, {} micro-batches", to_string(schedule), stages, m);
+    return interleaved_stage_ops(stages, stage, m, interleave);
+  }
+  SB_CHECK(interleave == 1, "pipeline interleave {}", interleave);
   std::vector<PipelineOp> ops;
   ops.reserve(static_cast<std::size_t>(2 * m));
   const auto forward = [&](i64 i) { ops.push_back({PipelineOpKind::forward, i}); };
@@ -54,6 +86,28 @@ std::vector<PipelineOp> pipeline_stage_ops(PipelineSchedule schedule, int stages
   }
   for (i64 i = m - warmup; i < m; ++i) backward(i);  // cool-down
   return ops;
+}
+
+i64 pipeline_chunk_peak_in_flight(PipelineSchedule schedule, int stages, int stage, i64 micro_batches,
+                                  i64 interleave, i64 chunk) {
+  if (interleave == 1) return pipeline_peak_in_flight(schedule, stages, stage, micro_batches);
+  return count_peak_in_flight(pipeline_stage_ops(schedule, stages, stage, micro_batches, interleave), chunk);
+}
+
+i64 count_peak_in_flight(const std::vector<PipelineOp>& ops, i64 chunk) {
+  i64 in_flight = 0, peak = 0;
+  for (const PipelineOp& op : ops) {
+    if (op.chunk != chunk) continue;
+    in_flight += op.kind == PipelineOpKind::forward ? 1 : -1;
+    peak = std::max(peak, in_flight);
+  }
+  return peak;
+}
+
+double pipeline_interleaved_bubble_ratio(int stages, i64 micro_batches, i64 interleave) {
+  SB_CHECK(stages >= 1 && micro_batches >= 1 && interleave >= 1, "pipeline of {} stages, {} micro-batches, {} chunks",
+           stages, micro_batches, interleave);
+  return static_cast<double>(stages - 1) / static_cast<double>(interleave * micro_batches);
 }
 
 i64 pipeline_peak_in_flight(PipelineSchedule schedule, int stages, int stage, i64 micro_batches) {
@@ -84,6 +138,14 @@ PipelineSimulation simulate_pipeline(PipelineSchedule schedule, int stages, i64 
   return simulate_pipeline_ops(ops, micro_batches, forward_time, backward_time, transfer);
 }
 
+PipelineSimulation simulate_interleaved_pipeline(int stages, i64 micro_batches, i64 interleave,
+                                                 double forward_time, double backward_time, double transfer) {
+  std::vector<std::vector<PipelineOp>> ops(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s)
+    ops[s] = pipeline_stage_ops(PipelineSchedule::one_f_one_b, stages, s, micro_batches, interleave);
+  return simulate_pipeline_ops(ops, micro_batches, forward_time, backward_time, transfer);
+}
+
 PipelineSimulation simulate_pipeline(PipelineSchedule schedule, i64 micro_batches,
                                      const std::vector<double>& forward_time,
                                      const std::vector<double>& backward_time, double transfer) {
@@ -110,16 +172,18 @@ PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineO
            "{} stages with {} forward and {} backward times", p, forward_time.size(),
            backward_time.size());
   const auto m = static_cast<std::size_t>(micro_batches);
+  std::size_t v = 1;
   for (const auto& stage_ops : ops) {
     for (const PipelineOp& op : stage_ops) {
-      SB_CHECK(op.micro >= 0 && op.micro < micro_batches, "micro-batch {} of {}", op.micro,
-               micro_batches);
+      SB_CHECK(op.micro >= 0 && op.micro < micro_batches && op.chunk >= 0, "micro-batch {} of {}, chunk {}",
+               op.micro, micro_batches, op.chunk);
+      v = std::max(v, static_cast<std::size_t>(op.chunk) + 1);
     }
   }
 
-  // End time of forward(i) and backward(i) on each stage; negative: not yet run.
-  std::vector<std::vector<double>> forward_end(p, std::vector<double>(m, -1.0));
-  std::vector<std::vector<double>> backward_end(p, std::vector<double>(m, -1.0));
+  // End time of forward(i, c) and backward(i, c) on each stage, at [c·m + i]; negative: not yet run.
+  std::vector<std::vector<double>> forward_end(p, std::vector<double>(m * v, -1.0));
+  std::vector<std::vector<double>> backward_end(p, std::vector<double>(m * v, -1.0));
   PipelineSimulation sim;
   sim.busy.assign(p, 0.0);
   sim.op_start.assign(p, {});
@@ -134,25 +198,31 @@ PipelineSimulation simulate_pipeline_ops(const std::vector<std::vector<PipelineO
     for (std::size_t s = 0; s < p; ++s) {
       while (next[s] < ops[s].size()) {
         const PipelineOp& op = ops[s][next[s]];
-        const auto i = static_cast<std::size_t>(op.micro);
+        const auto c = static_cast<std::size_t>(op.chunk);
+        const std::size_t at = c * m + static_cast<std::size_t>(op.micro);
         double ready = free_at[s];
         if (op.kind == PipelineOpKind::forward) {
-          if (s > 0) {
-            if (forward_end[s - 1][i] < 0) break;
-            ready = std::max(ready, forward_end[s - 1][i] + transfer);
+          // the input: this chunk on the previous stage, or the previous chunk on the last one
+          const bool local = s == 0 && c == 0;
+          if (!local) {
+            const double input = s > 0 ? forward_end[s - 1][at] : forward_end[p - 1][at - m];
+            if (input < 0) break;
+            ready = std::max(ready, input + transfer);
           }
         } else {
-          if (forward_end[s][i] < 0) break;  // a schedule that runs a backward before its forward
-          if (s + 1 < p) {
-            if (backward_end[s + 1][i] < 0) break;
-            ready = std::max(ready, backward_end[s + 1][i] + transfer);
+          if (forward_end[s][at] < 0) break;  // a schedule that runs a backward before its forward
+          const bool local = s + 1 == p && c + 1 == v;
+          if (!local) {
+            const double gradient = s + 1 < p ? backward_end[s + 1][at] : backward_end[0][at + m];
+            if (gradient < 0) break;
+            ready = std::max(ready, gradient + transfer);
           }
         }
         const double duration =
             op.kind == PipelineOpKind::forward ? forward_time[s] : backward_time[s];
         sim.op_start[s].push_back(ready);
         sim.op_end[s].push_back(ready + duration);
-        (op.kind == PipelineOpKind::forward ? forward_end : backward_end)[s][i] = ready + duration;
+        (op.kind == PipelineOpKind::forward ? forward_end : backward_end)[s][at] = ready + duration;
         free_at[s] = ready + duration;
         sim.busy[s] += duration;
         ++next[s];

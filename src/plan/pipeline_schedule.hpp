@@ -1,7 +1,7 @@
 // Pipeline-parallel schedules as data: for p stages and m micro-batches, the ordered forward and
 // backward operations each stage performs in one training step, with their memory and bubble
 // figures and a unit-time simulation that checks them. Pure: no MPI, no model. Leaves out
-// executing the operations (pipeline_executor.hpp) and interleaved (virtual-stage) schedules.
+// executing the operations (pipeline_executor.hpp).
 //
 // GPipe: every forward in micro-batch order, then every backward, also in micro-batch order
 // (0, 1, ..., m−1; the GPipe paper draws them in reverse). In order, the gradient of each
@@ -13,6 +13,17 @@
 // w = min(p − s − 1, m) warm-up forwards, then alternates one forward and one backward until
 // every forward is done, then the remaining w backwards (cool-down). Backwards are in
 // micro-batch order. Stage s never holds more than min(p − s, m) micro-batches' activations.
+//
+// Interleaved 1F1B (Narayanan et al. 2021 §2.2; Megatron-LM's
+// forward_backward_pipelining_with_interleaving): the model is cut into p·v chunks and rank r
+// holds chunks r, r + p, r + 2p, … (its local chunks 0 .. v − 1). Each rank runs m·v virtual
+// micro-batches; virtual index k is micro-batch (k / pv)·p + k mod p of local chunk
+// (k mod pv) / p for a forward and v − 1 − (k mod pv) / p for a backward (micro-batches go
+// through the chunks in groups of p, so m must be a multiple of p). Rank r runs
+// w = min((p − r − 1)·2 + (v − 1)·p, m·v) warm-up forwards, then one forward and one backward
+// until every forward is done, then the remaining w backwards. Each chunk's backwards are in
+// micro-batch order, so gradients accumulate micro-batch 0 first as above. The ideal bubble
+// shrinks v-fold: (p − 1)/(v·m) of the compute time.
 //
 // Both schedules have the same ideal bubble: with every stage taking tf per forward and tb
 // per backward and free communication, the step lasts (m + p − 1)(tf + tb), of which each
@@ -35,30 +46,47 @@ enum class PipelineOpKind { forward, backward };
 struct PipelineOp {
   PipelineOpKind kind = PipelineOpKind::forward;
   std::int64_t micro = 0;  // micro-batch index in [0, m)
+  std::int64_t chunk = 0;  // the rank's local model chunk in [0, v) (0 without interleaving)
   bool operator==(const PipelineOp&) const = default;
 };
 
-// The 2m operations of `stage` (0-based, < stages) in execution order. Every forward and every
-// backward of [0, m) appears exactly once; forwards in micro-batch order, as do backwards.
+// The 2m·v operations of `stage` (0-based, < stages; the pp rank) in execution order, with v =
+// `interleave` model chunks per rank (1: the plain schedules; more: interleaved 1F1B, which
+// needs schedule 1f1b, stages > 1 and micro_batches a multiple of stages). Every forward and
+// every backward of [0, m) × [0, v) appears exactly once; per chunk, forwards in micro-batch
+// order, as do backwards.
 std::vector<PipelineOp> pipeline_stage_ops(PipelineSchedule schedule, int stages, int stage,
-                                           std::int64_t micro_batches);
+                                           std::int64_t micro_batches, std::int64_t interleave = 1);
 
 // The most micro-batches whose forward has run on `stage` but whose backward has not, at any
 // point of the schedule: the activation sets the stage must hold. GPipe m; 1F1B min(p − s, m).
 std::int64_t pipeline_peak_in_flight(PipelineSchedule schedule, int stages, int stage,
                                      std::int64_t micro_batches);
+// The same for local chunk `chunk` of `stage` under interleave v (counted from the list): the
+// activation sets that chunk's model must hold.
+std::int64_t pipeline_chunk_peak_in_flight(PipelineSchedule schedule, int stages, int stage,
+                                           std::int64_t micro_batches, std::int64_t interleave,
+                                           std::int64_t chunk);
 
-// The same, counted by walking the operation list (the tests check the closed form above).
+// The same, counted by walking the operation list (the tests check the closed form above);
+// all chunks together, or one chunk's ops only.
 std::int64_t count_peak_in_flight(const std::vector<PipelineOp>& ops);
+std::int64_t count_peak_in_flight(const std::vector<PipelineOp>& ops, std::int64_t chunk);
 
 // (p − 1)/(m + p − 1): the fraction of a step each stage idles with balanced stages.
 double pipeline_ideal_bubble_fraction(int stages, std::int64_t micro_batches);
 
+// (p − 1)/(v·m): the interleaved schedule's ideal bubble as a fraction of the compute time
+// (Narayanan et al. 2021 §2.2); v = 1 gives (p − 1)/m.
+double pipeline_interleaved_bubble_ratio(int stages, std::int64_t micro_batches, std::int64_t interleave);
+
 // ---- a discrete-event simulation of one step ------------------------------------------------
 // Every stage executes its operation list in order; an operation starts when the stage is free
-// and its input exists: forward(i) on stage s needs forward(i) done on s − 1, backward(i)
-// needs backward(i) done on s + 1 (the last stage's backward(i) needs its own forward(i),
-// which its order guarantees). Messages take `transfer` time units.
+// and its input exists: forward(i, c) on stage s needs forward(i, c) done on s − 1 (on stage 0,
+// chunk c > 0 needs forward(i, c − 1) on the last stage), backward(i, c) needs backward(i, c)
+// done on s + 1 (on the last stage, chunk c < v − 1 needs backward(i, c + 1) on stage 0) and
+// its own forward(i, c). Messages take `transfer` time units. v is the largest chunk + 1 in
+// the lists; each chunk of a stage takes that stage's forward and backward times.
 struct PipelineSimulation {
   bool completed = false;  // false: some stage waits forever (the schedule deadlocks)
   double makespan = 0;     // the last operation's end, all stages starting at 0
@@ -72,6 +100,10 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(PipelineSchedule schedule, int stages,
                                      std::int64_t micro_batches, double forward_time,
                                      double backward_time, double transfer = 0.0);
+// Interleaved 1F1B with v chunks per stage, each chunk taking forward_time and backward_time.
+PipelineSimulation simulate_interleaved_pipeline(int stages, std::int64_t micro_batches,
+                                                 std::int64_t interleave, double forward_time,
+                                                 double backward_time, double transfer = 0.0);
 // The same with each stage's own forward and backward time (unbalanced stages: the bubble a
 // measured step should be compared with).
 PipelineSimulation simulate_pipeline(PipelineSchedule schedule, std::int64_t micro_batches,

@@ -35,6 +35,12 @@ std::optional<std::pair<Refusal, std::string>> grid_refusal(const TrainConfig& c
                        fmt::format("strategy.tp {} must divide the {} attention heads of model {} (each "
                                    "tensor-parallel rank computes whole heads)", s.tp, g.heads, g.name)};
   }
+  if (s.interleave > 1 && s.pp * s.interleave > units)
+    return std::pair{Refusal::pp_layers,
+                     fmt::format("strategy.pp {} × strategy.interleave {} = {} model chunks, but model {} has {} {}; "
+                                 "each chunk needs at least one", s.pp, s.interleave, s.pp * s.interleave,
+                                 c.model.name, units,
+                                 trains_resnet(c) ? "layers (stem, blocks and head)" : "blocks")};
   if (s.pp > units)
     return std::pair{Refusal::pp_layers,
                      fmt::format("strategy.pp {} asks for more pipeline stages than model {} has {} ({}); each "
@@ -70,11 +76,34 @@ std::optional<std::string> batch_refusal(const TrainConfig& c, RunPlan& p) {
   return std::nullopt;
 }
 
-// strategy.stages as given: pp positive entries that add up to the model's units.
+// The reason strategy.interleave cannot run with this schedule, grid or batch, or nothing:
+// Megatron-LM's interleaved 1F1B needs pp > 1, schedule 1f1b and micro-batches in groups of pp.
+std::optional<std::string> interleave_refusal(const TrainConfig& c, i64 micro_batches) {
+  const StrategySpec& s = c.strategy;
+  if (s.interleave == 1) return std::nullopt;
+  if (s.pp == 1)
+    return fmt::format("strategy.interleave {} splits each pipeline rank's layers into virtual stages; it needs "
+                       "strategy.pp > 1 (got 1)", s.interleave);
+  if (s.schedule != "1f1b")
+    return fmt::format("strategy.interleave {} runs Megatron-LM's interleaved 1F1B schedule; it needs "
+                       "strategy.schedule 1f1b, not {}", s.interleave, s.schedule);
+  if (micro_batches % s.pp != 0)
+    return fmt::format("strategy.interleave {} needs the micro-batches per step ({}: strategy.micro_batches or "
+                       "batch.micro) to be a multiple of strategy.pp ({}): Megatron-LM's interleaved schedule "
+                       "runs them through the chunks in groups of pp", s.interleave, micro_batches, s.pp);
+  return std::nullopt;
+}
+
+// strategy.stages as given: pp·interleave positive entries that add up to the model's units.
 void check_stage_list(const TrainConfig& c, i64 units) {
   const StrategySpec& s = c.strategy;
-  SB_USER_CHECK(static_cast<i64>(s.stages.size()) == s.pp, "{}: strategy.stages lists {} stages but strategy.pp is {}",
-                c.source, s.stages.size(), s.pp);
+  if (s.interleave > 1)
+    SB_USER_CHECK(static_cast<i64>(s.stages.size()) == s.pp * s.interleave,
+                  "{}: strategy.stages lists {} stages but strategy.pp {} × strategy.interleave {} needs {} (one "
+                  "per model chunk, in model order)", c.source, s.stages.size(), s.pp, s.interleave,
+                  s.pp * s.interleave);
+  SB_USER_CHECK(static_cast<i64>(s.stages.size()) == s.pp * s.interleave,
+                "{}: strategy.stages lists {} stages but strategy.pp is {}", c.source, s.stages.size(), s.pp);
   for (const i64 n : s.stages)
     SB_USER_CHECK(n >= 1, "{}: strategy.stages gives a stage {} layers; each stage needs at least one", c.source, n);
   const i64 sum = std::accumulate(s.stages.begin(), s.stages.end(), i64{0});
@@ -103,14 +132,17 @@ std::vector<double> unit_forward_flops(const TrainConfig& c, i64 micro_batch, i6
   return costs;
 }
 
+// Model chunk i is local chunk i / pp of rank i mod pp; it holds what that chunk has in flight.
 std::vector<StagePlan> stage_plans_of(const RunPlan& p) {
   std::vector<StagePlan> plans;
   i64 begin = 0;
-  for (std::size_t s = 0; s < p.stages.size(); ++s) {
-    const i64 in_flight = pipeline_peak_in_flight(p.schedule, static_cast<int>(p.pp), static_cast<int>(s),
-                                                  p.micro_batches);
-    plans.push_back({begin, begin + p.stages[s], p.pp == 1 ? 1 : in_flight});
-    begin += p.stages[s];
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const auto chunk = static_cast<i64>(i) / p.pp;
+    const int rank = static_cast<int>(static_cast<i64>(i) % p.pp);
+    const i64 in_flight = pipeline_chunk_peak_in_flight(p.schedule, static_cast<int>(p.pp), rank, p.micro_batches,
+                                                        p.interleave, chunk);
+    plans.push_back({begin, begin + p.stages[i], p.pp == 1 ? 1 : in_flight});
+    begin += p.stages[i];
   }
   return plans;
 }
@@ -146,8 +178,9 @@ std::vector<std::int64_t> stage_sizes_of(const TrainConfig& c, std::int64_t micr
     check_stage_list(c, units);
     return s.stages;
   }
-  if (s.stage_rule == "even") return even_stage_sizes(units, s.pp);
-  return balanced_contiguous_partition(unit_forward_flops(c, micro_batch, seq_len), static_cast<int>(s.pp));
+  const i64 chunks = s.pp * s.interleave;
+  if (s.stage_rule == "even") return even_stage_sizes(units, chunks);
+  return balanced_contiguous_partition(unit_forward_flops(c, micro_batch, seq_len), static_cast<int>(chunks));
 }
 
 RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
@@ -157,19 +190,21 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   p.dp = s.dp;
   p.tp = s.tp;
   p.pp = s.pp;
+  p.interleave = s.interleave;
   p.world_size = world_size > 0 ? world_size : s.world_size();
   p.global_batch = c.global_batch;
   p.schedule = pipeline_schedule_from_string(s.schedule);
   p.units = pipeline_units_of(c);
   p.seq_len = p.resnet ? 0 : (c.seq_len > 0 ? c.seq_len : gpt_config_of(c).max_seq_len);
   p.stage_rule = s.stages.empty() ? s.stage_rule : "list";
-  if (!s.stages.empty() && s.pp <= p.units) check_stage_list(c, p.units);
+  if (!s.stages.empty() && s.pp * s.interleave <= p.units) check_stage_list(c, p.units);
   if (s.world_size() != p.world_size)
     return refused(std::move(p), Refusal::devices,
                    fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given", s.dp, s.tp, s.pp,
                                s.world_size(), p.world_size));
   if (const auto grid = grid_refusal(c, p.units)) return refused(std::move(p), grid->first, grid->second);
   if (const auto batch = batch_refusal(c, p)) return refused(std::move(p), Refusal::batch_split, *batch);
+  if (const auto why = interleave_refusal(c, p.micro_batches)) return refused(std::move(p), Refusal::interleave, *why);
   p.stages = stage_sizes_of(c, p.micro_batch, p.seq_len);
   p.stage_plans = stage_plans_of(p);
   p.feasible = true;

@@ -23,10 +23,11 @@ gpt::GptConfig gpt_config_of(const TrainConfig& config);
 std::int64_t pipeline_units_of(const TrainConfig& config);
 
 // Why a plan cannot run, as a kind (plan groups its rejections by it).
-enum class Refusal { none, devices, tp_heads, pp_layers, batch_split };
+enum class Refusal { none, devices, tp_heads, pp_layers, batch_split, interleave };
 
-// One pipeline stage: its units [unit_begin, unit_end) (GPT blocks, or ResNet units: stem,
-// blocks, head) and the micro-batches whose activations it holds at once under the schedule.
+// One pipeline stage (a model chunk under interleaving): its units [unit_begin, unit_end) (GPT
+// blocks, or ResNet units: stem, blocks, head) and the micro-batches whose activations it holds
+// at once under the schedule.
 struct StagePlan {
   std::int64_t unit_begin = 0, unit_end = 0;
   std::int64_t in_flight = 1;
@@ -44,12 +45,19 @@ struct RunPlan {
   std::int64_t seq_len = 0;                         // tokens per sample; 0 for images
   std::int64_t units = 0;                           // pipeline units of the model
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  // Model chunks per pp rank (strategy.interleave, v): the units are cut into pp·v chunks by the
+  // stage rule and rank r holds chunks r, r + pp, r + 2pp, … (Megatron-LM's assignment).
+  std::int64_t interleave = 1;
   std::string stage_rule;          // "list" (strategy.stages), "balanced" or "even"
-  std::vector<std::int64_t> stages;  // units per pipeline stage, pp entries
-  std::vector<StagePlan> stage_plans;
+  std::vector<std::int64_t> stages;  // units per chunk in model order, pp·v entries
+  std::vector<StagePlan> stage_plans;  // per chunk in model order; in_flight: that chunk's own
   bool operator==(const RunPlan&) const = default;
 
-  const StagePlan& stage(int pp_rank) const { return stage_plans.at(static_cast<std::size_t>(pp_rank)); }
+  // Local chunk k (< interleave) of pp rank r: model chunk k·pp + r.
+  const StagePlan& chunk(int pp_rank, std::int64_t k) const {
+    return stage_plans.at(static_cast<std::size_t>(k * pp + pp_rank));
+  }
+  const StagePlan& stage(int pp_rank) const { return chunk(pp_rank, 0); }
 };
 
 // `result` refused: not feasible, with the kind of refusal and its one-sentence reason (a plan,
@@ -70,7 +78,7 @@ RunPlan resolve_run_plan(const TrainConfig& config, std::int64_t world_size = 0)
 // The plan, or a UserError "<file>: <reason>" when it cannot run.
 RunPlan runnable_plan(const TrainConfig& config, std::int64_t world_size = 0);
 
-// Units per stage by the config's rule, pp entries: strategy.stages as given, or `even`
+// Units per chunk by the config's rule, pp·interleave entries: strategy.stages as given, or `even`
 // (Megatron-LM: blocks split evenly, the first stages taking one more), or `balanced` (the
 // contiguous split whose most expensive stage by forward FLOPs is cheapest; the GPT's head is
 // counted on its last block, the embedding's lookups as free).

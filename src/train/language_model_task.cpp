@@ -1,7 +1,7 @@
 // The GPT reference on a byte-level corpus: seeded training windows, gradient accumulation
 // over micro-batches, held-out and training-split evaluation in nats per byte; under tensor
 // parallelism a shard of every layer, under pipeline parallelism one stage driven by the
-// pipeline executor.
+// pipeline executor (under interleaving, v model chunks whose parameters share one allocation).
 #include <algorithm>
 #include <climits>
 #include <limits>
@@ -24,19 +24,57 @@ namespace sb::train {
 
 namespace {
 
-// This rank's part of the GPT: its stage's blocks (the plan's) and its tensor-parallel shard.
-gpt::GptPartition partition_of(const plan::RunPlan& run_plan, parallel::ProcessGrid& grid) {
+// This rank's part of the GPT in its local chunk k: the chunk's blocks (the plan's) and its
+// tensor-parallel shard; the embedding on the model's first chunk, the head on its last.
+gpt::GptPartition partition_of(const plan::RunPlan& run_plan, parallel::ProcessGrid& grid, std::int64_t k = 0) {
   gpt::GptPartition p;
   p.tp = tensor_parallel_group(grid.tp_comm());
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
-  p.layer_begin = run_plan.stage(stage).unit_begin;
-  p.layer_end = run_plan.stage(stage).unit_end;
-  p.embedding = stage == 0;
-  p.head = stage + 1 == grid.pp();
-  p.activation_slots = run_plan.stage(stage).in_flight;
+  const plan::StagePlan& chunk = run_plan.chunk(stage, k);
+  p.layer_begin = chunk.unit_begin;
+  p.layer_end = chunk.unit_end;
+  p.embedding = stage == 0 && k == 0;
+  p.head = stage + 1 == grid.pp() && k + 1 == run_plan.interleave;
+  p.activation_slots = chunk.in_flight;
   return p;
 }
+
+// Under interleaving: the parameters, fp32 master weights (16-bit S) and gradients of every
+// chunk of this rank in one allocation each, chunk after chunk, so that the optimizer, the
+// data-parallel exchange and checkpoints see one flat span as with one model. Empty with one
+// chunk (the model allocates its own).
+template <class S>
+struct ChunkParameters {
+  std::vector<std::int64_t> offsets{0};  // floats before chunk k; the last entry the total
+  TrackedBuffer params, master, grads;
+
+  ChunkParameters(const gpt::GptConfig& g, const plan::RunPlan& run_plan, parallel::ProcessGrid& grid,
+                  kernels::Backend backend, MemoryTracker& tracker) {
+    if (grid.pp() == 1 || run_plan.interleave == 1) return;
+    for (std::int64_t k = 0; k < run_plan.interleave; ++k)
+      offsets.push_back(offsets.back() + gpt::gpt_shard_parameter_count(
+                                             g, gpt::resolve_gpt_partition(g, partition_of(run_plan, grid, k))));
+    const Device device = kernels::memory_device(backend);
+    const std::int64_t n = offsets.back();
+    constexpr bool mixed = !std::is_same_v<S, float>;
+    params = TrackedBuffer(tracker, MemoryCategory::params, n * static_cast<std::int64_t>(sizeof(S)),
+                           mixed ? "gpt 16-bit params" : "gpt params", device);
+    if (mixed) master = TrackedBuffer(tracker, MemoryCategory::optimizer, n * 4, "gpt fp32 master params", device);
+    grads = TrackedBuffer(tracker, MemoryCategory::grads, n * 4, "gpt grads", device);
+  }
+  bool shared() const { return offsets.size() > 1; }
+  gpt::GptParameterStorageT<S> of(std::int64_t k) const {
+    if (!shared()) return {};
+    const auto at = offsets[static_cast<std::size_t>(k)];
+    return {params.as<S>() + at, master.data() ? master.as<float>() + at : nullptr, grads.as<float>() + at};
+  }
+  std::span<float> parameters() const {
+    return {master.data() ? master.as<float>() : static_cast<float*>(params.data()),
+            static_cast<std::size_t>(offsets.back())};
+  }
+  std::span<float> gradients() const { return {grads.as<float>(), static_cast<std::size_t>(offsets.back())}; }
+};
 
 // S: the model's storage (float, or bf16/fp16 under mixed precision), also the type of the
 // activations and gradients pipeline stages exchange.
@@ -53,19 +91,29 @@ class LanguageModelTask final : public TrainingTask {
         T_(run_plan.seq_len),
         micro_(run_plan.micro_batch),
         corpus_(load_corpus(c, model_config_, T_)),
-        model_(model_config_, micro_, T_, backend, tracker, partition_of(run_plan, grid)),
+        chunk_parameters_(model_config_, run_plan, grid, backend, tracker),
+        model_(model_config_, micro_, T_, backend, tracker, partition_of(run_plan, grid), 0, nullptr,
+               chunk_parameters_.of(0)),
         kernels_(kernels::kernels_for(backend)),
         train_windows_(corpus_.train(), c.global_batch, T_, c.seed),
         heldout_eval_(corpus_.heldout(), micro_, T_, 0),
         train_eval_(corpus_.train(), micro_, T_, 0),
         tokens_(static_cast<std::size_t>(c.global_batch * T_)),
         targets_(tokens_.size()) {
-    model_.init_weights(c.seed);
+    for (std::int64_t k = 1; k < (grid.pp() > 1 ? run_plan.interleave : 1); ++k)
+      more_chunks_.push_back(std::make_unique<gpt::GptModelT<S>>(model_config_, micro_, T_, backend, tracker,
+                                                                 partition_of(run_plan, grid, k), 0, nullptr,
+                                                                 chunk_parameters_.of(k)));
+    for_each_chunk([&](gpt::GptModelT<S>& chunk) { chunk.init_weights(c.seed); });
     if (grid.pp() > 1) {
-      stage_.emplace(model_, micro_, T_, tracker);
-      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_, run_plan.schedule,
+      std::vector<PipelineStage*> stages;
+      for_each_chunk([&](gpt::GptModelT<S>& chunk) {
+        stages_.push_back(std::make_unique<GptPipelineStageT<S>>(chunk, micro_, T_, tracker));
+        stages.push_back(stages_.back().get());
+      });
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), std::move(stages), run_plan.schedule,
                                                      run_plan.micro_batches, tracker);
-      if (holds_tied_embedding()) tied_scratch_.resize(model_.tied_embedding_gradient().size());
+      if (holds_tied_embedding()) tied_scratch_.resize(tied_chunk().tied_embedding_gradient().size());
       stage_activation_.resize(static_cast<std::size_t>(micro_ * T_ * model_config_.channels));
     }
   }
@@ -79,7 +127,13 @@ class LanguageModelTask final : public TrainingTask {
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(corpus_.train().size()) / tokens_per_step());
   }
   double flops_per_step() const override { return gpt::gpt_training_flops(model_config_, config_.global_batch, T_); }
-  std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
+  std::vector<optim::ParameterSlice> parameter_slices() override {
+    std::vector<optim::ParameterSlice> slices;
+    for_each_chunk([&](gpt::GptModelT<S>& chunk) {
+      for (optim::ParameterSlice& slice : chunk.parameter_slices()) slices.push_back(std::move(slice));
+    });
+    return slices;
+  }
   // qkvw (L·3C, C), attprojw (L·C, C), fcw (L·4C, C), fcprojw (L·C, 4C); whole model only
   std::vector<compress::WeightMatrix> weight_matrices() override {
     if (grid_.tp() > 1 || grid_.pp() > 1) return {};
@@ -97,18 +151,28 @@ class LanguageModelTask final : public TrainingTask {
     return matrices;
   }
   Device device() const override { return model_.device(); }
-  std::span<float> parameters_flat() override { return model_.parameters_flat(); }
-  std::span<float> gradients_flat() override { return model_.gradients_flat(); }
-  void parameters_updated() override { model_.sync_storage_parameters(); }
-  void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
+  std::span<float> parameters_flat() override {
+    return chunk_parameters_.shared() ? chunk_parameters_.parameters() : model_.parameters_flat();
+  }
+  std::span<float> gradients_flat() override {
+    return chunk_parameters_.shared() ? chunk_parameters_.gradients() : model_.gradients_flat();
+  }
+  void parameters_updated() override {
+    for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.sync_storage_parameters(); });
+  }
+  void set_loss_scale(double scale) override {
+    for_each_chunk([scale](gpt::GptModelT<S>& chunk) { chunk.set_loss_scale(scale); });
+  }
   // slot 0 holds the last micro-batch's forward (without a pipeline: every one's, in turn)
   std::vector<NamedValues> forward_values() override { return model_.forward_values(0); }
-  std::vector<NamedValues> gradient_values() override { return model_.gradient_values(); }
+  std::vector<NamedValues> gradient_values() override {
+    return more_chunks_.empty() ? model_.gradient_values() : TrainingTask::gradient_values();
+  }
 
   // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {
     train_windows_.training_batch(step, tokens_.data(), targets_.data());
-    model_.zero_grad();
+    for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.zero_grad(); });
     const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     if (executor_) return pipeline_forward_backward(local, accumulation);
@@ -152,24 +216,51 @@ class LanguageModelTask final : public TrainingTask {
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const auto offset = static_cast<std::size_t>(shard_.rank * local * T_);
-    stage_->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation,
-                      sync_around_last_backward(model_));
+    for (std::size_t k = 0; k < stages_.size(); ++k)
+      stages_[k]->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation,
+                            chunk_sync_around_last_backward(chunk(k), chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
-    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
-    if (holds_tied_embedding()) sum_tied_gradient(grid_.pp_comm(), model_.tied_embedding_gradient(), model_.device(), tied_scratch_);
+    finish_gradients(sync_, kernels_, gradients_flat(), accumulation);
+    if (holds_tied_embedding())
+      sum_tied_gradient(grid_.pp_comm(), tied_chunk().tied_embedding_gradient(), model_.device(), tied_scratch_);
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }
 
+  // sync_around_last_backward for a chunk whose gradients start `offset` floats into
+  // gradients_flat().
+  std::function<void(bool)> chunk_sync_around_last_backward(gpt::GptModelT<S>& model, std::int64_t offset) {
+    if (offset == 0) return sync_around_last_backward(model);
+    return [this, &model, offset](bool before) {
+      if (!sync_) return;
+      if (before)
+        model.set_gradient_ready_callback([this, offset](std::int64_t o, std::int64_t n) { sync_->ready(offset + o, n); });
+      else
+        model.set_gradient_ready_callback({});
+    };
+  }
+
+  // Local chunk k of this rank's model (0 without interleaving), and each in turn.
+  gpt::GptModelT<S>& chunk(std::size_t k) { return k == 0 ? model_ : *more_chunks_[k - 1]; }
+  template <class F>
+  void for_each_chunk(F&& f) {
+    f(model_);
+    for (const auto& more : more_chunks_) f(*more);
+  }
+  // The chunk with the head: the model's last (local chunk v − 1 on the last stage).
+  const gpt::GptModelT<S>& head_chunk() const { return more_chunks_.empty() ? model_ : *more_chunks_.back(); }
+  gpt::GptModelT<S>& head_chunk() { return more_chunks_.empty() ? model_ : *more_chunks_.back(); }
   // The first and the last stage each hold the tied token embedding (wte); middle stages do not.
-  bool holds_tied_embedding() const { return model_.shard().embedding || model_.shard().head; }
+  bool holds_tied_embedding() const { return model_.shard().embedding || head_chunk().shard().head; }
+  gpt::GptModelT<S>& tied_chunk() { return model_.shard().embedding ? model_ : head_chunk(); }
 
   // The index of each row's largest logit over the whole vocabulary (the first, on ties): this
   // rank's rows are [vocab_begin, vocab_begin + V_r); the maxima meet over the tp group.
   void predictions(std::int64_t rows, std::vector<std::int32_t>& predicted) {
-    const gpt::GptShard& sh = model_.shard();
-    const std::vector<S> staged = copy_to_host(std::span<const S>(model_.logits(), static_cast<std::size_t>(rows * sh.V_tp)),
-                                               model_.device());
+    const gpt::GptModelT<S>& head = head_chunk();
+    const gpt::GptShard& sh = head.shard();
+    const std::vector<S> staged = copy_to_host(std::span<const S>(head.logits(), static_cast<std::size_t>(rows * sh.V_tp)),
+                                               head.device());
     const S* logits = staged.data();
     std::vector<float> best(static_cast<std::size_t>(rows));
     predicted.resize(static_cast<std::size_t>(rows));
@@ -207,19 +298,25 @@ class LanguageModelTask final : public TrainingTask {
     EvalResult r{split, 0, 0};
     std::int64_t correct = 0;
     const std::int64_t batches = config_.eval_batches * config_.global_batch / micro_;
-    const bool first = model_.shard().embedding, last = model_.shard().head;
     std::vector<std::int32_t> predicted;
     for (std::int64_t i = 0; i < batches; ++i) {
       sampler.evaluation_batch(i, batches, tokens_.data(), targets_.data());
-      if (!first) receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(std::span(stage_activation_)));
-      // a pipeline stage stages what crosses stages through host memory (on device cuda)
-      const double loss = stage_ ? stage_->forward_rows(tokens_.data(), stage_activation_.data(), targets_.data())
-                                 : model_.forward(tokens_.data(), targets_.data(), micro_, T_);
-      if (!last) {
-        send_to_next_stage(grid_.pp_comm(), std::span(static_cast<const std::byte*>(stage_->output(0)),
-                                                      stage_activation_.size() * sizeof(S)));
-        continue;
+      // through this rank's chunks in model order (under interleaving the last stage's chunk k
+      // feeds the first stage's chunk k + 1)
+      double loss = 0;
+      bool last = true;
+      for (std::size_t k = 0; k < std::max<std::size_t>(1, stages_.size()); ++k) {
+        const bool first = chunk(k).shard().embedding;
+        last = chunk(k).shard().head;
+        if (!first) receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(std::span(stage_activation_)));
+        // a pipeline stage stages what crosses stages through host memory (on device cuda)
+        loss = stages_.empty() ? model_.forward(tokens_.data(), targets_.data(), micro_, T_)
+                               : stages_[k]->forward_rows(tokens_.data(), stage_activation_.data(), targets_.data());
+        if (!last)
+          send_to_next_stage(grid_.pp_comm(), std::span(static_cast<const std::byte*>(stages_[k]->output(0)),
+                                                        stage_activation_.size() * sizeof(S)));
       }
+      if (!last) continue;
       r.loss += loss;
       predictions(micro_ * T_, predicted);
       for (std::int64_t bt = 0; bt < micro_ * T_; ++bt)
@@ -238,12 +335,14 @@ class LanguageModelTask final : public TrainingTask {
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
   data::TextCorpus corpus_;
-  gpt::GptModelT<S> model_;
+  ChunkParameters<S> chunk_parameters_;
+  gpt::GptModelT<S> model_;  // local chunk 0
+  std::vector<std::unique_ptr<gpt::GptModelT<S>>> more_chunks_;  // local chunks 1 .. v − 1 (interleaving)
   const kernels::KernelTable& kernels_;
   data::WindowSampler train_windows_, heldout_eval_, train_eval_;
   std::vector<std::int32_t> tokens_, targets_;
   // pipeline parallel only
-  std::optional<GptPipelineStageT<S>> stage_;
+  std::vector<std::unique_ptr<GptPipelineStageT<S>>> stages_;  // per local chunk
   std::unique_ptr<PipelineExecutor> executor_;
   std::vector<float> tied_scratch_;
   std::vector<S> stage_activation_;  // (micro, T, C) an evaluation forward's input from the previous stage

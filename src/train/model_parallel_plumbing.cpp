@@ -42,13 +42,13 @@ void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, De
 }
 
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {
-  pp.recv(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8, pp.rank() - 1,
-          kEvaluationTag);
+  pp.recv(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8,
+          (pp.rank() + pp.size() - 1) % pp.size(), kEvaluationTag);
 }
 
 void send_to_next_stage(parallel::Communicator& pp, std::span<const std::byte> activation) {
-  pp.send(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8, pp.rank() + 1,
-          kEvaluationTag);
+  pp.send(activation.data(), static_cast<std::int64_t>(activation.size()), parallel::DataType::u8,
+          (pp.rank() + 1) % pp.size(), kEvaluationTag);
 }
 
 }  // namespace sb::train

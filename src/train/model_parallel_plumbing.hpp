@@ -31,7 +31,8 @@ double from_last_stage(parallel::Communicator& pp, double value);
 void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, Device device, std::span<float> scratch);
 
 // An evaluation forward's activations, as bytes in the stage's storage type, in host memory:
-// from the previous stage / to the next one.
+// from the previous stage / to the next one (the first stage's previous is the last, whose
+// chunk k feeds the first stage's chunk k + 1 under interleaving).
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation);
 void send_to_next_stage(parallel::Communicator& pp, std::span<const std::byte> activation);
 

@@ -51,16 +51,21 @@ void wait_yielding(Request& request) {
 
 }  // namespace
 
-int pipeline_activation_tag(i64 micro) { return static_cast<int>(2 * micro); }
-int pipeline_gradient_tag(i64 micro) { return static_cast<int>(2 * micro + 1); }
+int pipeline_activation_tag(i64 micro, i64 chunk, i64 interleave) {
+  return static_cast<int>(2 * (micro * interleave + chunk));
+}
+int pipeline_gradient_tag(i64 micro, i64 chunk, i64 interleave) {
+  return static_cast<int>(2 * (micro * interleave + chunk) + 1);
+}
 
 // Receives from one neighbour, in the order this stage consumes them, at most `depth` posted at
 // once, each into its own buffer until the operation that reads it has finished.
 class PipelineExecutor::Mailbox {
  public:
-  Mailbox(parallel::Communicator& comm, int peer, i64 bytes, int depth, std::vector<i64> order,
-          int (*tag)(i64), MemoryTracker& tracker, const std::string& label)
-      : comm_(comm), peer_(peer), bytes_(bytes), order_(std::move(order)), tag_(tag) {
+  using Tag = int (*)(i64 micro, i64 chunk, i64 interleave);
+  Mailbox(parallel::Communicator& comm, int peer, i64 bytes, int depth, std::vector<plan::PipelineOp> order,
+          Tag tag, i64 interleave, MemoryTracker& tracker, const std::string& label)
+      : comm_(comm), peer_(peer), bytes_(bytes), order_(std::move(order)), tag_(tag), interleave_(interleave) {
     for (int i = 0; i < depth; ++i) {
       buffers_.emplace_back(tracker, MemoryCategory::comm, bytes, label);
       free_.push_back(static_cast<std::size_t>(depth - 1 - i));
@@ -74,10 +79,10 @@ class PipelineExecutor::Mailbox {
     post();
   }
 
-  // Blocks until micro-batch `micro`'s message (the next one in order) has arrived.
-  const void* wait(i64 micro) {
-    SB_CHECK(!posted_.empty() && posted_.front().micro == micro,
-             "pipeline mailbox: micro-batch {} consumed out of the schedule's order", micro);
+  // Blocks until op's message (the next one in order) has arrived.
+  const void* wait(const plan::PipelineOp& op) {
+    SB_CHECK(!posted_.empty() && posted_.front().op.micro == op.micro && posted_.front().op.chunk == op.chunk,
+             "pipeline mailbox: micro-batch {} of chunk {} consumed out of the schedule's order", op.micro, op.chunk);
     wait_yielding(posted_.front().request);
     in_use_ = posted_.front().buffer;
     posted_.pop_front();
@@ -100,22 +105,24 @@ class PipelineExecutor::Mailbox {
     while (!free_.empty() && next_ < order_.size()) {
       const std::size_t buffer = free_.back();
       free_.pop_back();
-      const i64 micro = order_[next_++];
-      posted_.push_back({micro, buffer,
-                         comm_.irecv(buffers_[buffer].data(), bytes_, DataType::u8, peer_, tag_(micro))});
+      const plan::PipelineOp op = order_[next_++];
+      posted_.push_back({op, buffer,
+                         comm_.irecv(buffers_[buffer].data(), bytes_, DataType::u8, peer_,
+                                     tag_(op.micro, op.chunk, interleave_))});
     }
   }
 
   struct Posted {
-    i64 micro;
+    plan::PipelineOp op;
     std::size_t buffer;
     Request request;
   };
   parallel::Communicator& comm_;
   int peer_;
   i64 bytes_;
-  std::vector<i64> order_;  // micro-batch of each message, in the order they are consumed
-  int (*tag_)(i64);
+  std::vector<plan::PipelineOp> order_;  // the op reading each message, in the order they are consumed
+  Tag tag_;
+  i64 interleave_;
   std::vector<TrackedBuffer> buffers_;
   std::vector<std::size_t> free_;
   std::deque<Posted> posted_;
@@ -131,46 +138,92 @@ struct PipelineExecutor::SendBuffer {
 PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, PipelineStage& stage,
                                    plan::PipelineSchedule schedule, i64 micro_batches,
                                    MemoryTracker& tracker, PipelineExecutorOptions options)
+    : PipelineExecutor(pp, std::vector<PipelineStage*>{&stage}, schedule, micro_batches, tracker, options) {}
+
+PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, std::vector<PipelineStage*> chunks,
+                                   plan::PipelineSchedule schedule, i64 micro_batches,
+                                   MemoryTracker& tracker, PipelineExecutorOptions options)
     : pp_(pp),
-      stage_model_(stage),
+      chunks_(std::move(chunks)),
       schedule_(schedule),
       micro_batches_(micro_batches),
       tracker_(tracker),
       stage_(pp.rank()),
       stages_(pp.size()) {
-  SB_USER_CHECK(micro_batches >= 1 && micro_batches <= kMaxMicroBatches,
-                "a pipeline step needs between 1 and {} micro-batches, got {}", kMaxMicroBatches,
-                micro_batches);
+  const i64 v = interleave();
+  SB_CHECK(v >= 1, "pipeline executor without a model chunk");
+  SB_USER_CHECK(micro_batches >= 1 && micro_batches * v <= kMaxMicroBatches,
+                "a pipeline step needs between 1 and {} micro-batches × chunks, got {} × {}", kMaxMicroBatches,
+                micro_batches, v);
   SB_CHECK(options.receive_depth >= 1, "pipeline receive depth {}", options.receive_depth);
-  ops_ = plan::pipeline_stage_ops(schedule, stages_, stage_, micro_batches);
-  const i64 peak = plan::pipeline_peak_in_flight(schedule, stages_, stage_, micro_batches);
-  SB_CHECK(stage.activation_slots() >= peak,
-           "pipeline stage {} holds {} activation slots but {} with {} micro-batches needs {}", stage_,
-           stage.activation_slots(), to_string(schedule), micro_batches, peak);
+  ops_ = plan::pipeline_stage_ops(schedule, stages_, stage_, micro_batches, v);
+  std::vector<plan::PipelineOp> input_order, gradient_order;
+  i64 input_bytes = -1, gradient_bytes = -1;
+  const auto same = [&](i64& bytes, i64 chunk_bytes, const char* what) {
+    SB_CHECK(bytes < 0 || bytes == chunk_bytes, "pipeline stage {}: chunks {} {} and {} bytes", stage_, what, bytes,
+             chunk_bytes);
+    bytes = chunk_bytes;
+  };
+  for (const plan::PipelineOp& op : ops_) {
+    const PipelineStage& chunk = *chunks_[static_cast<std::size_t>(op.chunk)];
+    if (!receives(op)) continue;
+    if (op.kind == plan::PipelineOpKind::forward) {
+      input_order.push_back(op);
+      same(input_bytes, chunk.input_bytes(), "receive");
+    } else {
+      gradient_order.push_back(op);
+      same(gradient_bytes, chunk.output_bytes(), "send");
+    }
+  }
+  for (i64 k = 0; k < v; ++k) {
+    const i64 peak = plan::pipeline_chunk_peak_in_flight(schedule, stages_, stage_, micro_batches, v, k);
+    const PipelineStage& chunk = *chunks_[static_cast<std::size_t>(k)];
+    SB_CHECK(chunk.activation_slots() >= peak,
+             "pipeline stage {} chunk {} holds {} activation slots but {} with {} micro-batches needs {}", stage_, k,
+             chunk.activation_slots(), to_string(schedule), micro_batches, peak);
+  }
   measure_transfers(options);
 
-  std::vector<i64> input_order, gradient_order;
-  for (const plan::PipelineOp& op : ops_) {
-    (op.kind == plan::PipelineOpKind::forward ? input_order : gradient_order).push_back(op.micro);
-  }
-  if (stage_ > 0) {
-    inputs_ = std::make_unique<Mailbox>(pp, stage_ - 1, stage.input_bytes(), options.receive_depth,
-                                        std::move(input_order), pipeline_activation_tag, tracker,
+  if (!input_order.empty()) {
+    inputs_ = std::make_unique<Mailbox>(pp, gradient_peer(), input_bytes, options.receive_depth,
+                                        std::move(input_order), pipeline_activation_tag, v, tracker,
                                         "pipeline activation receive");
   }
-  if (stage_ + 1 < stages_) {
-    gradients_ = std::make_unique<Mailbox>(pp, stage_ + 1, stage.output_bytes(), options.receive_depth,
-                                           std::move(gradient_order), pipeline_gradient_tag, tracker,
+  if (!gradient_order.empty()) {
+    gradients_ = std::make_unique<Mailbox>(pp, activation_peer(), gradient_bytes, options.receive_depth,
+                                           std::move(gradient_order), pipeline_gradient_tag, v, tracker,
                                            "pipeline gradient receive");
   }
-  activation_sends_.resize(static_cast<std::size_t>(stage.activation_slots()));
+  for (PipelineStage* chunk : chunks_)
+    activation_sends_.emplace_back(static_cast<std::size_t>(chunk->activation_slots()));
+}
+
+bool PipelineExecutor::receives(const plan::PipelineOp& op) const {
+  if (op.kind == plan::PipelineOpKind::forward) return stage_ > 0 || op.chunk > 0;
+  return stage_ + 1 < stages_ || op.chunk + 1 < interleave();
+}
+
+bool PipelineExecutor::sends(const plan::PipelineOp& op) const {
+  if (op.kind == plan::PipelineOpKind::forward) return stage_ + 1 < stages_ || op.chunk + 1 < interleave();
+  return stage_ > 0 || op.chunk > 0;
+}
+
+// The receiver's chunk: the same on the next rank, the next one from the last rank to rank 0.
+int PipelineExecutor::sent_activation_tag(const plan::PipelineOp& op) const {
+  return pipeline_activation_tag(op.micro, stage_ + 1 < stages_ ? op.chunk : op.chunk + 1, interleave());
+}
+
+int PipelineExecutor::sent_gradient_tag(const plan::PipelineOp& op) const {
+  return pipeline_gradient_tag(op.micro, stage_ > 0 ? op.chunk : op.chunk - 1, interleave());
 }
 
 PipelineExecutor::~PipelineExecutor() = default;
 
 // Link l joins stages l and l + 1, taken in order so that no rank waits on one that waits on
-// it. On each: the sizes are checked to agree, then (unless the options give the model) the
-// lower stage times round trips of the real message size and tells the upper one the result.
+// it; under interleaving a last link joins the last stage (sending activations) to the first,
+// after both have done their others. On each: the sizes are checked to agree, then (unless the
+// options give the model) the sending stage times round trips of the real message size and
+// tells the receiving one the result.
 void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options) {
   const bool modelled = options.p2p_latency_s >= 0 && options.p2p_bandwidth_bytes_per_s > 0;
   const auto model = [&](i64 bytes) {
@@ -186,9 +239,9 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
     Request request = pp_.irecv(data, count, type, peer, tag);
     wait_yielding(request);
   };
-  const auto link = [&](int lower, i64 bytes) {  // this rank is lower or lower + 1
+  const auto link = [&](int lower, int upper, i64 bytes) {  // this rank is lower or upper
     const bool is_lower = stage_ == lower;
-    const int peer = is_lower ? lower + 1 : lower;
+    const int peer = is_lower ? upper : lower;
     i64 theirs = 0;
     if (is_lower) {
       send(&bytes, 1, DataType::i64, peer, kSizeTag);
@@ -199,7 +252,7 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
     }
     SB_CHECK(theirs == bytes,
              "pipeline stage {} sends {} bytes per micro-batch but stage {} receives {}", lower,
-             is_lower ? bytes : theirs, lower + 1, is_lower ? theirs : bytes);
+             is_lower ? bytes : theirs, upper, is_lower ? theirs : bytes);
     if (modelled) return model(bytes);
     std::vector<std::byte> message(static_cast<std::size_t>(bytes));
     const std::function<void()> round_trip = [&] {
@@ -224,31 +277,35 @@ void PipelineExecutor::measure_transfers(const PipelineExecutorOptions& options)
   // The ping-pong's records are set-up, not a step's traffic.
   const bool recording = pp_.stats().enabled();
   pp_.stats().set_enabled(false);
-  if (stage_ > 0) input_transfer_s_ = link(stage_ - 1, stage_model_.input_bytes());
-  if (stage_ + 1 < stages_) gradient_transfer_s_ = link(stage_, stage_model_.output_bytes());
+  const PipelineStage& first_chunk = *chunks_.front();
+  if (stage_ > 0) input_transfer_s_ = link(stage_ - 1, stage_, first_chunk.input_bytes());
+  if (stage_ + 1 < stages_) gradient_transfer_s_ = link(stage_, stage_ + 1, first_chunk.output_bytes());
+  if (interleave() > 1 && stage_ == 0) input_transfer_s_ = link(stages_ - 1, 0, chunks_[1]->input_bytes());
+  if (interleave() > 1 && stage_ + 1 == stages_) gradient_transfer_s_ = link(stages_ - 1, 0, first_chunk.output_bytes());
   pp_.stats().set_enabled(recording);
 }
 
-// Copies the stage's input gradient into a free send buffer (a new one when all are in
-// flight) and sends it to the previous stage.
-const void* PipelineExecutor::send_gradient(i64 micro, PipelineStepFigures& figures) {
+// Copies the chunk's input gradient into a free send buffer (a new one when all are in
+// flight) and sends it to the previous chunk.
+const void* PipelineExecutor::send_gradient(const plan::PipelineOp& op, PipelineStepFigures& figures) {
+  const PipelineStage& chunk = *chunks_[static_cast<std::size_t>(op.chunk)];
+  const i64 bytes = chunk.input_bytes();
   SendBuffer* free = nullptr;
   for (SendBuffer& buffer : gradient_sends_) {
-    if (buffer.request.test()) {
+    if (buffer.memory.bytes() >= bytes && buffer.request.test()) {
       free = &buffer;
       break;
     }
   }
-  const i64 bytes = stage_model_.input_bytes();
   if (!free) {
     gradient_sends_.push_back({TrackedBuffer(tracker_, MemoryCategory::comm, bytes, "pipeline gradient send"),
                                Request()});
     free = &gradient_sends_.back();
   }
-  const auto* gradient = static_cast<const std::byte*>(stage_model_.input_gradient());
+  const auto* gradient = static_cast<const std::byte*>(chunk.input_gradient());
   std::byte* message = free->memory.as<std::byte>();
   std::copy(gradient, gradient + bytes, message);
-  free->request = pp_.isend(message, bytes, DataType::u8, stage_ - 1, pipeline_gradient_tag(micro));
+  free->request = pp_.isend(message, bytes, DataType::u8, gradient_peer(), sent_gradient_tag(op));
   figures.bytes_sent += bytes;
   return message;
 }
@@ -263,66 +320,74 @@ PipelineStepFigures PipelineExecutor::run_step() {
   if (stage_ > 0) step_end_request = pp_.irecv(&step_end, 1, DataType::i32, 0, kStepEndTag);
   if (inputs_) inputs_->start_step();
   if (gradients_) gradients_->start_step();
-  const i64 slots = stage_model_.activation_slots();
-  std::vector<i64> free_slots;  // a stack: the lowest slot on top
-  for (i64 s = slots; s-- > 0;) free_slots.push_back(s);
-  std::vector<i64> slot_of(static_cast<std::size_t>(micro_batches_), -1);
+  const auto v = static_cast<std::size_t>(interleave());
+  const auto m = static_cast<std::size_t>(micro_batches_);
+  std::vector<std::vector<i64>> free_slots(v);  // per chunk, a stack: the lowest slot on top
+  for (std::size_t k = 0; k < v; ++k)
+    for (i64 s = chunks_[k]->activation_slots(); s-- > 0;) free_slots[k].push_back(s);
+  std::vector<i64> slot_of(v * m, -1);  // at [chunk·m + micro]
   double loss_sum = 0;
-  i64 in_use = 0;
-  const bool first = stage_ == 0, last = stage_ + 1 == stages_;
+  i64 in_use = 0, activation_bytes = 0;
+  const bool last = stage_ + 1 == stages_;
 
   for (const plan::PipelineOp& op : ops_) {
     PipelineOpRecord record{op, 0, comm_clock_seconds(), 0, 0, 0};
-    const auto micro = static_cast<std::size_t>(op.micro);
+    const auto chunk = static_cast<std::size_t>(op.chunk);
+    PipelineStage& model = *chunks_[chunk];
+    const std::size_t at = chunk * m + static_cast<std::size_t>(op.micro);
     if (op.kind == plan::PipelineOpKind::forward) {
-      SB_CHECK(!free_slots.empty(), "pipeline stage {}: no free activation slot for micro-batch {}", stage_,
-               op.micro);
-      const i64 slot = free_slots.back();
-      free_slots.pop_back();
-      slot_of[micro] = slot;
+      SB_CHECK(!free_slots[chunk].empty(), "pipeline stage {}: no free activation slot for micro-batch {} of chunk {}",
+               stage_, op.micro, op.chunk);
+      const i64 slot = free_slots[chunk].back();
+      free_slots[chunk].pop_back();
+      slot_of[at] = slot;
       f.peak_slots_in_use = std::max(f.peak_slots_in_use, ++in_use);
+      activation_bytes += model.slot_activation_bytes();
+      f.peak_activation_bytes = std::max(f.peak_activation_bytes, activation_bytes);
       record.slot = slot;
-      // The slot's previous output reached the next stage before this slot was freed (its
+      // The slot's previous output reached the next chunk before this slot was freed (its
       // backward needed the answer); completing the request only records it.
-      activation_sends_[static_cast<std::size_t>(slot)].wait();
+      activation_sends_[chunk][static_cast<std::size_t>(slot)].wait();
       const void* input = nullptr;
-      if (!first) {
-        input = inputs_->wait(op.micro);
+      if (receives(op)) {
+        input = inputs_->wait(op);
         record.transfer_s = input_transfer_s_;
         f.bytes_received += inputs_->bytes();
       }
       record.start_s = comm_clock_seconds();
-      const double loss = stage_model_.forward(slot, op.micro, input);
+      const double loss = model.forward(slot, op.micro, input);
       Kokkos::fence();
       record.end_s = comm_clock_seconds();
       f.forward_s += record.end_s - record.start_s;
-      if (last) loss_sum += loss;
-      if (!first) inputs_->release();
-      if (!last) {
-        const i64 bytes = stage_model_.output_bytes();
-        activation_sends_[static_cast<std::size_t>(slot)] =
-            pp_.isend(stage_model_.output(slot), bytes, DataType::u8, stage_ + 1, pipeline_activation_tag(op.micro));
+      if (last && chunk + 1 == v) loss_sum += loss;
+      if (receives(op)) inputs_->release();
+      if (sends(op)) {
+        const i64 bytes = model.output_bytes();
+        activation_sends_[chunk][static_cast<std::size_t>(slot)] =
+            pp_.isend(model.output(slot), bytes, DataType::u8, activation_peer(), sent_activation_tag(op));
         f.bytes_sent += bytes;
       }
     } else {
-      const i64 slot = slot_of[micro];
-      SB_CHECK(slot >= 0, "pipeline stage {}: backward of micro-batch {} before its forward", stage_, op.micro);
+      const i64 slot = slot_of[at];
+      SB_CHECK(slot >= 0, "pipeline stage {}: backward of micro-batch {} of chunk {} before its forward", stage_,
+               op.micro, op.chunk);
       record.slot = slot;
       const void* doutput = nullptr;
-      if (!last) {
-        doutput = gradients_->wait(op.micro);
+      if (receives(op)) {
+        doutput = gradients_->wait(op);
         record.transfer_s = gradient_transfer_s_;
         f.bytes_received += gradients_->bytes();
       }
       record.start_s = comm_clock_seconds();
-      stage_model_.backward(slot, op.micro, doutput);
-      if (!first) send_gradient(op.micro, f);  // the copy counts as backward work
+      model.backward(slot, op.micro, doutput);
+      if (sends(op)) send_gradient(op, f);  // the copy counts as backward work
       Kokkos::fence();
       record.end_s = comm_clock_seconds();
       f.backward_s += record.end_s - record.start_s;
-      if (!last) gradients_->release();
-      free_slots.push_back(slot);
+      if (receives(op)) gradients_->release();
+      free_slots[chunk].push_back(slot);
       --in_use;
+      activation_bytes -= model.slot_activation_bytes();
     }
     const double wait = record.start_s - record.wait_start_s;
     f.wait_s += wait;
@@ -337,9 +402,11 @@ PipelineStepFigures PipelineExecutor::run_step() {
     if (!buffer.request.test()) drain_transfer = std::max(drain_transfer, input_transfer_s_);
     wait_yielding(buffer.request);
   }
-  for (Request& request : activation_sends_) {
-    if (!request.test()) drain_transfer = std::max(drain_transfer, gradient_transfer_s_);
-    wait_yielding(request);
+  for (std::vector<Request>& chunk_sends : activation_sends_) {
+    for (Request& request : chunk_sends) {
+      if (!request.test()) drain_transfer = std::max(drain_transfer, gradient_transfer_s_);
+      wait_yielding(request);
+    }
   }
   const double drain = comm_clock_seconds() - drain_start;
   f.p2p_s += std::min(drain, drain_transfer);
@@ -353,7 +420,6 @@ PipelineStepFigures PipelineExecutor::run_step() {
   }
   f.end_s = comm_clock_seconds();
   f.wait_s += f.end_s - drain_start;
-  f.peak_activation_bytes = f.peak_slots_in_use * stage_model_.slot_activation_bytes();
   if (last) f.loss = loss_sum / static_cast<double>(micro_batches_);
   return f;
 }

@@ -8,6 +8,10 @@
 // buffers: messages are host memory (a GPU stage stages them, gpt_pipeline_stage.hpp), so they
 // travel over MPI even on a communicator that sends device buffers through NCCL, whose queued
 // receives could not be posted this far ahead.
+// Under interleaving the rank holds v model chunks (local chunk k is model chunk k·p + rank):
+// chunk k's input comes from the previous rank's chunk k, or on rank 0 from the last rank's
+// chunk k − 1 (its gradient goes back the same way), and every message's tag names its
+// (micro-batch, receiving chunk).
 //
 // How waiting is split (all on parallel::comm_clock_seconds()):
 //   wall      = the step's end − entry into run_step(). The step ends when the first stage's
@@ -70,8 +74,8 @@ struct PipelineStepFigures {
   double forward_s = 0, backward_s = 0;
   double wait_s = 0, p2p_s = 0;
   std::int64_t bytes_sent = 0, bytes_received = 0;
-  std::int64_t peak_slots_in_use = 0;       // micro-batches held at once
-  std::int64_t peak_activation_bytes = 0;   // peak_slots_in_use × slot_activation_bytes
+  std::int64_t peak_slots_in_use = 0;       // micro-batches held at once, all chunks together
+  std::int64_t peak_activation_bytes = 0;   // the most Σ slots in use × slot_activation_bytes at once
   double loss = std::numeric_limits<double>::quiet_NaN();  // mean over micro-batches, last stage
   std::vector<PipelineOpRecord> ops;        // in execution order
 
@@ -90,6 +94,11 @@ class PipelineExecutor {
   PipelineExecutor(parallel::Communicator& pp, PipelineStage& stage, plan::PipelineSchedule schedule,
                    std::int64_t micro_batches, MemoryTracker& tracker,
                    PipelineExecutorOptions options = {});
+  // Interleaved: chunks[k] is this rank's local chunk k (v = chunks.size() > 1 needs schedule
+  // 1f1b and micro_batches a multiple of pp.size()); each holds at least its
+  // pipeline_chunk_peak_in_flight slots. Every chunk's messages to one neighbour have one size.
+  PipelineExecutor(parallel::Communicator& pp, std::vector<PipelineStage*> chunks, plan::PipelineSchedule schedule,
+                   std::int64_t micro_batches, MemoryTracker& tracker, PipelineExecutorOptions options = {});
   ~PipelineExecutor();
   PipelineExecutor(const PipelineExecutor&) = delete;
   PipelineExecutor& operator=(const PipelineExecutor&) = delete;
@@ -103,6 +112,7 @@ class PipelineExecutor {
   int stages() const { return stages_; }
   plan::PipelineSchedule schedule() const { return schedule_; }
   std::int64_t micro_batches() const { return micro_batches_; }
+  std::int64_t interleave() const { return static_cast<std::int64_t>(chunks_.size()); }
   const std::vector<plan::PipelineOp>& ops() const { return ops_; }
   // The transfer model's time for the activation received from the previous stage and for
   // the gradient received from the next (0 where there is no such neighbour).
@@ -114,10 +124,19 @@ class PipelineExecutor {
   struct SendBuffer;
 
   void measure_transfers(const PipelineExecutorOptions& options);
-  const void* send_gradient(std::int64_t micro, PipelineStepFigures& figures);
+  const void* send_gradient(const plan::PipelineOp& op, PipelineStepFigures& figures);
+  // Whether an op reads a message (a forward its input, a backward its output's gradient) and
+  // whether it sends one; not for the model's first chunk's input and last chunk's gradient.
+  bool receives(const plan::PipelineOp& op) const;
+  bool sends(const plan::PipelineOp& op) const;
+  // The rank and tag of the message op sends: to the next chunk in model order.
+  int activation_peer() const { return (stage_ + 1) % stages_; }
+  int gradient_peer() const { return (stage_ + stages_ - 1) % stages_; }
+  int sent_activation_tag(const plan::PipelineOp& op) const;
+  int sent_gradient_tag(const plan::PipelineOp& op) const;
 
   parallel::Communicator& pp_;
-  PipelineStage& stage_model_;
+  std::vector<PipelineStage*> chunks_;
   plan::PipelineSchedule schedule_;
   std::int64_t micro_batches_;
   MemoryTracker& tracker_;
@@ -126,11 +145,13 @@ class PipelineExecutor {
   double input_transfer_s_ = 0, gradient_transfer_s_ = 0;
   std::unique_ptr<Mailbox> inputs_, gradients_;
   std::vector<SendBuffer> gradient_sends_;           // a pool: grows while every buffer is in flight
-  std::vector<parallel::Request> activation_sends_;  // per slot: its output on its way
+  // per chunk and slot: its output on its way
+  std::vector<std::vector<parallel::Request>> activation_sends_;
 };
 
-// Message tags on the pipeline communicator: distinct per direction and micro-batch.
-int pipeline_activation_tag(std::int64_t micro);
-int pipeline_gradient_tag(std::int64_t micro);
+// Message tags on the pipeline communicator: distinct per direction, micro-batch and the
+// receiving rank's local chunk (of `interleave` per rank).
+int pipeline_activation_tag(std::int64_t micro, std::int64_t chunk = 0, std::int64_t interleave = 1);
+int pipeline_gradient_tag(std::int64_t micro, std::int64_t chunk = 0, std::int64_t interleave = 1);
 
 }  // namespace sb::train

@@ -19,7 +19,7 @@ io::Attributes run_attributes(const plan::TrainConfig& c, const plan::RunPlan& r
           {"tp", c.strategy.tp}, {"pp", c.strategy.pp}, {"micro_batches", run_plan.micro_batches},
           {"micro_batch", run_plan.micro_batch}, {"stages", run_plan.stages}, {"stage_rule", run_plan.stage_rule},
           {"schedule", c.strategy.schedule}, {"zero", c.strategy.zero},
-          {"interleave", c.strategy.interleave}, {"recompute", c.strategy.recompute},
+          {"interleave", run_plan.interleave}, {"recompute", c.strategy.recompute},
           {"sequence_parallel", static_cast<std::int64_t>(c.strategy.sequence_parallel)},
           {"main_grads", c.precision.main_grads},
           {"world_size", c.strategy.world_size()}, {"global_batch", c.global_batch}, {"seq_len", task.seq_len()},

@@ -71,10 +71,10 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const plan::TrainConfig& c) {
-  SB_USER_CHECK(c.strategy.interleave == 1,
-                "{}: strategy.interleave {} (virtual pipeline stages) is modelled by predict and plan; the trainer "
-                "runs interleave 1",
-                c.source, c.strategy.interleave);
+  SB_USER_CHECK(c.strategy.interleave == 1 || !plan::trains_resnet(c),
+                "{}: strategy.interleave {} (virtual pipeline stages) trains the GPT; model {} is modelled by "
+                "predict and plan with it but the trainer runs it with interleave 1",
+                c.source, c.strategy.interleave, c.model.name);
   SB_USER_CHECK(!c.strategy.sequence_parallel,
                 "{}: strategy.sequence_parallel is modelled by predict and plan; the trainer runs without it",
                 c.source);
@@ -187,7 +187,7 @@ metrics::StepSpans step_spans(std::int64_t step, const StepResult& r) {
                            .optimizer_start_s = r.loss_end_s, .optimizer_s = r.optimizer_s(), .pipeline_ops = {}};
   for (const PipelineOpRecord& op : r.pipeline_ops)
     spans.pipeline_ops.push_back({.kind = op.op.kind == plan::PipelineOpKind::forward ? 'F' : 'B', .micro = op.op.micro,
-                                  .wait_start_s = op.wait_start_s, .start_s = op.start_s, .end_s = op.end_s});
+                                  .chunk = op.op.chunk, .wait_start_s = op.wait_start_s, .start_s = op.start_s, .end_s = op.end_s});
   return spans;
 }
 

@@ -78,8 +78,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"main_grads_storage_in_trainer",
                  std::string(kGoodCase) + "precision: {dtype: bf16, main_grads: storage}\n", "",
                  "the trainer keeps fp32 main gradients; precision.main_grads 'storage' is for the cost model"},
-        BadInput{"interleave_in_trainer", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
-                 "the trainer runs interleave 1"},
+        BadInput{"interleave_without_pipeline", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
+                 "strategy.interleave 2 splits each pipeline rank's layers into virtual stages; it needs strategy.pp > 1"},
+        BadInput{"interleave_resnet_in_trainer",
+                 "model: resnet-mini\ndata: mnist\nsteps: 2\nbatch: {global: 4}\n"
+                 "strategy: {pp: 2, interleave: 2, micro_batches: 2}\n", "",
+                 "model resnet-mini is modelled by predict and plan with it but the trainer runs it with interleave 1"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it and no GPU, "no CUDA
         // device visible on this machine; use device: cpu" (tests/cuda trains where one is).
         BadInput{"cuda_unavailable", std::string(kGoodCase) + "device: cuda\n", "", "use device: cpu"},

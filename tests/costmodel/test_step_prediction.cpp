@@ -97,9 +97,13 @@ TEST(StepPrediction, PipelineBubbleIsTheClosedForm) {
   EXPECT_GE(fraction, pipeline_bubble_fraction(4, 8));
   EXPECT_NEAR(fraction, pipeline_bubble_fraction(4, 8), 0.01);
   EXPECT_GT(p.p2p_s, 0.0);
+  // interleaving simulated: 8 chunks of one block, the bubble about halved (Narayanan et al.),
+  // a little more than half since twice as many messages cross the critical path
   c.strategy.interleave = 2;
   const Prediction interleaved = predict_step(c, site("a100-80gb-dgx"));
-  EXPECT_NEAR(interleaved.bubble_s, p.bubble_s / 2, 1e-12);
+  ASSERT_TRUE(interleaved.feasible) << interleaved.reason;
+  EXPECT_NEAR(interleaved.bubble_s / p.bubble_s, 0.5, 0.1);
+  EXPECT_LT(interleaved.step_time_s, p.step_time_s);
 }
 
 TEST(StepPrediction, ZeroMemoryOfTheSevenAndAHalfBillionModel) {

@@ -54,6 +54,27 @@ TEST(StepSimulation, FreeMessagesGiveTheClosedFormBubble) {
   }
 }
 
+// Interleaving simulated, not divided: v chunks per rank, each costing 1/v of a plain stage,
+// with free messages and tb = tf give the interleaved closed form ((p−1)/v)/(m + (p−1)/v) on
+// every rank (Narayanan et al. 2021 §2.2), shorter than the plain schedule's.
+TEST(StepSimulation, InterleavedChunksShrinkTheBubbleByV) {
+  for (int p : {2, 4}) {
+    for (std::int64_t v : {2, 3}) {
+      for (std::int64_t m : {p, 2 * p, 4 * p}) {
+        StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, static_cast<int>(p * v), m,
+                                          1.0 / static_cast<double>(v), 1.0 / static_cast<double>(v));
+        in.interleave = v;
+        const StepSimulation sim = simulate_step(in);
+        ASSERT_EQ(sim.stages.size(), static_cast<std::size_t>(p));
+        const double expected = pipeline_bubble_fraction(p, static_cast<int>(m), static_cast<int>(v));
+        for (int s = 0; s < p; ++s)
+          EXPECT_NEAR(sim.idle_s[s] / sim.pipeline_end, expected, 1e-12) << "p " << p << " v " << v << " m " << m;
+        EXPECT_LT(sim.pipeline_end, simulate_step(balanced(PipelineSchedule::one_f_one_b, p, m, 1.0, 1.0)).pipeline_end);
+      }
+    }
+  }
+}
+
 TEST(StepSimulation, OneFOneBHoldsAtMostPMicroBatchesGpipeHoldsAll) {
   for (int p : {2, 4, 8}) {
     for (std::int64_t m : {1, 3, 8, 24}) {

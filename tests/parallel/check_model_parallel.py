@@ -6,7 +6,11 @@ at every step and the same evaluation after them, within REL_TOL (float sums in 
 tp all-reduces, pipeline stages, the tied-embedding sum). Also checks the per-rank timeline
 (tp communication only under tp, bubble only under pp), the ranks table's grid coordinates, and
 the tracked activation memory of the first stage: under GPipe it grows with the micro-batches,
-under 1F1B it is bounded by the p micro-batches in flight. Reads the HDF5 files, never stdout.
+under 1F1B it is bounded by the p micro-batches in flight. Interleaved 1F1B (strategy.interleave
+2: pp 2, pp 2 with dp 2 or tp 2, pp 4 on an 8-block model, and pp 2 with 4 chunks) trains the
+same, records interleave, and every rank's tracked memory (activations in particular: each chunk
+holds its own micro-batches in flight) is the prediction's for that stage within MEMORY_TOL.
+Reads the HDF5 files, never stdout.
 
 Usage: check_model_parallel.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -19,6 +23,7 @@ import numpy as np
 
 scalebench, mpiexec, out_dir = sys.argv[1:4]
 REL_TOL = 1e-4
+MEMORY_TOL = 0.05
 GPT = ["--set", "model={layers: 4, hidden: 64, heads: 4, seq_len: 32, vocab: 256}", "--set", "data=sotu",
        "--set", "batch.global=8", "--set", "strategy.micro_batches=2", "--set", "eval_batches=2"]
 RESNET = ["--set", "model=resnet-mini", "--set", "data=mnist", "--set", "batch.global=32",
@@ -45,7 +50,8 @@ def train(name, model_args, dp=1, tp=1, pp=1, schedule="1f1b", extra=()):
         run = f["runs"][list(f["runs"])[0]]
         return {"loss": run["steps"]["loss"][:], "eval": run["eval"]["loss"][:],
                 "accuracy": run["eval"]["accuracy"][:], "timeline": run["timeline"][:],
-                "ranks": run["ranks"][:], "memory": run["memory"][:]}
+                "ranks": run["ranks"][:], "memory": run["memory"][:],
+                "interleave": int(run.attrs["interleave"]), "prediction": dict(run["prediction"].attrs)}
 
 
 def relative_gap(a, b):
@@ -83,6 +89,38 @@ for name, dp, tp, pp, schedule in [("gpt_tp2", 1, 2, 1, "1f1b"), ("gpt_tp4", 1, 
 # ZeRO-1 shards each tp rank's optimizer state over dp; the clipping norm spans both groups.
 compare("gpt_2x2x1_zero1", train("gpt_2x2x1_zero1", GPT, 2, 2, 1, "1f1b", ["--set", "strategy.zero=1"]),
         gpt_one, 2, 2, 1)
+
+
+def check_interleaved_memory(name, run, tp, dp, v):
+    """Every rank's tracked params, grads, optimizer and activations against the prediction for
+    its pipeline stage (prediction.stage_memory_*, from the same plan's chunks)."""
+    if run["interleave"] != v:
+        problems.append(f"{name}: run.attrs interleave {run['interleave']}, not {v}")
+    prediction, memory = run["prediction"], run["memory"]
+    for row in memory:
+        stage = int(row["rank"]) // (tp * dp)
+        for part in ("params", "grads", "optimizer", "activations"):
+            predicted = float(prediction[f"stage_memory_{part}"][stage])
+            measured = float(row[part])
+            if abs(predicted - measured) > MEMORY_TOL * measured:
+                problems.append(f"{name}: rank {row['rank']} tracks {measured:.0f} B of {part}, the prediction for "
+                                f"stage {stage} says {predicted:.0f} (> {MEMORY_TOL:.0%} apart)")
+
+
+# Interleaved 1F1B: 4 blocks in pp·v = 4 chunks of one (rank 0 holds blocks 0 and 2).
+V2 = ["--set", "strategy.interleave=2"]
+for name, dp, tp, pp in [("gpt_pp2_v2", 1, 1, 2), ("gpt_2x1x2_v2", 2, 1, 2), ("gpt_1x2x2_v2", 1, 2, 2)]:
+    run = train(name, GPT, dp, tp, pp, "1f1b", V2)
+    compare(name, run, gpt_one, dp, tp, pp)
+    check_interleaved_memory(name, run, tp, dp, 2)
+# pp 4 needs 8 blocks (pp·v chunks) and micro-batches in groups of 4; pp 2 with v = 4 the same model.
+GPT8 = GPT + ["--set", "model={layers: 8, hidden: 64, heads: 4, seq_len: 32, vocab: 256}",
+              "--set", "strategy.micro_batches=4"]
+gpt8_one = train("gpt8_one", GPT8)
+for name, pp, v in [("gpt8_pp4_v2", 4, 2), ("gpt8_pp2_v4", 2, 4)]:
+    run = train(name, GPT8, 1, 1, pp, "1f1b", ["--set", f"strategy.interleave={v}"])
+    compare(name, run, gpt8_one, 1, 1, pp)
+    check_interleaved_memory(name, run, 1, 1, v)
 
 resnet_one = train("resnet_one", RESNET)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),

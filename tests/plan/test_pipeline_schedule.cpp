@@ -21,6 +21,7 @@ std::string describe(const std::vector<PipelineOp>& ops) {
   for (const PipelineOp& op : ops) {
     if (!s.empty()) s += ' ';
     s += (op.kind == PipelineOpKind::forward ? "F" : "B") + std::to_string(op.micro);
+    if (op.chunk > 0) s += "c" + std::to_string(op.chunk);
   }
   return s;
 }
@@ -131,6 +132,89 @@ TEST(PipelineSchedule, UnbalancedStagesAreBoundByTheSlowest) {
   // balanced again when both are slow: the ideal
   const PipelineSimulation even = simulate_pipeline(one_f_one_b, 3, {2.0, 2.0}, {4.0, 4.0});
   EXPECT_NEAR(even.idle_fraction[0], pipeline_ideal_bubble_fraction(2, 3), 1e-12);
+}
+
+// Megatron-LM's interleaved order, written out for p = 2, v = 2, m = 4 (rank 0 warms up
+// (p − 1)·2 + (v − 1)·p = 4 forwards, rank 1 two): micro-batches through chunk 0 in groups of p,
+// then through chunk 1; backwards chunk 1 first.
+TEST(PipelineSchedule, InterleavedListsForTwoStagesTwoChunks) {
+  EXPECT_EQ(describe(pipeline_stage_ops(one_f_one_b, 2, 0, 4, 2)),
+            "F0 F1 F0c1 F1c1 F2 B0c1 F3 B1c1 F2c1 B0 F3c1 B1 B2c1 B3c1 B2 B3");
+  EXPECT_EQ(describe(pipeline_stage_ops(one_f_one_b, 2, 1, 4, 2)),
+            "F0 F1 F0c1 B0c1 F1c1 B1c1 F2 B0 F3 B1 F2c1 B2c1 F3c1 B3c1 B2 B3");
+}
+
+// For p = 2..4, v = 2..3, m = p, 2p, 3p: on every rank each (micro-batch, chunk) forward and
+// backward exactly once, each backward after its forward, per chunk in micro-batch order; the
+// per-chunk peak the plan allocates equals the counted one; the ranks' lists run against each
+// other (the cross-rank dependencies: chunk c on rank p − 1 feeds chunk c + 1 on rank 0) without
+// deadlock, and with balanced chunks and free messages each rank idles (p − 1)(tf + tb) (the
+// bubble is (p − 1)/(v·m) of its compute), never more than plain 1F1B with one chunk of v times
+// the work.
+TEST(PipelineSchedule, InterleavedEveryCaseIsCompleteOrderedAndDeadlockFree) {
+  for (int p = 2; p <= 4; ++p) {
+    for (std::int64_t v = 2; v <= 3; ++v) {
+      for (std::int64_t m = p; m <= 3 * p; m += p) {
+        const std::string what = "p=" + std::to_string(p) + " v=" + std::to_string(v) + " m=" + std::to_string(m);
+        for (int s = 0; s < p; ++s) {
+          const auto ops = pipeline_stage_ops(one_f_one_b, p, s, m, v);
+          ASSERT_EQ(ops.size(), static_cast<std::size_t>(2 * m * v)) << what;
+          const auto n = static_cast<std::size_t>(m * v);
+          std::vector<int> forwards(n), backwards(n);
+          std::vector<std::int64_t> next_forward(static_cast<std::size_t>(v)), next_backward(next_forward);
+          for (const PipelineOp& op : ops) {
+            ASSERT_TRUE(op.micro >= 0 && op.micro < m && op.chunk >= 0 && op.chunk < v) << what;
+            const auto at = static_cast<std::size_t>(op.chunk * m + op.micro);
+            const auto c = static_cast<std::size_t>(op.chunk);
+            if (op.kind == PipelineOpKind::forward) {
+              EXPECT_EQ(op.micro, next_forward[c]++) << what << " stage " << s << ": " << describe(ops);
+              ++forwards[at];
+            } else {
+              EXPECT_EQ(op.micro, next_backward[c]++) << what << " stage " << s << ": " << describe(ops);
+              EXPECT_EQ(forwards[at], 1) << what << ": backward before forward: " << describe(ops);
+              ++backwards[at];
+            }
+          }
+          EXPECT_EQ(forwards, std::vector<int>(n, 1)) << what;
+          EXPECT_EQ(backwards, std::vector<int>(n, 1)) << what;
+          EXPECT_EQ(ops.back(), (PipelineOp{PipelineOpKind::backward, m - 1, 0})) << what;
+          for (std::int64_t c = 0; c < v; ++c) {
+            const std::int64_t peak = pipeline_chunk_peak_in_flight(one_f_one_b, p, s, m, v, c);
+            EXPECT_EQ(peak, count_peak_in_flight(ops, c)) << what;
+            EXPECT_TRUE(peak >= 1 && peak <= m) << what;
+          }
+        }
+        for (double tb : {1.0, 2.0}) {
+          const PipelineSimulation sim = simulate_interleaved_pipeline(p, m, v, 1.0, tb);
+          ASSERT_TRUE(sim.completed) << what << ": deadlock";
+          const double compute = static_cast<double>(m * v) * (1.0 + tb);
+          const double plain = simulate_pipeline(one_f_one_b, p, m, static_cast<double>(v), v * tb).makespan;
+          EXPECT_LE(sim.makespan, plain + 1e-9) << what;
+          if (tb == 1.0) {
+            EXPECT_DOUBLE_EQ(sim.makespan, compute + (p - 1) * (1.0 + tb)) << what;
+            EXPECT_NEAR((sim.makespan - compute) / compute, pipeline_interleaved_bubble_ratio(p, m, v), 1e-12);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The simulation's cross-rank dependencies have teeth: rank 0's second chunk cannot start a
+// micro-batch before the last rank's first chunk has finished it.
+TEST(PipelineSchedule, InterleavedSimulationNeedsTheWrapAroundMessage) {
+  using enum PipelineOpKind;
+  // rank 0 wants chunk 1's forward before the last rank has run chunk 0 (which waits on rank 0)
+  const std::vector<std::vector<PipelineOp>> early{
+      {{forward, 0, 1}, {forward, 0, 0}, {backward, 0, 1}, {backward, 0, 0}},
+      {{forward, 0, 0}, {forward, 0, 1}, {backward, 0, 1}, {backward, 0, 0}}};
+  EXPECT_FALSE(simulate_pipeline_ops(early, 1, 1.0, 1.0).completed);
+  const std::vector<std::vector<PipelineOp>> ordered{
+      {{forward, 0, 0}, {forward, 0, 1}, {backward, 0, 1}, {backward, 0, 0}},
+      {{forward, 0, 0}, {forward, 0, 1}, {backward, 0, 1}, {backward, 0, 0}}};
+  const PipelineSimulation sim = simulate_pipeline_ops(ordered, 1, 1.0, 1.0);
+  ASSERT_TRUE(sim.completed);
+  EXPECT_DOUBLE_EQ(sim.makespan, 8.0);  // one micro-batch through four chunks and back
 }
 
 }  // namespace

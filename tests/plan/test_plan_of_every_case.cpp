@@ -26,7 +26,7 @@ costmodel::SiteProfile site_named(const std::string& name) {
 
 // Stages that cover the model's units once, in order, each holding at least one.
 void expect_consistent(const RunPlan& p, const std::string& label) {
-  ASSERT_EQ(p.stages.size(), static_cast<std::size_t>(p.pp)) << label;
+  ASSERT_EQ(p.stages.size(), static_cast<std::size_t>(p.pp * p.interleave)) << label;
   ASSERT_EQ(p.stage_plans.size(), p.stages.size()) << label;
   std::int64_t next = 0;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -96,6 +96,31 @@ TEST(PlanOfEveryCase, EveryPlanCandidateIsPredictedFromItsRunPlan) {
   }
   EXPECT_GT(checked, 5000);
   EXPECT_GT(pipelined, 1000);
+}
+
+// An interleaved case the plan refuses, predict refuses with the same sentence (it predicts
+// from the same plan), and one it accepts predicts from that plan.
+TEST(PlanOfEveryCase, InterleaveRefusalsArePredictsToo) {
+  const costmodel::SiteProfile site = site_named("this-machine");
+  const std::string eight = "model: {layers: 8, hidden: 64, heads: 4, seq_len: 32, vocab: 256}\ndata: sotu\n"
+                            "batch: {global: 8}\nstrategy: ";
+  for (const std::string strategy : {"{pp: 2, interleave: 2, micro_batches: 1}",
+                                     "{pp: 2, interleave: 2, micro_batches: 2, schedule: gpipe}",
+                                     "{pp: 4, interleave: 4, micro_batches: 4}", "{interleave: 2}"}) {
+    const TrainConfig c = parse_train_config(parse_yaml_text(eight + strategy + "\n", "case.yaml"), "case.yaml");
+    const RunPlan p = resolve_run_plan(c);
+    ASSERT_FALSE(p.feasible) << strategy;
+    const costmodel::Prediction prediction = costmodel::predict_step(c, site);
+    EXPECT_FALSE(prediction.feasible) << strategy;
+    EXPECT_EQ(prediction.reason, p.reason) << strategy;
+  }
+  const TrainConfig ok = parse_train_config(
+      parse_yaml_text(eight + "{pp: 2, interleave: 2, micro_batches: 4}\n", "case.yaml"), "case.yaml");
+  const costmodel::Prediction prediction = costmodel::predict_step(ok, site);
+  ASSERT_TRUE(prediction.feasible) << prediction.reason;
+  EXPECT_EQ(prediction.plan, resolve_run_plan(ok));
+  EXPECT_EQ(prediction.plan.stages.size(), 4u);
+  EXPECT_EQ(prediction.rank_memory.size(), 2u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "core/check.hpp"
 #include "plan/config.hpp"
+#include "plan/pipeline_schedule.hpp"
 #include "plan/run_plan.hpp"
 
 namespace sb::plan {
@@ -97,6 +98,57 @@ TEST(RunPlan, RefusalsNameTheirKindAndKeys) {
     FAIL() << "tp 3 of 4 heads ran";
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("case.yaml: strategy.tp 3", 0), 0u) << e.what();
+  }
+}
+
+// Interleave v: pp·v chunks by the stage rule, rank r holding chunks r, r + pp, …, each with
+// its own micro-batches in flight under the interleaved order; the refusals name their keys.
+TEST(RunPlan, InterleavedChunksAndTheirRefusals) {
+  const std::string eight = "model: {layers: 8, hidden: 64, heads: 4, seq_len: 32, vocab: 256}\ndata: sotu\n"
+                            "batch: {global: 8}\n";
+  const RunPlan p = resolve_run_plan(config_of(eight + "strategy: {pp: 2, interleave: 2, micro_batches: 4, "
+                                                       "stages: even}\n"));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_EQ(p.interleave, 2);
+  EXPECT_EQ(p.stages, (std::vector<std::int64_t>{2, 2, 2, 2}));
+  ASSERT_EQ(p.stage_plans.size(), 4u);
+  EXPECT_EQ(p.chunk(0, 0).unit_begin, 0);  // rank 0: chunks 0 and 2
+  EXPECT_EQ(p.chunk(0, 1).unit_begin, 4);
+  EXPECT_EQ(p.chunk(1, 0).unit_begin, 2);  // rank 1: chunks 1 and 3
+  EXPECT_EQ(p.chunk(1, 1).unit_end, 8);
+  for (int r = 0; r < 2; ++r)
+    for (std::int64_t k = 0; k < 2; ++k)
+      EXPECT_EQ(p.chunk(r, k).in_flight, count_peak_in_flight(pipeline_stage_ops(p.schedule, 2, r, 4, 2), k));
+  // rank 0 runs all 4 forwards of chunk 0 before its first backward there (chunk 1's come
+  // first); chunk 1 holds at most 2 (F0c1 F1c1 B0c1 … in test_pipeline_schedule.cpp)
+  EXPECT_EQ(p.chunk(0, 0).in_flight, 4);
+  EXPECT_EQ(p.chunk(0, 1).in_flight, 2);
+
+  const auto reason = [&](const std::string& strategy) {
+    const RunPlan q = resolve_run_plan(config_of(eight + "strategy: " + strategy + "\n"));
+    EXPECT_FALSE(q.feasible) << strategy;
+    return std::pair{q.refusal, q.reason};
+  };
+  auto [kind, why] = reason("{pp: 2, interleave: 2, micro_batches: 1}");
+  EXPECT_EQ(kind, Refusal::interleave);
+  EXPECT_NE(why.find("strategy.interleave 2 needs the micro-batches per step (1: strategy.micro_batches or batch.micro) "
+                     "to be a multiple of strategy.pp (2)"), std::string::npos) << why;
+  std::tie(kind, why) = reason("{pp: 2, interleave: 2, micro_batches: 2, schedule: gpipe}");
+  EXPECT_EQ(kind, Refusal::interleave);
+  EXPECT_NE(why.find("it needs strategy.schedule 1f1b, not gpipe"), std::string::npos) << why;
+  std::tie(kind, why) = reason("{interleave: 2}");
+  EXPECT_EQ(kind, Refusal::interleave);
+  EXPECT_NE(why.find("it needs strategy.pp > 1"), std::string::npos) << why;
+  std::tie(kind, why) = reason("{pp: 4, interleave: 4, micro_batches: 4}");
+  EXPECT_EQ(kind, Refusal::pp_layers);
+  EXPECT_NE(why.find("strategy.pp 4 × strategy.interleave 4 = 16 model chunks, but model gpt-L8-C64-H4 has 8 blocks"),
+            std::string::npos) << why;
+  try {
+    resolve_run_plan(config_of(eight + "strategy: {pp: 2, interleave: 2, micro_batches: 2, stages: [4, 4]}\n"));
+    FAIL() << "a per-rank stage list passed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy.stages lists 2 stages but strategy.pp 2 × strategy.interleave 2 "
+                                         "needs 4"), std::string::npos) << e.what();
   }
 }
 
