@@ -24,10 +24,13 @@ namespace sb::train {
 
 namespace {
 
-// This rank's part of the GPT: its stage's blocks (the plan's) and its tensor-parallel shard.
-gpt::GptPartition partition_of(const plan::RunPlan& run_plan, parallel::ProcessGrid& grid) {
+// This rank's part of the GPT: its stage's blocks (the plan's), its tensor-parallel shard and
+// what it recomputes (strategy.recompute).
+gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& run_plan,
+                               parallel::ProcessGrid& grid) {
   gpt::GptPartition p;
   p.tp = tensor_parallel_group(grid.tp_comm());
+  p.recompute = recompute_from_string(c.strategy.recompute);
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   p.layer_begin = run_plan.stage(stage).unit_begin;
@@ -53,7 +56,7 @@ class LanguageModelTask final : public TrainingTask {
         T_(run_plan.seq_len),
         micro_(run_plan.micro_batch),
         corpus_(load_corpus(c, model_config_, T_)),
-        model_(model_config_, micro_, T_, backend, tracker, partition_of(run_plan, grid)),
+        model_(model_config_, micro_, T_, backend, tracker, partition_of(c, run_plan, grid)),
         kernels_(kernels::kernels_for(backend)),
         train_windows_(corpus_.train(), c.global_batch, T_, c.seed),
         heldout_eval_(corpus_.heldout(), micro_, T_, 0),

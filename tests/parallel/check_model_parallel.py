@@ -6,7 +6,9 @@ at every step and the same evaluation after them, within REL_TOL (float sums in 
 tp all-reduces, pipeline stages, the tied-embedding sum). Also checks the per-rank timeline
 (tp communication only under tp, bubble only under pp), the ranks table's grid coordinates, and
 the tracked activation memory of the first stage: under GPipe it grows with the micro-batches,
-under 1F1B it is bounded by the p micro-batches in flight. Reads the HDF5 files, never stdout.
+under 1F1B it is bounded by the p micro-batches in flight. Activation recomputation (selective,
+full) trains the same loss on one rank and on tp, pp and dp grids, with less tracked activation
+memory. Reads the HDF5 files, never stdout.
 
 Usage: check_model_parallel.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -83,6 +85,25 @@ for name, dp, tp, pp, schedule in [("gpt_tp2", 1, 2, 1, "1f1b"), ("gpt_tp4", 1, 
 # ZeRO-1 shards each tp rank's optimizer state over dp; the clipping norm spans both groups.
 compare("gpt_2x2x1_zero1", train("gpt_2x2x1_zero1", GPT, 2, 2, 1, "1f1b", ["--set", "strategy.zero=1"]),
         gpt_one, 2, 2, 1)
+
+# Activation recomputation keeps less and computes the same: the one-rank loss within REL_TOL on
+# one rank and on every kind of grid (the recomputed tp all-reduces are collectives), and less
+# activation memory on the first stage than keeping everything (selective drops the attention
+# probabilities, full every block's inside).
+recompute_memory = {}
+for name, dp, tp, pp, mode in [("gpt_one_selective", 1, 1, 1, "selective"), ("gpt_one_full", 1, 1, 1, "full"),
+                               ("gpt_1x2x2_selective", 1, 2, 2, "selective"), ("gpt_1x2x2_full", 1, 2, 2, "full"),
+                               ("gpt_2x2x1_full", 2, 2, 1, "full"), ("gpt_2x1x2_selective", 2, 1, 2, "selective")]:
+    run = train(name, GPT, dp, tp, pp, "1f1b", ["--set", f"strategy.recompute={mode}"])
+    compare(name, run, gpt_one, dp, tp, pp)
+    recompute_memory[name] = run["memory"]["activations"][0]
+recompute_memory["gpt_one_none"] = gpt_one["memory"]["activations"][0]
+if not recompute_memory["gpt_one_full"] < recompute_memory["gpt_one_selective"] < recompute_memory["gpt_one_none"]:
+    problems.append(f"one-rank tracked activations none/selective/full not decreasing: {recompute_memory}")
+if not recompute_memory["gpt_1x2x2_full"] < recompute_memory["gpt_1x2x2_selective"]:
+    problems.append(f"tp 2 pp 2: full keeps no less than selective: {recompute_memory}")
+print("first-rank tracked activations under recompute: " +
+      ", ".join(f"{k} {v}" for k, v in recompute_memory.items()))
 
 resnet_one = train("resnet_one", RESNET)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),
