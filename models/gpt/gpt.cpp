@@ -48,20 +48,37 @@ std::array<ParameterSpec, kParameterTensorCount> gpt_parameter_specs(const GptCo
 
 namespace {
 
+// The two layouts of ActivationTensorsT: one micro-batch's slot, and the recompute scratch that
+// holds one block of the tensors the recompute mode drops (shared by every slot).
+enum class ActivationLayout { slot, recompute_scratch };
+
+// Which per-block tensors a recompute mode drops after the forward: full every one but the
+// block's output, selective the attention probabilities (Korthikanti et al.'s 5as/h term).
+bool drops_block_internals(Recompute r) { return r == Recompute::full; }
+bool drops_attention_probabilities(Recompute r) { return r != Recompute::none; }
+
 // Calls f(view, numel, tp_split) for every activation tensor in storage order: the one place
 // that knows the activation layout, used both to size the allocation and to point the views.
 // tp_split: the tensor is cut over the tp group (1/t of the unsplit one). Views are S* or
 // float* (statistics).
 template <class S, class F>
-void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&& f) {
-  const i64 L = s.L, C = s.C, BT = B * T;
-  const i64 H = s.head ? 1 : 0;
-  f(a.encoded, BT * C, false);
+void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&& f,
+                   ActivationLayout layout = ActivationLayout::slot) {
+  const bool scratch = layout == ActivationLayout::recompute_scratch;
+  const i64 C = s.C, BT = B * T;
+  // layers of a per-block tensor: the stage's in a slot when kept, one in the scratch when dropped
+  const auto layers = [&](bool dropped) -> i64 { return scratch ? (dropped ? 1 : 0) : (dropped ? 0 : s.L); };
+  const i64 L = layers(drops_block_internals(s.recompute));
+  const i64 La = layers(drops_attention_probabilities(s.recompute));
+  const i64 Lout = scratch ? 0 : s.L;  // block outputs: always kept (the next block's input)
+  const i64 E = scratch ? 0 : 1;
+  const i64 H = s.head && !scratch ? 1 : 0;
+  f(a.encoded, E * BT * C, false);
   f(a.ln1, L * BT * C, false);
   f(a.ln1_mean, L * BT, false);
   f(a.ln1_rstd, L * BT, false);
   f(a.qkv, L * BT * 3 * s.C_tp, true);
-  f(a.att, L * B * s.NH_tp * T * T, true);
+  f(a.att, La * B * s.NH_tp * T * T, true);
   f(a.atty, L * BT * s.C_tp, true);
   f(a.attproj, L * BT * C, false);
   f(a.residual2, L * BT * C, false);
@@ -71,7 +88,7 @@ void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&
   f(a.fch, L * BT * s.F_tp, true);
   f(a.fch_gelu, L * BT * s.F_tp, true);
   f(a.fcproj, L * BT * C, false);
-  f(a.residual3, L * BT * C, false);
+  f(a.residual3, Lout * BT * C, false);
   f(a.lnf, H * BT * C, false);
   f(a.lnf_mean, H * BT, false);
   f(a.lnf_rstd, H * BT, false);
@@ -84,7 +101,8 @@ void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&
 // The same for the backward scratch. The per-block tensors come last, from dresidual_in
 // on, so zeroing them before each block is one memset.
 template <class S, class F>
-void for_each_view(ActivationGradientsT<S>& g, const GptShard& s, i64 B, i64 T, F&& f) {
+void for_each_view(ActivationGradientsT<S>& g, const GptShard& s, i64 B, i64 T, F&& f,
+                   ActivationLayout = ActivationLayout::slot) {
   const i64 C = s.C, BT = B * T, H = s.head ? 1 : 0;
   f(g.dlosses, H * BT, false);
   f(g.dlogits, H * BT * s.V_tp, true);
@@ -109,26 +127,27 @@ constexpr i64 kViewAlignment = 4;
 i64 aligned(i64 bytes) { return (bytes + kViewAlignment - 1) / kViewAlignment * kViewAlignment; }
 
 template <class Tensors>
-GptActivationBytes count_bytes(const GptShard& s, i64 B, i64 T) {
+GptActivationBytes count_bytes(const GptShard& s, i64 B, i64 T, ActivationLayout layout = ActivationLayout::slot) {
   Tensors views{};
   GptActivationBytes bytes;
   for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool split) {
     const i64 n = aligned(numel * static_cast<i64>(sizeof(*view)));
     bytes.total += n;
     if (split) bytes.tp_split += n;
-  });
+  }, layout);
   return bytes;
 }
 
 // Points every view into base for the layout at (B, T) and returns the bytes used. Not laid out
 // (a model that only records its kernel calls): every view at base, its placeholder.
 template <class Tensors>
-i64 point_views(Tensors& views, std::byte* base, const GptShard& s, i64 B, i64 T, bool laid_out = true) {
+i64 point_views(Tensors& views, std::byte* base, const GptShard& s, i64 B, i64 T, bool laid_out = true,
+                ActivationLayout layout = ActivationLayout::slot) {
   i64 n = 0;
   for_each_view(views, s, B, T, [&](auto*& view, i64 numel, bool) {
     view = reinterpret_cast<std::remove_reference_t<decltype(view)>>(base + (laid_out ? n : 0));
     n += aligned(numel * static_cast<i64>(sizeof(*view)));
-  });
+  }, layout);
   return n;
 }
 
@@ -163,8 +182,10 @@ GptShard whole_model(const GptConfig& config) { return resolve_gpt_partition(con
 }  // namespace
 
 template <class S>
-i64 gpt_activation_bytes(const GptConfig& config, i64 B, i64 T) {
-  return count_bytes<ActivationTensorsT<S>>(whole_model(config), B, T).total;
+i64 gpt_activation_bytes(const GptConfig& config, i64 B, i64 T, Recompute recompute) {
+  GptShard shard = whole_model(config);
+  shard.recompute = recompute;
+  return count_bytes<ActivationTensorsT<S>>(shard, B, T).total;
 }
 
 template <class S>
@@ -175,6 +196,11 @@ i64 gpt_activation_gradient_bytes(const GptConfig& config, i64 B, i64 T) {
 template <class S>
 GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, i64 B, i64 T) {
   return count_bytes<ActivationTensorsT<S>>(shard, B, T);
+}
+
+template <class S>
+GptActivationBytes gpt_shard_recompute_scratch_bytes(const GptShard& shard, i64 B, i64 T) {
+  return count_bytes<ActivationTensorsT<S>>(shard, B, T, ActivationLayout::recompute_scratch);
 }
 
 template <class S>
@@ -243,6 +269,9 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   inputs_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
                                  slots * 2 * batch * seq_len * static_cast<i64>(sizeof(std::int32_t)),
                                  "gpt tokens, targets", device_);
+  if (const i64 scratch_bytes = recompute_scratch_bytes(); scratch_bytes > 0)
+    recompute_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, scratch_bytes,
+                                      "gpt recompute scratch (one block)", device_);
   acts_grads_memory_ =
       TrackedBuffer(tracker, MemoryCategory::workspace,
                     gpt_shard_activation_gradient_bytes<S>(shard_, batch, seq_len), "gpt activation grads", device_);
@@ -305,6 +334,11 @@ i64 GptModelT<S>::slot_activation_bytes() const {
 }
 
 template <class S>
+i64 GptModelT<S>::recompute_scratch_bytes() const {
+  return gpt_shard_recompute_scratch_bytes<S>(shard_, max_batch_, max_seq_len_).total;
+}
+
+template <class S>
 typename GptModelT<S>::Slot& GptModelT<S>::slot_at(i64 slot) {
   SB_CHECK(slot >= 0 && slot < shard_.activation_slots, "gpt: activation slot {} outside [0, {})",
            slot, shard_.activation_slots);
@@ -351,6 +385,80 @@ void GptModelT<S>::backward_hidden(const S* dhidden) {
 }
 
 template <class S>
+void GptModelT<S>::point_recompute_scratch(i64 B, i64 T) {
+  const bool runs = k_.runs_kernels();
+  std::byte* base = runs && recompute_memory_.bytes() > 0 ? recompute_memory_.as<std::byte>()
+                                                          : recording_placeholder_.data();
+  point_views(recomputed_, base, shard_, B, T, runs, ActivationLayout::recompute_scratch);
+}
+
+template <class S>
+typename GptModelT<S>::BlockActivations GptModelT<S>::block_activations(const Slot& slot, i64 l) const {
+  const GptShard& s = shard_;
+  const i64 B = slot.B, T = slot.T, BT = B * T, C = s.C, Ct = s.C_tp, F = s.F_tp;
+  const ActivationTensorsT<S>& a = slot.acts;
+  const ActivationTensorsT<S>& r = recomputed_;
+  const bool internals = drops_block_internals(s.recompute);
+  const bool probabilities = drops_attention_probabilities(s.recompute);
+  // layer l of the slot's tensor, or the scratch's one layer when the mode drops it
+  const auto at = [l](auto* kept, auto* scratch, bool dropped, i64 per_layer) {
+    return dropped ? scratch : kept + l * per_layer;
+  };
+  return {at(a.ln1, r.ln1, internals, BT * C),
+          at(a.ln1_mean, r.ln1_mean, internals, BT),
+          at(a.ln1_rstd, r.ln1_rstd, internals, BT),
+          at(a.qkv, r.qkv, internals, BT * 3 * Ct),
+          at(a.att, r.att, probabilities, B * s.NH_tp * T * T),
+          at(a.atty, r.atty, internals, BT * Ct),
+          at(a.attproj, r.attproj, internals, BT * C),
+          at(a.residual2, r.residual2, internals, BT * C),
+          at(a.ln2, r.ln2, internals, BT * C),
+          at(a.ln2_mean, r.ln2_mean, internals, BT),
+          at(a.ln2_rstd, r.ln2_rstd, internals, BT),
+          at(a.fch, r.fch, internals, BT * F),
+          at(a.fch_gelu, r.fch_gelu, internals, BT * F),
+          at(a.fcproj, r.fcproj, internals, BT * C)};
+}
+
+template <class S>
+void GptModelT<S>::forward_block(i64 l, const BlockActivations& b, const S* residual, S* residual_out, i64 B,
+                                 i64 T) {
+  const GptShard& s = shard_;
+  const i64 C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, BT = B * T;
+  const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
+  // this block's weights (this rank's shard of them)
+  const ParameterTensorsT<S>& p = params_;
+  const S* ln1w = p.ln1w + l * C;
+  const S* ln1b = p.ln1b + l * C;
+  const S* qkvw = p.qkvw + l * 3 * Ct * C;
+  const S* qkvb = p.qkvb + l * 3 * Ct;
+  const S* attprojw = p.attprojw + l * C * Ct;
+  const S* attprojb = p.attprojb + l * C;
+  const S* ln2w = p.ln2w + l * C;
+  const S* ln2b = p.ln2b + l * C;
+  const S* fcw = p.fcw + l * F * C;
+  const S* fcb = p.fcb + l * F;
+  const S* fcprojw = p.fcprojw + l * C * F;
+  const S* fcprojb = p.fcprojb + l * C;
+
+  // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
+  // counts once in the all-reduce), then the sum over the tp group (Megatron's g). A
+  // recomputation makes the same collectives in the same order on every tp rank.
+  k_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, ln1w, ln1b, BT, C);
+  k_.matmul_forward(b.qkv, b.ln1, qkvw, qkvb, BT, C, 3 * Ct);
+  k_.attention_forward(b.atty, b.att, b.qkv, B, T, Ct, NH);
+  k_.matmul_forward(b.attproj, b.atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
+  tp_all_reduce_sum(b.attproj, BT * C);
+  k_.residual_forward(b.residual2, residual, b.attproj, BT * C);
+  k_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, ln2w, ln2b, BT, C);
+  k_.matmul_forward(b.fch, b.ln2, fcw, fcb, BT, C, F);
+  k_.gelu_forward(b.fch_gelu, b.fch, BT * F);
+  k_.matmul_forward(b.fcproj, b.fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
+  tp_all_reduce_sum(b.fcproj, BT * C);
+  if (residual_out) k_.residual_forward(residual_out, b.residual2, b.fcproj, BT * C);
+}
+
+template <class S>
 float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, const S* input,
                                  const std::int32_t* targets, i64 B, i64 T, bool lm_head) {
   SB_CHECK(B >= 1 && B <= max_batch_, "gpt forward: B = {} outside [1, {}]", B, max_batch_);
@@ -360,8 +468,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
            "gpt forward: a stage {} embedding needs {}", s.embedding ? "with" : "without",
            s.embedding ? "tokens" : "an input (B, T, C)");
   Slot& slot = slot_at(slot_index);
-  const i64 L = s.L, C = s.C, NH = s.NH_tp, V = config_.vocab;
-  const i64 Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
+  const i64 L = s.L, C = s.C, V = config_.vocab, Vr = s.V_tp;
   const i64 BT = B * T;
   const bool read_targets = s.head && targets != nullptr;
   for (i64 i = 0; i < BT; ++i) {
@@ -379,6 +486,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   slot.forwarded = true;
   slot.has_targets = read_targets;
   point_views(slot.acts, slot.base, s, B, T, runs);
+  point_recompute_scratch(B, T);
 
   const ParameterTensorsT<S>& p = params_;
   ActivationTensorsT<S>& a = slot.acts;
@@ -397,50 +505,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   for (i64 l = 0; l < L; ++l) {
     k_.begin_unit("block");
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
-    // this block's weights (this rank's shard of them)
-    const S* ln1w = p.ln1w + l * C;
-    const S* ln1b = p.ln1b + l * C;
-    const S* qkvw = p.qkvw + l * 3 * Ct * C;
-    const S* qkvb = p.qkvb + l * 3 * Ct;
-    const S* attprojw = p.attprojw + l * C * Ct;
-    const S* attprojb = p.attprojb + l * C;
-    const S* ln2w = p.ln2w + l * C;
-    const S* ln2b = p.ln2b + l * C;
-    const S* fcw = p.fcw + l * F * C;
-    const S* fcb = p.fcb + l * F;
-    const S* fcprojw = p.fcprojw + l * C * F;
-    const S* fcprojb = p.fcprojb + l * C;
-    // this block's activations
-    S* ln1 = a.ln1 + l * BT * C;
-    float* ln1_mean = a.ln1_mean + l * BT;
-    float* ln1_rstd = a.ln1_rstd + l * BT;
-    S* qkv = a.qkv + l * BT * 3 * Ct;
-    S* att = a.att + l * B * NH * T * T;
-    S* atty = a.atty + l * BT * Ct;
-    S* attproj = a.attproj + l * BT * C;
-    S* residual2 = a.residual2 + l * BT * C;
-    S* ln2 = a.ln2 + l * BT * C;
-    float* ln2_mean = a.ln2_mean + l * BT;
-    float* ln2_rstd = a.ln2_rstd + l * BT;
-    S* fch = a.fch + l * BT * F;
-    S* fch_gelu = a.fch_gelu + l * BT * F;
-    S* fcproj = a.fcproj + l * BT * C;
-    S* residual3 = a.residual3 + l * BT * C;
-
-    // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
-    // counts once in the all-reduce), then the sum over the tp group (Megatron's g).
-    k_.layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, BT, C);
-    k_.matmul_forward(qkv, ln1, qkvw, qkvb, BT, C, 3 * Ct);
-    k_.attention_forward(atty, att, qkv, B, T, Ct, NH);
-    k_.matmul_forward(attproj, atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
-    tp_all_reduce_sum(attproj, BT * C);
-    k_.residual_forward(residual2, residual, attproj, BT * C);
-    k_.layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, ln2w, ln2b, BT, C);
-    k_.matmul_forward(fch, ln2, fcw, fcb, BT, C, F);
-    k_.gelu_forward(fch_gelu, fch, BT * F);
-    k_.matmul_forward(fcproj, fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
-    tp_all_reduce_sum(fcproj, BT * C);
-    k_.residual_forward(residual3, residual2, fcproj, BT * C);
+    forward_block(l, block_activations(slot, l), residual, a.residual3 + l * BT * C, B, T);
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
@@ -530,6 +595,7 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   ActivationGradientsT<S>& d = acts_grads_;
   const bool runs = k_.runs_kernels();
   point_views(d, runs ? acts_grads_memory_.as<std::byte>() : recording_placeholder_.data(), s, B, T, runs);
+  point_recompute_scratch(B, T);
   using Gradients = ActivationGradientsT<S>;
   // the head's gradients and d(output) (dlosses .. dresidual_out), one block's scratch (dln1 ..)
   const i64 head_bytes = layout_bytes(s, B, T, &Gradients::dlosses, &Gradients::dresidual_in);
@@ -593,36 +659,31 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     float* dfcb = g.fcb + l * F;
     float* dfcprojw = g.fcprojw + l * C * F;
     float* dfcprojb = g.fcprojb + l * C;
-    const S* ln1 = a.ln1 + l * BT * C;
-    const float* ln1_mean = a.ln1_mean + l * BT;
-    const float* ln1_rstd = a.ln1_rstd + l * BT;
-    const S* qkv = a.qkv + l * BT * 3 * Ct;
-    const S* att = a.att + l * B * NH * T * T;
-    const S* atty = a.atty + l * BT * Ct;
-    const S* residual2 = a.residual2 + l * BT * C;
-    const S* ln2 = a.ln2 + l * BT * C;
-    const float* ln2_mean = a.ln2_mean + l * BT;
-    const float* ln2_rstd = a.ln2_rstd + l * BT;
-    const S* fch = a.fch + l * BT * F;
-    const S* fch_gelu = a.fch_gelu + l * BT * F;
+    const BlockActivations b = block_activations(slot, l);
+    // full: the block's forward again from its kept input, into the scratch (its output, kept,
+    // is not rewritten)
+    if (drops_block_internals(s.recompute)) forward_block(l, b, residual, nullptr, B, T);
 
     // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))). The output gradient is
     // replicated over the tp group, so every rank gets the whole (replicated) bias gradient;
     // the input gradient of the column-parallel fc is a partial sum (Megatron's f).
     k_.residual_backward(d.dresidual2, d.dfcproj, dout, BT * C);
-    k_.matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, fch_gelu, fcprojw, BT, F, C);
-    k_.gelu_backward(d.dfch, fch, d.dfch_gelu, BT * F);
-    k_.matmul_backward(d.dln2, dfcw, dfcb, d.dfch, ln2, fcw, BT, C, F);
+    k_.matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, b.fch_gelu, fcprojw, BT, F, C);
+    k_.gelu_backward(d.dfch, b.fch, d.dfch_gelu, BT * F);
+    k_.matmul_backward(d.dln2, dfcw, dfcb, d.dfch, b.ln2, fcw, BT, C, F);
     tp_all_reduce_sum(d.dln2, BT * C);
-    k_.layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, residual2, ln2w, ln2_mean,
-                           ln2_rstd, BT, C);
+    k_.layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, b.residual2, ln2w, b.ln2_mean,
+                           b.ln2_rstd, BT, C);
     // attention: residual2 = residual + attproj(attention(qkv(ln1(residual))))
     k_.residual_backward(din, d.dattproj, d.dresidual2, BT * C);
-    k_.matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, atty, attprojw, BT, Ct, C);
-    k_.attention_backward(d.dqkv, d.datty, qkv, att, B, T, Ct, NH);
-    k_.matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, ln1, qkvw, BT, C, 3 * Ct);
+    k_.matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, b.atty, attprojw, BT, Ct, C);
+    // selective: the probabilities again from the kept qkv, into the scratch; atty, read above
+    // for the last time, is written again with the values it holds
+    if (s.recompute == Recompute::selective) k_.attention_forward(b.atty, b.att, b.qkv, B, T, Ct, NH);
+    k_.attention_backward(d.dqkv, d.datty, b.qkv, b.att, B, T, Ct, NH);
+    k_.matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, b.ln1, qkvw, BT, C, 3 * Ct);
     tp_all_reduce_sum(d.dln1, BT * C);
-    k_.layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, ln1_mean, ln1_rstd, BT, C);
+    k_.layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, b.ln1_mean, b.ln1_rstd, BT, C);
     for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * F}, {dfcprojb, C},
                                       {dfcw, F * C}, {dfcb, F}, {dln2w, C}, {dln2b, C},
                                       {dattprojw, C * Ct}, {dattprojb, C}, {dqkvw, 3 * Ct * C},
@@ -679,21 +740,24 @@ std::vector<NamedValues> GptModelT<S>::forward_values(i64 slot_index) {
     }
   };
   if (s.embedding) add("encoded", a.encoded, BT * C, -1);
+  // a tensor the recompute mode drops holds no layer in the slot
+  const i64 kept = drops_block_internals(s.recompute) ? 0 : 1;
+  const i64 kept_att = drops_attention_probabilities(s.recompute) ? 0 : 1;
   for (i64 l = 0; l < s.L; ++l) {
-    add("ln1", a.ln1, BT * C, l);
-    add("ln1_mean", a.ln1_mean, BT, l);
-    add("ln1_rstd", a.ln1_rstd, BT, l);
-    add("qkv", a.qkv, BT * 3 * s.C_tp, l);
-    add("att", a.att, slot.B * s.NH_tp * slot.T * slot.T, l);
-    add("atty", a.atty, BT * s.C_tp, l);
-    add("attproj", a.attproj, BT * C, l);
-    add("residual2", a.residual2, BT * C, l);
-    add("ln2", a.ln2, BT * C, l);
-    add("ln2_mean", a.ln2_mean, BT, l);
-    add("ln2_rstd", a.ln2_rstd, BT, l);
-    add("fch", a.fch, BT * s.F_tp, l);
-    add("fch_gelu", a.fch_gelu, BT * s.F_tp, l);
-    add("fcproj", a.fcproj, BT * C, l);
+    add("ln1", a.ln1, kept * BT * C, l);
+    add("ln1_mean", a.ln1_mean, kept * BT, l);
+    add("ln1_rstd", a.ln1_rstd, kept * BT, l);
+    add("qkv", a.qkv, kept * BT * 3 * s.C_tp, l);
+    add("att", a.att, kept_att * slot.B * s.NH_tp * slot.T * slot.T, l);
+    add("atty", a.atty, kept * BT * s.C_tp, l);
+    add("attproj", a.attproj, kept * BT * C, l);
+    add("residual2", a.residual2, kept * BT * C, l);
+    add("ln2", a.ln2, kept * BT * C, l);
+    add("ln2_mean", a.ln2_mean, kept * BT, l);
+    add("ln2_rstd", a.ln2_rstd, kept * BT, l);
+    add("fch", a.fch, kept * BT * s.F_tp, l);
+    add("fch_gelu", a.fch_gelu, kept * BT * s.F_tp, l);
+    add("fcproj", a.fcproj, kept * BT * C, l);
     add("residual3", a.residual3, BT * C, l);
   }
   if (s.head) {
@@ -753,9 +817,10 @@ std::vector<optim::ParameterSlice> GptModelT<S>::parameter_slices() {
 #define SB_INSTANTIATE_GPT(S)                                                                          \
   template struct ParameterTensorsT<S>;                                                               \
   template class GptModelT<S>;                                                                        \
-  template i64 gpt_activation_bytes<S>(const GptConfig&, i64, i64);                                   \
+  template i64 gpt_activation_bytes<S>(const GptConfig&, i64, i64, Recompute);                        \
   template i64 gpt_activation_gradient_bytes<S>(const GptConfig&, i64, i64);                          \
   template GptActivationBytes gpt_shard_activation_bytes<S>(const GptShard&, i64, i64);               \
+  template GptActivationBytes gpt_shard_recompute_scratch_bytes<S>(const GptShard&, i64, i64);        \
   template i64 gpt_shard_activation_gradient_bytes<S>(const GptShard&, i64, i64);
 SB_INSTANTIATE_GPT(float)
 SB_INSTANTIATE_GPT(bf16)

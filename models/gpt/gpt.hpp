@@ -84,6 +84,10 @@ struct ParameterView {
 // for the B and T of the current call, so a smaller batch packs into the front. On a partition
 // L is the stage's block count and 3C, NH, 4C, V read 3C/t, NH/t, 4C/t, V_r; lnf..ce_stats
 // exist on the head stage only. `encoded` is the stage input on a stage without embedding.
+// Under recomputation (GptShard::recompute) a slot holds no layers of the tensors its mode drops
+// (selective: att; full: ln1 .. fcproj, all but residual3, the next block's input); those have
+// one layer in the recompute scratch, the same struct held once for all slots (encoded,
+// residual3 and the head's tensors empty there).
 template <class S>
 struct ActivationTensorsT {
   S* encoded;    // (B, T, C)        wte[token] + wpe[t]
@@ -133,10 +137,11 @@ struct ActivationGradientsT {
 };
 using ActivationGradients = ActivationGradientsT<float>;
 
-// Bytes of the forward activations and of the backward scratch for (B, T) with storage S
-// (float32 by default; statistics are float in every precision).
+// Bytes of the forward activations (one slot) and of the backward scratch for (B, T) with storage
+// S (float32 by default; statistics are float in every precision).
 template <class S = float>
-std::int64_t gpt_activation_bytes(const GptConfig& config, std::int64_t B, std::int64_t T);
+std::int64_t gpt_activation_bytes(const GptConfig& config, std::int64_t B, std::int64_t T,
+                                  Recompute recompute = Recompute::none);
 template <class S = float>
 std::int64_t gpt_activation_gradient_bytes(const GptConfig& config, std::int64_t B, std::int64_t T);
 // The same for one activation slot of a shard; tp_split: the bytes of the tensors cut over
@@ -144,8 +149,12 @@ std::int64_t gpt_activation_gradient_bytes(const GptConfig& config, std::int64_t
 struct GptActivationBytes {
   std::int64_t total = 0, tp_split = 0;
 };
+// Slot bytes follow shard.recompute; the recompute scratch (one block's dropped tensors, held
+// once whatever the slots) is gpt_shard_recompute_scratch_bytes, 0 with recompute none.
 template <class S = float>
 GptActivationBytes gpt_shard_activation_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
+template <class S = float>
+GptActivationBytes gpt_shard_recompute_scratch_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
 template <class S = float>
 std::int64_t gpt_shard_activation_gradient_bytes(const GptShard& shard, std::int64_t B, std::int64_t T);
 
@@ -252,8 +261,11 @@ class GptModelT {
   std::int64_t parameter_count() const { return parameter_count_; }  // this rank's
   std::int64_t activation_slots() const { return shard_.activation_slots; }
   // Tracked activation bytes of one slot (activations, tokens and targets) at the allocated
-  // (batch, seq_len): what each micro-batch in flight costs.
+  // (batch, seq_len): what each micro-batch in flight costs. The recompute scratch, held once,
+  // is recompute_scratch_bytes().
   std::int64_t slot_activation_bytes() const;
+  std::int64_t recompute_scratch_bytes() const;
+  Recompute recompute() const { return shard_.recompute; }
   // (B, T, V_r) of the last forward into slot 0 (this rank's vocabulary rows when tp > 1)
   const S* logits() const { return slots_.front().acts.logits; }
   // Every pointer and span below is in the backend's memory (device() of it: the GPU on cuda).
@@ -289,6 +301,31 @@ class GptModelT {
     bool has_targets = false;  // the head stage's forward had targets
   };
 
+  // One block's activations: views into a slot's (L, ...) tensors at layer l or, for a tensor
+  // the recompute mode drops, into the shared recompute scratch.
+  struct BlockActivations {
+    S* ln1;           // (B, T, C)
+    float* ln1_mean;  // (B, T)
+    float* ln1_rstd;  // (B, T)
+    S* qkv;           // (B, T, 3C)
+    S* att;           // (B, NH, T, T)
+    S* atty;          // (B, T, C)
+    S* attproj;       // (B, T, C)
+    S* residual2;     // (B, T, C)
+    S* ln2;           // (B, T, C)
+    float* ln2_mean;  // (B, T)
+    float* ln2_rstd;  // (B, T)
+    S* fch;           // (B, T, 4C)
+    S* fch_gelu;      // (B, T, 4C)
+    S* fcproj;        // (B, T, C)
+  };
+  BlockActivations block_activations(const Slot& slot, std::int64_t l) const;
+  // Points recomputed_ into recompute_memory_ for (B, T) (the placeholder when only recording).
+  void point_recompute_scratch(std::int64_t B, std::int64_t T);
+  // Block l's forward from its input residual (B, T, C) into b; writes its output into
+  // residual_out, or with residual_out nullptr (a recomputation in the backward) stops before it.
+  void forward_block(std::int64_t l, const BlockActivations& b, const S* residual, S* residual_out,
+                     std::int64_t B, std::int64_t T);
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_ + appended_parameters_); }
   std::size_t appended_size() const { return static_cast<std::size_t>(appended_parameters_); }
   Slot& slot_at(std::int64_t slot);
@@ -313,12 +350,14 @@ class GptModelT {
   TrackedBuffer grads_memory_;        // grads (float)
   TrackedBuffer acts_memory_;         // activations: activation_slots sets
   TrackedBuffer inputs_memory_;       // activations: tokens and targets, int32 (slots, 2, B, T)
+  TrackedBuffer recompute_memory_;    // activations: one block's recomputed tensors, all slots'
   TrackedBuffer acts_grads_memory_;   // workspace
   TrackedBuffer tp_widened_memory_;   // comm: a 16-bit tp all-reduce's float copy (B, T, C)
   ParameterTensorsT<S> params_{};
   ParameterTensors master_{};  // params_ itself in fp32
   ParameterTensors grads_{};
   std::vector<Slot> slots_;
+  ActivationTensorsT<S> recomputed_{};  // views into recompute_memory_ at the current (B, T)
   ActivationGradientsT<S> acts_grads_{};
   const S* input_gradient_ = nullptr;  // (B, T, C) in acts_grads_memory_
   std::vector<float> host_staging_;     // device runs: losses read back, dlosses and weights staged

@@ -56,6 +56,7 @@ GptShard gpt_shard_shape(const GptConfig& config, const GptPartition& p) {
   s.embedding = p.embedding;
   s.head = p.head;
   s.activation_slots = p.activation_slots;
+  s.recompute = p.recompute;
   return s;
 }
 

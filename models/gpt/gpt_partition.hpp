@@ -11,6 +11,7 @@
 #include <functional>
 #include <span>
 
+#include "core/recompute.hpp"
 #include "core/tensor.hpp"
 #include "models/gpt/gpt_config.hpp"
 
@@ -31,6 +32,10 @@ struct GptPartition {
   bool head = true;       // last stage: final LayerNorm, tied output head, loss
   TensorParallelGroup tp;
   std::int64_t activation_slots = 1;  // micro-batches whose activations are alive at once
+  // What each slot keeps for the backward (gpt.hpp's ActivationTensorsT): selective drops the
+  // attention probabilities, full all of a block but its output; the dropped tensors of one block
+  // live in one scratch shared by the slots and are recomputed there in the backward.
+  Recompute recompute = Recompute::none;
 };
 
 // A partition resolved against a config: every local size, checked (UserError on a tp size
@@ -48,6 +53,7 @@ struct GptShard {
   std::int64_t V_tp = 0;
   bool embedding = true, head = true;
   std::int64_t activation_slots = 1;
+  Recompute recompute = Recompute::none;
   bool whole() const {  // the unsplit model: the one-rank layout and kernels
     return tp_size == 1 && embedding && head;
   }

@@ -7,13 +7,6 @@
 
 namespace sb::costmodel {
 
-Recompute recompute_from_string(std::string_view name) {
-  if (name == "none") return Recompute::none;
-  if (name == "selective") return Recompute::selective;
-  SB_CHECK(name == "full", "recompute '{}' is not none, selective or full", name);
-  return Recompute::full;
-}
-
 double megatron_training_flops(double B, double s, double l, double h, double V) {
   return 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * h * l));
 }

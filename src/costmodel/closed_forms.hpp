@@ -5,11 +5,12 @@
 
 #include <string_view>
 
+#include "core/recompute.hpp"
+
 namespace sb::costmodel {
 
-enum class Recompute { none, selective, full };
-// "none" | "selective" | "full" (the config has already checked the spelling).
-Recompute recompute_from_string(std::string_view name);
+using sb::Recompute;
+using sb::recompute_from_string;
 
 // ---- FLOPs (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
 // Clusters Using Megatron-LM", §5.1 and appendix) -------------------------------------------

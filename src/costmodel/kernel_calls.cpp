@@ -30,7 +30,8 @@ std::vector<KernelCall> composed(const std::vector<RecordedUnit>& units, i64 blo
 }
 
 template <class S>
-KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, bool first, bool last, i64 B, i64 T) {
+KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, bool first, bool last, i64 B, i64 T,
+                             Recompute recompute) {
   KernelRecorder recorder(KernelRecorder::Mode::record_only);
   MemoryTracker tracker;
   gpt::GptPartition partition;
@@ -39,6 +40,7 @@ KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, b
   partition.embedding = first;
   partition.head = last;
   partition.tp.size = static_cast<int>(tp);
+  partition.recompute = recompute;
   partition.tp.all_reduce_sum = partition.tp.all_reduce_max = [](std::span<float>) {};
   // a spec-only size (gpt-175b) is never trained, but a record-only model allocates nothing
   gpt::GptConfig recorded = config;
@@ -83,11 +85,11 @@ KernelCalls record_resnet_stage(const resnet::ResnetConfig& config, std::size_t 
 }  // namespace
 
 KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, i64 tp, i64 blocks, bool first, bool last, i64 b,
-                                   i64 t, const std::string& precision) {
+                                   i64 t, const std::string& precision, Recompute recompute) {
   SB_CHECK(blocks >= 1 && b >= 1 && t >= 1, "gpt stage kernel calls: {} blocks, b {}, t {}", blocks, b, t);
-  if (precision == "fp32") return record_gpt_stage<float>(config, tp, blocks, first, last, b, t);
-  if (precision == "bf16") return record_gpt_stage<bf16>(config, tp, blocks, first, last, b, t);
-  if (precision == "fp16") return record_gpt_stage<fp16>(config, tp, blocks, first, last, b, t);
+  if (precision == "fp32") return record_gpt_stage<float>(config, tp, blocks, first, last, b, t, recompute);
+  if (precision == "bf16") return record_gpt_stage<bf16>(config, tp, blocks, first, last, b, t, recompute);
+  if (precision == "fp16") return record_gpt_stage<fp16>(config, tp, blocks, first, last, b, t, recompute);
   SB_USER_CHECK(false, "unknown precision '{}' (fp32, bf16, fp16)", precision);
   return {};
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/recompute.hpp"
 #include "kernels/kernel_recorder.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
@@ -25,9 +26,11 @@ struct KernelCalls {
 
 // tp rank 0 of t of a GPT pipeline stage holding `blocks` blocks, with the embedding when `first`
 // and the head when `last`: b sequences of t tokens in `precision` ("fp32", "bf16", "fp16"). Each
-// block's calls are recorded once and repeated: every block makes the same calls.
+// block's calls are recorded once and repeated: every block makes the same calls. Under
+// recomputation the backward holds the recomputed forward calls where the model makes them.
 KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, std::int64_t tp, std::int64_t blocks, bool first,
-                                   bool last, std::int64_t b, std::int64_t t, const std::string& precision);
+                                   bool last, std::int64_t b, std::int64_t t, const std::string& precision,
+                                   Recompute recompute = Recompute::none);
 
 // Units [unit_begin, unit_end) of resnet_pipeline_units (stem, the blocks, head) for n images.
 // UserError for a configuration the trainer does not run (bottleneck blocks, a stem max pool).

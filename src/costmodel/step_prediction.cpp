@@ -72,23 +72,33 @@ double optimizer_bytes_per_parameter(const plan::TrainConfig& c, double element_
   return s.grad + 2.0 * fp32_weights + (element_bytes < 4 ? element_bytes : 0.0);
 }
 
-// One micro-batch's activation bytes as this trainer lays them out and tracks them
-// (models/gpt/gpt.hpp: the slot's tensors in the storage type, fp32 statistics, the tokens and
-// targets): what `train` measures, and more than Korthikanti et al.'s count of what a
-// Megatron layer must keep, so the prediction of a run this trainer makes is the run's memory.
-double trainer_activation_bytes(const gpt::GptConfig& g, const ModelDescription& d, i64 tp, i64 block_begin,
-                                i64 blocks, bool first, bool last) {
+// The activation bytes as this trainer lays them out and tracks them (models/gpt/gpt.hpp): per
+// micro-batch the slot's tensors in the storage type, fp32 statistics, the tokens and targets;
+// once, the recompute scratch (one block's dropped tensors). What `train` measures, and more
+// than Korthikanti et al.'s count of what a Megatron layer must keep, so the prediction of a run
+// this trainer makes is the run's memory.
+struct TrainerActivationBytes {
+  double slot = 0, shared = 0;
+};
+TrainerActivationBytes trainer_activation_bytes(const gpt::GptConfig& g, const ModelDescription& d, i64 tp,
+                                                i64 block_begin, i64 blocks, bool first, bool last,
+                                                Recompute recompute) {
   gpt::GptPartition partition;
   partition.layer_begin = block_begin;
   partition.layer_end = block_begin + blocks;
   partition.embedding = first;
   partition.head = last;
   partition.tp.size = static_cast<int>(tp);
+  partition.recompute = recompute;
   const gpt::GptShard shard = gpt::gpt_shard_shape(g, partition);
   const i64 B = d.micro_batch, T = d.seq_len;
-  const i64 tensors = d.element_bytes == 4.0 ? gpt::gpt_shard_activation_bytes<float>(shard, B, T).total
-                                             : gpt::gpt_shard_activation_bytes<bf16>(shard, B, T).total;
-  return static_cast<double>(tensors + 2 * B * T * static_cast<i64>(sizeof(std::int32_t)));
+  const bool fp32 = d.element_bytes == 4.0;
+  const i64 tensors = fp32 ? gpt::gpt_shard_activation_bytes<float>(shard, B, T).total
+                           : gpt::gpt_shard_activation_bytes<bf16>(shard, B, T).total;
+  const i64 scratch = fp32 ? gpt::gpt_shard_recompute_scratch_bytes<float>(shard, B, T).total
+                           : gpt::gpt_shard_recompute_scratch_bytes<bf16>(shard, B, T).total;
+  return {static_cast<double>(tensors + 2 * B * T * static_cast<i64>(sizeof(std::int32_t))),
+          static_cast<double>(scratch)};
 }
 
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
@@ -148,8 +158,12 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
-    if (recompute == Recompute::none && !s.sequence_parallel)
-      st.activation_bytes = trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last);
+    if (!s.sequence_parallel) {  // the trainer's layout (sequence parallelism is the cost model's)
+      const TrainerActivationBytes held =
+          trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute);
+      st.activation_bytes = held.slot;
+      st.shared_activation_bytes = held.shared;
+    }
     st.unit_begin = first ? 0 : static_cast<std::size_t>(1 + block_begin);
     st.unit_end = static_cast<std::size_t>(1 + block_begin + sizes[i] + (last ? 1 : 0));
     block_begin += sizes[i];
@@ -214,7 +228,7 @@ KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, c
   const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
   const i64 blocks = static_cast<i64>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
   return gpt_stage_kernel_calls(d.gpt, c.strategy.tp, blocks, first, last, d.micro_batch, d.seq_len,
-                                c.precision.dtype);
+                                c.precision.dtype, recompute_from_string(c.strategy.recompute));
 }
 
 std::optional<double> timed_seconds(const std::vector<KernelCall>& calls, const KernelProfile& times,
@@ -233,7 +247,9 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
                                                     const plan::TrainConfig& c, const KernelProfile& times,
                                                     int devices, int ranks, Recompute recompute) {
   const std::string& precision = c.precision.dtype;
-  if (!times.covers(precision, devices, ranks) || recompute != Recompute::none) return std::nullopt;
+  // the GPT's recorded backward holds its recomputed calls; the ResNet is refused recompute earlier
+  if (!times.covers(precision, devices, ranks) || (recompute != Recompute::none && d.family != ModelFamily::gpt))
+    return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
   std::vector<TimedStage> timed;
   for (const StageCost& st : stages) {

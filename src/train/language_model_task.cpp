@@ -24,11 +24,14 @@ namespace sb::train {
 
 namespace {
 
-// This rank's part of the GPT in its local chunk k: the chunk's blocks (the plan's) and its
-// tensor-parallel shard; the embedding on the model's first chunk, the head on its last.
-gpt::GptPartition partition_of(const plan::RunPlan& run_plan, parallel::ProcessGrid& grid, std::int64_t k = 0) {
+// This rank's part of the GPT in its local chunk k: the chunk's blocks (the plan's), its
+// tensor-parallel shard and what it recomputes (strategy.recompute); the embedding on the
+// model's first chunk, the head on its last.
+gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& run_plan, parallel::ProcessGrid& grid,
+                               std::int64_t k = 0) {
   gpt::GptPartition p;
   p.tp = tensor_parallel_group(grid.tp_comm());
+  p.recompute = recompute_from_string(c.strategy.recompute);
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   const plan::StagePlan& chunk = run_plan.chunk(stage, k);
@@ -49,12 +52,12 @@ struct ChunkParameters {
   std::vector<std::int64_t> offsets{0};  // floats before chunk k; the last entry the total
   TrackedBuffer params, master, grads;
 
-  ChunkParameters(const gpt::GptConfig& g, const plan::RunPlan& run_plan, parallel::ProcessGrid& grid,
-                  kernels::Backend backend, MemoryTracker& tracker) {
+  ChunkParameters(const plan::TrainConfig& c, const gpt::GptConfig& g, const plan::RunPlan& run_plan,
+                  parallel::ProcessGrid& grid, kernels::Backend backend, MemoryTracker& tracker) {
     if (grid.pp() == 1 || run_plan.interleave == 1) return;
     for (std::int64_t k = 0; k < run_plan.interleave; ++k)
       offsets.push_back(offsets.back() + gpt::gpt_shard_parameter_count(
-                                             g, gpt::resolve_gpt_partition(g, partition_of(run_plan, grid, k))));
+                                             g, gpt::resolve_gpt_partition(g, partition_of(c, run_plan, grid, k))));
     const Device device = kernels::memory_device(backend);
     const std::int64_t n = offsets.back();
     constexpr bool mixed = !std::is_same_v<S, float>;
@@ -91,8 +94,8 @@ class LanguageModelTask final : public TrainingTask {
         T_(run_plan.seq_len),
         micro_(run_plan.micro_batch),
         corpus_(load_corpus(c, model_config_, T_)),
-        chunk_parameters_(model_config_, run_plan, grid, backend, tracker),
-        model_(model_config_, micro_, T_, backend, tracker, partition_of(run_plan, grid), 0, nullptr,
+        chunk_parameters_(c, model_config_, run_plan, grid, backend, tracker),
+        model_(model_config_, micro_, T_, backend, tracker, partition_of(c, run_plan, grid), 0, nullptr,
                chunk_parameters_.of(0)),
         kernels_(kernels::kernels_for(backend)),
         train_windows_(corpus_.train(), c.global_batch, T_, c.seed),
@@ -102,7 +105,7 @@ class LanguageModelTask final : public TrainingTask {
         targets_(tokens_.size()) {
     for (std::int64_t k = 1; k < (grid.pp() > 1 ? run_plan.interleave : 1); ++k)
       more_chunks_.push_back(std::make_unique<gpt::GptModelT<S>>(model_config_, micro_, T_, backend, tracker,
-                                                                 partition_of(run_plan, grid, k), 0, nullptr,
+                                                                 partition_of(c, run_plan, grid, k), 0, nullptr,
                                                                  chunk_parameters_.of(k)));
     for_each_chunk([&](gpt::GptModelT<S>& chunk) { chunk.init_weights(c.seed); });
     if (grid.pp() > 1) {

@@ -46,6 +46,13 @@ void check_classification_config(const plan::TrainConfig& c, const gpt::GptConfi
                 T, model.max_seq_len);
 }
 
+// The whole model on one rank, recomputing what strategy.recompute names.
+gpt::GptPartition recomputing(const plan::TrainConfig& c) {
+  gpt::GptPartition p;
+  p.recompute = recompute_from_string(c.strategy.recompute);
+  return p;
+}
+
 data::SpamCorpus load_checked(const plan::TrainConfig& c, const gpt::GptConfig& model, std::int64_t T) {
   check_classification_config(c, model, T);
   data::SpamCorpus corpus = data::load_spam_assassin(c.data.path, T, c.data.train_samples);
@@ -67,7 +74,7 @@ class SequenceClassificationTask final : public TrainingTask {
         micro_(run_plan.micro_batch),
         corpus_(load_checked(c, model_config_, T_)),
         head_shape_{model_config_.channels, kSpamClasses},
-        model_(model_config_, micro_, T_, backend, tracker, {}, head_shape_.parameter_count()),
+        model_(model_config_, micro_, T_, backend, tracker, recomputing(c), head_shape_.parameter_count()),
         head_(head_shape_, micro_),
         kernels_(kernels::kernels_for(backend)),
         order_(static_cast<std::size_t>(corpus_.train.count)),

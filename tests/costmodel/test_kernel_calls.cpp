@@ -50,6 +50,33 @@ TEST(KernelCalls, GptMatmulsAndAttentionAreTheTrainersFlops) {
   }
 }
 
+// Recomputation's calls are recorded where the model makes them, inside the backward: selective
+// one attention forward per block, full the block's forward but its output's residual add; the
+// forward is unchanged.
+TEST(KernelCalls, GptRecomputedForwardIsInTheBackward) {
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-tiny");
+  const auto count = [](const std::vector<KernelCall>& calls, const char* kernel) {
+    return std::count_if(calls.begin(), calls.end(), [&](const KernelCall& c) { return c.kernel == kernel; });
+  };
+  const std::int64_t blocks = g.layers;
+  const KernelCalls none = gpt_stage_kernel_calls(g, 2, blocks, true, true, 2, 64, "fp32", Recompute::none);
+  const KernelCalls selective = gpt_stage_kernel_calls(g, 2, blocks, true, true, 2, 64, "fp32", Recompute::selective);
+  const KernelCalls full = gpt_stage_kernel_calls(g, 2, blocks, true, true, 2, 64, "fp32", Recompute::full);
+  EXPECT_EQ(selective.forward, none.forward);
+  EXPECT_EQ(full.forward, none.forward);
+  EXPECT_EQ(count(none.backward, "attention_forward"), 0);
+  EXPECT_EQ(count(selective.backward, "attention_forward"), blocks);
+  EXPECT_EQ(count(selective.backward, "matmul_forward"), 0);
+  EXPECT_EQ(count(full.backward, "attention_forward"), blocks);
+  EXPECT_EQ(count(full.backward, "matmul_forward"), 4 * blocks);
+  EXPECT_EQ(count(full.backward, "layernorm_forward"), 2 * blocks);
+  EXPECT_EQ(count(full.backward, "residual_forward"), blocks);  // residual2 only: the output is kept
+  EXPECT_EQ(full.backward.size(), none.backward.size() + static_cast<std::size_t>(blocks) * 9);
+  // full recomputation adds one forward of the blocks' GEMMs and attention (Narayanan et al. eq. 3)
+  const double block_forward = compute_flops(full.backward) - compute_flops(none.backward);
+  EXPECT_NEAR(block_forward * 2, static_cast<double>(blocks) * gpt::gpt_block_forward_flops(g, 2, 64), 1e-6);
+}
+
 // Stages compose: a stage's calls are its embedding's, its blocks' and its head's.
 TEST(KernelCalls, GptStagesSplitTheModelsCalls) {
   const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-tiny");  // C 256, 8 heads, 4 blocks

@@ -191,6 +191,91 @@ TEST_P(GptBackends, SmallerBatchThanAllocatedMatchesExactAllocation) {
 INSTANTIATE_TEST_SUITE_P(Backends, GptBackends, ::testing::Values(Backend::reference, Backend::cpu),
                          kernels::BackendName{});
 
+// Activation recomputation changes what is kept, not what is computed: the same loss and the
+// same gradients as keeping everything, with two micro-batches in flight sharing the scratch
+// (forward 0, forward 1, backward 0, backward 1: the 1F1B order of a first stage).
+class GptRecompute : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(GptRecompute, SelectiveAndFullGiveTheGradientsOfNone) {
+  const GptConfig config = gpt_config_by_name("gpt-nano");
+  const std::int64_t B = 2, T = 24;
+  std::vector<std::int32_t> tokens(2 * B * T), targets(2 * B * T);
+  const CounterRng rng(5, 0);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<std::int32_t>(rng.below(2 * i, 256));
+    targets[i] = static_cast<std::int32_t>(rng.below(2 * i + 1, 256));
+  }
+  struct Result {
+    std::vector<float> losses, gradients;
+  };
+  const auto train = [&](Recompute recompute) {
+    MemoryTracker tracker;
+    GptPartition partition;
+    partition.activation_slots = 2;
+    partition.recompute = recompute;
+    GptModel model(config, B, T, GetParam(), tracker, partition);
+    model.init_weights(3);
+    model.zero_grad();
+    Result r;
+    for (std::int64_t slot : {0, 1})
+      r.losses.push_back(model.forward_stage(slot, tokens.data() + slot * B * T, nullptr,
+                                             targets.data() + slot * B * T, B, T));
+    for (std::int64_t slot : {0, 1}) model.backward_stage(slot, nullptr);
+    r.gradients.assign(model.gradients_flat().begin(), model.gradients_flat().end());
+    return r;
+  };
+  const Result none = train(Recompute::none);
+  for (Recompute mode : {Recompute::selective, Recompute::full}) {
+    const Result r = train(mode);
+    EXPECT_EQ(r.losses, none.losses) << static_cast<int>(mode);
+    // the recomputed forward is the same kernel calls on the same inputs: bitwise the same
+    ASSERT_EQ(r.gradients.size(), none.gradients.size());
+    double largest = 0;
+    for (std::size_t i = 0; i < r.gradients.size(); ++i)
+      largest = std::max(largest, static_cast<double>(std::fabs(r.gradients[i] - none.gradients[i])));
+    EXPECT_EQ(largest, 0.0) << static_cast<int>(mode);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GptRecompute, ::testing::Values(Backend::reference, Backend::cpu),
+                         kernels::BackendName{});
+
+// Tracked activations: slots x the slot's tensors and inputs, plus the scratch once; selective
+// drops the L (B, NH, T, T) probabilities for one, full everything but the block outputs.
+TEST(GptMemory, RecomputeScratchIsHeldOnceAndSavesActivations) {
+  const GptConfig config = gpt_config_by_name("gpt-tiny");
+  const std::int64_t B = 2, T = 32, slots = 3;
+  const std::int64_t inputs = 2 * B * T * 4;  // int32 tokens, targets
+  std::vector<std::int64_t> held;
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    MemoryTracker tracker;
+    GptPartition partition;
+    partition.activation_slots = slots;
+    partition.recompute = mode;
+    GptModel model(config, B, T, Backend::reference, tracker, partition);
+    const GptShard shard = model.shard();
+    const std::int64_t slot = gpt_shard_activation_bytes(shard, B, T).total + inputs;
+    const std::int64_t scratch = gpt_shard_recompute_scratch_bytes(shard, B, T).total;
+    EXPECT_EQ(model.slot_activation_bytes(), slot);
+    EXPECT_EQ(model.recompute_scratch_bytes(), scratch);
+    EXPECT_EQ(tracker.usage().of(MemoryCategory::activations), slots * slot + scratch);
+    EXPECT_EQ(gpt_activation_bytes(config, B, T, mode) + inputs, slot);
+    held.push_back(tracker.usage().of(MemoryCategory::activations));
+  }
+  const std::int64_t L = config.layers, C = config.channels, NH = config.heads, BT = B * T, f = 4;
+  const std::int64_t att = B * NH * T * T * f;
+  EXPECT_EQ(gpt_activation_bytes(config, B, T, Recompute::none) -
+                gpt_activation_bytes(config, B, T, Recompute::selective), L * att);
+  // full keeps per layer only the block output (B, T, C)
+  const std::int64_t per_block_none = (gpt_activation_bytes(config, B, T) -
+                                       gpt_activation_bytes(config, B, T, Recompute::full)) / L + BT * C * f;
+  GptShard whole = resolve_gpt_partition(config, {});
+  whole.recompute = Recompute::full;
+  EXPECT_EQ(gpt_shard_recompute_scratch_bytes(whole, B, T).total, per_block_none - BT * C * f);
+  EXPECT_GT(held[0], held[1]);
+  EXPECT_GT(held[1], held[2]);
+}
+
 TEST(AdamW, ClipsByGlobalNormLikeTorch) {
   MemoryTracker tracker;
   std::vector<float> param{1.0f, 2.0f}, grad_a{3.0f}, grad_b{4.0f};

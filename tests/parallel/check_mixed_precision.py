@@ -17,6 +17,8 @@ scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
    one rank, activations half.
 6. The skipped step under pp 2: every stage skips it (the overflow is on one stage only).
 7. What is not built yet fails with one clear sentence and writes no result file.
+8. bf16 with activation recomputation (selective on one rank, full under tp 2) gives the losses of
+   keeping every activation within REL_TOL_16.
 
 Usage: check_mixed_precision.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -96,6 +98,14 @@ for precision in ["bf16", "fp16"]:
                                                 relative_gap(run["eval"], one["eval"]))
         if gap > REL_TOL_16:
             problems.append(f"{precision} {name}: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    if precision == "bf16":  # recomputation in 16 bits: the same kernels on the same 16-bit inputs
+        for name, tp, mode in [("selective", 1, "selective"), ("full_tp2", 2, "full")]:
+            run = train(f"bf16_recompute_{name}", precision, 1, tp, extra=["--set", f"strategy.recompute={mode}"])
+            gaps[f"bf16 recompute {name}"] = gap = max(relative_gap(run["loss"], one["loss"]),
+                                                       relative_gap(run["eval"], one["eval"]))
+            if gap > REL_TOL_16:
+                problems.append(f"bf16 recompute {name}: loss or eval differs from keeping every activation by "
+                                f"{gap:.2e} (> {REL_TOL_16})")
     expected_scale = 65536.0 if precision == "fp16" else 1.0
     if not (one["loss_scale"] == expected_scale).all():
         problems.append(f"{precision}: loss_scale {one['loss_scale']} (expected {expected_scale} on every step)")

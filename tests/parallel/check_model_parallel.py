@@ -10,7 +10,8 @@ under 1F1B it is bounded by the p micro-batches in flight. Interleaved 1F1B (str
 2: pp 2, pp 2 with dp 2 or tp 2, pp 4 on an 8-block model, and pp 2 with 4 chunks) trains the
 same, records interleave, and every rank's tracked memory (activations in particular: each chunk
 holds its own micro-batches in flight) is the prediction's for that stage within MEMORY_TOL.
-Reads the HDF5 files, never stdout.
+Activation recomputation (selective, full) trains the same loss on one rank and on tp, pp and dp
+grids, with less tracked activation memory. Reads the HDF5 files, never stdout.
 
 Usage: check_model_parallel.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -121,6 +122,24 @@ for name, pp, v in [("gpt8_pp4_v2", 4, 2), ("gpt8_pp2_v4", 2, 4)]:
     run = train(name, GPT8, 1, 1, pp, "1f1b", ["--set", f"strategy.interleave={v}"])
     compare(name, run, gpt8_one, 1, 1, pp)
     check_interleaved_memory(name, run, 1, 1, v)
+# Activation recomputation keeps less and computes the same: the one-rank loss within REL_TOL on
+# one rank and on every kind of grid (the recomputed tp all-reduces are collectives), and less
+# activation memory on the first stage than keeping everything (selective drops the attention
+# probabilities, full every block's inside).
+recompute_memory = {}
+for name, dp, tp, pp, mode in [("gpt_one_selective", 1, 1, 1, "selective"), ("gpt_one_full", 1, 1, 1, "full"),
+                               ("gpt_1x2x2_selective", 1, 2, 2, "selective"), ("gpt_1x2x2_full", 1, 2, 2, "full"),
+                               ("gpt_2x2x1_full", 2, 2, 1, "full"), ("gpt_2x1x2_selective", 2, 1, 2, "selective")]:
+    run = train(name, GPT, dp, tp, pp, "1f1b", ["--set", f"strategy.recompute={mode}"])
+    compare(name, run, gpt_one, dp, tp, pp)
+    recompute_memory[name] = run["memory"]["activations"][0]
+recompute_memory["gpt_one_none"] = gpt_one["memory"]["activations"][0]
+if not recompute_memory["gpt_one_full"] < recompute_memory["gpt_one_selective"] < recompute_memory["gpt_one_none"]:
+    problems.append(f"one-rank tracked activations none/selective/full not decreasing: {recompute_memory}")
+if not recompute_memory["gpt_1x2x2_full"] < recompute_memory["gpt_1x2x2_selective"]:
+    problems.append(f"tp 2 pp 2: full keeps no less than selective: {recompute_memory}")
+print("first-rank tracked activations under recompute: " +
+      ", ".join(f"{k} {v}" for k, v in recompute_memory.items()))
 
 resnet_one = train("resnet_one", RESNET)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),
