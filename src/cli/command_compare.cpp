@@ -36,7 +36,7 @@ std::string figure_heading(const validate::FigureChange& c) {
 }
 
 void print_comparison(const CompareOptions& o, const validate::Comparison& cmp) {
-  std::printf("compare %s (A) with %s (B): tolerance %.3g%%, spread = 3 robust sigma of the step times\n",
+  std::printf("compare %s (A) with %s (B): tolerance %.3g%%, spread = 3 standard errors of the median step times\n",
               o.a.c_str(), o.b.c_str(), cmp.tolerance_pct);
   const measure::RowPrinter rows(stdout, {{"run", 30, 0, true}, {"figure", 26, 0, true}, {"A", 12, 4},
                                           {"B", 12, 4}, {"change %", 10, 2}, {"spread %", 9, 2},

@@ -153,7 +153,8 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank computes that much longer,
   // before its first collective, as a slower device would.
   const double slowdown = slowdown_to_inject(world_rank_, step + 1);
-  if (slowdown > 0) std::this_thread::sleep_for(std::chrono::duration<double>(slowdown * unslowed_compute_s_));
+  const double slept_s = slowdown > 0 ? slowdown * unslowed_compute_s_ : 0.0;
+  if (slept_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(slept_s));
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
@@ -192,7 +193,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (!r.skipped) task_.parameters_updated();
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
-  if (slowdown == 0) unslowed_compute_s_ = r.compute_s();
+  unslowed_compute_s_ = r.compute_s() - slept_s;  // what the next step's slowdown is a share of
   return r;
 }
 

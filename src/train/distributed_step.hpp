@@ -102,7 +102,7 @@ class DistributedStep {
   std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
   std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
   int world_rank_ = 0;
-  double unslowed_compute_s_ = 0;  // the last step's compute without an injected slowdown (tests)
+  double unslowed_compute_s_ = 0;  // the last step's compute, an injected slowdown left out (tests)
   const ParameterConstraints* constraints_ = nullptr;
 };
 

@@ -16,7 +16,8 @@ namespace sb::validate {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMadToSigma = 1.4826;  // a normal distribution's σ per MAD
+constexpr double kMadToSigma = 1.4826;       // a normal distribution's σ per MAD
+constexpr double kMedianEfficiency = 1.2533;  // a median's standard error: sqrt(pi/2)·σ/√n
 
 double median(std::vector<double> v) {
   if (v.empty()) return kNaN;
@@ -108,12 +109,16 @@ RunFigures repeat_figures(const std::filesystem::path& file, const std::string& 
 }
 
 // The spread of the difference of two step times, relative to a's, in percent: over repeats
-// the two 95% half-intervals combined; within runs 3 robust σ of the two medians' steps.
+// the two 95% half-intervals combined; within runs 3 standard errors of the difference of the
+// two medians, each from its steps' MAD.
 double step_spread_pct(const RunFigures& a, const RunFigures& b) {
   if (std::isfinite(a.step_ci95_half_s) && std::isfinite(b.step_ci95_half_s) && a.step_s > 0)
     return std::hypot(a.step_ci95_half_s, b.step_ci95_half_s) / a.step_s * 100.0;
   if (!(a.step_s > 0) || !std::isfinite(a.step_mad_s) || !std::isfinite(b.step_mad_s)) return 0.0;
-  return 3.0 * kMadToSigma * std::hypot(a.step_mad_s, b.step_mad_s) / a.step_s * 100.0;
+  const double na = static_cast<double>(std::max<std::int64_t>(1, a.timed_steps));
+  const double nb = static_cast<double>(std::max<std::int64_t>(1, b.timed_steps));
+  return 3.0 * kMedianEfficiency * kMadToSigma *
+         std::sqrt(a.step_mad_s * a.step_mad_s / na + b.step_mad_s * b.step_mad_s / nb) / a.step_s * 100.0;
 }
 
 }  // namespace
@@ -176,7 +181,9 @@ Comparison compare_runs(const std::vector<RunFigures>& a, const std::vector<RunF
       c.b = f.value(rb);
       if (!std::isfinite(c.a) && !std::isfinite(c.b)) continue;  // neither run has it (no evaluation)
       c.change_pct = f.direction == Direction::neither ? c.b - c.a : change_pct(c.a, c.b);
-      c.spread_pct = f.timed ? spread : 0.0;
+      // throughput is 1/step: its relative spread is the step time's relative to b's step
+      c.spread_pct = !f.timed ? 0.0 : f.direction == Direction::higher_is_better && rb.step_s > 0 ? spread * ra.step_s / rb.step_s
+                                                                                                  : spread;
       c.verdict = judge(c.change_pct, c.spread_pct, tolerance_pct, f.direction);
       out.changes.push_back(c);
     }

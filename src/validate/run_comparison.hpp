@@ -42,7 +42,7 @@ struct FigureChange {
   std::string run, figure, unit;
   double a = 0, b = 0;
   double change_pct = 0;  // (b - a) / |a| in percent (the prediction error: b - a in points); NaN when one is missing
-  double spread_pct = 0;  // 3 robust standard deviations of the difference, in percent of a (0: no spread known)
+  double spread_pct = 0;  // 3 standard errors of the difference, in percent of a (0: no spread known)
   Change verdict = Change::same;
 };
 
@@ -55,8 +55,8 @@ struct Comparison {
 
 // A worse figure is a regression when it moved against its direction by more than the tolerance
 // and by more than the spread; a move beyond the tolerance but inside the spread is "within
-// noise". The spread of step time and throughput is 3·1.4826·sqrt(MAD_a² + MAD_b²) of the step
-// times, relative to a (for cases over repeats: sqrt(h_a² + h_b²) of their 95% half-intervals); memory, accuracy and loss are exact in these runs (no spread). A run
+// noise". The spread of step time and throughput is 3 standard errors of the difference of the
+// two median step times, 3·1.2533·1.4826·sqrt(MAD_a²/n_a + MAD_b²/n_b), relative to a (for cases over repeats: sqrt(h_a² + h_b²) of their 95% half-intervals); memory, accuracy and loss are exact in these runs (no spread). A run
 // that did not end "ok" in either file is compared on status only. UserError when the files
 // share no run or the tolerance is negative.
 Comparison compare_runs(const std::vector<RunFigures>& a, const std::vector<RunFigures>& b, double tolerance_pct);

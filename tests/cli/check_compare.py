@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""`scalebench compare` end to end on real runs: the same gpt-tiny case trained with two threads
-(A) and with one (B) under one run id. A file against itself: every figure "same", exit 0. A
-against B: the step time and throughput worse beyond the tolerance, exit 1, in the table and in
---json; B against A: better, exit 0. Bad input (a missing file, files without a common run, a
+"""`scalebench compare` end to end on real runs: the same gpt-tiny case under one run id, trained
+with two threads (A), with one, and with one and its compute slowed by 100% (B, SB_INJECT_FAILURE
+slow100). A file against itself: every figure "same", exit 0. One thread against two: never
+"better". A against B: the step time and throughput worse beyond the tolerance and the spread,
+exit 1, in the table and in --json; B against A: better, exit 0. Bad input (a missing file, files without a common run, a
 negative tolerance): exit 2, one sentence. Reads the verdicts from --json, the runs from HDF5.
 
 Run alone (RUN_SERIAL): it compares timings.
@@ -17,14 +18,18 @@ import h5py
 
 scalebench, config, out_dir = sys.argv[1:4]
 problems = []
-COMMON = ["--set", "model=gpt-tiny", "--set", "steps=8", "--set", "batch.global=8", "--set", "eval_every=0",
+COMMON = ["--set", "model=gpt-tiny", "--set", "steps=12", "--set", "batch.global=8", "--set", "eval_every=0",
           "--set", "eval_batches=1", "--run-id", "gpt-tiny", "--force", "--progress", "off"]
 
 
-def train(name, threads):
+def train(name, threads, slow=None):
     out = os.path.join(out_dir, f"compare_{name}.h5")
+    env = dict(os.environ)
+    env.pop("SB_INJECT_FAILURE", None)
+    if slow:
+        env["SB_INJECT_FAILURE"] = slow
     subprocess.run([scalebench, "train", "--config", config, "--out", out, "--set", f"threads={threads}", *COMMON],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL, env=env)
     with h5py.File(out, "r") as f:
         assert int(f["runs/gpt-tiny/context"].attrs["threads"]) == threads, dict(f["runs/gpt-tiny/context"].attrs)
     return out
@@ -36,6 +41,8 @@ def compare(a, b, *extra):
 
 
 two, one = train("two_threads", 2), train("one_thread", 1)
+# B made slower for certain: one thread, and its compute slowed by 100% from step 2 on
+slow = train("one_thread_slowed", 1, "0:2:slow100")
 
 rc, same, _ = compare(two, two)
 if rc != 0 or same["regression"] or any(c["verdict"] != "same" for c in same["changes"]):
@@ -45,25 +52,38 @@ for wanted in ("step time", "throughput", "peak memory", "held-out loss"):
     if wanted not in figures:
         problems.append(f"no '{wanted}' figure in {sorted(figures)}")
 
-rc, slower, _ = compare(two, one, "--tolerance", "10")
-verdict = {c["figure"]: c for c in slower["changes"]} if slower else {}
-step = verdict.get("step time", {})
+
+def step_of(answer):
+    return {c["figure"]: c for c in answer["changes"]} if answer else {}
+
+
+# one thread against two: printed as measured; never judged better than two threads
+rc, threads, _ = compare(two, one, "--tolerance", "10")
+step = step_of(threads).get("step time", {})
 print(f"two threads -> one: step time {step.get('a'):.1f} -> {step.get('b'):.1f} ms ({step.get('change_pct'):+.1f}%, "
       f"spread {step.get('spread_pct'):.1f}%), verdict {step.get('verdict')}, exit {rc}")
+if step.get("verdict") == "better":
+    problems.append(f"one thread judged faster than two: {step}")
+
+rc, slower, _ = compare(two, slow, "--tolerance", "10")
+verdict = step_of(slower)
+step = verdict.get("step time", {})
+print(f"two threads -> one thread slowed: step time {step.get('a'):.1f} -> {step.get('b'):.1f} ms "
+      f"({step.get('change_pct'):+.1f}%, spread {step.get('spread_pct'):.1f}%), verdict {step.get('verdict')}, exit {rc}")
 if rc != 1 or not slower["regression"] or step.get("verdict") != "worse":
-    problems.append(f"one thread against two: exit {rc}, step time {step}")
+    problems.append(f"the slowed run against two threads: exit {rc}, step time {step}")
 if verdict.get("throughput", {}).get("verdict") != "worse":
-    problems.append(f"throughput with one thread: {verdict.get('throughput')}")
-if verdict.get("held-out loss", {}).get("verdict") != "same":  # the same model trained: threads change no loss
-    problems.append(f"held-out loss moved with the thread count: {verdict.get('held-out loss')}")
-table = subprocess.run([scalebench, "compare", two, one, "--tolerance", "10"], capture_output=True, text=True)
+    problems.append(f"throughput of the slowed run: {verdict.get('throughput')}")
+if verdict.get("held-out loss", {}).get("verdict") != "same":  # the same model trained: speed changes no loss
+    problems.append(f"held-out loss moved with the speed: {verdict.get('held-out loss')}")
+table = subprocess.run([scalebench, "compare", two, slow, "--tolerance", "10"], capture_output=True, text=True)
 if table.returncode != 1 or "regression(s) beyond 10%" not in table.stdout or "gpt-tiny step time +" not in table.stdout:
     problems.append(f"the table does not name the regression: {table.stdout[-600:]!r}")
 
-rc, faster, _ = compare(one, two, "--tolerance", "10")
-step = {c["figure"]: c for c in faster["changes"]}.get("step time", {}) if faster else {}
+rc, faster, _ = compare(slow, two, "--tolerance", "10")
+step = step_of(faster).get("step time", {})
 if rc != 0 or step.get("verdict") != "better":
-    problems.append(f"two threads against one: exit {rc}, step time {step}")
+    problems.append(f"two threads against the slowed run: exit {rc}, step time {step}")
 
 # bad input: exit 2 with one sentence, nothing on stdout
 other = os.path.join(out_dir, "compare_other_id.h5")

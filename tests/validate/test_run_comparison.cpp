@@ -45,7 +45,8 @@ TEST(RunComparison, ASlowerStepBeyondToleranceAndSpreadIsARegression) {
   const auto c = compare_runs({run("a", 100, 1)}, {run("a", 120, 1)}, 5.0);
   const FigureChange& step = figure(c, "a", "step time");
   EXPECT_NEAR(step.change_pct, 20.0, 1e-9);
-  EXPECT_NEAR(step.spread_pct, 3 * 1.4826 * std::sqrt(2.0), 1e-9);  // 3 robust σ of the difference, % of 100 ms
+  // 3 standard errors of the difference of the medians over 9 steps each, % of 100 ms
+  EXPECT_NEAR(step.spread_pct, 3 * 1.2533 * 1.4826 * std::sqrt(2.0 / 9), 1e-9);
   EXPECT_EQ(step.verdict, Change::worse);
   EXPECT_EQ(figure(c, "a", "throughput").verdict, Change::worse);
   EXPECT_EQ(figure(c, "a", "peak memory").verdict, Change::same);
@@ -54,7 +55,7 @@ TEST(RunComparison, ASlowerStepBeyondToleranceAndSpreadIsARegression) {
 
 TEST(RunComparison, WithinToleranceIsTheSameAndBeyondItButInsideTheSpreadIsNoise) {
   EXPECT_EQ(figure(compare_runs({run("a", 100)}, {run("a", 104)}, 5.0), "a", "step time").verdict, Change::same);
-  const auto noisy = compare_runs({run("a", 100, 10)}, {run("a", 130, 10)}, 5.0);  // spread 62.9%
+  const auto noisy = compare_runs({run("a", 100, 30)}, {run("a", 130, 30)}, 5.0);  // spread 37.2%
   EXPECT_EQ(figure(noisy, "a", "step time").verdict, Change::noise);
   EXPECT_TRUE(noisy.regressions().empty());
 }
