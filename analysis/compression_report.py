@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Pruning and transfer side by side, from a results file (`scalebench run
 suites/compression.yaml` writes results/compression.h5, suites/transfer.yaml results/transfer.h5):
 per run its data set and training subset, what it started from, its pruning pattern and target,

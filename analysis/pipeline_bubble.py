@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The measured pipeline bubble of every pp > 1 run in result files, beside the ideal.
 
 For each run and stage: bubble fraction = median over the steps after the first of

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Mixed precision side by side: each run's held-out loss, tracked memory, loss scale and
 throughput beside the fp32 run of the same model and data-parallel size, from a results file
 (`scalebench run suites/precision.yaml` writes results/precision.h5; `train` files work too).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every run's prediction error, from the result files: step time and each tracked memory
 category, (predicted - measured) / measured as `train` stored them under /runs/<id>/prediction.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """One HTML report of scalebench result files, figures embedded (`scalebench report` runs this).
 
 Figures, each an <img id="fig-..."> holding a PNG:

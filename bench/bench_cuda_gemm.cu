@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM throughput per precision (fp32, tf32, fp16, bf16) on the GPU: our gemm() (the candidate
 // its autotuning chose) against the fastest of the heuristic's 16 candidates, each timed
 // with CUDA events; TFLOP/s of both and the ratio ours/best. Leaves out fp8, batched GEMMs and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a GPT training step's time goes on the GPU: every cuda kernel the GPT model calls,
 // at gpt2-124m's shapes (models/gpt/gpt_config.cpp; B=8, T=1024 by default), timed alone
 // with CUDA events and multiplied by its calls per step; a table sorted by milliseconds per step, with achieved

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One GPT training step on the GPU (cuda back-end, every buffer on the device) in fp32 or with
 // bf16/fp16 storage (native tensor-core kernels, fp32 master weights and gradients): zero_grad,
 // forward, backward, AdamW with clipping and, in 16-bit, the rounding of the master weights into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // int8 × int8 → int32 GEMM (cpu::int8_matmul_forward, dequantised, with bias) beside the fp32
 // GEMM the models use (cpu::matmul_forward, OpenBLAS sgemm) on the same shapes, in one row per
 // shape: each iteration runs both, alternating, and the row reports both times and

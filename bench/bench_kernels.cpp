@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel speed: cpu::matmul_forward GFLOP/s beside cblas_sgemm, cpu vs reference time of the
 // other kernels at gpt-tiny shapes, conv2d and BatchNorm2d at resnet-mini shapes. Leaves out
 // correctness (tests/) and whole training steps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL collectives through scalebench's communicator, as nccl-tests measures them: all_reduce
 // (in place), all_gather and reduce_scatter of float buffers from 1 KiB to 1 GiB (the
 // nccl-tests "size": bandwidth.hpp), time per call, algbw and busbw, slowest rank's time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured pipeline bubble next to the ideal (p − 1)/(m + p − 1): resnet-mini split into
 // world-size stages balanced by measured unit times (or FLOPs, or a hand split), trained with
 // GPipe and 1F1B for each micro-batch count, on synthetic images. Prints one row per

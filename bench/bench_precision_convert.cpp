@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float <-> bf16/fp16 conversion throughput of the cpu (and reference) kernels in GB/s, beside
 // a float copy of the same element count (one memcpy, and the same chunked Kokkos loop as the
 // kernels), so that conversion cost reads as a ratio to copying. GB/s counts bytes read plus

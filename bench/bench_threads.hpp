@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The thread count a benchmark binary runs with: SB_THREADS (default 1), checked. Leaves out
 // the runtime itself (runtime/parallel_runtime.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One training step of each reference model on its real data, at the thread count of
 // SB_THREADS: GPT (forward, backward, clip, AdamW) on SOTU windows and resnet-mini (forward,
 // backward, SGD) on MNIST batches; the figures compared with PyTorch eager by

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # Side-by-side training-step times: scalebench (bench_train) and PyTorch eager
 # (pytorch_peer.py) on the same model, batch and threads, alternated round by round so both
 # see the same machine load; prints medians and the ratio torch/ours (> 1: ours is faster).

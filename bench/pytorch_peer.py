@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # The PyTorch eager peer of bench_train: the identical GPT (models/gpt/make_golden.py) or
 # resnet-mini (models/resnet/make_golden.py), batch, optimizer and clipping, timed per step;
 # or (GPT) trained and evaluated on SOTU.

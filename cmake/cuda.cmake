@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The CUDA back-end (included from the root CMakeLists.txt after the engine libraries):
 # sb_kernels_cuda (src/kernels/cuda/*.cu, cuBLAS/cuBLASLt) linked into sb_kernels, and
 # sb_kernels_portable (reference kernels and checks without MPI), so that the GPU tests and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install build --prefix P`: the executable in P/bin; the engine's static libraries, the
 # public headers and an exported CMake package (find_package(scalebench) gives scalebench::sb_*)
 # in P/lib, P/include/scalebench and P/lib/cmake/scalebench; what the executable reads at run

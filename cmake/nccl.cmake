@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # NCCL for the GPU communicator (src/parallel/nccl_communicator.cpp), included from the root
 # CMakeLists.txt after cmake/cuda.cmake. SB_ENABLE_NCCL: AUTO uses NCCL when CUDA is on and
 # nccl.h and libnccl are found; ON fails the configure when they are not; OFF never uses it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the case config reader: YAML text -> parse_yaml_text -> parse_train_config, then one
 // `--set key=value` override (the input's first line) applied to the same text. A malformed or
 // wrong config must end in sb::UserError (one sentence, exit 2), never another exception.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the IDX loader (MNIST, Fashion-MNIST; raw or gzip): the input is a 2-byte length n,
 // then n bytes of the image file and the rest as the label file. A corrupt pair must end in
 // sb::UserError; a pair that loads must be self-consistent.

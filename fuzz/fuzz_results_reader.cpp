@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the result-file reader behind `inspect`, `validate` and `collect`: the input is
 // written as an .h5 file and summarised, and every run's step table read column by column.
 // A file that is not a readable scalebench result must end in sb::UserError.

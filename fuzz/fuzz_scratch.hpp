@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every fuzz target shares: a per-process scratch folder for the files a loader reads
 // (the loaders take paths, not bytes), and the rule that a loader may refuse input only with
 // sb::UserError: any other exception is a finding (the CLI would report an internal error).

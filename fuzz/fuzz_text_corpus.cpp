@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the byte-level text path: load_sotu on a folder holding the input as one speech (it
 // must refuse with sb::UserError), then the corpus split and the window sampler on the input's
 // bytes with batch, seq_len, step and seed taken from its first 8 bytes: every window must lie

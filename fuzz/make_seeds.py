@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Seed corpora for the fuzz targets, from the repository's own files: every case config and
 suite (fuzz_config), the bad-input corpus's IDX pairs plus a valid one (fuzz_idx, framed as the
 target reads them: a 2-byte image-file length, the image file, the label file), and the start of

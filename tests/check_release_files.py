@@ -1,6 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """The files a centre needs to package scalebench: LICENSE (Apache-2.0), NOTICE, and
 CITATION.cff, whose version is CMake's project VERSION, which `scalebench --version` names with
-its commit. Usage: check_release_files.py SOURCE_DIR SCALEBENCH PROJECT_VERSION"""
+its commit; and an SPDX-License-Identifier line at the top (after a #! line) of every C++, CUDA,
+Python, shell and CMake source. Usage: check_release_files.py SOURCE_DIR SCALEBENCH PROJECT_VERSION"""
 import pathlib
 import re
 import subprocess
@@ -20,4 +22,19 @@ assert citation["license"] == "Apache-2.0", citation["license"]
 out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True).stdout.strip().splitlines()
 assert re.fullmatch(rf"scalebench {re.escape(version)} \(git \S+, commit ([0-9a-f]{{12}}|unknown)\)", out[0]), out
 assert [line.split(":")[0] for line in out[1:]] == ["resources", "data sets", "site profiles"], out
-print("release files ok:", out[0])
+SPDX = "SPDX-License-Identifier: Apache-2.0"
+SOURCES = {".cpp", ".hpp", ".h", ".cu", ".cuh", ".py", ".sh", ".cmake"}
+unlabelled = []
+checked = 0
+for folder in ("src", "models", "tests", "bench", "fuzz", "scripts", "analysis", "cmake", "packaging", ".ci"):
+    for path in sorted((source / folder).rglob("*")):
+        if not path.is_file() or "bad_inputs" in path.parts or "__pycache__" in path.parts:
+            continue
+        if path.suffix in SOURCES or path.name in ("CMakeLists.txt", "run"):
+            checked += 1
+            head = path.read_text(errors="replace").splitlines()[:2]
+            if not any(SPDX in line for line in head):
+                unlabelled.append(str(path.relative_to(source)))
+assert SPDX in (source / "CMakeLists.txt").read_text().splitlines()[0]
+assert not unlabelled, f"{len(unlabelled)} sources without '{SPDX}' in their first lines: {unlabelled[:10]}"
+print("release files ok:", out[0], f"({checked} sources carry the SPDX identifier)")

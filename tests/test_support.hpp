@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the tests that train on the real data sets share: where the data sets are, and the
 // seconds elapsed for their progress lines. Header-only, no GoogleTest dependency.
 #pragma once

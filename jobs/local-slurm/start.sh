@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Starts a one-node Slurm cluster on this machine (root, no systemd, no cgroups): munged,
 # slurmctld and slurmd, with every file under one state folder. Idempotent: daemons already
 # running from that folder are left alone. Prints `export SLURM_CONF=...` on standard output

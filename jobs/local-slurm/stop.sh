@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stops the cluster start.sh started from a state folder: slurmd, slurmctld and, when
 # start.sh started it, munged; each by its PID file, never by process name. Idempotent.
 #   usage: stop.sh [STATE_DIR]      (default $SB_SLURM_DIR, else /tmp/sb-slurm)

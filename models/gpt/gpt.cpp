@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-2 forward and backward as a fixed sequence of kernel calls over named views, llm.c's
 // train_gpt2.c on a runtime-chosen kernel backend. Leaves out the data loader and the loop.
 #include "models/gpt/gpt.hpp"

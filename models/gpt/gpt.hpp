@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT-2 reference model, llm.c style: parameters, gradients, activations each in one tracked
 // allocation with named views. A GptPartition (gpt_partition.hpp) makes it one rank's part of a
 // model-parallel GPT: a pipeline stage (blocks [begin, end), with or without embedding and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named GPT configs (trainable and spec-only) and their validation. Leaves out the model:
 // spec-only sizes are never instantiated (resolve_gpt_partition refuses them).
 #include "models/gpt/gpt_config.hpp"

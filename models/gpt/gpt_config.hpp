@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT model shapes: the named configs, validation of an inline config, and the analytic
 // parameter count. Leaves out the model itself (gpt.hpp) and its FLOPs (gpt_flops.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FLOPs of one GPT training step, the single definition shared by the trainer's MFU and the
 // cost model. Leaves out recomputation (activation checkpointing adds one more forward).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resolution of a GptPartition into local sizes, local tensor shapes and the local-to-unsplit
 // index map. Leaves out the model itself (gpt.cpp).
 #include "models/gpt/gpt_partition.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which part of the GPT one rank holds: a contiguous range of blocks (a pipeline stage), with or
 // without the embedding and the head, and its Megatron tensor-parallel shard (heads, MLP
 // columns and vocabulary split over the tp group). Shapes of the local parameter tensors and

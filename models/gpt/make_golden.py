@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # Writes models/gpt/gpt_nano_golden.h5: a PyTorch GPT-nano, one batch of real text, its
 # logits, loss, every gradient and 10 AdamW steps. Leaves out bf16/fp16 and multi-rank runs.
 """Golden file for the C++ GPT (tests/models/test_gpt_golden.cpp).

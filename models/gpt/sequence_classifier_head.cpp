@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mean-pooled linear classifier on GPT hidden states: forward, cross-entropy and backward.
 #include "models/gpt/sequence_classifier_head.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A sequence-classification head on the GPT's final hidden states (after the final LayerNorm):
 // the mean over each sequence's real tokens, a linear layer to K classes, and the mean
 // cross-entropy. fp32 on the host, plain loops: the head is K·(C + 1) parameters and (B, K)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # Writes models/resnet/resnet_mini_golden.h5: a PyTorch resnet-mini, 8 real MNIST images, its
 # logits, loss, every gradient, running statistics and 10 SGD steps. Leaves out torchvision.
 """Golden file for the C++ ResNet (tests/models/test_resnet_golden.cpp).

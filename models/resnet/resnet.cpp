@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resnet-mini forward and backward as a fixed sequence of kernel calls over named views, in the
 // manner of llm.c's train_gpt2.c. Leaves out the data loader and the training loop.
 #include "models/resnet/resnet.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resnet-mini, llm.c style: parameters, gradients, BatchNorm running statistics, activations
 // each in one tracked allocation with named views. A model instance may hold a contiguous range
 // of the network's units (a pipeline stage: resnet_partition.hpp) and several independent

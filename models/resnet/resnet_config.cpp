@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named ResNet configs, validation, and the block and layer lists derived from a config.
 // Leaves out anything that allocates: the model builds its views from these lists.
 #include "kernels/kernels.hpp"

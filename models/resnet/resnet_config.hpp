@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet model shapes: named configs, the block and layer lists that the model and the cost
 // model share, and the exact parameter count. Leaves out the model (resnet.hpp) and FLOPs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FLOPs of one ResNet training step, the single definition shared by the trainer's MFU and the
 // cost model. Leaves out element-wise work (BatchNorm, ReLU, residual adds, pools, optimizer).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place that knows resnet's memory layout: which units a model instance (a pipeline
 // partition) holds, and the names, shapes, initialisation and storage order of their
 // parameters, running statistics, activations and backward scratch. Internal to resnet.cpp.

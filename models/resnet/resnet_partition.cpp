@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet pipeline units from the layer list (resnet_config.hpp), and their stage splits.
 #include "models/resnet/resnet_partition.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a ResNet splits into pipeline stages: its units (the stem, each residual block, the head)
 // with their modelled cost and message sizes, contiguous unit ranges, the FLOP-balanced split
 // and the check of a hand-written one. Leaves out running a range (resnet.hpp) and moving

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Knowledge distillation's loss on a classifier's logits (Hinton et al. 2015): the mean over
 // the batch of (1 − α)·CE(s, y) + α·T²·KL(softmax(t/T) ‖ softmax(s/T)), s the student's logits,
 // t the teacher's, T the temperature, α the mixing weight; the T² keeps the soft term's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fit: kernel times as measured (the table), the link's α (one-way time of the fastest small
 // ping-pong message) and β (the median bandwidth of the messages of 1 MiB and up),
 // and, for predictions that fall back to FLOPs (models whose calls are not written down,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench calibrate --site BASE --out SITE.yaml`: fit a CPU site profile on this machine.
 // Times the trainer's kernels in one child process per thread count (Kokkos starts once per
 // process), alone and, where a node holds several ranks of that many threads, in that many

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives sweep (see collective_sweep.hpp): each benchmark is its calls at one size;
 // the harness times them.
 #include "calibrate/collective_sweep.hpp"

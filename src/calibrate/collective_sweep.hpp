@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives sweep of `scalebench calibrate --out F.h5`: all-reduce, reduce-scatter,
 // all-gather and a ping-pong between ranks 0 and 1 over power-of-two sizes, through scalebench's
 // Communicator, the raw MPI call and (where data parallelism has one) the ring algorithm side by

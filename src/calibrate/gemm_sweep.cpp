@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GEMM sweep on the measurement harness: one warm-up call, a probe call sets the iterations
 // per round (about 50 ms), all ranks start each round together (measure::MpiClock), and the
 // slowest rank's mean time per call in the fastest round counts.

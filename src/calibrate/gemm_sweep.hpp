@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GEMM part of `scalebench calibrate --gemm`: the trainer's own matmul_forward (through
 // StorageKernels<S>, so 16-bit storage pays its widening and rounding as training does) at
 // square sizes per precision, run by every rank at once, as a node's devices would be during

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A micro-batch runs in its own model (weights initialised as for training, tokens, targets and
 // images random inside their ranges) with a kernels::KernelRecorder whose hooks time each call;
 // the optimizer's calls and fills run on buffers of their own shapes.

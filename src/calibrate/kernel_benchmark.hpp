@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timing the trainer's kernels for `calibrate`: each reference model's micro-batch (gpt-nano and
 // gpt-tiny at a range of micro-batches and tp sizes, resnet-mini at a range of images) run by the
 // model itself on the cpu back-end in each precision, every kernel call timed as the model makes

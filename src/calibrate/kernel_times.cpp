@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel-times child of the site fit (see kernel_times.hpp).
 #include "calibrate/kernel_times.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench calibrate --kernel-times F.csv`: the child of the site fit
 // (calibrate/calibrate_site.hpp) that times the trainer's kernels in this process and writes
 // their table, saying how far it got. Leaves out what is timed and how (kernel_benchmark.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench calibrate --out F.h5 [--min-bytes B] [--max-bytes B]`: the collectives
 // microbenchmark, run under mpirun: its options, its table on stdout and the /calibration
 // tables rank 0 writes. With --out SITE.yaml it fits a site profile instead, and with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench collect DIR [--partial]`: merges every per-job result file of a submitted suite
 // into DIR/<suite>.h5 (temporary file, then rename). Missing or failed cases are listed and
 // the exit is 1, with nothing written, unless --partial.

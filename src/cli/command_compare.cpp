@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench compare A.h5 B.h5 [--tolerance PCT] [--json]`: two result files run by run (a
 // nightly check against last night's, a re-test against the acceptance run). Prints, per run in
 // both, each figure's change from A to B with the spread the runs' own noise allows and a

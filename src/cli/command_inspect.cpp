@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench inspect RESULTS.h5 [--json]`: a human summary of a result file, or its
 // attributes as one JSON document (io/results_json.hpp has the keys), with each run's
 // stragglers (validate/stragglers.hpp): a rank computing longer than the rest of its stage.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench plan --model M --site S --devices N [--global-batch B] [--seq-len T] [--top K]
 // [--json]`: the best feasible configurations of a GPT on N devices of a site, and why the others
 // fail. Exit 0 with at least one feasible configuration, 1 with none. Leaves out the search

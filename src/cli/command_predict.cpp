@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench predict --config CASE.yaml --site SITE.yaml [--devices N] [--set k=v]... [--json]`:
 // the cost model's prediction of one training step. Leaves out the model (src/costmodel).
 #include <fmt/format.h>

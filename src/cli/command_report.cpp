@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench report RESULTS.h5... -o report.html [--title T]`: the HTML report of result files,
 // made by analysis/report.py (h5py, matplotlib) run with the arguments as an argv (no shell, so
 // no file name is ever interpreted). Leaves out the figures themselves (the Python).

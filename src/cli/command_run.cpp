@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench run [SUITE] [--out DIR]`: every case of a suite on this machine, each in its
 // own `mpirun -np <world>` (a fresh process: Kokkos and MPI start once per process), gathered
 // into DIR/<suite>.h5, then a comparison table (or, with --json, the same as one JSON document).

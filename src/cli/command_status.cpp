@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench status DIR`: per case of a submitted suite, the scheduler's state of its job
 // and its result file's status (missing, ok, failed, interrupted). Exit 0; the table is the
 // answer; `--json` gives {"suite", "site", "scheduler", "cases": [{"id", "job_id", "job_state",

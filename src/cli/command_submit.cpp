@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench submit SUITE --site S [--scheduler slurm|pbs|lsf|flux] [--out DIR] [--dry-run]
 // [--set k=v]... [--launcher WORD]... [--time-limit MIN]`: one job script per suite case in
 // DIR/jobs, submitted with sbatch/qsub/bsub/flux batch, job ids in DIR/jobs/submitted.yaml.

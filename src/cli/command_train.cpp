@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench train --config F [--set k=v]... --out F.h5 [--run-id ID] [--append|--force] [--checkpoint F]
 // [--resume F] [--progress plain|tty|off]`:
 // one case inside the

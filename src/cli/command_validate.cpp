@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench validate RESULTS.h5... --spec SPEC.yaml [--json]`: the procurement check. Judges
 // every claim of the spec against the result files and prints a pass/fail/missing table (or
 // the same verdicts as JSON, for scripts and tests); exit 0 when every claim passes, 1 when

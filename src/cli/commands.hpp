@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands of the `scalebench` executable, each registered on the CLI11 app and run
 // by main(). Leaves out argument parsing details (CLI11) and the work itself (src/train, src/io).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench`: one executable, subcommands. User mistakes print one sentence and exit 2;
 // internal faults exit 3; neither prints an abort trace.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MPI for the lifetime of a command (train, calibrate): initialised with FUNNELED threading,
 // finalised on every path out. Leaves out the communicators (parallel/).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SB_PROGRESS carries the choice: the ranks of `run` are other processes.
 #include "cli/progress_option.hpp"
 

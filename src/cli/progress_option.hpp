@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--progress plain|tty|off` of train and run: how rank 0 shows its progress line. Leaves out
 // the line itself (train/progress.hpp).
 #pragma once

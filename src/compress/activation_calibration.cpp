@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Max-abs activation calibration (see activation_calibration.hpp).
 #include "compress/activation_calibration.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-tensor symmetric calibration of an activation: the largest |x| seen over the held-out
 // calibration batches, scale = max / 127. Leaves out percentile and entropy (KL) calibration:
 // max is what the acceptance figures were measured with.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchNorm folded into the preceding convolution (see batchnorm_folding.hpp).
 #include "compress/batchnorm_folding.hpp"
 

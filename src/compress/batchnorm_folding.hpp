@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Folding an eval-mode BatchNorm (running statistics) into the convolution before it:
 // bn(conv(x)) = conv'(x) + b' with w'[o] = w[o]·γ[o]/√(var[o]+ε), b'[o] = β[o] - γ[o]·mean[o]/√(var[o]+ε)
 // (+ the conv's own bias scaled alike). Computed in double, rounded once. Leaves out training-mode

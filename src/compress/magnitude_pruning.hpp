@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Magnitude pruning of a model's GEMM weight matrices: global unstructured (the smallest |w|
 // over every matrix together, at a chosen sparsity) and 2:4 structured (in every group of four
 // consecutive weights along a row, the reduction dimension of the GEMM, the two largest kept:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quantise, calibrate, compare (see post_training_quantization.hpp).
 #include "compress/post_training_quantization.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Post-training int8 quantisation of a trained model, end to end: quantise its weights,
 // calibrate the activation ranges on the batches given, and measure the fp32 model against the
 // int8 one on the evaluation data — accuracy (resnet-mini) or mean loss (GPT), inference

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // int8 convolution by im2col + int8 GEMM (see quantized_conv2d.hpp).
 #include "compress/quantized_conv2d.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A 2-D convolution (NCHW, zero padding, no groups) for int8 inference: the input quantised per
 // tensor, unfolded (im2col) into int8 rows (N·OH·OW, C·KH·KW), multiplied by the per-channel int8
 // weights (OC, C·KH·KW) with int32 sums (kernels.hpp int8_matmul_forward), dequantised with the

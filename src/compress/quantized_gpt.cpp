@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT's int8 inference (see quantized_gpt.hpp).
 #include "compress/quantized_gpt.hpp"
 

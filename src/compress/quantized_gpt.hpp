@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT for post-training int8 inference: in every block the four linear layers (QKV, attention
 // projection, MLP fc and fc projection) are quantised (per-channel int8 weights, per-tensor int8
 // inputs calibrated on held-out batches, int32 sums, fp32 biases). The token and position

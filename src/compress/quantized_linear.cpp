@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A weight matrix for int8 inference (see quantized_linear.hpp).
 #include "compress/quantized_linear.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One weight matrix for post-training int8 inference: a linear layer (OC, K) or an im2col'd
 // convolution (OC, C·KH·KW), with its per-channel int8 weights, fp32 scales and fp32 bias, and
 // the calibrated per-tensor scale of its input. Until finish_calibration() it also keeps the

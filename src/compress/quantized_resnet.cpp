@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resnet-mini's int8 inference (see quantized_resnet.hpp).
 #include "compress/quantized_resnet.hpp"
 

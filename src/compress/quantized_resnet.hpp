@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resnet-mini for post-training int8 inference: every BatchNorm folded (running statistics) into
 // its convolution, every convolution and the fc layer quantised (per-channel int8 weights,
 // per-tensor int8 inputs calibrated on held-out batches, int32 sums); ReLU, the residual adds and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-channel symmetric weight quantisation (see weight_quantization.hpp).
 #include "compress/weight_quantization.hpp"
 

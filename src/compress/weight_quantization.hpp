@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-output-channel symmetric int8 quantisation of a weight matrix: scale = max|w| / 127 per
 // row, q = round(w / scale) in [-127, 127], zero point 0. Leaves out asymmetric and per-group
 // schemes and the activations (activation_calibration.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact min-max contiguous partition by dynamic programming over (layers, parts): O(n²·k),
 // for the tens of layers a model has.
 #include "core/balanced_partition.hpp"

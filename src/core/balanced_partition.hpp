@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Splitting a sequence of costed layers into contiguous parts (pipeline stages) so that the
 // most expensive part costs as little as possible. Leaves out where the costs come from
 // (a model's FLOP formulas or measured times) and any memory constraint.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // read_bounded_file: stat before open (opening a FIFO blocks until a writer comes), then read
 // no more than the bound (and one chunk), since a regular file may grow between the stat and the read.
 #include "core/bounded_file.hpp"

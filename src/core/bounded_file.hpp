@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a whole user-named text file with a bound: a path that is not a regular file (a
 // FIFO, /dev/zero, a folder) or that holds more than the bound is refused with one sentence
 // before a byte is read, so an input that never ends cannot hang a command. Leaves out parsing.

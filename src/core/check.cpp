@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Check-failure formatting shared by all check macros.
 #include "core/check.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors and check macros: every failure names the call, file:line, rank and host.
 // User mistakes (config, paths, data) are UserError and become one sentence and exit code 2.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sched_getaffinity in .preinit_array; sched_setaffinity for the scope. The library is static
 // (sb_library), so the entry lands in the executable, the only place the loader runs it from.
 #include "core/cpu_affinity.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPUs this process was allowed to run on when it started, before libgomp (with
 // OMP_PROC_BIND set) pinned its main thread to the first place, and a scope that lends them
 // to the calling thread so that a program it starts inherits them. Leaves out choosing thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host allocations with aligned_alloc and memset; device ones with cudaMalloc, cudaMemset and
 // cudaMemcpy (SB_HAVE_CUDA builds link the static CUDA runtime into sb_core).
 #include "core/device_memory.hpp"

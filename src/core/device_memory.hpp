@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Raw memory on a device: allocation, zeroing and copies between host and device. The cpu
 // device is host memory (64-byte aligned); cuda goes through the CUDA runtime, in builds that
 // have it (elsewhere a cuda request throws UserError). Leaves out streams and pools: every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-tensor scan for non-finite values.
 #include "core/finite_scan.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where non-finite values (NaN, ±Inf) sit in a model's tensors: named fp32 views listed in
 // forward order and the first of them holding a non-finite value. Used only after a cheap
 // per-step check (the loss, the gradient norm) has already failed. Leaves out 16-bit storage

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resource folders of an installed or a build-tree scalebench.
 #include "core/install_paths.hpp"
 

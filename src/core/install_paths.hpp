@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the executable finds what it ships with (suites, site profiles, analysis scripts, specs)
 // and what a site adds (data sets, its own site profiles): an installed scalebench reads them
 // from <prefix>/share/scalebench beside its bin/, a build tree from the source tree it was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracked allocations and the process's peak RSS.
 #include "core/memory.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracked allocations: every byte scalebench allocates for training is charged to one
 // category, so memory per category is measured, not estimated. A buffer lives on the host
 // or on the GPU (core/device_memory.hpp); the tracker counts both alike, per process. Leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cgroup files are read where this process's cgroup (/proc/self/cgroup) says it lives, and
 // at the mount's root (inside a container the two are the same); "max" and v1's near-2^63
 // "no limit" mean none. MemAvailable is the kernel's estimate of what can be allocated without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How much memory this process may still use, and where that figure came from: on the host
 // the cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) or /proc/meminfo's
 // MemAvailable, whichever is smaller; on a GPU the device's free memory. Leaves out what a run

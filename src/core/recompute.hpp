@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation recomputation, as the config names it (strategy.recompute): which activations a
 // model drops after its forward and recomputes in its backward. One enum for the models that
 // run it and the cost model that predicts it; what each mode drops is the model's own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counter-based random numbers (Philox4x32-10, Salmon et al. 2011): the value at index i of
 // stream (seed, stream_id) is a pure function of those three numbers, so initialisation and
 // data order do not depend on thread count or iteration order.

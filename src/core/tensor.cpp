@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shapes, strides and dtype sizes.
 #include "core/tensor.hpp"
 

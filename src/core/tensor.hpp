@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tensor is a typed, shaped, strided view of memory owned elsewhere (a TrackedBuffer).
 // Leaves out ownership, autograd and broadcasting: models own their buffers and call
 // kernels explicitly, llm.c style.

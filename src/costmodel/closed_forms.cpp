@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The closed forms of closed_forms.hpp. Collective factors come from parallel/bandwidth.hpp,
 // the one definition the communicators' records and `calibrate` also use.
 #include "costmodel/closed_forms.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost model's closed forms from the literature, each a pure function with its source:
 // training FLOPs, activation memory, ZeRO model-state memory, the pipeline bubble and the time
 // of a collective on one link level. Leaves out which of them a configuration calls (predict).

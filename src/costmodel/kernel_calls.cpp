@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recording a stage's calls: the model built around a record-only recorder (it allocates
 // nothing), one training forward and backward of one micro-batch, the recorded units composed
 // into the stage. Inputs are never read, so placeholders stand for them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel calls one micro-batch makes on one rank of a pipeline stage, forward and backward,
 // recorded from the models' own code (models/gpt/gpt.cpp, models/resnet/resnet.cpp run with a
 // record-only kernels::KernelRecorder: no memory held, no kernel run), so the cost model and

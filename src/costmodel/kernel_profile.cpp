@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel-time table: lookup, interpolation, CSV.
 #include "costmodel/kernel_profile.hpp"
 

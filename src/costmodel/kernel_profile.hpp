@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A site's measured kernel times (`calibrate` writes them, a CSV file beside the site profile):
 // seconds per call of each trainer kernel, per precision, devices per rank (threads on a CPU
 // site) and ranks timed at once on a node (1: alone; more: every rank's cores busy, as in a

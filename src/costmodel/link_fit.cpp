@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // α from the small messages, β as a median rate over the large ones (link_fit.hpp).
 #include "costmodel/link_fit.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The α-β model of one link (one-way time = α + bytes / β) fitted to ping-pong measurements,
 // for `calibrate` (calibrate/calibrate_site.cpp) to write into a site profile. Leaves out reading
 // the measurements (the caller passes them) and the collectives' algorithms built on α and β

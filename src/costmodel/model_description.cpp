@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds the ModelDescription of a GPT or ResNet from the trainer's shape and FLOP functions.
 // Leaves out any per-backend detail (workspace, kernel scratch).
 #include "costmodel/model_description.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost model's view of a network: its pipeline units (GPT: embedding, blocks, head;
 // ResNet: stem, blocks, head), each a list of layers with shapes, forward FLOPs, parameters and
 // the activation bytes kept for the backward, for one micro-batch. Built from the trainer's own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_search: the enumeration, predict_step on each candidate, the ranking and the grouping of
 // refusals. A refusal that belongs to the grid (tp beyond a node, tp not dividing the heads,
 // pp not dividing the layers, a batch that does not split over dp) is decided once per grid

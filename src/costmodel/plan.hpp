@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `plan`'s search: every dp × tp × pp grid of a device count, every micro-batch size that
 // divides the per-pipeline batch, precision (bf16, fp16, fp32), ZeRO stage 0–3, recomputation
 // (none, selective, full) and pipeline schedule (1f1b, gpipe; one of them when pp = 1), each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // load_predict_case: the train config parser with a default data set. Leaves out checks that
 // the data exist: a prediction never opens them.
 #include "costmodel/predict_case.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the case that `predict` is asked about: the training config format (train/config.hpp)
 // with `data` optional, since a prediction reads no data. Leaves out the prediction itself.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // prediction_json: the contract fields only, so scripts can rely on them.
 #include "costmodel/prediction_json.hpp"
 

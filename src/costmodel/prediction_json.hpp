@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The JSON form of a Prediction, with the field names DESIGN.md fixes for `predict --json`
 // and `plan --json`. Leaves out the human table (cli/command_predict.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Site lookup and the stored form of a run's prediction.
 #include "costmodel/run_prediction.hpp"
 

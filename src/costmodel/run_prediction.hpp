@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The prediction `train` stores with every run: which site profile a case names (`site:`, a
 // name in jobs/sites or a path; this machine's profile by default on the cpu), and the cost
 // model's prediction of the case in the form the trainer writes and compares

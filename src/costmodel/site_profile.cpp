@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing and checking of site profiles: unknown keys, missing fields and impossible values
 // are one sentence naming the file and key. Leaves out where the figures come from (the
 // comments of each jobs/sites/*.yaml).

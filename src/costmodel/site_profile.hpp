@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A site profile (jobs/sites/*.yaml): one node's devices, their dense peaks per precision,
 // memory, the links inside and between nodes, price and power, and the efficiencies that
 // `calibrate` fits, and the optional scheduler settings that job scripts use (account,

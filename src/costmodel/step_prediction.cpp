@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The analytic step model of step_prediction.hpp. Every formula it applies lives in
 // closed_forms.hpp or the model sources; this file decides which applies where (stages, link
 // levels, overlap), how much memory traffic the non-GEMM work makes, and hands the per-op costs

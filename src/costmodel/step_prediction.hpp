@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `predict`'s model of one training step of a case on a site: per-op costs from the analytic
 // pieces (GEMM FLOPs over peak × efficiency plus the element-wise work's memory traffic over
 // the memory bandwidth, tp collectives, pipeline p2p, dp gradient buckets, a memory-bound

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // simulate_step: the stages' op lists from plan/pipeline_schedule.hpp run against each other
 // in time, then each stage's gradient buckets and optimizer. Leaves out the costs themselves
 // (step_prediction.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An event simulation of one training step on every rank: each pipeline stage runs the
 // trainer's own operation order (train/pipeline_schedule.hpp) of micro-batch forwards and
 // backwards, each with its tensor-parallel collectives inside it; a stage sends its output (or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IDX and CSV image loaders with size checks; the per-epoch shuffled batcher.
 #include "data/image_dataset.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Labelled image data sets for classification: MNIST and Fashion-MNIST (IDX, raw or gzip)
 // and scikit-learn's 8×8 digits (CSV), verified against their published sizes, normalised,
 // and served in per-epoch shuffled batches. Leaves out augmentation and colour images.

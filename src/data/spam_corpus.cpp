@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SpamAssassin loader: message files, the fixed split and order, and the byte encoding.
 #include "data/spam_corpus.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SpamAssassin public corpus as byte sequences for a byte-level sequence classifier:
 // loading with count checks, the fixed training/test split, the fixed training order that
 // `data.train_samples` cuts a small labelled subset from, and each message as Subject + body

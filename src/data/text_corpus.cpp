@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // State of the Union loader and byte windows.
 #include "data/text_corpus.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte-level text corpora for language modelling (State of the Union, vocabulary 256):
 // loading with size checks, the train/held-out split, and seeded training windows.
 // Leaves out tokenisers other than bytes and any corpus that does not fit in memory.

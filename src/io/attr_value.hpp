@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The value type of an HDF5 attribute as scalebench writes it: a 64-bit integer, a double, a
 // UTF-8 string, or a list of 64-bit integers (a 1-D array: pipeline stage sizes). Leaves out
 // other arrays and nested types.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /calibration/<collective> compound tables: packed little-endian fields in the file,
 // written whole (a sweep is small) from a RecordTable, chunked like every scalebench table.
 #include "io/calibration_table.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the microbenchmark tables of `scalebench calibrate` into a scalebench result file:
 // /calibration/<collective>, one row per (size, path). Leaves out measuring (cli/
 // command_calibrate.cpp) and reading (results_reader.hpp reads any table).

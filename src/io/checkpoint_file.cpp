@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing and reading the checkpoint layout described in checkpoint_file.hpp: float32 1-D
 // datasets under one group per rank, written to "<path>.tmp-<pid>" then renamed.
 #include "io/checkpoint_file.hpp"

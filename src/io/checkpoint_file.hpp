@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A training checkpoint as an HDF5 file: scalar attributes (step, identity of the run, loss
 // scaler, RNG position) and every rank's share of the state (fp32 parameters, untrained model
 // state, optimizer tensors over a flat parameter range). Written to a temporary file beside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // H5Ocopy of one run group between result files.
 #include "io/copy_run.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging result files: copies a run group from one scalebench result file into another
 // (how `run` gathers its per-case files into DIR/<suite>.h5). Leaves out schema upgrades.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /calibration/gemm compound table: packed little-endian fields in the file, written whole
 // through write_calibration_records from a RecordTable.
 #include "io/gemm_table.hpp"

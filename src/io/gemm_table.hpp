@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the GEMM microbenchmark table of `scalebench calibrate --gemm` into a result file:
 // /calibration/gemm, one row per (precision, shape). Leaves out measuring (calibrate/gemm_sweep.cpp)
 // and reading (results_reader.hpp reads any table).

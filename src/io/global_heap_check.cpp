@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Walks each global heap collection of an HDF5 file as H5HG__cache_heap_deserialize does
 // (HDF5 file format specification, "III.E Global Heap"): a 16-byte header ("GCOL", version 1,
 // three reserved zero bytes, collection size), then objects, each a 16-byte header (index u16,

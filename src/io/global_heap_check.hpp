@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pre-flight check of an HDF5 file's global heap collections ("GCOL" blocks, where HDF5
 // keeps variable-length strings), run before the result reader lets libhdf5 read them.
 // HDF5 1.10 (Debian 12) trusts the object sizes it finds in a collection: a damaged size makes

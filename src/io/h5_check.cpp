@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formats HDF5 failures for SB_H5_CHECK, quoting the innermost message of the error stack.
 // Leaves out the full stack (set HDF5_DEBUG or run without H5QuietErrors to see it).
 #include "io/h5_check.hpp"

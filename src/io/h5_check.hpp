@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HDF5 C API safety: SB_H5_CHECK turns a negative return into sb::Error, H5Handle closes ids
 // by RAII, H5QuietErrors stops HDF5 printing its own error stack. Leaves out MPI-IO (rank 0 writes).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // H5Tcreate and H5Tinsert over a member list.
 #include "io/h5_compound.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compound types of the small record tables (/calibration/<collective>, /calibration/gemm):
 // packed little-endian in the file, the native struct's layout in memory. Leaves out writing
 // and reading the datasets (calibration_table.cpp, gemm_table.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar attribute I/O, creation-order groups and path checks on HDF5 objects.
 // Leaves out error printing: callers hold an H5QuietErrors while they work.
 #include "io/h5_objects.hpp"

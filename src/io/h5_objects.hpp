@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar attributes, groups and links on open HDF5 objects, shared by the results writer and
 // reader. Leaves out datasets and tables (results_file.cpp, results_reader.cpp own those).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RecordTable: cells checked against their columns, packed into records for H5Dwrite.
 #include "io/record_table.hpp"
 

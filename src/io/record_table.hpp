@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A table of records described by its columns: the form in which measured rows (the collective
 // and GEMM sweeps' tables, a benchmark's rows) are handed to HDF5 and to stdout. In a file it is
 // a compound dataset whose fields are the columns in order, packed little-endian, text

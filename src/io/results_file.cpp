@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writer of the schema-1 result file: root attributes, run groups, appendable compound tables.
 // Leaves out SWMR (it forbids new attributes after the run starts); a flush per step suffices.
 #include "io/results_file.hpp"

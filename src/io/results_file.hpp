@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the HDF5 result file (schema version 1, layout in shared/DESIGN.md and
 // results/README.md): one ResultsFile per file, one RunWriter per run. Leaves out reading
 // (results_reader.hpp) and parallel writes: only rank 0 opens the file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attributes to JSON objects, through the reader.
 #include "io/results_json.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A result file as one JSON document (`scalebench inspect --json`): the root's attributes and,
 // per run, its attributes and those of its context, summary, prediction and compression groups,
 // as results/README.md names them. Leaves out the tables (read them with h5py).

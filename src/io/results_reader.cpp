@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reader of schema-1 result files: attribute and column access plus the inspect summary.
 // Leaves out caching: every call opens the file, reads what it needs and closes it.
 #include "io/results_reader.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads schema-1 result files: runs, attributes, table columns, and the text of
 // `scalebench inspect`. Leaves out writing (results_file.hpp) and plotting (analysis/).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-case status from the result files, and the merge through a temporary file and rename.
 #include "jobs/collect.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Merging the per-job result files of a submitted suite into DIR/<suite>.h5, atomically: the
 // runs are copied into a temporary file in DIR, which is renamed over the suite file only when
 // complete, so a reader never sees half a merge. Leaves out the scheduler (a job that has not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Flux: #flux: directives (-N nodes, -n ranks, cores and GPUs per rank, -t minutes, queue,
 // bank for the account, USR1 two minutes before the limit, then the site's own directives),
 // the site's setup and a `flux run` launch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Paths of a submit folder, submitted.yaml, and the writing of configs and scripts.
 #include "jobs/job_folder.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The folder `scalebench submit --out DIR` fills, and its record of what was submitted:
 //   DIR/jobs/<case>.yaml   the case's full config        DIR/jobs/<case>.sh   its job script
 //   DIR/jobs/<case>.out    the job's output (scheduler)  DIR/runs/<case>.h5   its result file

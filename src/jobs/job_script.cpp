@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler dispatch and the parts every writer shares.
 #include "jobs/job_script.hpp"
 

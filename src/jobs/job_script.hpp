@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch scripts for one suite case on Slurm, PBS Pro, LSF and Flux: directives for the job's
 // shape, account/partition/QOS and time, then the site's own directives, setup lines and module
 // loads, then one launch line in which every word is quoted, and what each scheduler does to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job shape and command of one suite case.
 #include "jobs/job_spec.hpp"
 

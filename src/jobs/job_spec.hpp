@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one batch job of a suite needs, independent of the scheduler: its name, its shape
 // (nodes, ranks per node, GPUs and CPUs per rank) from the case's world size and the site's
 // devices per node, the site's account/partition/QOS and time limit, and the exact command

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LSF: #BSUB -n ranks, span[ptile=ranks per node], cores per rank (affinity[core(n)]), wall time in hours:minutes, project (-P,
 // the site's account), queue (-q), GPUs per host, USR1 two minutes before the limit
 // (-wa/-wt), rerunnable (-r) and requeued on the trainer's requeue status (-Q "75"), then the

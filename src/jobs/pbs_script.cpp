@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PBS Pro: one select chunk per node with mpiprocs ranks (ncpus, ompthreads, ngpus), walltime, account
 // (-A) and queue (-q, the site's partition), rerunnable (-r y), then the site's own directives;
 // the site's setup and an mpiexec launch. PBS has no QOS and no signal before the time limit:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // posix_spawnp with two pipes, read to the end with poll().
 #include "jobs/process.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running a scheduler's client (sbatch, squeue, qsub, bsub, flux) without a shell: argv
 // words exactly as given, standard output and error captured, optionally a file on standard
 // input. Leaves out timeouts (the clients answer or fail on their own).

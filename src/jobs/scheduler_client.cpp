@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client command lines and the parsing of their answers, one branch per scheduler.
 #include "jobs/scheduler_client.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Talking to a scheduler through its own command-line clients: submit a script (sbatch,
 // qsub, bsub, flux batch) and read back the job id, and ask a job's state (squeue, then
 // `sacct -c` once Slurm has forgotten it; qstat; bjobs; flux jobs). Leaves out writing the

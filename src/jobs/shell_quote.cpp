@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-quote shell quoting and directive-safe names.
 #include "jobs/shell_quote.hpp"
 

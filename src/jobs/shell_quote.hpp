@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quoting of values that go into generated job scripts: every value taken from a config, a
 // site profile or a path is written as one single-quoted shell word, so nothing in it ($(...),
 // backquotes, quotes, newlines, globs) is ever expanded or executed. Leaves out scheduler

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm: #SBATCH directives (shape, time, account/partition/QOS, GPUs, USR1 two minutes
 // before the time limit so the trainer checkpoints and stops, --requeue, then the site's own
 // directives), the site's setup, and an srun launch that requeues the job when the trainer

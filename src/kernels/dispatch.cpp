@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime selection of a kernel backend.
 #include "core/check.hpp"
 #include "core/tensor.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A log of the kernel calls a model makes, written by StorageKernels as the calls happen: each
 // call's kernel, shape arguments and work (kernels.hpp's estimates beside the declarations),
 // grouped into the pipeline units the model announces. The cost model times a recording,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every compute kernel of scalebench, declared once. Each backend implements the same
 // signatures in its own tree: reference/ (naive loops, templated on float and double, the
 // ground truth), cpu/ (Kokkos OpenMP + OpenBLAS, float), cuda/ (CUDA + cuBLAS, float, device

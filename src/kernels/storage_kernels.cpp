@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The storage-policy kernels: one float kernel call each, its 16-bit operands widened into
 // scratch before and its 16-bit outputs rounded back after (nothing to do for float); with
 // 16-bit S on cuda the GPT's kernels go to the native table instead.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mixed precision's storage policy at the kernel boundary: the kernels a model calls with its
 // activations, weights and activation gradients stored in S (float, bf16 or fp16), while the
 // parameter gradients (fp32 main gradients, as Megatron-LM keeps them), LayerNorm and BatchNorm

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // posix_spawnp and waitpid; the child starts on the CPUs this process started on.
 #include "launch/child_process.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting another program (mpirun for `run` and `calibrate`, the Python report for `report`):
 // argv words exactly as given, no shell, standard streams inherited, waited for. Leaves out
 // capturing output (jobs/process.hpp does that for the scheduler clients).

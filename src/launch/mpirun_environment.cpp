@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // setenv before posix_spawn: the child inherits this process's environment.
 #include "launch/mpirun_environment.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The environment a spawned `mpirun` needs on these machines: root allowed, oversubscription
 // when ranks outnumber cores, no core binding by Open MPI, OpenMP placement per rank count, the
 // progress mode of our stdout. Leaves out starting it (child_process.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Confidence interval and noise flag over a case's repeats.
 #include "measure/repeat_spread.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The spread of a case over its repeats (`repeats: N` in a suite): from each repeat's median
 // step time, their median, mean and a 95% confidence interval of the mean (Student's t), the
 // relative range, and a noise flag when that range exceeds a stated bound. Leaves out running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The round clocks of the measurement harness (see round_clock.hpp).
 #include "measure/round_clock.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the harness clocks a round of calls: this process alone (its steady clock), or every rank
 // of a communicator together (a barrier before, the slowest rank's seconds after). Each may wait
 // for what the calls left in flight (a Kokkos fence, non-blocking requests, a device queue)

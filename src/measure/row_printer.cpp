@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RowPrinter: each cell formatted to its column's width and decimals.
 #include "measure/row_printer.hpp"
 

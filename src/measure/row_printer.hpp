@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measured rows on stdout, the way nccl-tests prints them: a header line of the columns, then
 // each row as soon as it is measured, aligned under it, flushed. The same cells go to HDF5
 // through io::RecordTable. Leaves out what a row measures and the file tables.

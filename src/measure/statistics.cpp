@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Statistics over samples (see statistics.hpp).
 #include "measure/statistics.hpp"
 

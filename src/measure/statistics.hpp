@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Statistics over a measurement's samples (seconds per call, one per round): count, min, median,
 // max, mean and the spread between the rounds. Leaves out taking the samples (timing.hpp).
 #pragma once

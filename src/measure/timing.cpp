@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurement harness's rounds (see timing.hpp).
 #include "measure/timing.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurement harness every timed thing here plugs into (kernels, GEMMs, collectives, the
 // pipeline's ping-pong and stage units, pipeline steps), as nccl-tests' benchmarks plug into
 // its TimeTest: the harness owns the warm-up, the calls per round and the rounds, how a round is

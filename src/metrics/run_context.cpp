@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collects the run context from /proc, /sys, MPI, HDF5, Kokkos and OpenBLAS.
 // Leaves out hardware counters and cache sizes (the calibration records what it measures).
 #include "metrics/run_context.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a measurement ran on (hosts, CPU, libraries, build), stored in /runs/<id>/context so
 // every number carries its context. Leaves out GPU queries (the CUDA back-end adds them).
 #pragma once

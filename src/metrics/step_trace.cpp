@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Chrome-trace events of a training step (see step_trace.hpp).
 #include "metrics/step_trace.hpp"
 

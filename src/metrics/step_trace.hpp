@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Chrome-trace events of one rank's training steps: the step, its compute (or each pipeline
 // micro-batch and the wait for its message), every collective its communicators recorded during
 // it, the optimizer, and evaluations. Leaves out timing the step (train/distributed_step.hpp),

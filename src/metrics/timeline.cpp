@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chrome trace JSON for a rank's timeline (Trace Event Format, complete events).
 #include "metrics/timeline.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rank's timeline of a run (steps, compute, each collective, optimizer, evaluation) and its
 // Chrome trace form (the JSON that chrome://tracing and ui.perfetto.dev open: one process per
 // rank, complete "X" events in microseconds). Leaves out gathering the ranks (the trainer).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AdamW step with global-norm clipping, one kernel call per parameter slice. Leaves out
 // fused multi-tensor kernels: a GPT has 16 slices, so per-slice launches cost nothing here.
 #include "optim/adamw.hpp"

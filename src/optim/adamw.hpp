@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AdamW with global-norm gradient clipping, PyTorch semantics (AdamW + clip_grad_norm_).
 // Leaves out the learning-rate schedule (lr comes each step) and sharded state (ZeRO).
 #pragma once

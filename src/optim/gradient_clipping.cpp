@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Global-norm gradient clipping shared by AdamW and SGD.
 #include "optim/gradient_clipping.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every optimizer does before its update: the global L2 norm of all gradients and
 // clipping to a maximum norm (torch.nn.utils.clip_grad_norm_). Leaves out per-tensor clipping
 // and how the shards of a sharded (ZeRO) optimizer meet: a SquaredNormReducer does that.

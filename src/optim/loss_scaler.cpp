@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scale's backoff and growth.
 #include "optim/loss_scaler.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dynamic loss scaling for fp16 training (PyTorch's GradScaler rules): backward starts from
 // loss·scale so that small gradients survive fp16's 2^-24 floor; a step whose gradients overflow
 // (inf or NaN anywhere) is skipped and the scale multiplied by `backoff`; after `growth_interval`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an optimizer sees of a model: named runs of parameters with their gradients. Leaves
 // out shapes and ownership, so optimizers do not depend on any model.
 #pragma once

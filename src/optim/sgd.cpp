@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD step with optional global-norm clipping, one kernel call per parameter slice. Leaves out
 // fused multi-tensor kernels and Nesterov momentum.
 #include "optim/sgd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD with momentum and weight decay, PyTorch semantics (torch.optim.SGD, dampening 0, no
 // Nesterov), with optional global-norm clipping. Leaves out the schedule and sharded state.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nccl-tests size and bus-bandwidth definitions (see bandwidth.hpp for the table).
 #include "parallel/bandwidth.hpp"
 

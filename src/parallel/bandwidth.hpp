@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The nccl-tests definitions of a collective's size and bandwidths, written once and shared by
 // the communicators' records, `scalebench calibrate` and the cost model. Leaves out timing.
 #pragma once

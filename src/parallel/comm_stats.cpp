@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CommStats: the record list, its window sums and the shared steady clock.
 #include "parallel/comm_stats.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a communicator measured: one record per completed call (collective, bytes, ranks,
 // seconds, algorithm), with the nccl-tests bandwidths, and sums over a window (a step).
 // Leaves out timing of compute, which the trainer's timeline owns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The back-end-independent parts of communicator.hpp: data types and Request's lifetime rules.
 #include "parallel/communicator.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives and point-to-point messages every strategy uses, behind one interface so the
 // MPI (CPU) and NCCL (GPU) implementations are interchangeable. Every call is timed and counted
 // in the communicator's CommStats (bytes, seconds, algorithm, algbw/busbw). Leaves out the

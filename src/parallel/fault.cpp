@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The failure channel (a private duplicate of MPI_COMM_WORLD), the termination-signal flag and
 // the report-then-abort path described in fault.hpp.
 #include "parallel/fault.hpp"

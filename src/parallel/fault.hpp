@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How one rank's failure ends the whole MPI job within seconds instead of hanging the others in
 // a collective. Leaves out writing the failure into the result file (the trainer does that when
 // it catches RankFailure) and checkpoint/restart.

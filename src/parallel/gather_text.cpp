@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gather_text over point-to-point messages: the length first, then the bytes.
 #include "parallel/gather_text.hpp"
 

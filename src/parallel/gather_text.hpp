@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collects one string from every rank on a root rank (traces, error reports, per-rank rows
 // serialised as text). Leaves out anything that must scale: it is for end-of-run data.
 #pragma once

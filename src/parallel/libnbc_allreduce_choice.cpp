@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sets Open MPI libnbc's iallreduce algorithm through MPI_T (see libnbc_allreduce_choice.hpp).
 #include "parallel/libnbc_allreduce_choice.hpp"
 

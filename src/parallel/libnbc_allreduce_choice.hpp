@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which algorithm Open MPI's libnbc uses for the next in-place MPI_Iallreduce. Internal to the
 // MPI communicator. Leaves out every other collective (their defaults measured within 10% of
 // the blocking calls here) and every MPI other than Open MPI (then this does nothing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message of an MPI failure: MPI's own error string plus where it happened.
 #include "parallel/mpi_check.hpp"
 

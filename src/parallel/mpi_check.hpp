@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SB_MPI_CHECK: an MPI call's error code becomes sb::Error naming the call, file:line, rank and
 // host. Leaves out the error handler choice (communicators set MPI_ERRORS_RETURN so codes reach it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI implementation of Communicator: every call is an MPI_I* call; blocking forms wait on
 // it by polling MPI_Test, checking the fault channel and termination flag about once a
 // millisecond, so another rank's failure ends the wait (fault.hpp). Leaves out NCCL and the

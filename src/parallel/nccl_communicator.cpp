@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL implementation of Communicator (nccl_communicator.hpp): device buffers through NCCL
 // on one stream of its own, host buffers through the wrapped MPI communicator, every call
 // recorded in this communicator's CommStats. Waits poll the stream, NCCL's asynchronous error

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Communicator interface (communicator.hpp) for one rank per GPU: buffers in device memory
 // travel through NCCL on the rank's current CUDA device, host buffers (losses, counters,
 // checkpoint pieces, the trainer's bookkeeping) through the MPI communicator it wraps, so every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGrid: coordinates from the world rank and one MPI_Comm_split per axis.
 #include "parallel/process_grid.hpp"
 

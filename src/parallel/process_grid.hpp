@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dp×tp×pp process grid over a world communicator (Megatron order: tp varies fastest, then
 // dp, then pp) and the three sub-communicators each rank talks through. Leaves out which layers
 // or micro-batches live where (the strategies decide that).

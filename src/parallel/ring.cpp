@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring reduce-scatter / all-gather / all-reduce as a state machine advanced by test().
 #include "parallel/ring.hpp"
 

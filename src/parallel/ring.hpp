@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ring algorithms over a communicator's point-to-point messages: reduce-scatter, all-gather
 // and their sequence, all-reduce (Patarasuk & Yuan; what NCCL runs within a node). Each rank
 // sends n−1 segments of S/n bytes per phase, so an all-reduce sends 2(n−1)/n·S: the bytes are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // YAML → TrainConfig with strict keys and one-sentence errors.
 #include "plan/config.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training case configuration (YAML): parsing with strict keys, defaults, validation and
 // `--set key=value` overrides. Every mistake is one sb::UserError sentence naming the file and
 // key. Leaves out what the keys mean at run time (the trainer) and suites (suite.hpp).

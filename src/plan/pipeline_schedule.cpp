@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPipe, 1F1B and interleaved 1F1B operation lists, their closed-form peak and bubble, and the
 // unit-time simulation that checks them.
 #include "plan/pipeline_schedule.hpp"

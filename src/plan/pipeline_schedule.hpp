@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipeline-parallel schedules as data: for p stages and m micro-batches, the ordered forward and
 // backward operations each stage performs in one training step, with their memory and bubble
 // figures and a unit-time simulation that checks them. Pure: no MPI, no model. Leaves out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resolving a case into its plan: model sizes come from the named or inline config, never
 // from data, so the plan is the same wherever it is made (a rank, predict, plan, a suite).
 #include "plan/run_plan.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A case resolved for a world size: the one description of a run that the trainer runs and
 // the cost model predicts (local batch, micro-batches, pipeline stages by one rule, the
 // micro-batches each stage holds at once, every refusal a config and a world can decide).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the cost model predicted for a run before it started, as the trainer stores it beside
 // the measurement: the attributes of the run's `prediction` group, and the figures the trainer
 // compares with what it measured to add error_step_time_pct and error_memory_pct after the run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Suite expansion: cases × matrix combinations over a base case.
 #include "plan/suite.hpp"
 

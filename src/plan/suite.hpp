@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Benchmark suites (YAML, no code): a `base` case, an optional `matrix` of keys to sweep
 // and an optional `cases` list, expanded into fully validated case configs before anything
 // runs. Leaves out launching the cases (cli/command_run.cpp).

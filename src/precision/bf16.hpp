@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bfloat16 storage: 1 sign, 8 exponent, 7 mantissa bits, the upper half of a binary32 float.
 // float -> bf16 rounds to nearest, ties to even (the bits below bit 16 decide; at exactly half
 // the even upper half wins); ±inf stay ±inf; finite values at or above FLT_MAX's halfway point

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the 16-bit storage types share: the host/device function marker and the bit copy between
 // float and its IEEE-754 binary32 pattern. Leaves out the conversions themselves (bf16.hpp,
 // fp16.hpp) and any compiler floating-point extension (_Float16, __bf16, __half): the types are

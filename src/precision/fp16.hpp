@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE-754 binary16 storage (fp16): 1 sign, 5 exponent, 10 mantissa bits, largest finite 65504,
 // smallest normal 2^-14, smallest subnormal 2^-24.
 // float -> fp16 rounds to nearest, ties to even, in every range: normals; subnormals (the value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU runtime queries behind device_runtime.hpp: CUDA runtime calls in builds with CUDA,
 // answers for "no GPU" elsewhere.
 #include "runtime/device_runtime.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the trainer and the command line ask of the GPU runtime without including CUDA: how many
 // GPUs this process sees, what the current one is, and waiting for its queued work (so that a
 // host timer around a step measures the GPU's work too). Leaves out device choice

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kokkos and OpenBLAS set-up for one process, with the guard against a second set-up.
 // Leaves out thread pinning: OMP_PROC_BIND / OMP_PLACES stay the caller's choice.
 #include "runtime/parallel_runtime.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process-wide parallel runtime: Kokkos (OpenMP host space) and OpenBLAS threads, set up
 // once and torn down once. Leaves out MPI and CUDA, which have their own owners.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gathering every rank's training state into one checkpoint on rank 0, and scattering it back
 // on resume (each rank reads its own part; ZeRO-1 shards re-cut for the current dp size).
 #include "train/checkpoint.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoint and resume for the trainer: what a checkpoint holds (every rank's fp32 parameters,
 // optimizer state over its flat range or ZeRO-1 shard, BatchNorm running statistics, the loss
 // scaler, the step and with it the data position and RNG counters), when it is written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bucketed, overlapped gradient all-reduce and ZeRO-1 sharding over a data-parallel communicator.
 #include "train/data_parallel.hpp"
 

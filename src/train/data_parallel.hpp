@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data-parallel gradient exchange: the bucketed all-reduce that overlaps backward (PyTorch DDP's
 // scheme) and ZeRO-1's reduce-scatter with sharded optimizer slices and a parameter all-gather.
 // Leaves out the data sharding (the tasks take their slice of each global batch) and the

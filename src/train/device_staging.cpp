@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host staging of device tensors through copy_device_bytes (a memcpy on the cpu device).
 #include "train/device_staging.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copies of a task's fp32 tensors between the memory they live in (host, or the GPU on device
 // cuda) and host vectors, for the code that reads or writes them on the host: checkpoints, the
 // non-finite scan, evaluation's logits. The cpu device takes the same calls (a memcpy), so

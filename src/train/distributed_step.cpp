@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A data-parallel training step: exchange set-up once, then forward/backward, exchange, loss,
 // optimizer and (ZeRO-1) parameter all-gather each step.
 #include "train/distributed_step.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One training step on every rank of a data-parallel group: this rank's forward and backward,
 // the gradient exchange (bucketed all-reduce, or ZeRO-1 reduce-scatter), the global loss,
 // clipping and the optimizer, and ZeRO-1's parameter all-gather; timed piece by piece. Leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failures on demand (see failure_injection.hpp).
 #include "train/failure_injection.hpp"
 

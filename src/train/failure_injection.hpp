@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failures on demand, for the tests of failure handling and checkpoint-on-signal. Leaves out
 // handling them (parallel/fault.hpp, train/run_record.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GptModelT<S> behind the PipelineStage interface.
 #include "train/gpt_pipeline_stage.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A GptModelT<S> partition as a pipeline stage: micro-batch i of the step's batch is token and
 // target rows [i·micro, (i+1)·micro), read by the stage that holds the embedding (tokens) and
 // the one that holds the head (targets); forwards and backwards on the model's activation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a task hands its gradients to data parallelism: each gradient range as soon as backward
 // has finished it, then the end of backward. Leaves out how they travel (data_parallel.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet on labelled images: per-epoch shuffled batches, gradient accumulation over
 // micro-batches, test-set and training-subset evaluation with BatchNorm in eval mode; under
 // pipeline parallelism one stage driven by the pipeline executor.

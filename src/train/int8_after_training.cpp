@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // int8 post-training quantisation at the end of a run (see int8_after_training.hpp).
 #include "train/int8_after_training.hpp"
 

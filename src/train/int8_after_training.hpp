@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // compress.quantize: int8 after the last step: rank 0 quantises its trained model, records the
 // figures in /runs/<id>/compression and says them on the progress line. Leaves out the
 // quantisation itself (compress/post_training_quantization.hpp, the task's quantize_int8).

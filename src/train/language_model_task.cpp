@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT reference on a byte-level corpus: seeded training windows, gradient accumulation
 // over micro-batches, held-out and training-split evaluation in nats per byte; under tensor
 // parallelism a shard of every layer, under pipeline parallelism one stage driven by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learning rate per step: linear warm-up, then constant or cosine decay to min_lr.
 // Leaves out step-wise and cyclic schedules.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ranks on one node come from the thread allocation (thread_allocation.hpp); the heaviest
 // rank's prediction stands for each of them, so the host check errs towards letting a run try.
 #include "train/memory_fit.hpp"

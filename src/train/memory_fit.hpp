@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory check before a run allocates: the cost model's per-rank memory by category (the
 // prediction the trainer stores) against what this rank may use (core/memory_limit.hpp), so a
 // batch that cannot fit is refused with the figures instead of failing in the allocator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model-parallel plumbing over the grid's communicators.
 #include "train/model_parallel_plumbing.hpp"
 

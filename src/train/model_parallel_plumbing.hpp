@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every model-parallel task does the same way around its model: the tensor-parallel hooks
 // a model talks through, the loss handed from the last stage to
 // the others, the tied-embedding gradient summed between the first and last stage, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The non-finite check of a training step and the scan that names the first layer at fault.
 #include "train/non_finite_check.hpp"
 

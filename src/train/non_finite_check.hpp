@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stops fp32 training at the first step whose loss or gradient norm is NaN or infinite, naming
 // the step and the first layer where non-finite values appeared. The per-step check costs
 // nothing (the loss, and the gradient norm that clipping computes anyway); only after it fails

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "train/parameter_constraints.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What fine-tuning and pruning hold fixed while a run trains: the starting parameters of
 // finetune.from (another run's checkpoint of the same model), the frozen backbone of
 // finetune.freeze, and the magnitude-pruning mask of prune, computed once from the starting

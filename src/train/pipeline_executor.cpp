@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pipeline executor: the transfer-model ping-pong at construction, then per step the
 // schedule's operations with receives posted ahead, sends in flight and every wait timed.
 #include "train/pipeline_executor.hpp"

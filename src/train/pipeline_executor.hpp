@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs one training step's pipeline schedule on this rank's stage over the pipeline
 // communicator: non-blocking receives of input activations (from stage − 1) and output
 // gradients (from stage + 1) posted ahead, the stage's forward and backward, non-blocking sends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a model stage offers the pipeline executor: forward and backward of one micro-batch in
 // one of its activation slots, with the activation and gradient that cross to the neighbouring
 // stages as byte buffers in the stage's storage type (fp32, or bf16/fp16 under mixed precision:

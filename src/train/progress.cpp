@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Progress line formatting.
 #include "train/progress.hpp"
 

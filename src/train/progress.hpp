@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The progress line of long work on rank 0: step, loss, tokens/s and ETA; redrawn in place
 // (\r\033[K) only on the terminal of a single process, one plain line every N steps otherwise.
 // Leaves out multi-rank aggregation.

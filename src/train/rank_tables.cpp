@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-rank tables of a run (see rank_tables.hpp).
 #include "train/rank_tables.hpp"
 

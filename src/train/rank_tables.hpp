@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-rank tables of a run, gathered once after the last step so that timing never waits on
 // a per-step collective: every rank's timeline rows, their per-rank medians (/runs/<id>/ranks)
 // and every rank's tracked memory (/runs/<id>/memory). Leaves out writing them (rank 0's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResnetModelT<S> behind the PipelineStage interface.
 #include "train/resnet_pipeline_stage.hpp"
 

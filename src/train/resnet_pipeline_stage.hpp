@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A ResnetModelT<S> partition as a pipeline stage: micro-batch i of the step's batch is images
 // and labels [i·micro, (i+1)·micro), read by the stage that holds the stem (images) and the
 // one that holds the head (labels); training-mode forwards and backwards on the model's slots.

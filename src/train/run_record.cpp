@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank 0's record of a training run (see run_record.hpp).
 #include "train/run_record.hpp"
 

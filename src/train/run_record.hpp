@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank 0's record of a training run in its result file: the run's attributes and the prediction
 // before the first step (status "interrupted" until finish), the context, a row per step and
 // per evaluation, and the status a failure leaves. On every other rank a RunRecord holds nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The summary of a run and the prediction's errors (see run_summary.hpp).
 #include "train/run_summary.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a run's steps add up to: this rank's tally of its steps (timeline rows, the
 // data-parallel exchange's figures, the last loss), the summary attributes of /runs/<id>/summary,
 // and the prediction's errors against the measurement. Leaves out gathering the ranks

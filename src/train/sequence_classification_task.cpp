@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT as a sequence classifier on labelled text (SpamAssassin: spam or ham): the byte-level
 // GPT's final hidden states, mean-pooled over each message's real bytes, into a linear head
 // (models/gpt/sequence_classifier_head.hpp); per-epoch shuffled batches of the training

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The thread count's precedence, and the node-wide sums of masks and threads (MPI).
 #include "train/thread_allocation.hpp"
 

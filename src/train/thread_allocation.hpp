@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How many OpenMP/BLAS threads each rank runs, from the case or from what the allocation gives
 // the process, and whether the ranks of a node then ask for more CPUs than they may use.
 // Leaves out starting the threads (runtime/parallel_runtime.hpp) and recording (run_context).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training loop on every rank, read top to bottom: set up this rank's part of the run, open
 // the run's record, then per step: the distributed step, the finiteness check, its record, a
 // checkpoint or stop, progress and evaluation; then quantisation, the per-rank tables, the

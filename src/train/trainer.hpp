@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One training case in the current MPI world (one rank, or any dp × tp × pp grid), measured
 // step by step and written by rank 0 to a scalebench result file, beside the cost model's
 // prediction when the caller made one. Leaves out making the prediction (src/costmodel).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing the task of a config: GPT names and inline descriptions train on text (a language
 // model, or a spam classifier on spam-assassin), ResNet names on images.
 #include "train/training_task.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the training loop needs from a model and its data: one step's forward and backward,
 // evaluation, and the figures the results record. Leaves out the optimizer, timing and
 // result writing, which the loop (trainer.cpp) owns for every task alike.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MPI's world, or on device cuda a GPU per rank and NCCL around MPI.
 #include "train/world_communicator.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The world communicator of a training run on its device: MPI's on device cpu; on device cuda
 // the rank first takes its node-local GPU (before anything is allocated), then MPI's world is
 // wrapped in NCCL (device buffers through NCCL, host buffers through MPI), and the process

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurements behind each claim kind and the tolerance test. Scaling efficiency is
 // throughput per rank of the scaled run over that of the base run, which is T1/(N·TN) for
 // strong scaling and T1/TN for weak scaling alike.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Judging a procurement spec's claims against result files: each claim's measurement read from
 // /calibration tables or /runs/<id>/summary, compared with its tolerance. Leaves out parsing
 // (spec.hpp) and printing the table (cli/command_validate.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run-by-run comparison of two result files.
 #include "validate/run_comparison.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two result files compared run by run (`scalebench compare`): the runs matched by id (a suite's
 // case, or a train run's id), and per figure the change from A to B, the spread the two runs'
 // own step-to-step noise allows, and whether the change is a regression beyond a tolerance (what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of procurement specs: strict keys, one sentence per mistake naming the file and the
 // claim key at fault.
 #include "validate/spec.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The procurement spec of `scalebench validate`: a YAML file of named claims, each a
 // measurement (GEMM TFLOP/s, bus bandwidth, throughput, MFU, scaling efficiency) and a
 // tolerance. Parses and checks the file; leaves out measuring and judging (claims.hpp).

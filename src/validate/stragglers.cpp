@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-rank compute medians against the other ranks of the stage.
 #include "validate/stragglers.hpp"
 

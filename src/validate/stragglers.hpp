@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stragglers of a run: a rank whose compute per step (the timeline's compute_s: its own work
 // before and between its collectives, the time others wait for) exceeds that of the other
 // ranks of its pipeline stage by more than a threshold (20%: ranks of an even run differ by

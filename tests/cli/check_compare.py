@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`scalebench compare` end to end on real runs: the same gpt-tiny case under one run id, trained
 with two threads (A), with one, and with one and its compute slowed by 100% (B, SB_INJECT_FAILURE
 slow100). A file against itself: every figure "same", exit 0. One thread against two: never

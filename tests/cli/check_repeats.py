@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`repeats:` in a suite, read back with h5py: every case runs that many times (a case's own
 `repeats` overriding the suite's), the repeats interleaved across cases (each case's first run
 before any second one: the runs' suite_order), each run carrying its case and repeat, and /repeats/<case> holding the

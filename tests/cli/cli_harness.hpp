@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the scalebench executable in a scratch folder and captures exit code and stderr.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input gives one clear sentence on stderr, exit code 2, and no result file.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input corpus grown by class (tests/bad_inputs/*.tsv): every place a command reads a
 // file gets each input that never ends (input_slots.tsv), every command gets each usage
 // mistake (commands.tsv), and command_cases.tsv holds resource requests beyond the machine

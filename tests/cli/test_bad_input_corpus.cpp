@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input corpus (tests/bad_inputs): every case in cases.tsv runs the real `scalebench
 // train` (or `run`, for suites) on its file and must print one sentence holding the expected
 // text on stderr, exit 2, and leave no result file behind.

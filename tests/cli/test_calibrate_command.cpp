@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench calibrate --out SITE.yaml` end to end on this machine (fp32, one thread, a short
 // timing budget): the profile it writes loads, keeps the base's datasheet figures, carries
 // kernel times and the link's α/β, and a run trained against it is predicted from its kernel

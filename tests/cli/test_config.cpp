@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config parsing, overrides, suite expansion, learning-rate schedule and the SOTU sampler.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fine-tuning and magnitude pruning through `scalebench train`, read back from the HDF5 files:
 // a short resnet-mini run on MNIST writes a checkpoint; runs that start from it keep the mask
 // of prune (2:4 and global unstructured, ranked on the starting weights) through their steps,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT reference's accuracy on real text, through the command users run: gpt-tiny, 300
 // AdamW steps of batch 16 on State of the Union, held-out loss read from the HDF5 file.
 // PyTorch eager on the identical model, data and optimiser reaches 2.43-2.44 nats/char here;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory checked before allocation (train/memory_fit.hpp): the refusal's figures and margin,
 // the host limit this machine reports, and `scalebench train` refusing a batch that cannot fit
 // within seconds, exit 2, no result file.

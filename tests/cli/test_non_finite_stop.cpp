@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp32 training that meets NaN or Inf stops at that step with one sentence naming the first
 // layer where the values appeared; the run is marked failed with that reason in the results
 // file, and the steps before it are kept. fp16 loss scaling's overflowed steps are skipped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What scripts and job logs rely on: `train --out` never replaces a result file unless told
 // (--force, --append), `inspect`, `status` and `run` answer in JSON with --json, and `predict`
 // names the currency of its cost. Leaves out the progress line under mpirun

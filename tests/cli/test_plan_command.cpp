@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench plan` as users and scripts meet it: the acceptance case (GPT-175B on 1024 H100,
 // global batch 1536, sequence 2048) answers in JSON with a ranked list and grouped reasons,
 // quickly; a model too big for every configuration exits 1 with reasons; the human table.

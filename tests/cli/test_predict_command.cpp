@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench predict` as users and scripts meet it: the JSON contract, the human table, an
 // impossible configuration's reason and exit code, and a broken site profile's message.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench train` with strategy.recompute none, selective and full: the tracked memory the
 // HDF5 file records per category equals the prediction made before the run (the cost model lays
 // out the trainer's own slots and recompute scratch), and each mode keeps less than the last.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ResNet reference's accuracy on real images, through the command users run: resnet-mini on
 // MNIST and Fashion-MNIST, test accuracy on the full 10,000-image test sets read from the HDF5
 // file. The acceptance floors are 99.0% within 3 epochs (MNIST) and 90.0% within 5 (Fashion);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT as a spam classifier through `scalebench train`, read back from the HDF5 files: a
 // few steps of gpt-nano on a small labelled SpamAssassin subset record loss and accuracy on the
 // whole held-out test set (1209 messages); fine-tuning from a gpt-nano language-model checkpoint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a user checks to see that a prediction and a run describe the same thing: `train` of
 // gpt2-124m at pp 2 on the cpu (one step, two ranks) records the stages and micro-batch plan
 // that `predict --json` gives for the same config, in the run's attributes and in its stored

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Threads from the allocation, read back from the run's context: under `taskset -c <one CPU>`
 // a run records 1 thread from its affinity mask, and two ranks on that CPU record that they
 // oversubscribe it, in the context and in the run's id; the log mpirun leaves in a file has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench train`, `inspect` and `run` end to end on real SOTU text, checked through the
 // HDF5 file (never stdout): the schema's tables, exact memory accounting, status.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench validate` on a real result file (gpt-nano trained on 1 and 2 ranks for a few
 // steps, plus a 2-rank all-reduce and GEMM calibrate sweep; written by the ctest fixture in
 // CMakeLists.txt, path in $SB_VALIDATE_RESULTS): claims set from the file's own figures pass

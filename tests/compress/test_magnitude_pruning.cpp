@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Magnitude masks on small hand-made matrices: global unstructured prunes exactly the
 // smallest |w| over all matrices together (ties towards the earlier element), 2:4 keeps the two
 // largest of every group of four along a row and leaves matrices whose rows do not divide into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Post-training int8 quantisation of gpt-tiny on real text: brief AdamW training on the State of
 // the Union training split, the four linear layers of every block quantised, activation ranges
 // calibrated on windows from the first half of the held-out split, and the held-out loss of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The int8 layers: BatchNorm folding equals conv + eval BatchNorm; an int8 convolution (im2col +
 // int8 GEMM, strided, padded, non-square) equals the fp32 convolution EXACTLY when inputs and
 // weights lie on their quantisation grids (powers of two, so every product and sum is exact in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Post-training int8 quantisation of resnet-mini on real data: brief SGD training on MNIST
 // (the first 50,000 training images), BatchNorm folded, activation ranges calibrated on 8
 // held-out training batches (images 50,000..), then the full 10,000-image test set through the

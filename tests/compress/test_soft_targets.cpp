@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Knowledge distillation's loss (models/resnet/soft_targets.hpp) against finite differences
 // of its own definition, computed here in double: (1 − α)·CE + α·T²·KL(softmax(t/T) ‖
 // softmax(s/T)), averaged over the batch; a teacher equal to the student adds nothing and

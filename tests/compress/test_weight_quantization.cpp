@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-channel weight quantiser and the activation calibration: the round trip error is at
 // most half a step per element, all-zero channels, saturation at ±127 (never -128), and
 // max-abs calibration. Leaves out the int8 layers (test_quantized_layers.cpp).

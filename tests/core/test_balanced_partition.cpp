@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The min-max contiguous partition against brute force over every split, and its tie rule.
 #include <gtest/gtest.h>
 

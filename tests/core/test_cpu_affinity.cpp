@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPUs a process started with survive libgomp's binding of its main thread, and a program
 // started inside StartAffinityScope gets them all (what `run`, `calibrate` and the CLI tests
 // rely on so that mpirun's ranks do not share the one core the parent's main thread is bound to).

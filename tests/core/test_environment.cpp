@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The environment ctest gives every GoogleTest case (tests/CMakeLists.txt, sb_gtest): all the
 // declared variables arrive, not only the first (gtest_discover_tests splits unescaped lists).
 // Run by hand, outside ctest, none is set and there is nothing to check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where an installed or a build-tree scalebench reads its files from, and what the environment
 // overrides (core/install_paths.hpp).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tracked allocations: charge on construction, release on destruction and move, peaks.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counter-based RNG: known-answer test against the Philox4x32-10 reference vectors and the
 // statistical shape of the normal stream.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core/statistics.hpp: the median the trainer, the result reader and calibrate share.
 #include <gtest/gtest.h>
 

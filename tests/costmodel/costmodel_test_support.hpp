@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builders shared by the cost-model tests: a GPT case in the trainer's config struct and the
 // path of a site profile. Leaves out any expectation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The closed forms against the papers' own numbers and against the model sources the trainer
 // uses (gpt_flops.hpp). Leaves out predict (test_step_prediction.cpp).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel calls the cost model records from the trainer's models (their FLOPs, how stages
 // compose), the kernel-time table, and a prediction from kernel times.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The α-β link fit calibrate writes into site profiles: it reads α and β back from exact
 // one-way times, keeps one-way times one way, resists one slowed round, and names what is
 // missing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model descriptions against the trainer's own counts (parameter counts, FLOPs) and the
 // published sizes of the spec-only models. Leaves out strategies (test_step_prediction.cpp).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Acceptance: Narayanan et al. 2021, Table 1 (Megatron-LM on A100). With the paper's
 // configurations and ONE GEMM efficiency fitted on one row, predicted TFLOP/s per GPU must be
 // within 10% of the paper's on every other row. Leaves out per-row tuning by design.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_search: every candidate respects the grid rules, the feasible ones come fastest first and
 // agree with predict_step, refusals are grouped with an example, and a model too big for the
 // devices yields no feasible candidate but reasons. Leaves out the command line (tests/cli).

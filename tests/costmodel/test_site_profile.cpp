@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every shipped site profile loads, and mistakes in one are one clear sentence. Leaves out the
 // figures' sources (comments in jobs/sites/*.yaml).
 #include <gtest/gtest.h>

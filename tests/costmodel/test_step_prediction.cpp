@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // predict_step: impossible configurations come back with a reason, the step's parts obey the
 // closed forms they are built from, and the JSON carries DESIGN.md's fields. Leaves out the
 // Narayanan acceptance (test_narayanan_table1.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The event simulation of one step against the closed forms it must reproduce: the pipeline
 // bubble (p−1)/(m+p−1) with free messages, the ring all-reduce when the dp reduction is all
 // there is, a fully exposed reduction when no overlap is possible, the activation sets held by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the CUDA kernel tests share: the skip when no GPU is visible, the cuda kernel table,
 // and the op descriptions of tests/kernels run on device copies of their tensors. Leaves out
 // the descriptions and the tolerance table themselves (tests/kernels/op_test_harness.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's dispatch hands out the cuda kernels in a CUDA build; runs without a GPU (it
 // compares function pointers only). Leaves out the kernels themselves (test_cuda_*.cpp).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm() per precision against a double-precision product of the same (rounded) inputs, with
 // the GEMM tolerance table; every heuristic candidate of a plan; autotuning's cache; names and
 // parsing. Leaves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT reference model trained on the GPU: every buffer on the device (cuda back-end), the
 // same tokens and initial weights as the model on the reference back-end in host memory;
 // the loss and every parameter gradient of the first step, then the losses of AdamW steps; in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda int8 inference kernels equal the reference bit for bit: quantisation (rounding ties to
 // even, saturation) and the int8 GEMM with per-channel dequantisation over odd shapes, with and
 // without bias. Skips without a GPU. Leaves out the cpu kernels (tests/kernels).

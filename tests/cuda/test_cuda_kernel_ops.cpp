@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every differentiable kernel pair of the cuda back-end against reference<float>, from the op
 // descriptions the cpu tests use, plus repeatability and contract details. Leaves out
 // finite differences (the reference's own tests) and speed (bench/).

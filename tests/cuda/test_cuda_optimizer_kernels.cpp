@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda kernels without a backward: AdamW, SGD, squared norm, scaling and eval-mode
 // BatchNorm, against reference<float> and known values. Leaves out schedules (src/optim).
 #include <gtest/gtest.h>

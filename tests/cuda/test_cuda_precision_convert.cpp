@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda float <-> bf16/fp16 conversion kernels equal the reference bit for bit (NaN payloads
 // included) on a few million values, and through the cuda table. Skips without a GPU. Leaves
 // out the rounding rules themselves (tests/precision).

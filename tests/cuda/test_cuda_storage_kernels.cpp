@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda back-end's native 16-bit kernels (StorageKernels<S> on Backend::cuda: bf16 and fp16
 // storage, fp32 accumulation) against the reference back-end's StorageKernels<S> on the host
 // (widen, float reference kernel, round), on the same 16-bit inputs, with the per-precision

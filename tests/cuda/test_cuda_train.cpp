@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `scalebench train` on device cuda end to end: gpt-nano on State of the Union for a few steps
 // in fp32 and bf16, read back from the HDF5 file (never stdout) and held to the same run on
 // device cpu: the loss of every step, the held-out evaluation, the tracked bytes per category,

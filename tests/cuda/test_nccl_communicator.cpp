@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL communicator on device buffers: every collective and type against values known on
 // the host, messages between ranks, a non-blocking all-reduce, a split, a host buffer routed to
 // MPI, and the records CommStats keeps. Runs under mpirun, one rank per GPU; without a GPU, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MNIST, Fashion-MNIST and digits loaders on the installed files and on corrupted copies;
 // the per-epoch shuffled batcher.
 #include <gtest/gtest.h>

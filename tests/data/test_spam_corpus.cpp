@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SpamAssassin loader on the installed corpus: split sizes and labels, the subset as a
 // prefix of the fixed training order, the Subject + body encoding, and the refusals for a
 // missing or incomplete folder.

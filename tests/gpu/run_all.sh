@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every CUDA test and benchmark (GEMMs, a GPT training step and its kernels) on a GPU node in one go and
 # writes a summary.
 # Builds first (needs the full toolchain: MPI, HDF5, Kokkos, GoogleTest, Benchmark), or with

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The peer of bench_cuda_gpt_step: the same GPT-2 (tied head, GELU-tanh, pre-LayerNorm, AdamW
 with clipping at 1.0) in PyTorch eager on the same GPU, timed with CUDA events over whole
 steps, in the same two settings: fp32 without TF32 (what our cuda back-end runs), and bf16

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install` of a built tree, used as a user would: the executable run from another
 # folder, with the source tree hidden where the kernel allows it (a private mount namespace,
 # `unshare -m`, as root), so nothing can come from SB_SOURCE_DIR; then `run` (a two-case suite),

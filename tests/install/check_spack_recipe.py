@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The Spack recipe (packaging/spack) against the build it describes, without Spack.
 
 Checks that package.py parses; that its depends_on list is exactly the packages behind the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`scalebench report` end to end: from a real result file (the cli_train_results fixture), one
 HTML file whose seven figures are real PNG images and whose table holds every run; the compression
 and transfer section says it has nothing to show for this unpruned, unquantised run (in the

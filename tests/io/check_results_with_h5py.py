@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks a scalebench result file the way users' scripts read it: h5py and pandas.
 
 Exits non-zero on any mismatch with the schema of shared/DESIGN.md (results/README.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small, fully specified run (attributes and rows) shared by the io tests and the example
 // writer, so every test writes the same schema. Leaves out realistic values: only distinct ones.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoint files: a round trip of attributes and every rank's tensors, partial reads, a
 // refusal of files that are not checkpoints, and the atomic replacement: a writer killed with
 // SIGKILL in the middle of writing leaves the previous checkpoint whole and loadable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SB_H5_CHECK messages and H5Handle ownership.
 // Leaves out the writer and reader (test_results_file.cpp, test_results_reader.cpp).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Record tables (io/record_table.hpp) as a file holds them: the calibration and GEMM tables keep
 // their schema (field names, order, HDF5 types) when written through one column description, a
 // table of any columns reads back cell by cell, and a bad cell is refused before anything is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writer round trip through the reader, the status protocol, appending to existing files,
 // refusals (duplicate run, foreign file) and a writer killed mid-run. Leaves out inspect text.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reader refusals (missing, foreign, wrong object or field) and the inspect summary text.
 // Leaves out the field-by-field round trip (test_results_file.cpp).
 #include <gtest/gtest.h>

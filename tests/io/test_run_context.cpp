@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The run context: every documented key, sensible values without MPI_Init, the UTC format.
 // Leaves out multi-host gathering (needs mpirun; exercised by the trainer's MPI tests).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes a small result file for check_results_with_h5py.py: one finished run with every
 // table and group filled, and one run left interrupted. Leaves out training: rows are made up.
 #include <cstdio>

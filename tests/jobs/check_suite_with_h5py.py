@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks a merged suite file the way users read it (h5py): exactly the expected runs, each
 with status ok, its world size, and a steps table with finite losses.
 usage: check_suite_with_h5py.py FILE --expect RUN=WORLD_SIZE ..."""

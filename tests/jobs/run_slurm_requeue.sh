@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `slurm` ctest of preemption and requeue: starts the local one-node Slurm cluster
 # (jobs/local-slurm), submits tests/jobs/slurm_requeue_suite.yaml with `scalebench submit`,
 # waits until the job has trained some steps, delivers the scheduler's notice the way

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `slurm` ctest of site adaptation: starts the local one-node Slurm cluster
 # (jobs/local-slurm), writes a site profile that is this-machine plus scheduler.setup (two
 # lines, one of them defining a `module` function: this machine has no module command),

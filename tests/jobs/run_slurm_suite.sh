@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `slurm` ctest: starts the local one-node Slurm cluster (jobs/local-slurm), submits
 # tests/jobs/slurm_suite.yaml with `scalebench submit`, polls `scalebench status` until no job
 # is pending or running (timeout), collects, checks the merged file with h5py, and stops the

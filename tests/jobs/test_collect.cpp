@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `collect`'s merge on real result files: every case ok gives the suite file with every run;
 // a missing or failed case leaves it unwritten (an older one untouched) unless partial; no
 // temporary file is left behind. Also submitted.yaml round-trips odd case ids.

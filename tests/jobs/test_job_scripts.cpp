@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job scripts for one suite on Slurm, PBS, LSF and Flux against checked-in golden files, and
 // the shape of a job from its world size. Regenerate the golden files after an intended change
 // with SB_UPDATE_GOLDEN=1 ./test_jobs --gtest_filter='JobScripts.*' and review the diff.

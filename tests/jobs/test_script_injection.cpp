@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // No shell injection through a case name or a path: scripts written for a case named with
 // $(...), backquotes and both kinds of quotes, in a folder whose name holds them too, pass
 // `bash -n` and, run with `echo` as the launcher, print exactly the intended words and

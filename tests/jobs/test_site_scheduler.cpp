@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The optional `scheduler:` keys of a site profile: defaults, values, and one clear sentence
 // for each mistake (unknown key, unknown scheduler, a name that could break a directive, a
 // setup line, module or directive that is not one line).

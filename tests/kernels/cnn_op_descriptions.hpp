@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One description per differentiable convolutional-network kernel pair (conv2d, training-mode
 // BatchNorm2d, ReLU, global average pool). Leaves out eval-mode BatchNorm and SGD (no backward).
 #pragma once

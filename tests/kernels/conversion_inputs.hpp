@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Inputs for the float <-> bf16/fp16 kernel tests (cpu here, cuda in tests/cuda): float bit
 // patterns that hit every rounding regime, then uniformly random bits; 16-bit patterns that
 // cycle through all 65536 values, then random ones. Leaves out expected values: the tests

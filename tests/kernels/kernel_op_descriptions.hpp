@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One description per differentiable kernel pair: tensors, forward/backward calls, awkward
 // sizes and finite-difference sizes. Leaves out adamw and norms (no backward).
 #pragma once

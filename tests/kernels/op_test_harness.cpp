@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tolerance look-up and failure reports of the kernel op tests.
 // Leaves out the op descriptions themselves (kernel_op_descriptions.hpp).
 #include "op_test_harness.hpp"

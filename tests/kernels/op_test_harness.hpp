@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs one op description (ggml test-backend-ops style) against two backends, finite
 // differences or itself, with the one tolerance table. Leaves out timing (bench/).
 #pragma once

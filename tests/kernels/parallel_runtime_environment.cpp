@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One sb::ParallelRuntime with two threads for the whole kernels test binary, as the cpu
 // backend needs. Leaves out thread sweeps: determinism is checked at this one count.
 #include "parallel_runtime_environment.hpp"

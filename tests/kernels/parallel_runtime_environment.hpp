@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Access to the test binary's one ParallelRuntime, for the tests of the runtime itself.
 // Leaves out creating it: the global test environment does that before any test runs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The convolutional-network kernels from their descriptions (cpu vs reference, gradients vs finite
 // differences, repeatability), then contract details. Leaves out SGD (own file) and speed.
 #include <gtest/gtest.h>

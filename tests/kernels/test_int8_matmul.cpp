@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The int8 inference kernels: the cpu quantiser and int8 GEMM equal the reference bit for bit
 // over shapes that are not multiples of the cpu tiles (2 rows × 4 channels, 32-row blocks),
 // with and without bias, at full ±127 range; the reference against hand-computed values; the

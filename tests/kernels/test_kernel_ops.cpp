@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each differentiable kernel from its one description: cpu vs reference<float>, reference<double>
 // vs finite differences, cpu repeatability; proof the checks fail. Leaves out speed (bench/).
 #include <gtest/gtest.h>

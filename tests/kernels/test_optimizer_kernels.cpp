@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // adamw_update against a two-step example worked by hand and cpu against reference;
 // squared_norm and scale_inplace. Leaves out schedules and clipping policy (src/optim).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sb::ParallelRuntime: the thread counts it sets, what it reports, and its refusal to be
 // created twice. Leaves out thread pinning (environment variables set by ctest).
 #include <gtest/gtest.h>

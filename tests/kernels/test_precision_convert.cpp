@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cpu float <-> bf16/fp16 conversion kernels equal the reference bit for bit (NaN payloads
 // included) on a few million values, at lengths that end inside a chunk; the dispatch tables
 // hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).

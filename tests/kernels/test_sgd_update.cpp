@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sgd_update against a two-step example worked by hand and cpu against reference over five
 // steps. Leaves out learning-rate schedules and parameter groups (src/optim).
 #include <gtest/gtest.h>

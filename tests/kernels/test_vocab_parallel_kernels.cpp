@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vocabulary-parallel embedding and cross-entropy: the shards of an uneven split (V = 13 over
 // 3 ranks: 4, 4, 5 rows), combined as the tp group's all-reduces would combine them (max of
 // the row maxima, sums of the partials and of the embedding outputs), against the unsplit

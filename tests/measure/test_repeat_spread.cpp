@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A case's spread over its repeats: the interval, the range and the noise flag.
 #include <gtest/gtest.h>
 

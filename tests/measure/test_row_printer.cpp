@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rows on stdout (measure/row_printer.hpp): each cell to its column's width and decimals,
 // names left and figures right, a short row leaving the last columns out, and the header
 // aligned with the rows under it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurement harness (src/measure/) on a scripted clock: what each round's sample is, that
 // warm-up calls are never timed, that calls take turns round by round in order, the sizing of a
 // measurement from a probe, and the statistics over the rounds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel backends as gtest parameters: readable test names and ctest listings. Leaves out
 // which backends exist (each suite instantiates the ones it runs).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the PyTorch golden file written by models/gpt/make_golden.py (HDF5, float32 and
 // int32 datasets, scalar attributes). Leaves out writing: the file comes from Python only.
 #pragma once

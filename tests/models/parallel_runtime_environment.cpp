@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One sb::ParallelRuntime (Kokkos + OpenBLAS threads) for the whole test binary, as the cpu
 // backend needs. Leaves out thread sweeps: ctest runs with OMP_NUM_THREADS=2.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT-nano against PyTorch (models/gpt/gpt_nano_golden.h5): logits, loss, every gradient,
 // and 10 AdamW steps, on every compiled backend. Leaves out larger configs (no golden file).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT model properties that need no golden file: configs, FLOP formula, tracked bytes,
 // initialisation, batch-shape independence, and AdamW clipping. Leaves out PyTorch parity.
 #include <gtest/gtest.h>

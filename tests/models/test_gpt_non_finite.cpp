@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a non-finite value first appears in the GPT, as the trainer's non-finite check names
 // it (core/finite_scan.hpp over GptModel::forward_values and gradient_values): an infinity
 // written into one weight of block 1 shows first in that block's activation, and a NaN

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPT pipeline stages in one process: 2 stages of gpt-nano and 3 stages of a 4-block variant,
 // chained by hand (each stage's output into the next stage's input, input gradients back, the
 // two halves of the tied wte gradient summed), two micro-batches alive at once in two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPT as a sequence classifier (models/gpt/sequence_classifier_head.hpp on forward_hidden /
 // backward_hidden of gpt.hpp) against central finite differences of its own loss: the
 // directional derivative in every parameter tensor, the GPT's and the head's. Padding past a row's length changes nothing; the loss of a two-class head at the GPT's

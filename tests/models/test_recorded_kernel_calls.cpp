@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel calls the cost model times (costmodel/kernel_calls.hpp, recorded from record-only
 // models) against a recording of real training micro-batches of the same models: gpt-tiny and
 // resnet-mini, tp 1 and 2, pp 1 and 2, fp32 and bf16, call by call. Leaves out the timing of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two hooks data parallelism needs from ResnetModel, without MPI: synchronised BatchNorm
 // (two models in two threads summing through a barrier equal one model on the whole batch) and
 // the gradient-ready callback (ranges tile the gradients, each final when reported).

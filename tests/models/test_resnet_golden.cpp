@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resnet-mini against PyTorch (models/resnet/resnet_mini_golden.h5): logits, loss, every
 // gradient, running statistics, 10 SGD steps and eval logits, on every compiled backend.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet properties that need no golden file: configs, parameter counts, FLOPs, tracked bytes,
 // initialisation, batch-shape independence, BatchNorm modes and SGD. Leaves out PyTorch parity.
 #include <gtest/gtest.h>

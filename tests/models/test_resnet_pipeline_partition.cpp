@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ResNet split into pipeline stages, in one process: the units and their FLOPs, the balanced
 // split and the checked hand split, tracked memory per partition and slot, and stages chained
 // by hand (2 and 3 stages, 2 activation slots, 2 micro-batches forwarded before either

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reads the tables of `scalebench calibrate` the way users' scripts do (h5py, pandas) and
 checks the contract: /calibration/<collective> with the schema's columns, one row per size and
 path, positive bandwidths; with --gemm-sizes, /calibration/gemm: one row per precision and size,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`scalebench train` with dp=2 writes one row per rank into `ranks` and `memory`, the per-step
 compute/comm split, the per-rank per-step `timeline`, the exchange figures, and (--trace) a Chrome trace with both ranks'
 timelines. Reads the HDF5 file and the JSON, never stdout.

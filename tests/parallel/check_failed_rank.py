@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A rank that fails (an exception, or SIGKILL of its process) ends the whole data-parallel job
 within 30 s, and the result file stays readable with status `failed` and the reason.
 

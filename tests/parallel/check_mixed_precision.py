@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`scalebench train` in bf16 and fp16: the same training under data and tensor parallelism, loss
 scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """`scalebench train` under tensor, pipeline and hybrid grids trains the same model as one rank.
 
 Each grid trains 5 steps of the same global batch as a one-rank run and must give the same loss

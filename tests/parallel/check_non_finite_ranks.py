@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """fp32 NaN/Inf on two ranks: every rank stops at the same step with one sentence naming the first
 layer (found by whichever rank holds it), and rank 0's file says `failed` with that reason.
 dp=2 with infinite gradients injected at step 3 (SB_INJECT_OVERFLOW, every rank), and pp=2 with an

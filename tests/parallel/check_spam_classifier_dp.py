@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The GPT spam classifier under data parallelism: `scalebench train` with dp=2 (small gradient
 buckets, so the head's gradient and the GPT's travel in several all-reduces) trains as one rank
 does: the same step losses within float rounding, the same test-set evaluation, and every

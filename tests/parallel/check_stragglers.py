@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Straggler attribution end to end: gpt-nano under dp 2 with rank 1 slowed by 60% from step 2
 on (SB_INJECT_FAILURE=1:2:slow60: it sleeps 60% of its own compute before its first collective,
 as a slower device would), and dp 2 without it. `inspect --json` must name rank 1, and only

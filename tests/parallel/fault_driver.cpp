@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job that fails on purpose, run by mpirun under ctest (the job is aborted, so GoogleTest
 // cannot judge it: ctest matches the verdict line "FAULT TEST PASSED" that rank 0 prints).
 //   fault_driver report : rank 1 calls report_failure_and_abort while rank 0 waits in a

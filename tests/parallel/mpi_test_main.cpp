@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // main() for GoogleTest binaries run through mpirun: MPI and the world communicator around
 // RUN_ALL_TESTS, every rank running the same tests in the same order. Only rank 0 prints
 // passing tests; every rank prints its failures.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kokkos/OpenMP runtime of an MPI test binary: one thread per rank, since the ranks already
 // share (and oversubscribe) the cores. Include it from one file of each test binary: the
 // inline variable registers the environment once. Leaves out MPI itself (mpi_test_main.cpp).

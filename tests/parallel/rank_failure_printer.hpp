@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a rank other than 0 of an MPI GoogleTest binary prints: only its failed assertions,
 // prefixed with its rank (rank 0 keeps GoogleTest's own report). Shared by the MPI test main
 // and the NCCL communicator test.

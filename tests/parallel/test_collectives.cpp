@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective's values through the MPI communicator, blocking and non-blocking, float and
 // double, on counts that are odd, tiny and a few MiB. Values are small integers so float sums
 // are exact and any rank count gives one expected answer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The records every call leaves in CommStats (nccl-tests sizes, ranks, algorithm, bandwidths,
 // window sums, switching off) and the bus-bandwidth formula itself.
 #include <gtest/gtest.h>

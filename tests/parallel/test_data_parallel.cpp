@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Data parallelism trains the model one rank trains: on every rank, 5 steps of dp = world size
 // (bucketed overlapped all-reduce, ZeRO-1) against 5 steps of one rank on the same global batch
 // (computed on each rank alone, through a one-rank communicator). The only difference is the

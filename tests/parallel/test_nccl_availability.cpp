@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the NCCL communicator says on a machine without a GPU (this one, CI): the queries agree
 // with the build, and asking for the communicator is a UserError that says why, not a crash.
 // Leaves out NCCL traffic (tests/cuda/test_nccl_communicator.cpp, on a GPU).

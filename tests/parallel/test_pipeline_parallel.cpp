@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipeline parallelism trains the model one rank trains: resnet-mini split into p = world-size
 // stages (FLOP-balanced), 5 steps of SGD with momentum and weight decay on synthetic 28×28
 // images, each step m = 1, 2, 4 micro-batches of 2 images accumulated, GPipe and 1F1B, against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGrid over every factorisation of the world size (4 ranks: 4×1×1, 2×2×1, 2×1×2, 1×2×2,
 // 1×4×1, 1×1×4): Megatron coordinates and the members of each sub-communicator.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Megatron tensor parallelism trains the model one rank trains: every rank of the job (tp =
 // world size) builds the unsplit GPT (reference, computed alone) and its tp shard from the same
 // seed; both take 5 AdamW steps with gradient clipping (the global norm must be the unsplit

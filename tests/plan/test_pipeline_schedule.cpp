@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPipe and 1F1B operation lists: exact lists for small cases, every forward and backward once
 // in a valid order, the closed-form peak in flight, and a unit-time simulation that completes
 // with exactly the ideal bubble (p − 1)/(m + p − 1).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The trainer and the cost model describe a run with one object from one function: for every
 // case of every shipped suite and for a grid of `plan` candidates from gpt-nano to gpt-1t, the
 // plan the prediction was made from equals plan::resolve_run_plan of the same case, which is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // resolve_run_plan: the micro-batch plan, the stage rules (a list, balanced by FLOPs, even),
 // the micro-batches each stage holds, and each refusal with its kind. Leaves out the trainer
 // and the cost model (test_plan_of_every_case.cpp compares them with it).

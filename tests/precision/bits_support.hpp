@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Float <-> bit pattern helpers for the precision tests. Leaves out the conversions under test.
 #pragma once
 

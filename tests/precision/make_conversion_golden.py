@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # Writes tests/precision/conversion_golden.h5: float32 bit patterns and what PyTorch
 # (.to(torch.bfloat16)) and NumPy (.astype(np.float16)) make of them, the independent reference
 # for precision/bf16.hpp and precision/fp16.hpp (tests/precision/test_conversion_golden.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bf16 (precision/bf16.hpp): every bit pattern round-trips, ties go to even, special values,
 // overflow to inf, float subnormals. Leaves out the comparison with PyTorch
 // (test_conversion_golden.cpp) and the kernels (tests/kernels, tests/cuda).

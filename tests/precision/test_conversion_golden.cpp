@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float -> bf16 and float -> fp16 against an independent reference: tests/precision/
 // conversion_golden.h5, written by make_conversion_golden.py with PyTorch (.to(torch.bfloat16))
 // and NumPy (.astype(np.float16)), both round to nearest even. Every value is compared bit for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp16 (precision/fp16.hpp): every bit pattern converts to the exact float and back, ties go to
 // even in normals, subnormals and at overflow, special values, underflow. Leaves out the
 // comparison with NumPy (test_conversion_golden.cpp) and the kernels (tests/kernels, tests/cuda).

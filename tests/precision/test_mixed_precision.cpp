@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mixed precision below the trainer: the dynamic loss scaler's rules, the optimizer's skipped
 // step (parameters, moments and step count untouched), and the GPT with bf16/fp16 storage
 // against the same GPT in fp32: loss, fp32 main gradients, tracked bytes, a few AdamW steps, and

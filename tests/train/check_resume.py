@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoint and resume through `scalebench train`, read back from the HDF5 files.
 
 Reference run R: trains n steps (its checkpoint at step n holds the weights). Interrupted run I:

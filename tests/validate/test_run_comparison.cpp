@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdicts of compare_runs on figures written by hand: the tolerance, the spread, the
 // direction of each figure, unmatched runs, failed runs and bad input. Real files are compared in
 // tests/cli/check_compare.py.

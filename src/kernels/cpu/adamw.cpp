@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AdamW for one tensor with Kokkos over chunks, the same operation order as the reference
 // (torch.optim.AdamW). Leaves out multi-tensor fusion and amsgrad.
 #include <cmath>

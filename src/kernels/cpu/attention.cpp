@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Causal attention: Kokkos over (batch, head), each head's products as single-threaded sgemm
 // on lower-triangular row blocks. Leaves out flash tiling: the contract stores (T,T) att.
 #include <cblas.h>

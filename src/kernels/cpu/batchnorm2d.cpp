@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchNorm2d with Kokkos over channels: each task owns one channel's reductions over N·HW
 // values (vectorised per row, rows summed in double). Leaves out Welford and fusion with ReLU.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BatchNorm2d split at its per-channel reductions, Kokkos over channels for the sums (rows
 // vectorised, added in double in row order: deterministic) and over (image, channel) rows
 // for the elementwise passes. The ReLU mask and the residual add are fused into the passes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // 2-D convolution (NCHW), Kokkos over images (or groups of small images): convolutions with
 // kernels of at least stride x stride taps as shifted-plane products (conv2d_shifted.hpp, on
 // AVX2 CPUs), the rest (1x1) as im2col + single-threaded OpenBLAS sgemm. Leaves out

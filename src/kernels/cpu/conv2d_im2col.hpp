@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The im2col + OpenBLAS paths of the cpu conv2d on their own, as conv2d_forward/backward take
 // them for 1x1 convolutions (and kernels smaller than the stride) and on CPUs without AVX2:
 // exposed so that tests check them on every CPU. Leaves out the choice of path (conv2d.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Register tiles of the shifted-plane convolution products (see conv2d_shifted.hpp): 4 weight
 // rows × 24 grid columns for the forward-shaped product, 4 output channels × 3 taps for the
 // weight gradient. Leaves out the loops over images and the choice of path (conv2d.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolutions without im2col: images are copied once into planes with their zero padding
 // around them, so tap (kh, kw) of every output position is a plane read at one shift, and the
 // products read K = C·KH·KW shifted views of those planes in place of a patch matrix 9 times

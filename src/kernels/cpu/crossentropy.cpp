@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Softmax + cross-entropy with Kokkos over rows, each row's max, exp-sum and scaling
 // vectorised. Leaves out the mean over rows: the caller weights rows through dlosses.
 #include <cmath>

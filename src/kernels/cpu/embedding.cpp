@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Token + position embedding with Kokkos: forward parallel over tokens, backward parallel
 // over owners of output rows/columns so repeated tokens never race. Leaves out sorting tokens.
 #include "kernels/cpu/host_parallel.hpp"

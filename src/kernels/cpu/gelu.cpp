@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GELU (tanh approximation) with Kokkos over chunks, each chunk one vectorised loop using the
 // branch-free tanh of vector_math.hpp. Leaves out the erf form of GELU.
 #include "kernels/cpu/host_parallel.hpp"

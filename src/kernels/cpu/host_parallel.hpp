@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kokkos host-parallel building blocks shared by the cpu kernels: labelled loops over rows or
 // chunks, per-thread scratch, and the runtime CPU dispatch macro. Leaves out device spaces.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // int8 inference kernels on the host: quantisation over Kokkos chunks, and the int8 GEMM as
 // register tiles of 2 rows × 4 output channels over operands widened to int16 once, so that
 // GCC turns the int32 sums into vpmaddwd (AVX2 clone; baseline clone beside it). Bit-identical

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Leaves out one-pass (Welford) statistics.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fully connected layer on OpenBLAS sgemm (row-major), bias and dbias with Kokkos loops.
 // Leaves out our own GEMM micro-kernels: OpenBLAS threads itself over the whole product.
 #include <cblas.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Squared L2 norm (Kokkos parallel_reduce, double accumulation) and in-place scaling, for
 // gradient clipping. Leaves out the norm over many tensors: callers sum squared norms.
 #include "kernels/cpu/host_parallel.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Global average pooling with Kokkos over (image, channel) rows, each row one vectorised
 // loop. Leaves out windowed pooling (max or average).
 #include "kernels/cpu/host_parallel.hpp"

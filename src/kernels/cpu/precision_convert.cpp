@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float <-> bf16/fp16 conversions with Kokkos over chunks, each chunk one loop over the functions
 // of precision/bf16.hpp and precision/fp16.hpp (integer selects on the bit patterns, which GCC
 // vectorises; built for AVX2 and the baseline). Bit-identical to the reference.

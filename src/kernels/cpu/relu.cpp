@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReLU with Kokkos over chunks, each chunk one vectorised loop; the backward masks with the
 // forward output, so the forward may run in place. Leaves out leaky and clipped variants.
 #include "kernels/cpu/host_parallel.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Residual connection with Kokkos over chunks: memory-bound, so plain vectorised loops.
 // Leaves out fusing the residual into neighbouring kernels.
 #include "kernels/cpu/host_parallel.hpp"

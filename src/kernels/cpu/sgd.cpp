@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SGD with momentum for one tensor with Kokkos over chunks, the same operation order as the
 // reference (torch.optim.SGD, dampening 0). Leaves out Nesterov and multi-tensor fusion.
 #include "kernels/cpu/host_parallel.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Float exp and tanh that GCC vectorises under default (trapping) math flags: straight-line
 // code, no float comparisons. Leaves out NaN guarantees and exactness (exp within ~2 ulp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Vocabulary-parallel embedding and cross-entropy on one rank's shard, Kokkos over rows (see
 // kernels.hpp). Leaves out the all-reduces between the calls, which are the caller's.
 #include <cmath>

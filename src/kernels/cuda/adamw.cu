@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA AdamW for one tensor, the reference's operation order with its scalars formed in
 // double on the host and rounded once to float. Leaves out multi-tensor (fused) launches.
 #include <cmath>

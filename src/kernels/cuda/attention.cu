@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA causal multi-head attention, materialising att (B,NH,T,T) as the reference does, with
 // the four products of each (batch, head) through cuBLAS strided-batched SGEMMs (one call per
 // batch element over its heads; the head stride is hs inside a qkv row) and the causal softmax

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA BatchNorm2d (PyTorch semantics): one block per channel, batch statistics summed in
 // double as the reference; eval mode element-wise. Leaves out Welford, multi-block channels
 // (needed for very large N·HW) and the synchronised (cross-rank) variant.

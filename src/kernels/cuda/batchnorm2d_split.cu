@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA BatchNorm2d split at its per-channel reductions (synchronised BatchNorm sums them across
 // ranks in between): one block per channel for the sums (in double, as the reference), element-
 // wise passes for the rest. Leaves out multi-block channels (very large N·HW) and Welford.

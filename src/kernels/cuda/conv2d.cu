@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA 2-D convolution (NCHW, zero padding), direct: one thread per output element, per
 // weight-gradient element (summed in double, as the reference) and per input-gradient
 // element (gathered, so no atomics). Leaves out implicit GEMM / cuDNN, the fast path for

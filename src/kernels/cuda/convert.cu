@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversions float <-> f16/bf16 on the device, and the uniform fill of benchmark operands.
 // Leaves out vectorised conversion: these run at set-up, outside timed regions.
 #include "kernels/cuda/convert.hpp"

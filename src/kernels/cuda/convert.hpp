@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-side conversion between float and a GEMM storage type (f32, f16, bf16), and a
 // counter-based uniform fill, for GEMM tests and benchmarks. Leaves out stochastic rounding.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA softmax + cross-entropy per row (one block per row, max subtracted, sum in double), and its
 // element-wise backward. Leaves out the fused classifier (logits never materialised) and
 // any check of target range on the device: targets are the caller's contract.

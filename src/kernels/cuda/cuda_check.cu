@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Formatting of CUDA and cuBLAS failures, shared by SB_CUDA_CHECK and SB_CUBLAS_CHECK.
 // Leaves out recovery: a failed CUDA call leaves the context in an unknown state.
 #include "kernels/cuda/cuda_check.hpp"

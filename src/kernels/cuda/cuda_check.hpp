@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Check macros for the CUDA runtime and cuBLAS/cuBLASLt: a failure throws sb::Error naming
 // the call, the error, file:line and host (rank). Leaves out NCCL (its own macro, later).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CudaContext: creation and teardown of the stream, library handles and workspaces, and the
 // per-thread default context. Leaves out device selection policy (always the given device).
 #include "kernels/cuda/cuda_context.hpp"

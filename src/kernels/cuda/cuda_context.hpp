@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state CUDA kernels run against: device, stream, cuBLAS and cuBLASLt handles, the
 // cuBLASLt workspace, a reusable scratch buffer and cached GEMM plans. Leaves out NCCL
 // communicators and multi-device placement (one context per device and thread).

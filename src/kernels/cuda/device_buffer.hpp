@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An owning, move-only array in device memory (cudaMalloc), with host copies for tests.
 // Leaves out pooling and streams: copies are synchronous, for set-up and checks, not steps.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One grid-stride launch of an element-wise device lambda over n elements, on the default
 // context's stream. Leaves out vectorised (16-byte) access, a later optimisation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA token + position embedding. Backward is deterministic without atomics: one thread per
 // column walks the tokens in order. Leaves out llm.c's sorted-bucket backward (faster for
 // large B·T), a later optimisation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA GELU, tanh approximation, element-wise. Leaves out the fast tanh.approx instruction:
 // tanhf keeps the result within a few ulp of the reference.
 #include "kernels/cuda/elementwise.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GemmPlan: cuBLASLt descriptors, heuristic algorithm query (fp32 partial sums only) and
 // launch. Leaves out the choice among the candidates (gemm_autotune.cu).
 #include "kernels/cuda/gemm.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mixed-precision GEMM through cuBLASLt: fp32, tf32, fp16 and bf16 storage, fp32 accumulation,
 // precision chosen at run time; the three operand layouts of a linear layer's forward and
 // backward, an fp32 output for 16-bit inputs (fp32 parameter gradients) and the bias epilogue.

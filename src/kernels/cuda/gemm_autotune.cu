@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gemm() and the choice of its algorithm: the heuristic's candidates timed with CUDA events
 // on the first call of a signature, the fastest cached in the context (policy in gemm.hpp).
 // Leaves out persistence across processes and re-tuning when clocks or co-tenants change.

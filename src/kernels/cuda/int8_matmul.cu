@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA int8 inference kernels: quantisation element-wise, and the int8 GEMM as one thread per
 // output with an int32 sum, bit-identical to the reference. Leaves out DP4A/IMMA tensor-core
 // tiles: quantised inference is measured on the CPU; this keeps the cuda table complete.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda backend as a KernelTable: one function pointer per kernel of kernels.hpp. The
 // engine's dispatch returns it for Backend::cuda; the GPU tests and benchmarks, which link no
 // cpu back-end (no Kokkos, OpenBLAS or MPI on a bare GPU node), take it from here directly.

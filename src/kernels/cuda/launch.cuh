@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch shapes and block-wide reductions shared by the CUDA kernels (device code only).
 // Leaves out cooperative groups and CUB: the sums here are small and must be deterministic.
 #pragma once

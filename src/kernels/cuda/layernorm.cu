@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA LayerNorm over the last dimension: one block per row (two passes, as the reference),
 // weight and bias gradients one thread per column over the rows in order. Leaves out the
 // fused single-pass and vectorised variants.

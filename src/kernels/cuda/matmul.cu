@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA fully connected layer: the two GEMMs through cuBLAS (fp32, no TF32), bias as small
 // kernels. Leaves out fused epilogues and 16-bit storage (storage_matmul.cu: cuBLASLt through
 // gemm.hpp, the bias in the epilogue).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuda back-end's native 16-bit kernels behind NativeStorageKernels<S> (storage_kernels.hpp):
 // templates over S = bf16, fp16, instantiated for both in storage_*.cu; signatures and
 // semantics those of StorageKernels' members of the same names (device pointers, the default

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA squared L2 norm (double accumulation, fixed two-stage tree: repeatable bit for bit)
 // and in-place scaling. Leaves out the multi-tensor norm over all gradients at once.
 #include "kernels/cuda/elementwise.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA global average pooling over the spatial positions of every (image, channel).
 // Leaves out windowed pooling.
 #include "kernels/cuda/elementwise.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA float <-> bf16/fp16 conversions: grid-stride loops over the same host/device functions as
 // the reference (precision/bf16.hpp, precision/fp16.hpp), so the three back-ends agree bit for bit
 // (NaN payloads included). Leaves out the __float2bfloat16_rn/__float2half_rn intrinsics (used

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA ReLU; backward masks with the forward output, as the reference (in-place forward).
 // Leaves out leaky and clipped variants.
 #include "kernels/cuda/elementwise.cuh"

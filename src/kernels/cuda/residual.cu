@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA residual connection: element-wise sum and its gradient fan-out.
 // Leaves out fusion with the neighbouring LayerNorm (a later optimisation).
 #include "kernels/cuda/elementwise.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA SGD with momentum for one tensor (PyTorch order, dampening 0).
 // Leaves out Nesterov and multi-tensor launches.
 #include "kernels/cuda/elementwise.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit causal attention, llm.c's layout: q, k, v permuted out of qkv (B,T,3,NH,hs)
 // into (B,NH,T,hs) so that each product is cublasGemmStridedBatchedEx over all B·NH heads,
 // 16-bit operands on tensor cores, fp32 accumulation (CUBLAS_COMPUTE_32F), one call per block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Column sums of a (N,C) 16-bit tensor into fp32 (+=), for bias and LayerNorm parameter
 // gradients: blocks of 32 columns × 8 row lanes each sum one slice of the rows, the slices'
 // partial sums go to the context's scratch, and one thread per column adds them in slice order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit softmax + cross-entropy: one block per row, max and exponentials in float, the
 // row sum in double across threads (as the fp32 kernel: at V = 50304 one float sum drops terms;
 // float within a thread's ~200 terms), probabilities rounded once, 16-byte accesses where V % 8 == 0; the backward

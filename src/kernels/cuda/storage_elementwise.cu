@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit GELU and residual kernels: float math on widened values, one rounding per
 // stored result, 16-byte (8-value) loads and stores where every pointer allows them. Leaves out
 // fusion with the neighbouring GEMM epilogue (cuBLASLt's GELU_AUX) and the fast tanh instruction.

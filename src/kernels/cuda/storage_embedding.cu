@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit token + position embedding. Backward into fp32 without atomics: the tokens are
 // sorted stably (CUB radix sort of (token, position) pairs, so equal tokens keep their order),
 // and one block per distinct token adds its rows in position order — the reference's order, in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NativeStorageKernels<bf16> and <fp16> of the cuda back-end: the table StorageKernels<S> calls
 // for the GPT's kernels on Backend::cuda. Leaves out float (StorageKernels<float> calls the
 // float KernelTable directly).

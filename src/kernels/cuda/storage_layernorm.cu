@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit LayerNorm: one block per row, statistics and arithmetic in float on widened
 // values (two passes over the row, as the reference; 16-byte accesses where C % 8 == 0), one
 // rounding per stored value; weight

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Native 16-bit fully connected layer: the three GEMMs through cuBLASLt (gemm.hpp: autotuned,
 // cached plans) with 16-bit operands on tensor cores and fp32 accumulation; the bias in the
 // forward GEMM's epilogue, the weight gradient written in fp32 by the GEMM itself (A/B 16-bit,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device types behind the project's 16-bit storage structs (sb::bf16, sb::fp16: the same
 // two bytes), their float conversions and 16-byte vector access, for the native 16-bit kernels
 // (storage_*.cu). Leaves out fp8 and stochastic rounding.

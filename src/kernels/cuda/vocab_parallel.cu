@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA vocabulary-parallel embedding and cross-entropy on one rank's shard (see kernels.hpp):
 // element-wise lambdas, and one block per row for the row reductions (sums in double). Leaves
 // out the all-reduces between the calls, which are the caller's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference AdamW for one tensor, in the operation order of torch.optim.AdamW (single tensor).
 // Leaves out threading, amsgrad, maximize and fused multi-tensor variants.
 #include <cmath>

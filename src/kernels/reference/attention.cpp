@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference causal multi-head self-attention, one (batch, position, head) row at a time.
 // Leaves out threading, BLAS and flash-style tiling; backward uses one local row buffer.
 #include <algorithm>

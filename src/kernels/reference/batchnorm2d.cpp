@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference BatchNorm2d (PyTorch semantics): per-channel batch statistics over (N, HW) summed in
 // double, running statistics with the unbiased variance. Leaves out threading and Welford.
 #include <cmath>

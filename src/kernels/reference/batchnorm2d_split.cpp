@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference BatchNorm2d split at its per-channel reductions (synchronised BatchNorm sums them
 // across ranks in between): plain loops, sums in double. Leaves out threading.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference 2-D convolution (NCHW, zero padding): the direct loops over every output and tap,
 // the ground truth for the im2col + sgemm version. Leaves out dilation, groups and threading.
 #include "core/check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference softmax + cross-entropy per row, numerically stable (row max subtracted).
 // Leaves out threading and the mean over rows: the caller weights rows through dlosses.
 #include <algorithm>

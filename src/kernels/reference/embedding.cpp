@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference token + position embedding: one row copy per token, the ground truth.
 // Leaves out threading and any de-duplication of repeated tokens in backward.
 #include "kernels/kernels.hpp"

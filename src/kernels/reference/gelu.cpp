@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference GELU, tanh approximation (as GPT-2 and PyTorch approximate="tanh").
 // Leaves out threading and fast tanh approximations: std::tanh is the ground truth.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference int8 inference kernels: per-tensor symmetric quantisation and the int8 × int8 →
 // int32 product dequantised to float, as plain loops; the ground truth the cpu and cuda
 // kernels must match bit for bit. Leaves out blocking, widening and threading.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference LayerNorm over the last dimension (PyTorch semantics: biased variance, eps 1e-5).
 // Leaves out threading and fused variance tricks: two plain passes per row.
 #include <cmath>

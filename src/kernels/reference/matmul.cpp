@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference fully connected layer: the triple loop, the ground truth for the BLAS version.
 // Leaves out blocking, threading and BLAS on purpose.
 #include "kernels/kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference squared L2 norm (for gradient clipping) and in-place scaling.
 // Leaves out threading; the sum runs left to right in double.
 #include "kernels/kernels.hpp"

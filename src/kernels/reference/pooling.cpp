@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference global average pooling over the spatial positions of every (image, channel).
 // Leaves out windowed pooling (max or average) and threading.
 #include "kernels/kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference float <-> bf16/fp16 conversions: one scalar loop over the functions of
 // precision/bf16.hpp and precision/fp16.hpp, the ground truth of the cpu and cuda kernels.
 // Leaves out threading and vectorisation.

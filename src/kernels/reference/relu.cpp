@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference ReLU; the backward masks with the forward OUTPUT, so the forward may run in place.
 // Leaves out threading and leaky or clipped variants.
 #include "kernels/kernels.hpp"

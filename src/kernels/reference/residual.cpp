@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference residual connection: elementwise sum and its gradient fan-out.
 // Leaves out threading and in-place variants.
 #include "kernels/kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference SGD with momentum for one tensor, in the operation order of torch.optim.SGD
 // (single tensor, dampening 0). Leaves out Nesterov, dampening, maximize and threading.
 #include "core/check.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference vocabulary-parallel embedding and cross-entropy (Megatron tensor parallelism): each
 // kernel works on one rank's vocabulary shard; the all-reduces between them are the caller's.
 // Leaves out threading and communication.

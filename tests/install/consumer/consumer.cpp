@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resolves a two-stage pipeline case with the installed scalebench and prints its plan: what a
 // tool built on the library (a site's planner, a sweep generator) would call.
 #include <cstdio>

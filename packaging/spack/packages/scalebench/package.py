@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Spack recipe for scalebench (a repository of one package: `spack repo add packaging/spack`).
 # Its dependency list mirrors the find_package calls of CMakeLists.txt, tests/ and bench/; CI
 # checks that (tests/install/check_spack_recipe.py), since Spack itself is not installed there.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 #flux: --job-name=golden.dp8-tp2
 #flux: -N 2
 #flux: -n 16

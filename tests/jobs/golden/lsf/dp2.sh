@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 #BSUB -J golden.dp2
 #BSUB -n 2
 #BSUB -R "span[ptile=2]"

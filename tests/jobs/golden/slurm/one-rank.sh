@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 #SBATCH --job-name=golden.one-rank
 #SBATCH --nodes=1
 #SBATCH --ntasks=1
