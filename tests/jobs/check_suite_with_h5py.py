@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Checks a merged suite file the way users read it (h5py): exactly the expected runs, each
-with status ok, its world size, and a steps table with finite losses.
+with status ok, its world size, a steps table with finite losses, and the threads its context
+recorded equal to the case's `threads` (the job script's --cpus-per-task and OMP_NUM_THREADS
+reached the trainer through the scheduler).
 usage: check_suite_with_h5py.py FILE --expect RUN=WORLD_SIZE ..."""
 import argparse
 import math
 import sys
 
 import h5py
+import yaml
 
 
 def text(value):
@@ -31,6 +34,11 @@ def main():
                 problems.append(f"{run}: status {status}: {text(group.attrs.get('error', ''))}")
             if run in expected and int(group.attrs["world_size"]) != expected[run]:
                 problems.append(f"{run}: world_size {int(group.attrs['world_size'])}, expected {expected[run]}")
+            wanted_threads = yaml.safe_load(text(group.attrs["config_yaml"])).get("threads")
+            threads = int(group["context"].attrs["threads"])
+            if wanted_threads is not None and threads != int(wanted_threads):
+                problems.append(f"{run}: context threads {threads}, the case asks {wanted_threads} "
+                                f"(threads_source {text(group['context'].attrs.get('threads_source', '?'))})")
             losses = group["steps"]["loss"]
             if len(losses) == 0 or not all(math.isfinite(x) for x in losses):
                 problems.append(f"{run}: steps.loss is empty or not finite")
