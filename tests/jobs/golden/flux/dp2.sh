@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #flux: --job-name=golden.dp2
 #flux: -N 1
 #flux: -n 2

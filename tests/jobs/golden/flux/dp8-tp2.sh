@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #flux: --job-name=golden.dp8-tp2
 #flux: -N 2
 #flux: -n 16

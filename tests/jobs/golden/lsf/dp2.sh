@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #BSUB -J golden.dp2
 #BSUB -n 2
 #BSUB -R "span[ptile=2]"

@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #BSUB -J golden.dp8-tp2
 #BSUB -n 16
 #BSUB -R "span[ptile=8]"

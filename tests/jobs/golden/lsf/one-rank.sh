@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #BSUB -J golden.one-rank
 #BSUB -n 1
 #BSUB -R "span[ptile=1]"

@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #PBS -N golden.dp8-tp2
 #PBS -l select=2:ncpus=64:mpiprocs=8:ompthreads=8:ngpus=8
 #PBS -l place=scatter:excl

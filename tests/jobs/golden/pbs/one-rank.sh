@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #PBS -N golden.one-rank
 #PBS -l select=1:ncpus=8:mpiprocs=1:ompthreads=8:ngpus=1
 #PBS -l place=scatter:excl

@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #PBS -N golden.dp2
 #PBS -l select=1:ncpus=16:mpiprocs=2:ompthreads=8:ngpus=2
 #PBS -l place=scatter:excl

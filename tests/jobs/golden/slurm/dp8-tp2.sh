@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #SBATCH --job-name=golden.dp8-tp2
 #SBATCH --nodes=2
 #SBATCH --ntasks=16

@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #SBATCH --job-name=golden.one-rank
 #SBATCH --nodes=1
 #SBATCH --ntasks=1

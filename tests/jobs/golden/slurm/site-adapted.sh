@@ -1,5 +1,4 @@
 #!/bin/bash
-# SPDX-License-Identifier: Apache-2.0
 #SBATCH --job-name=golden.dp2
 #SBATCH --nodes=1
 #SBATCH --ntasks=2
