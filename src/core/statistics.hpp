@@ -38,4 +38,11 @@ inline double median_absolute_deviation(std::vector<double> values) {
   return median(std::move(values));
 }
 
+// The standard error of the difference of two medians, each over n samples with the given
+// MAD (a normal σ is 1.4826 MAD; a median's standard error sqrt(π/2)·σ/√n).
+inline double median_difference_standard_error(double mad_a, double n_a, double mad_b, double n_b) {
+  constexpr double kMadToSigma = 1.4826, kMedianEfficiency = 1.2533;
+  return kMedianEfficiency * kMadToSigma * std::sqrt(mad_a * mad_a / n_a + mad_b * mad_b / n_b);
+}
+
 }  // namespace sb

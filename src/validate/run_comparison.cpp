@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/check.hpp"
+#include "core/statistics.hpp"
 #include "io/results_reader.hpp"
 
 namespace sb::validate {
@@ -17,18 +18,6 @@ namespace sb::validate {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMadToSigma = 1.4826;       // a normal distribution's σ per MAD
-constexpr double kMedianEfficiency = 1.2533;  // a median's standard error: sqrt(pi/2)·σ/√n
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  const double upper = v[mid];
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2.0;
-}
-
 double number_or_nan(const std::filesystem::path& file, const std::string& object, const std::string& name) {
   if (!io::has_object(file, object)) return kNaN;
   for (const auto& [key, value] : io::read_attributes(file, object))
@@ -49,8 +38,7 @@ RunFigures figures_of(const std::filesystem::path& file, const std::string& id) 
     if (steps.size() > 1) steps.erase(steps.begin());  // the first step pays page faults
     r.timed_steps = static_cast<std::int64_t>(steps.size());
     r.step_s = median(steps);
-    for (double& s : steps) s = std::abs(s - r.step_s);
-    r.step_mad_s = median(steps);
+    r.step_mad_s = median_absolute_deviation(steps);
   }
   const std::string summary = run + "/summary";
   const double tokens = number_or_nan(file, summary, "tokens_per_s");
@@ -118,8 +106,7 @@ double step_spread_pct(const RunFigures& a, const RunFigures& b) {
   if (!(a.step_s > 0) || !std::isfinite(a.step_mad_s) || !std::isfinite(b.step_mad_s)) return 0.0;
   const double na = static_cast<double>(std::max<std::int64_t>(1, a.timed_steps));
   const double nb = static_cast<double>(std::max<std::int64_t>(1, b.timed_steps));
-  return 3.0 * kMedianEfficiency * kMadToSigma *
-         std::sqrt(a.step_mad_s * a.step_mad_s / na + b.step_mad_s * b.step_mad_s / nb) / a.step_s * 100.0;
+  return 3.0 * median_difference_standard_error(a.step_mad_s, na, b.step_mad_s, nb) / a.step_s * 100.0;
 }
 
 }  // namespace

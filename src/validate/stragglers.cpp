@@ -13,9 +13,6 @@ namespace sb::validate {
 
 namespace {
 
-constexpr double kMadToSigma = 1.4826;
-constexpr double kMedianEfficiency = 1.2533;  // a median's standard error: sqrt(pi/2)·σ/√n
-
 struct RankSteps {
   std::vector<double> compute;  // steady steps
   double median_s = 0, mad_s = 0;
@@ -62,9 +59,7 @@ std::vector<Straggler> find_stragglers(const std::filesystem::path& file, const 
     s.excess_pct = (s.compute_s - s.others_s) / s.others_s * 100.0;
     const double n = static_cast<double>(r.compute.size());
     const double others_n = n * static_cast<double>(others.size());  // the others' steps together
-    s.spread_pct = 3.0 * kMedianEfficiency * kMadToSigma *
-                   std::sqrt(r.mad_s * r.mad_s / n + median(others_mad) * median(others_mad) / others_n) / s.others_s *
-                   100.0;
+    s.spread_pct = 3.0 * median_difference_standard_error(r.mad_s, n, median(others_mad), others_n) / s.others_s * 100.0;
     if (s.excess_pct > std::max(threshold_pct, s.spread_pct)) found.push_back(s);
   }
   std::sort(found.begin(), found.end(), [](const Straggler& a, const Straggler& b) { return a.excess_pct > b.excess_pct; });
