@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "core/check.hpp"
 
@@ -49,16 +48,11 @@ double slowdown_to_inject(int rank, std::int64_t step) {
 
 void inject_failure_if_asked(int rank, std::int64_t step) {
   const std::optional<Injection> in = requested_injection();
-  if (!in || in->mode.rfind("slow", 0) == 0) return;
-  const char* spec = std::getenv("SB_INJECT_FAILURE");
-  const int at_rank = in->rank;
-  const long long at_step = in->step;
-  const std::string_view mode = in->mode;
-  if (at_rank != rank || at_step != step) return;
-  if (mode == "kill") std::raise(SIGKILL);
-  if (mode == "usr1") return static_cast<void>(std::raise(SIGUSR1));
-  if (mode == "term") return static_cast<void>(std::raise(SIGTERM));
-  throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", spec, step));
+  if (!in || in->mode.rfind("slow", 0) == 0 || in->rank != rank || in->step != step) return;
+  if (in->mode == "kill") std::raise(SIGKILL);
+  if (in->mode == "usr1") return static_cast<void>(std::raise(SIGUSR1));
+  if (in->mode == "term") return static_cast<void>(std::raise(SIGTERM));
+  throw Error(fmt::format("injected failure (SB_INJECT_FAILURE={}) at step {}", std::getenv("SB_INJECT_FAILURE"), step));
 }
 
 }  // namespace sb::train
