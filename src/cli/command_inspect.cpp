@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `scalebench inspect RESULTS.h5 [--json]`: a human summary of a result file, or its
+// `scalebench inspect RESULTS.h5 [--json] [--straggler-threshold PCT]`: a human summary of a result file, or its
 // attributes as one JSON document (io/results_json.hpp has the keys), with each run's
 // stragglers (validate/stragglers.hpp): a rank computing longer than the rest of its stage.
 #include <fmt/format.h>
@@ -15,30 +15,31 @@ namespace sb::cli {
 
 namespace {
 
-std::string straggler_sentence(const validate::Straggler& s) {
+std::string straggler_sentence(const validate::Straggler& s, double threshold_pct) {
   return fmt::format("rank {} is a straggler: {:.2f} ms of compute per step against {:.2f} ms on the other ranks of "
                      "pipeline stage {} ({:+.0f}%, beyond {:.0f}% and the steps' spread of {:.0f}%, over {} steps)",
                      s.rank, 1e3 * s.compute_s, 1e3 * s.others_s, s.pp_rank, s.excess_pct,
-                     validate::kStragglerThresholdPct, s.spread_pct, s.steps);
+                     threshold_pct, s.spread_pct, s.steps);
 }
 
-std::string stragglers_text(const std::string& path) {
+std::string stragglers_text(const std::string& path, double threshold_pct) {
   std::string text;
   for (const std::string& id : io::list_runs(path))
-    for (const validate::Straggler& s : validate::find_stragglers(path, id))
-      text += fmt::format("run {}: {}\n", id, straggler_sentence(s));
+    for (const validate::Straggler& s : validate::find_stragglers(path, id, threshold_pct))
+      text += fmt::format("run {}: {}\n", id, straggler_sentence(s, threshold_pct));
   return text;
 }
 
 // Each run of inspect's JSON gains "stragglers": [{"rank", "pp_rank", "steps", "compute_s",
-// "others_s", "excess_pct", "spread_pct"}] (empty when none).
-void add_stragglers(nlohmann::json& document, const std::string& path) {
+// "others_s", "excess_pct", "spread_pct"}] (empty when none) and "straggler_threshold_pct".
+void add_stragglers(nlohmann::json& document, const std::string& path, double threshold_pct) {
   for (auto& run : document.at("runs")) {
     nlohmann::json list = nlohmann::json::array();
-    for (const validate::Straggler& s : validate::find_stragglers(path, run.at("id").get<std::string>()))
+    for (const validate::Straggler& s : validate::find_stragglers(path, run.at("id").get<std::string>(), threshold_pct))
       list.push_back({{"rank", s.rank}, {"pp_rank", s.pp_rank}, {"steps", s.steps}, {"compute_s", s.compute_s},
                       {"others_s", s.others_s}, {"excess_pct", s.excess_pct}, {"spread_pct", s.spread_pct}});
     run["stragglers"] = list;
+    run["straggler_threshold_pct"] = threshold_pct;
   }
 }
 
@@ -47,17 +48,23 @@ void add_stragglers(nlohmann::json& document, const std::string& path) {
 std::function<int()> add_inspect_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto threshold_pct = std::make_shared<double>(validate::kStragglerThresholdPct);
   CLI::App* cmd = app.add_subcommand("inspect", "print a human summary of a result file");
   cmd->add_option("file", *path, "result file (HDF5)")->required();
   cmd->add_flag("--json", *json, "print every run's attributes, context, summary, prediction and stragglers as JSON");
-  return [path, json]() {
+  cmd->add_option("--straggler-threshold", *threshold_pct,
+                  "name a rank a straggler when its median compute per step exceeds its stage's other ranks' by more "
+                  "than this many percent (and the steps' spread)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->default_val(validate::kStragglerThresholdPct);
+  return [path, json, threshold_pct]() {
     if (*json) {
       nlohmann::json document = io::results_json(*path);
-      add_stragglers(document, *path);
+      add_stragglers(document, *path, *threshold_pct);
       std::puts(document.dump(2).c_str());
     } else {
       std::fputs(io::summarize_results(*path).c_str(), stdout);
-      std::fputs(stragglers_text(*path).c_str(), stdout);
+      std::fputs(stragglers_text(*path, *threshold_pct).c_str(), stdout);
     }
     return 0;
   };

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Stragglers of a run: a rank whose compute per step (the timeline's compute_s: its own work
 // before and between its collectives, the time others wait for) exceeds that of the other
-// ranks of its pipeline stage by more than a threshold (20%: ranks of an even run differ by
-// 10% on a shared two-core machine) and more than the steps' own spread.
+// ranks of its pipeline stage by more than a threshold (20% by default, `inspect
+// --straggler-threshold` sets it: ranks of an even run differ by 10% on a quiet machine with a
+// core per rank, but have been seen 36% apart on a shared two-core CI machine) and more than
+// the steps' own spread.
 // Read from /runs/<id>/timeline and /ranks. Leaves out printing (cli/command_inspect.cpp).
 #pragma once
 
