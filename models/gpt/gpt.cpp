@@ -67,6 +67,9 @@ void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&
                    ActivationLayout layout = ActivationLayout::slot) {
   const bool scratch = layout == ActivationLayout::recompute_scratch;
   const i64 C = s.C, BT = B * T;
+  // the residual stream's token rows (1/t of them, and cut over tp, under sequence parallelism)
+  const i64 R = s.residual_rows(BT);
+  const bool sp = s.sequence_parallel;
   // layers of a per-block tensor: the stage's in a slot when kept, one in the scratch when dropped
   const auto layers = [&](bool dropped) -> i64 { return scratch ? (dropped ? 1 : 0) : (dropped ? 0 : s.L); };
   const i64 L = layers(drops_block_internals(s.recompute));
@@ -74,29 +77,31 @@ void for_each_view(ActivationTensorsT<S>& a, const GptShard& s, i64 B, i64 T, F&
   const i64 Lout = scratch ? 0 : s.L;  // block outputs: always kept (the next block's input)
   const i64 E = scratch ? 0 : 1;
   const i64 H = s.head && !scratch ? 1 : 0;
-  f(a.encoded, E * BT * C, false);
-  f(a.ln1, L * BT * C, false);
-  f(a.ln1_mean, L * BT, false);
-  f(a.ln1_rstd, L * BT, false);
+  const i64 G = scratch && sp ? 1 : 0;  // the gathered rows: one block's, in the scratch
+  f(a.encoded, E * R * C, sp);
+  f(a.ln1, L * R * C, sp);
+  f(a.ln1_mean, L * R, sp);
+  f(a.ln1_rstd, L * R, sp);
   f(a.qkv, L * BT * 3 * s.C_tp, true);
   f(a.att, La * B * s.NH_tp * T * T, true);
   f(a.atty, L * BT * s.C_tp, true);
-  f(a.attproj, L * BT * C, false);
-  f(a.residual2, L * BT * C, false);
-  f(a.ln2, L * BT * C, false);
-  f(a.ln2_mean, L * BT, false);
-  f(a.ln2_rstd, L * BT, false);
+  f(a.attproj, L * R * C, sp);
+  f(a.residual2, L * R * C, sp);
+  f(a.ln2, L * R * C, sp);
+  f(a.ln2_mean, L * R, sp);
+  f(a.ln2_rstd, L * R, sp);
   f(a.fch, L * BT * s.F_tp, true);
   f(a.fch_gelu, L * BT * s.F_tp, true);
-  f(a.fcproj, L * BT * C, false);
-  f(a.residual3, Lout * BT * C, false);
-  f(a.lnf, H * BT * C, false);
-  f(a.lnf_mean, H * BT, false);
-  f(a.lnf_rstd, H * BT, false);
+  f(a.fcproj, L * R * C, sp);
+  f(a.residual3, Lout * R * C, sp);
+  f(a.lnf, H * R * C, sp);
+  f(a.lnf_mean, H * R, sp);
+  f(a.lnf_rstd, H * R, sp);
   f(a.logits, H * BT * s.V_tp, true);
   f(a.probs, H * BT * s.V_tp, true);
   f(a.losses, H * BT, false);
   f(a.ce_stats, s.tp_size > 1 ? H * 3 * BT : 0, false);
+  f(a.gathered, G * BT * C, false);
 }
 
 // The same for the backward scratch. The per-block tensors come last, from dresidual_in
@@ -105,20 +110,23 @@ template <class S, class F>
 void for_each_view(ActivationGradientsT<S>& g, const GptShard& s, i64 B, i64 T, F&& f,
                    ActivationLayout = ActivationLayout::slot) {
   const i64 C = s.C, BT = B * T, H = s.head ? 1 : 0;
+  const i64 R = s.residual_rows(BT);
+  const bool sp = s.sequence_parallel;
   f(g.dlosses, H * BT, false);
   f(g.dlogits, H * BT * s.V_tp, true);
-  f(g.dlnf, H * BT * C, false);
-  f(g.dresidual_out, BT * C, false);
-  f(g.dresidual_in, BT * C, false);
-  f(g.dln1, BT * C, false);
+  f(g.dlnf, H * R * C, sp);
+  f(g.dresidual_out, R * C, sp);
+  f(g.dresidual_in, R * C, sp);
+  f(g.dln1, R * C, sp);
   f(g.dqkv, BT * 3 * s.C_tp, true);
   f(g.datty, BT * s.C_tp, true);
-  f(g.dattproj, BT * C, false);
-  f(g.dresidual2, BT * C, false);
-  f(g.dln2, BT * C, false);
+  f(g.dattproj, R * C, sp);
+  f(g.dresidual2, R * C, sp);
+  f(g.dln2, R * C, sp);
   f(g.dfch, BT * s.F_tp, true);
   f(g.dfch_gelu, BT * s.F_tp, true);
-  f(g.dfcproj, BT * C, false);
+  f(g.dfcproj, R * C, sp);
+  f(g.dall_rows, sp ? BT * C : 0, false);
 }
 
 // Each view starts at a multiple of 4 bytes, so float statistics after an odd count of 16-bit
@@ -272,13 +280,15 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
                                  "gpt tokens, targets", device_);
   if (const i64 scratch_bytes = recompute_scratch_bytes(); scratch_bytes > 0)
     recompute_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, scratch_bytes,
-                                      "gpt recompute scratch (one block)", device_);
+                                      "gpt one block's scratch (recomputed, gathered rows)", device_);
   acts_grads_memory_ =
       TrackedBuffer(tracker, MemoryCategory::workspace,
                     gpt_shard_activation_gradient_bytes<S>(shard_, batch, seq_len), "gpt activation grads", device_);
-  if (mixed && shard_.tp_size > 1)
-    tp_widened_memory_ = TrackedBuffer(tracker, MemoryCategory::comm, kFloat * batch * seq_len * config_.channels,
+  if (mixed && shard_.tp_size > 1) {
+    const i64 rows = batch * seq_len + (shard_.sequence_parallel ? shard_.residual_rows(batch * seq_len) : 0);
+    tp_widened_memory_ = TrackedBuffer(tracker, MemoryCategory::comm, kFloat * rows * config_.channels,
                                        "gpt tp all-reduce in fp32", device_);
+  }
   point_parameter_views(params_, storage.params, config_, shard_);
   if constexpr (mixed)
     point_parameter_views(master_, storage.master, config_, shard_);
@@ -362,6 +372,40 @@ void GptModelT<S>::tp_all_reduce_sum(S* data, i64 count) {
 }
 
 template <class S>
+const S* GptModelT<S>::tp_all_gather_rows(S* all, const S* mine, i64 BT) {
+  if (!k_.runs_kernels()) return all;
+  const auto bytes = static_cast<std::size_t>(shard_.residual_rows(BT) * shard_.C) * sizeof(S);
+  tp_.all_gather({reinterpret_cast<const std::byte*>(mine), bytes},
+                 {reinterpret_cast<std::byte*>(all), bytes * static_cast<std::size_t>(shard_.tp_size)});
+  return all;
+}
+
+// A 16-bit partial is summed in fp32 (widened, reduce-scattered, this rank's rows rounded once).
+template <class S>
+void GptModelT<S>::tp_reduce_scatter_rows(S* mine, const S* partial, i64 BT) {
+  if (!k_.runs_kernels()) return;
+  const i64 all = BT * shard_.C, n = shard_.residual_rows(BT) * shard_.C;
+  const auto size = [](i64 count) { return static_cast<std::size_t>(count); };
+  if constexpr (std::is_same_v<S, float>) {
+    tp_.reduce_scatter_sum({partial, size(all)}, {mine, size(n)});
+  } else {
+    float* wide = tp_widened_memory_.as<float>();
+    SB_CHECK((all + n) * kFloat <= tp_widened_memory_.bytes(), "gpt: tp reduce-scatter of {} values", all);
+    k_.widen(wide, partial, all);
+    tp_.reduce_scatter_sum({wide, size(all)}, {wide + all, size(n)});
+    k_.narrow(mine, wide + all, n);
+  }
+}
+
+template <class S>
+void GptModelT<S>::sum_partial_rows(S* out, const S* partial, i64 BT) {
+  if (shard_.sequence_parallel)
+    tp_reduce_scatter_rows(out, partial, BT);
+  else
+    tp_all_reduce_sum(out, BT * shard_.C);
+}
+
+template <class S>
 float GptModelT<S>::forward(const std::int32_t* tokens, const std::int32_t* targets, i64 B, i64 T) {
   return forward_stage(0, tokens, nullptr, targets, B, T);
 }
@@ -397,6 +441,7 @@ template <class S>
 typename GptModelT<S>::BlockActivations GptModelT<S>::block_activations(const Slot& slot, i64 l) const {
   const GptShard& s = shard_;
   const i64 B = slot.B, T = slot.T, BT = B * T, C = s.C, Ct = s.C_tp, F = s.F_tp;
+  const i64 R = s.residual_rows(BT);
   const ActivationTensorsT<S>& a = slot.acts;
   const ActivationTensorsT<S>& r = recomputed_;
   const bool internals = drops_block_internals(s.recompute);
@@ -405,20 +450,20 @@ typename GptModelT<S>::BlockActivations GptModelT<S>::block_activations(const Sl
   const auto at = [l](auto* kept, auto* scratch, bool dropped, i64 per_layer) {
     return dropped ? scratch : kept + l * per_layer;
   };
-  return {at(a.ln1, r.ln1, internals, BT * C),
-          at(a.ln1_mean, r.ln1_mean, internals, BT),
-          at(a.ln1_rstd, r.ln1_rstd, internals, BT),
+  return {at(a.ln1, r.ln1, internals, R * C),
+          at(a.ln1_mean, r.ln1_mean, internals, R),
+          at(a.ln1_rstd, r.ln1_rstd, internals, R),
           at(a.qkv, r.qkv, internals, BT * 3 * Ct),
           at(a.att, r.att, probabilities, B * s.NH_tp * T * T),
           at(a.atty, r.atty, internals, BT * Ct),
-          at(a.attproj, r.attproj, internals, BT * C),
-          at(a.residual2, r.residual2, internals, BT * C),
-          at(a.ln2, r.ln2, internals, BT * C),
-          at(a.ln2_mean, r.ln2_mean, internals, BT),
-          at(a.ln2_rstd, r.ln2_rstd, internals, BT),
+          at(a.attproj, r.attproj, internals, R * C),
+          at(a.residual2, r.residual2, internals, R * C),
+          at(a.ln2, r.ln2, internals, R * C),
+          at(a.ln2_mean, r.ln2_mean, internals, R),
+          at(a.ln2_rstd, r.ln2_rstd, internals, R),
           at(a.fch, r.fch, internals, BT * F),
           at(a.fch_gelu, r.fch_gelu, internals, BT * F),
-          at(a.fcproj, r.fcproj, internals, BT * C)};
+          at(a.fcproj, r.fcproj, internals, R * C)};
 }
 
 template <class S>
@@ -443,20 +488,27 @@ void GptModelT<S>::forward_block(i64 l, const BlockActivations& b, const S* resi
   const S* fcprojb = p.fcprojb + l * C;
 
   // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
-  // counts once in the all-reduce), then the sum over the tp group (Megatron's g). A
-  // recomputation makes the same collectives in the same order on every tp rank.
-  k_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, ln1w, ln1b, BT, C);
-  k_.matmul_forward(b.qkv, b.ln1, qkvw, qkvb, BT, C, 3 * Ct);
+  // counts once in the sum), then the sum over the tp group (Megatron's g): all-reduced, or
+  // under sequence parallelism reduce-scattered into this rank's R token rows, whose
+  // LayerNorm output is all-gathered before the next column-parallel linear. A recomputation
+  // makes the same collectives in the same order on every tp rank.
+  const i64 R = s.residual_rows(BT);
+  S* scratch = recomputed_.gathered;  // (B, T, C) under sequence parallelism
+  const auto all_rows = [&](const S* mine) { return s.sequence_parallel ? tp_all_gather_rows(scratch, mine, BT) : mine; };
+  k_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, ln1w, ln1b, R, C);
+  k_.matmul_forward(b.qkv, all_rows(b.ln1), qkvw, qkvb, BT, C, 3 * Ct);
   k_.attention_forward(b.atty, b.att, b.qkv, B, T, Ct, NH);
-  k_.matmul_forward(b.attproj, b.atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
-  tp_all_reduce_sum(b.attproj, BT * C);
-  k_.residual_forward(b.residual2, residual, b.attproj, BT * C);
-  k_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, ln2w, ln2b, BT, C);
-  k_.matmul_forward(b.fch, b.ln2, fcw, fcb, BT, C, F);
+  S* attproj = partial_rows_target(b.attproj, scratch);
+  k_.matmul_forward(attproj, b.atty, attprojw, tp_lead ? attprojb : nullptr, BT, Ct, C);
+  sum_partial_rows(b.attproj, attproj, BT);
+  k_.residual_forward(b.residual2, residual, b.attproj, R * C);
+  k_.layernorm_forward(b.ln2, b.ln2_mean, b.ln2_rstd, b.residual2, ln2w, ln2b, R, C);
+  k_.matmul_forward(b.fch, all_rows(b.ln2), fcw, fcb, BT, C, F);
   k_.gelu_forward(b.fch_gelu, b.fch, BT * F);
-  k_.matmul_forward(b.fcproj, b.fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
-  tp_all_reduce_sum(b.fcproj, BT * C);
-  if (residual_out) k_.residual_forward(residual_out, b.residual2, b.fcproj, BT * C);
+  S* fcproj = partial_rows_target(b.fcproj, scratch);
+  k_.matmul_forward(fcproj, b.fch_gelu, fcprojw, tp_lead ? fcprojb : nullptr, BT, F, C);
+  sum_partial_rows(b.fcproj, fcproj, BT);
+  if (residual_out) k_.residual_forward(residual_out, b.residual2, b.fcproj, R * C);
 }
 
 template <class S>
@@ -470,7 +522,10 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
            s.embedding ? "tokens" : "an input (B, T, C)");
   Slot& slot = slot_at(slot_index);
   const i64 L = s.L, C = s.C, V = config_.vocab, Vr = s.V_tp;
-  const i64 BT = B * T;
+  const i64 BT = B * T, R = s.residual_rows(BT);
+  SB_USER_CHECK(!s.sequence_parallel || BT % s.tp_size == 0,
+                "gpt forward: sequence parallelism splits the micro-batch's {} × {} = {} token rows over tp = {}; "
+                "they do not divide", B, T, BT, s.tp_size);
   const bool read_targets = s.head && targets != nullptr;
   for (i64 i = 0; i < BT; ++i) {
     SB_CHECK(!tokens || !s.embedding || (tokens[i] >= 0 && tokens[i] < V),
@@ -494,27 +549,30 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   const bool tp = s.tp_size > 1;
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
   if (s.embedding) k_.begin_unit("embedding");
+  S* scratch = recomputed_.gathered;  // (B, T, C) under sequence parallelism
   if (!s.embedding) {
-    if (runs) copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    if (runs) copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(R * C) * sizeof(S));
   } else if (!tp) {
     k_.embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
   } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
-    k_.embedding_shard_forward(a.encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
+    S* encoded = partial_rows_target(a.encoded, scratch);
+    k_.embedding_shard_forward(encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
                                 s.vocab_begin, Vr, B, T, C);
-    tp_all_reduce_sum(a.encoded, BT * C);
+    sum_partial_rows(a.encoded, encoded, BT);
   }
   for (i64 l = 0; l < L; ++l) {
     k_.begin_unit("block");
-    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
-    forward_block(l, block_activations(slot, l), residual, a.residual3 + l * BT * C, B, T);
+    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C): (B,T,C) without sp
+    forward_block(l, block_activations(slot, l), residual, a.residual3 + l * R * C, B, T);
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
   k_.begin_unit("head");
-  const S* last_residual = a.residual3 + (L - 1) * BT * C;  // (B,T,C)
-  k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, BT, C);
+  const S* last_residual = a.residual3 + (L - 1) * R * C;  // (R, C)
+  k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, R, C);
   if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
-  k_.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
+  const S* lnf = s.sequence_parallel ? tp_all_gather_rows(scratch, a.lnf, BT) : a.lnf;  // (B,T,C)
+  k_.matmul_forward(a.logits, lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
   if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
   if (!tp) {
@@ -550,7 +608,7 @@ const S* GptModelT<S>::stage_output(i64 slot_index) const {
            "gpt: activation slot {} outside [0, {})", slot_index, shard_.activation_slots);
   const Slot& slot = slots_[static_cast<std::size_t>(slot_index)];
   SB_CHECK(slot.forwarded, "gpt: stage_output of slot {} before its forward", slot_index);
-  return slot.acts.residual3 + (shard_.L - 1) * slot.B * slot.T * shard_.C;
+  return slot.acts.residual3 + (shard_.L - 1) * shard_.residual_rows(slot.B * slot.T) * shard_.C;
 }
 
 template <class S>
@@ -564,6 +622,20 @@ template <class S>
 std::span<float> GptModelT<S>::tied_embedding_gradient() {
   SB_CHECK(shard_.embedding || shard_.head, "gpt: a middle stage holds no wte");
   return {grads_.wte, static_cast<std::size_t>(shard_.V_tp * shard_.C)};
+}
+
+template <class S>
+std::vector<std::span<float>> GptModelT<S>::sequence_parallel_gradients() {
+  if (!shard_.sequence_parallel || !k_.runs_kernels()) return {};
+  const auto span = [](float* g, i64 n) { return std::span<float>(g, static_cast<std::size_t>(n)); };
+  const i64 LC = shard_.L * shard_.C;
+  std::vector<std::span<float>> spans{span(grads_.ln1w, LC), span(grads_.ln1b, LC), span(grads_.ln2w, LC),
+                                      span(grads_.ln2b, LC)};
+  if (shard_.head) {
+    spans.push_back(span(grads_.lnfw, shard_.C));
+    spans.push_back(span(grads_.lnfb, shard_.C));
+  }
+  return spans;
 }
 
 template <class S>
@@ -587,9 +659,10 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   SB_CHECK(slot.forwarded, "gpt backward of slot {} needs its forward first", slot_index);
   SB_CHECK(!s.head || slot.has_targets || dhidden, "gpt backward needs a forward with targets first");
   SB_CHECK(s.head || doutput != nullptr, "gpt backward: a stage without the head needs d(output)");
-  const i64 B = slot.B, T = slot.T, BT = B * T;
+  const i64 B = slot.B, T = slot.T, BT = B * T, R = s.residual_rows(BT);
   const i64 L = s.L, C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, Vr = s.V_tp;
-  const bool tp = s.tp_size > 1;
+  const bool tp = s.tp_size > 1, sp = s.sequence_parallel;
+  SB_CHECK(!sp || !dhidden, "gpt backward: backward_hidden runs the whole model, not a sequence-parallel shard");
   const ParameterTensorsT<S>& p = params_;
   const ParameterTensors& g = grads_;
   const ActivationTensorsT<S>& a = slot.acts;
@@ -605,13 +678,24 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   const auto ready = [&](const float* grad, i64 count) {
     if (gradient_ready_ && count > 0) gradient_ready_(grad - grads_base, count);
   };
+  // Sequence parallel: rows of every tp rank gathered, into the activation scratch (a LayerNorm
+  // output the linear's weight gradient reads) or the gradient one (an output gradient); and
+  // the zeroed rows a column-parallel linear's partial input gradient accumulates into.
+  S* gathered = recomputed_.gathered;  // (B, T, C)
+  const auto activation_rows = [&](const S* mine) { return sp ? tp_all_gather_rows(gathered, mine, BT) : mine; };
+  const auto gradient_rows = [&](const S* mine) { return sp ? tp_all_gather_rows(d.dall_rows, mine, BT) : mine; };
+  const auto partial_input_gradient = [&](S* dinp) {
+    if (!sp) return dinp;
+    k_.zero(d.dall_rows, BT * C * static_cast<i64>(sizeof(S)));
+    return d.dall_rows;
+  };
 
   k_.begin_unit(s.head ? "head" : "boundary");
   k_.zero(d.dlosses, head_bytes);
   if (s.head && dhidden) {  // the caller's head on the hidden states: d(lnf) given
     if (runs) copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
     k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
-                           a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+                           a.residual3 + (L - 1) * R * C, p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
   } else if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
@@ -623,15 +707,16 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
       k_.crossentropy_shard_backward(d.dlogits, a.probs, slot.targets, d.dlosses, s.vocab_begin,
                                       BT, Vr);
     }
-    k_.matmul_backward(d.dlnf, g.wte, nullptr, d.dlogits, a.lnf, p.wte, BT, C, Vr);
-    tp_all_reduce_sum(d.dlnf, BT * C);  // the head is column-parallel over the vocabulary
+    S* dlnf = partial_input_gradient(d.dlnf);
+    k_.matmul_backward(dlnf, g.wte, nullptr, d.dlogits, activation_rows(a.lnf), p.wte, BT, C, Vr);
+    sum_partial_rows(d.dlnf, dlnf, BT);  // the head is column-parallel over the vocabulary
     k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
-                           a.residual3 + (L - 1) * BT * C, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+                           a.residual3 + (L - 1) * R * C, p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
     if (!s.embedding) ready(g.wte, Vr * C);  // the head's copy of the tied weight is final
   } else {
-    if (runs) copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
+    if (runs) copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(R * C) * sizeof(S));
   }
 
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
@@ -639,9 +724,9 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   S* din = d.dresidual_in;
   for (i64 l = L - 1; l >= 0; --l) {
     k_.begin_unit("block");
-    k_.zero(din, BT * C * static_cast<i64>(sizeof(S)));
+    k_.zero(din, R * C * static_cast<i64>(sizeof(S)));
     k_.zero(d.dln1, block_scratch_bytes);
-    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;  // (B,T,C)
+    const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C)
     const S* ln1w = p.ln1w + l * C;
     const S* qkvw = p.qkvw + l * 3 * Ct * C;
     const S* attprojw = p.attprojw + l * C * Ct;
@@ -666,25 +751,28 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     if (drops_block_internals(s.recompute)) forward_block(l, b, residual, nullptr, B, T);
 
     // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))). The output gradient is
-    // replicated over the tp group, so every rank gets the whole (replicated) bias gradient;
-    // the input gradient of the column-parallel fc is a partial sum (Megatron's f).
-    k_.residual_backward(d.dresidual2, d.dfcproj, dout, BT * C);
-    k_.matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, d.dfcproj, b.fch_gelu, fcprojw, BT, F, C);
+    // replicated over the tp group (gathered from the ranks' rows under sequence parallelism),
+    // so every rank gets the whole (replicated) bias gradient; the input gradient of the
+    // column-parallel fc is a partial sum (Megatron's f), all-reduced or reduce-scattered.
+    k_.residual_backward(d.dresidual2, d.dfcproj, dout, R * C);
+    k_.matmul_backward(d.dfch_gelu, dfcprojw, dfcprojb, gradient_rows(d.dfcproj), b.fch_gelu, fcprojw, BT, F, C);
     k_.gelu_backward(d.dfch, b.fch, d.dfch_gelu, BT * F);
-    k_.matmul_backward(d.dln2, dfcw, dfcb, d.dfch, b.ln2, fcw, BT, C, F);
-    tp_all_reduce_sum(d.dln2, BT * C);
+    S* dln2 = partial_input_gradient(d.dln2);
+    k_.matmul_backward(dln2, dfcw, dfcb, d.dfch, activation_rows(b.ln2), fcw, BT, C, F);
+    sum_partial_rows(d.dln2, dln2, BT);
     k_.layernorm_backward(d.dresidual2, dln2w, dln2b, d.dln2, b.residual2, ln2w, b.ln2_mean,
-                           b.ln2_rstd, BT, C);
+                           b.ln2_rstd, R, C);
     // attention: residual2 = residual + attproj(attention(qkv(ln1(residual))))
-    k_.residual_backward(din, d.dattproj, d.dresidual2, BT * C);
-    k_.matmul_backward(d.datty, dattprojw, dattprojb, d.dattproj, b.atty, attprojw, BT, Ct, C);
+    k_.residual_backward(din, d.dattproj, d.dresidual2, R * C);
+    k_.matmul_backward(d.datty, dattprojw, dattprojb, gradient_rows(d.dattproj), b.atty, attprojw, BT, Ct, C);
     // selective: the probabilities again from the kept qkv, into the scratch; atty, read above
     // for the last time, is written again with the values it holds
     if (s.recompute == Recompute::selective) k_.attention_forward(b.atty, b.att, b.qkv, B, T, Ct, NH);
     k_.attention_backward(d.dqkv, d.datty, b.qkv, b.att, B, T, Ct, NH);
-    k_.matmul_backward(d.dln1, dqkvw, dqkvb, d.dqkv, b.ln1, qkvw, BT, C, 3 * Ct);
-    tp_all_reduce_sum(d.dln1, BT * C);
-    k_.layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, b.ln1_mean, b.ln1_rstd, BT, C);
+    S* dln1 = partial_input_gradient(d.dln1);
+    k_.matmul_backward(dln1, dqkvw, dqkvb, d.dqkv, activation_rows(b.ln1), qkvw, BT, C, 3 * Ct);
+    sum_partial_rows(d.dln1, dln1, BT);
+    k_.layernorm_backward(din, dln1w, dln1b, d.dln1, residual, ln1w, b.ln1_mean, b.ln1_rstd, R, C);
     for (const auto& [grad, count] : {std::pair<const float*, i64>{dfcprojw, C * F}, {dfcprojb, C},
                                       {dfcw, F * C}, {dfcb, F}, {dln2w, C}, {dln2b, C},
                                       {dattprojw, C * Ct}, {dattprojb, C}, {dqkvw, 3 * Ct * C},
@@ -701,8 +789,8 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   k_.begin_unit("embedding");
   if (!tp) {
     k_.embedding_backward(g.wte, g.wpe, dout, slot.tokens, B, T, C);
-  } else {  // d(encoded) is replicated: each rank adds its vocabulary rows and the whole dwpe
-    k_.embedding_shard_backward(g.wte, g.wpe, dout, slot.tokens, s.vocab_begin, Vr, B, T, C);
+  } else {  // d(encoded) is replicated (gathered): each rank adds its vocabulary rows and the whole dwpe
+    k_.embedding_shard_backward(g.wte, g.wpe, gradient_rows(dout), slot.tokens, s.vocab_begin, Vr, B, T, C);
   }
   ready(g.wte, Vr * C);
   ready(g.wpe, config_.max_seq_len * C);
@@ -730,7 +818,7 @@ std::vector<NamedValues> GptModelT<S>::forward_values(i64 slot_index) {
   if (slot.B == 0) return values;
   const GptShard& s = shard_;
   const ActivationTensorsT<S>& a = slot.acts;
-  const i64 BT = slot.B * slot.T, C = s.C;
+  const i64 BT = slot.B * slot.T, C = s.C, R = s.residual_rows(BT);
   // tensor (L, per_layer) or, with layer -1, one tensor of `per_layer` values; 16-bit ones skipped
   const auto add = [&](const char* name, const auto* data, i64 per_layer, i64 layer) {
     if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(data)>>, float>) {
@@ -740,31 +828,31 @@ std::vector<NamedValues> GptModelT<S>::forward_values(i64 slot_index) {
                         layer < 0 ? -1 : s.layer_begin + layer, {begin, static_cast<std::size_t>(per_layer)}});
     }
   };
-  if (s.embedding) add("encoded", a.encoded, BT * C, -1);
+  if (s.embedding) add("encoded", a.encoded, R * C, -1);
   // a tensor the recompute mode drops holds no layer in the slot
   const i64 kept = drops_block_internals(s.recompute) ? 0 : 1;
   const i64 kept_att = drops_attention_probabilities(s.recompute) ? 0 : 1;
   for (i64 l = 0; l < s.L; ++l) {
-    add("ln1", a.ln1, kept * BT * C, l);
-    add("ln1_mean", a.ln1_mean, kept * BT, l);
-    add("ln1_rstd", a.ln1_rstd, kept * BT, l);
+    add("ln1", a.ln1, kept * R * C, l);
+    add("ln1_mean", a.ln1_mean, kept * R, l);
+    add("ln1_rstd", a.ln1_rstd, kept * R, l);
     add("qkv", a.qkv, kept * BT * 3 * s.C_tp, l);
     add("att", a.att, kept_att * slot.B * s.NH_tp * slot.T * slot.T, l);
     add("atty", a.atty, kept * BT * s.C_tp, l);
-    add("attproj", a.attproj, kept * BT * C, l);
-    add("residual2", a.residual2, kept * BT * C, l);
-    add("ln2", a.ln2, kept * BT * C, l);
-    add("ln2_mean", a.ln2_mean, kept * BT, l);
-    add("ln2_rstd", a.ln2_rstd, kept * BT, l);
+    add("attproj", a.attproj, kept * R * C, l);
+    add("residual2", a.residual2, kept * R * C, l);
+    add("ln2", a.ln2, kept * R * C, l);
+    add("ln2_mean", a.ln2_mean, kept * R, l);
+    add("ln2_rstd", a.ln2_rstd, kept * R, l);
     add("fch", a.fch, kept * BT * s.F_tp, l);
     add("fch_gelu", a.fch_gelu, kept * BT * s.F_tp, l);
-    add("fcproj", a.fcproj, kept * BT * C, l);
-    add("residual3", a.residual3, BT * C, l);
+    add("fcproj", a.fcproj, kept * R * C, l);
+    add("residual3", a.residual3, R * C, l);
   }
   if (s.head) {
-    add("lnf", a.lnf, BT * C, -1);
-    add("lnf_mean", a.lnf_mean, BT, -1);
-    add("lnf_rstd", a.lnf_rstd, BT, -1);
+    add("lnf", a.lnf, R * C, -1);
+    add("lnf_mean", a.lnf_mean, R, -1);
+    add("lnf_rstd", a.lnf_rstd, R, -1);
     add("logits", a.logits, BT * s.V_tp, -1);
     add("probs", a.probs, BT * s.V_tp, -1);
     if (slot.has_targets) add("losses", a.losses, BT, -1);

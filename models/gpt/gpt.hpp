@@ -114,6 +114,9 @@ struct ActivationTensorsT {
   S* probs;      // (B, T, V)
   float* losses;     // (B, T)
   float* ce_stats;   // (3, B, T)  tp > 1: row max | exp-sum | target logit over the vocabulary
+  // Sequence parallel, in the one-block scratch only: a LayerNorm output gathered over the tp
+  // group, or a row-parallel linear's partial sums before their reduce-scatter.
+  S* gathered;       // (B, T, C)
 };
 using ActivationTensors = ActivationTensorsT<float>;
 
@@ -135,6 +138,9 @@ struct ActivationGradientsT {
   S* dfch;           // (B, T, 4C)
   S* dfch_gelu;      // (B, T, 4C)
   S* dfcproj;        // (B, T, C)
+  // Sequence parallel: an output gradient gathered over the tp group, or a column-parallel
+  // linear's partial input gradient before its reduce-scatter (all B·T rows).
+  S* dall_rows;      // (B, T, C)
 };
 using ActivationGradients = ActivationGradientsT<float>;
 
@@ -245,6 +251,10 @@ class GptModelT {
   // When they are different stages the trainer sums the two (as Megatron) so that both copies
   // of the tied weight take identical updates.
   std::span<float> tied_embedding_gradient();
+  // Under sequence parallelism: the LayerNorm weight and bias gradients (ln1, ln2, lnf), each
+  // tp rank's sum over its own token rows only; the trainer sums them over the tp group once
+  // a step (as Megatron-LM does for its sequence-parallel parameters). Empty without it.
+  std::vector<std::span<float>> sequence_parallel_gradients();
 
   // Called during backward() as soon as a gradient range is final for that call: one layer's
   // slice of each (L, ...) tensor after the layer, lnf after the head, wte and wpe after the
@@ -336,6 +346,16 @@ class GptModelT {
   // backward_stage, and with dhidden backward_hidden (the head stage starts from d(lnf))
   void backward_slot(std::int64_t slot, const S* doutput, const S* dhidden);
   void tp_all_reduce_sum(S* data, std::int64_t count);
+  // Sequence parallelism's collectives over the tp group (no-ops when only recording):
+  // this rank's rows (R = BT/t, C) of every rank into all (BT, C), returned; and the sum of
+  // every rank's partial (BT, C) rows, this rank's R of them into mine.
+  const S* tp_all_gather_rows(S* all, const S* mine, std::int64_t BT);
+  void tp_reduce_scatter_rows(S* mine, const S* partial, std::int64_t BT);
+  // Where a row-parallel linear (or the vocabulary-parallel lookup) writes its partial sums for
+  // out: the scratch under sequence parallelism (then reduce-scattered into out), else out
+  // itself (then all-reduced); sum_partial_rows does the one or the other.
+  S* partial_rows_target(S* out, S* scratch) const { return shard_.sequence_parallel ? scratch : out; }
+  void sum_partial_rows(S* out, const S* partial, std::int64_t BT);
 
   GptConfig config_;
   GptShard shard_;
@@ -353,7 +373,8 @@ class GptModelT {
   TrackedBuffer inputs_memory_;       // activations: tokens and targets, int32 (slots, 2, B, T)
   TrackedBuffer recompute_memory_;    // activations: one block's recomputed tensors, all slots'
   TrackedBuffer acts_grads_memory_;   // workspace
-  TrackedBuffer tp_widened_memory_;   // comm: a 16-bit tp all-reduce's float copy (B, T, C)
+  TrackedBuffer tp_widened_memory_;   // comm: a 16-bit tp all-reduce's float copy (B, T, C),
+                                      // and under sequence parallelism its scattered rows
   ParameterTensorsT<S> params_{};
   ParameterTensors master_{};  // params_ itself in fp32
   ParameterTensors grads_{};

@@ -17,6 +17,9 @@ GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& p) {
   SB_USER_CHECK(p.tp.size == 1 || (p.tp.all_reduce_sum && p.tp.all_reduce_max),
                 "gpt '{}': tensor parallelism tp = {} needs the tp group's all-reduce hooks",
                 config.name, p.tp.size);
+  SB_USER_CHECK(!p.sequence_parallel || (p.tp.size > 1 && p.tp.reduce_scatter_sum && p.tp.all_gather),
+                "gpt '{}': sequence parallelism splits the tensor-parallel group's token rows; it needs tp > 1 "
+                "(got {}) and the group's reduce-scatter and all-gather hooks", config.name, p.tp.size);
   return gpt_shard_shape(config, p);
 }
 
@@ -58,6 +61,7 @@ GptShard gpt_shard_shape(const GptConfig& config, const GptPartition& p) {
   s.head = p.head;
   s.activation_slots = p.activation_slots;
   s.recompute = p.recompute;
+  s.sequence_parallel = p.sequence_parallel && s.tp_size > 1;
   return s;
 }
 

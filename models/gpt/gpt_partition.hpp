@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -18,12 +19,16 @@
 
 namespace sb::gpt {
 
-// The tensor-parallel group seen by a model: rank, size and in-place collectives (MPI-free).
-// With size > 1 both hooks are required.
+// The tensor-parallel group seen by a model: rank, size and collectives (MPI-free). With size
+// > 1 the two all-reduces are required; sequence parallelism also needs the last two.
 struct TensorParallelGroup {
   int rank = 0, size = 1;
   std::function<void(std::span<float>)> all_reduce_sum;  // in place over the tp group
   std::function<void(std::span<float>)> all_reduce_max;
+  // send (size · n) summed over the group, this rank's n of it (block rank) into recv (n)
+  std::function<void(std::span<const float> send, std::span<float> recv)> reduce_scatter_sum;
+  // every rank's send (n bytes) into recv (size · n), in rank order
+  std::function<void(std::span<const std::byte> send, std::span<std::byte> recv)> all_gather;
 };
 
 // Which part of the GPT this rank holds.
@@ -37,6 +42,11 @@ struct GptPartition {
   // attention probabilities, full all of a block but its output; the dropped tensors of one block
   // live in one scratch shared by the slots and are recomputed there in the backward.
   Recompute recompute = Recompute::none;
+  // Megatron-LM's sequence parallelism (Korthikanti et al. 2022), with tp > 1: the LayerNorm and
+  // residual regions hold 1/t of the (B·T) token rows, rank r rows [r·BT/t, (r+1)·BT/t); an
+  // all-gather before each column-parallel linear and a reduce-scatter after each row-parallel
+  // one replace the all-reduces.
+  bool sequence_parallel = false;
 };
 
 // A partition resolved against a config: every local size, checked (UserError on a tp size
@@ -55,6 +65,9 @@ struct GptShard {
   bool embedding = true, head = true;
   std::int64_t activation_slots = 1;
   Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;  // only with tp_size > 1
+  // Token rows of the residual stream, LayerNorms and block outputs this rank holds of BT.
+  std::int64_t residual_rows(std::int64_t BT) const { return sequence_parallel ? BT / tp_size : BT; }
   bool whole() const {  // the unsplit model: the one-rank layout and kernels
     return tp_size == 1 && embedding && head;
   }

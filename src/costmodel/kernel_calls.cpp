@@ -32,7 +32,7 @@ std::vector<KernelCall> composed(const std::vector<RecordedUnit>& units, i64 blo
 
 template <class S>
 KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, bool first, bool last, i64 B, i64 T,
-                             Recompute recompute) {
+                             Recompute recompute, bool sequence_parallel) {
   KernelRecorder recorder(KernelRecorder::Mode::record_only);
   MemoryTracker tracker;
   gpt::GptPartition partition;
@@ -42,7 +42,10 @@ KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, b
   partition.head = last;
   partition.tp.size = static_cast<int>(tp);
   partition.recompute = recompute;
+  partition.sequence_parallel = sequence_parallel;
   partition.tp.all_reduce_sum = partition.tp.all_reduce_max = [](std::span<float>) {};
+  partition.tp.reduce_scatter_sum = [](std::span<const float>, std::span<float>) {};
+  partition.tp.all_gather = [](std::span<const std::byte>, std::span<std::byte>) {};
   // a spec-only size (gpt-175b) is never trained, but a record-only model allocates nothing
   gpt::GptConfig recorded = config;
   recorded.spec_only = false;
@@ -86,11 +89,12 @@ KernelCalls record_resnet_stage(const resnet::ResnetConfig& config, std::size_t 
 }  // namespace
 
 KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, i64 tp, i64 blocks, bool first, bool last, i64 b,
-                                   i64 t, const std::string& precision, Recompute recompute) {
+                                   i64 t, const std::string& precision, Recompute recompute, bool sequence_parallel) {
   SB_CHECK(blocks >= 1 && b >= 1 && t >= 1, "gpt stage kernel calls: {} blocks, b {}, t {}", blocks, b, t);
-  if (precision == "fp32") return record_gpt_stage<float>(config, tp, blocks, first, last, b, t, recompute);
-  if (precision == "bf16") return record_gpt_stage<bf16>(config, tp, blocks, first, last, b, t, recompute);
-  if (precision == "fp16") return record_gpt_stage<fp16>(config, tp, blocks, first, last, b, t, recompute);
+  const bool sp = sequence_parallel;
+  if (precision == "fp32") return record_gpt_stage<float>(config, tp, blocks, first, last, b, t, recompute, sp);
+  if (precision == "bf16") return record_gpt_stage<bf16>(config, tp, blocks, first, last, b, t, recompute, sp);
+  if (precision == "fp16") return record_gpt_stage<fp16>(config, tp, blocks, first, last, b, t, recompute, sp);
   SB_USER_CHECK(false, "unknown precision '{}' (fp32, bf16, fp16)", precision);
   return {};
 }

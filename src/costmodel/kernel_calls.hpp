@@ -28,10 +28,11 @@ struct KernelCalls {
 // tp rank 0 of t of a GPT pipeline stage holding `blocks` blocks, with the embedding when `first`
 // and the head when `last`: b sequences of t tokens in `precision` ("fp32", "bf16", "fp16"). Each
 // block's calls are recorded once and repeated: every block makes the same calls. Under
-// recomputation the backward holds the recomputed forward calls where the model makes them.
+// recomputation the backward holds the recomputed forward calls where the model makes them;
+// under sequence parallelism the LayerNorms and residuals run on 1/tp of the token rows.
 KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, std::int64_t tp, std::int64_t blocks, bool first,
                                    bool last, std::int64_t b, std::int64_t t, const std::string& precision,
-                                   Recompute recompute = Recompute::none);
+                                   Recompute recompute = Recompute::none, bool sequence_parallel = false);
 
 // Units [unit_begin, unit_end) of resnet_pipeline_units (stem, the blocks, head) for n images.
 // UserError for a configuration the trainer does not run (bottleneck blocks, a stem max pool).

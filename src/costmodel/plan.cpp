@@ -39,6 +39,7 @@ const char* refusal_group(Refusal r) {
     case Refusal::pp_layers: return "pp does not divide the layers";
     case Refusal::batch_split: return "batch does not split";
     case Refusal::interleave: return "interleaving needs pp > 1, 1f1b and micro-batches in groups of pp";
+    case Refusal::sequence_parallel: return "sequence parallelism needs a GPT, tp > 1 and token rows that split over tp";
     case Refusal::memory: return "too little memory";
   }
   return "refused";

@@ -83,7 +83,7 @@ struct TrainerActivationBytes {
 };
 TrainerActivationBytes trainer_activation_bytes(const gpt::GptConfig& g, const ModelDescription& d, i64 tp,
                                                 i64 block_begin, i64 blocks, bool first, bool last,
-                                                Recompute recompute) {
+                                                Recompute recompute, bool sequence_parallel) {
   gpt::GptPartition partition;
   partition.layer_begin = block_begin;
   partition.layer_end = block_begin + blocks;
@@ -91,6 +91,7 @@ TrainerActivationBytes trainer_activation_bytes(const gpt::GptConfig& g, const M
   partition.head = last;
   partition.tp.size = static_cast<int>(tp);
   partition.recompute = recompute;
+  partition.sequence_parallel = sequence_parallel;
   const gpt::GptShard shard = gpt::gpt_shard_shape(g, partition);
   const i64 B = d.micro_batch, T = d.seq_len;
   const bool fp32 = d.element_bytes == 4.0;
@@ -159,9 +160,9 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
-    if (!s.sequence_parallel) {  // the trainer's layout (sequence parallelism is the cost model's)
+    {  // the trainer's layout
       const TrainerActivationBytes held =
-          trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute);
+          trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);
       st.activation_bytes = held.slot;
       st.shared_activation_bytes = held.shared;
     }
@@ -229,7 +230,8 @@ KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, c
   const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
   const i64 blocks = static_cast<i64>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
   return gpt_stage_kernel_calls(d.gpt, c.strategy.tp, blocks, first, last, d.micro_batch, d.seq_len,
-                                c.precision.dtype, recompute_from_string(c.strategy.recompute));
+                                c.precision.dtype, recompute_from_string(c.strategy.recompute),
+                                c.strategy.sequence_parallel && c.strategy.tp > 1);
 }
 
 std::optional<double> timed_seconds(const std::vector<KernelCall>& calls, const KernelProfile& times,
@@ -488,6 +490,7 @@ Refusal refusal_of(plan::Refusal r) {
     case plan::Refusal::pp_layers: return Refusal::pp_layers;
     case plan::Refusal::batch_split: return Refusal::batch_split;
     case plan::Refusal::interleave: return Refusal::interleave;
+    case plan::Refusal::sequence_parallel: return Refusal::sequence_parallel;
     case plan::Refusal::none: break;
   }
   return Refusal::none;

@@ -21,8 +21,11 @@ struct RankMemory {  // bytes on the most loaded rank
 };
 
 // Why a configuration was refused, as a kind (plan groups its rejections by it).
-enum class Refusal { none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, interleave, memory };
-// The kind of a plan's own refusal (the devices, the heads, the layers, the batch, interleaving).
+enum class Refusal {
+  none, devices, tp_beyond_node, tp_heads, pp_layers, batch_split, interleave, sequence_parallel, memory
+};
+// The kind of a plan's own refusal (the devices, the heads, the layers, the batch, interleaving,
+// sequence parallelism).
 Refusal refusal_of(plan::Refusal refusal);
 
 struct Prediction {

@@ -95,6 +95,25 @@ std::optional<std::string> interleave_refusal(const TrainConfig& c, i64 micro_ba
   return std::nullopt;
 }
 
+// The reason strategy.sequence_parallel cannot run, or nothing: Megatron-LM's sequence
+// parallelism cuts a GPT's LayerNorm and residual token rows (micro-batch × sequence) over the
+// tensor-parallel group, so it needs tp > 1 and rows that divide by it.
+std::optional<std::string> sequence_parallel_refusal(const TrainConfig& c, const RunPlan& p) {
+  const StrategySpec& s = c.strategy;
+  if (!s.sequence_parallel) return std::nullopt;
+  if (p.resnet)
+    return fmt::format("strategy.sequence_parallel splits a transformer's token rows; model {} is a ResNet",
+                       c.model.name);
+  if (s.tp == 1)
+    return "strategy.sequence_parallel splits the tensor-parallel group's token rows; it needs strategy.tp > 1 "
+           "(got 1)";
+  if ((p.micro_batch * p.seq_len) % s.tp != 0)
+    return fmt::format("strategy.sequence_parallel splits each micro-batch's {} × {} = {} token rows over "
+                       "strategy.tp {}; they do not divide (change batch.micro, micro-batches or seq_len)",
+                       p.micro_batch, p.seq_len, p.micro_batch * p.seq_len, s.tp);
+  return std::nullopt;
+}
+
 // strategy.stages as given: pp·interleave positive entries that add up to the model's units.
 void check_stage_list(const TrainConfig& c, i64 units) {
   const StrategySpec& s = c.strategy;
@@ -206,6 +225,8 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   if (const auto grid = grid_refusal(c, p.units)) return refused(std::move(p), grid->first, grid->second);
   if (const auto batch = batch_refusal(c, p)) return refused(std::move(p), Refusal::batch_split, *batch);
   if (const auto why = interleave_refusal(c, p.micro_batches)) return refused(std::move(p), Refusal::interleave, *why);
+  if (const auto why = sequence_parallel_refusal(c, p))
+    return refused(std::move(p), Refusal::sequence_parallel, *why);
   p.stages = stage_sizes_of(c, p.micro_batch, p.seq_len);
   p.stage_plans = stage_plans_of(p);
   p.feasible = true;

@@ -24,7 +24,7 @@ gpt::GptConfig gpt_config_of(const TrainConfig& config);
 std::int64_t pipeline_units_of(const TrainConfig& config);
 
 // Why a plan cannot run, as a kind (plan groups its rejections by it).
-enum class Refusal { none, devices, tp_heads, pp_layers, batch_split, interleave };
+enum class Refusal { none, devices, tp_heads, pp_layers, batch_split, interleave, sequence_parallel };
 
 // One pipeline stage (a model chunk under interleaving): its units [unit_begin, unit_end) (GPT
 // blocks, or ResNet units: stem, blocks, head) and the micro-batches whose activations it holds

@@ -33,6 +33,7 @@ gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& 
   gpt::GptPartition p;
   p.tp = tensor_parallel_group(grid.tp_comm());
   p.recompute = recompute_from_string(c.strategy.recompute);
+  p.sequence_parallel = c.strategy.sequence_parallel;
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   const plan::StagePlan& chunk = run_plan.chunk(stage, k);
@@ -190,6 +191,7 @@ class LanguageModelTask final : public TrainingTask {
       model_.set_gradient_ready_callback({});
     }
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
+    sum_over_tensor_parallel(grid_.tp_comm(), model_.sequence_parallel_gradients());
     return loss / static_cast<double>(accumulation);
   }
 

@@ -18,7 +18,24 @@ gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp) {
   group.size = tp.size();
   group.all_reduce_sum = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::sum); };
   group.all_reduce_max = [&tp](std::span<float> values) { tp.all_reduce(values, parallel::ReduceOp::max); };
+  group.reduce_scatter_sum = [&tp](std::span<const float> send, std::span<float> recv) {
+    SB_CHECK(send.size() == recv.size() * static_cast<std::size_t>(tp.size()),
+             "tp reduce-scatter: {} values sent for {} received on each of {} ranks", send.size(), recv.size(),
+             tp.size());
+    tp.reduce_scatter(send.data(), recv.data(), static_cast<std::int64_t>(recv.size()), parallel::DataType::f32,
+                      parallel::ReduceOp::sum);
+  };
+  group.all_gather = [&tp](std::span<const std::byte> send, std::span<std::byte> recv) {
+    SB_CHECK(recv.size() == send.size() * static_cast<std::size_t>(tp.size()),
+             "tp all-gather: {} bytes sent, {} received from {} ranks", send.size(), recv.size(), tp.size());
+    tp.all_gather(send.data(), recv.data(), static_cast<std::int64_t>(send.size()), parallel::DataType::u8);
+  };
   return group;
+}
+
+void sum_over_tensor_parallel(parallel::Communicator& tp, const std::vector<std::span<float>>& gradients) {
+  if (tp.size() == 1) return;
+  for (const std::span<float> gradient : gradients) tp.all_reduce(gradient, parallel::ReduceOp::sum);
 }
 
 double from_last_stage(parallel::Communicator& pp, double value) {

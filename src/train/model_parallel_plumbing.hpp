@@ -21,6 +21,9 @@ namespace sb::train {
 // The tp communicator as the model's TensorParallelGroup (sum and max all-reduces). The model
 // hands it spans in its own memory: on device cuda they are reduced by NCCL, in place on the GPU.
 gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp);
+// Each gradient summed over the tp group in place: the sequence-parallel LayerNorm gradients,
+// once a step after the data-parallel exchange (both sums are linear: the order is free).
+void sum_over_tensor_parallel(parallel::Communicator& tp, const std::vector<std::span<float>>& gradients);
 
 // The last stage's value on every stage of pp (a broadcast from rank pp.size() − 1).
 double from_last_stage(parallel::Communicator& pp, double value);

@@ -12,7 +12,9 @@ under 1F1B it is bounded by the p micro-batches in flight. Interleaved 1F1B (str
 same, records interleave, and every rank's tracked memory (activations in particular: each chunk
 holds its own micro-batches in flight) is the prediction's for that stage within MEMORY_TOL.
 Activation recomputation (selective, full) trains the same loss on one rank and on tp, pp and dp
-grids, with less tracked activation memory. Reads the HDF5 files, never stdout.
+grids, with less tracked activation memory. Sequence parallelism (tp 2, tp 4, dp 2 × tp 2, with
+full and selective recomputation) trains the same, holds fewer activations than tp alone, and
+tracks the predicted memory. Reads the HDF5 files, never stdout.
 
 Usage: check_model_parallel.py SCALEBENCH MPIEXEC OUT_DIR
 """
@@ -141,6 +143,28 @@ if not recompute_memory["gpt_1x2x2_full"] < recompute_memory["gpt_1x2x2_selectiv
     problems.append(f"tp 2 pp 2: full keeps no less than selective: {recompute_memory}")
 print("first-rank tracked activations under recompute: " +
       ", ".join(f"{k} {v}" for k, v in recompute_memory.items()))
+
+# Sequence parallelism (Megatron-SP) with tp: the LayerNorm and residual rows split over the tp
+# ranks, all-gathers and reduce-scatters instead of all-reduces, the LayerNorm gradients summed
+# over tp once a step: the one-rank loss within REL_TOL, with dp, and with recomputation (whose
+# recomputed forward gathers again); every rank's tracked memory is the prediction's, and the
+# activations a tp rank holds are fewer than tp without it.
+SP = ["--set", "strategy.sequence_parallel=true"]
+tp2_activations = train("gpt_tp2_for_sp", GPT, 1, 2, 1)["memory"]["activations"][0]
+sp_memory = {}
+for name, dp, tp, extra in [("gpt_tp2_sp", 1, 2, []), ("gpt_tp4_sp", 1, 4, []), ("gpt_2x2x1_sp", 2, 2, []),
+                            ("gpt_tp2_sp_full", 1, 2, ["--set", "strategy.recompute=full"]),
+                            ("gpt_tp2_sp_selective", 1, 2, ["--set", "strategy.recompute=selective"])]:
+    run = train(name, GPT, dp, tp, 1, "1f1b", SP + extra)
+    compare(name, run, gpt_one, dp, tp, 1)
+    if tp <= 2:  # this machine's site keeps tp inside a node of 2 devices: no prediction for tp 4
+        check_interleaved_memory(name, run, tp, dp, 1)
+    sp_memory[name] = int(run["memory"]["activations"][0])
+print(f"first-rank tracked activations: tp 2 {tp2_activations} B; sequence parallel " +
+      ", ".join(f"{k} {v}" for k, v in sp_memory.items()))
+if not sp_memory["gpt_tp2_sp"] < tp2_activations:
+    problems.append(f"tp 2 with sequence parallelism tracks {sp_memory['gpt_tp2_sp']} B of activations, not fewer "
+                    f"than tp 2 without it ({tp2_activations})")
 
 resnet_one = train("resnet_one", RESNET)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),
