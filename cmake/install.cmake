@@ -52,6 +52,8 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/suites ${CMAKE_SOURCE_DIR}/analysis DESTIN
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/jobs/sites ${CMAKE_SOURCE_DIR}/jobs/specs DESTINATION ${SB_SHARE}/jobs
   COMPONENT runtime)
 install(FILES ${CMAKE_SOURCE_DIR}/jobs/README.md DESTINATION ${SB_SHARE}/jobs COMPONENT runtime)
+# published runs the cost model is checked against (`predict --validate NAME`)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/validation DESTINATION ${SB_SHARE} COMPONENT runtime)
 foreach(model gpt resnet)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/models/${model}/configs DESTINATION ${SB_SHARE}/models/${model}
     COMPONENT runtime)

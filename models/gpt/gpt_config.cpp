@@ -11,7 +11,7 @@
 namespace sb::gpt {
 
 namespace {
-const std::array<GptConfig, 10>& named_configs() {
+const std::array<GptConfig, 13>& named_configs() {
   // Spec-only sizes: layers, hidden and heads of the GPT-3 family as trained with Megatron-LM
   // (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 1.3B, 6.7B, 13B,
   // 175B) and of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
@@ -19,7 +19,12 @@ const std::array<GptConfig, 10>& named_configs() {
   // 51,200 (GPT-2's 50,257 padded, as Megatron-LM does). Two GPT-3 entries are taken as
   // Megatron-LM's examples run them: 1.3B with 16 heads of 128 (the table's 24 heads of 128 do
   // not multiply to its width 2048) and 13B 5120 wide (the table's 5140 is not 40 × 128).
-  static const std::array<GptConfig, 10> configs{{
+  // Llama 3 (Grattafiori et al. 2024, "The Llama 3 Herd of Models", Table 3: layers, model
+  // dimension, FFN dimension, attention heads, key/value heads; vocabulary 128,256 (§2.2 and
+  // Meta's config.json of Meta-Llama-3-8B / 70B and Llama-3.1-405B: vocab_size 128256,
+  // intermediate_size, num_key_value_heads 8, tie_word_embeddings false); sequence 8192, the
+  // pre-training context before long-context extension (§3.4.1)).
+  static const std::array<GptConfig, 13> configs{{
       {"gpt-nano", 2, 64, 4, 64, 256},
       {"gpt-tiny", 4, 256, 8, 128, 256},
       {"gpt-small", 6, 384, 6, 256, 256},
@@ -30,6 +35,9 @@ const std::array<GptConfig, 10>& named_configs() {
       {"gpt-175b", 96, 12288, 96, 2048, 51200, true},
       {"gpt-530b", 105, 20480, 128, 2048, 51200, true},
       {"gpt-1t", 128, 25600, 160, 2048, 51200, true},
+      {"llama3-8b", 32, 4096, 32, 8192, 128256, true, GptBlock::llama, 14336, 8},
+      {"llama3-70b", 80, 8192, 64, 8192, 128256, true, GptBlock::llama, 28672, 8},
+      {"llama3-405b", 126, 16384, 128, 8192, 128256, true, GptBlock::llama, 53248, 8},
   }};
   return configs;
 }
@@ -64,24 +72,50 @@ void validate_gpt_config(const GptConfig& config) {
   SB_USER_CHECK(config.channels % config.heads == 0,
                 "gpt config '{}': channels ({}) must be divisible by heads ({})", config.name,
                 config.channels, config.heads);
+  if (config.block == GptBlock::gpt2) {
+    SB_USER_CHECK(config.ffn_hidden == 0 && config.kv_heads == 0,
+                  "gpt config '{}': ffn_hidden and kv_heads describe Llama-style blocks; a GPT-2 block has an MLP "
+                  "of 4·channels and as many key/value heads as heads", config.name);
+    return;
+  }
+  SB_USER_CHECK(config.ffn_hidden > 0, "gpt config '{}': ffn_hidden must be positive, got {}", config.name,
+                config.ffn_hidden);
+  SB_USER_CHECK(config.kv_heads > 0 && config.heads % config.kv_heads == 0,
+                "gpt config '{}': kv_heads ({}) must be positive and divide heads ({})", config.name,
+                config.kv_heads, config.heads);
+}
+
+std::int64_t gpt_mlp_width(const GptConfig& config) {
+  return config.block == GptBlock::llama ? config.ffn_hidden : 4 * config.channels;
+}
+
+std::int64_t gpt_kv_heads(const GptConfig& config) {
+  return config.block == GptBlock::llama ? config.kv_heads : config.heads;
 }
 
 std::int64_t gpt_embedding_parameter_count(const GptConfig& config) {
+  if (config.block == GptBlock::llama) return config.vocab * config.channels;
   return (config.vocab + config.max_seq_len) * config.channels;
 }
 
 std::int64_t gpt_block_parameter_count(const GptConfig& config) {
   const std::int64_t C = config.channels;
-  return 12 * C * C + 13 * C;
+  if (config.block == GptBlock::gpt2) return 12 * C * C + 13 * C;
+  const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
+  return 2 * C * C + 2 * C * K + 3 * C * F + 2 * C;
 }
 
 std::int64_t gpt_final_layernorm_parameter_count(const GptConfig& config) {
-  return 2 * config.channels;
+  return config.block == GptBlock::llama ? config.channels : 2 * config.channels;
+}
+
+std::int64_t gpt_head_parameter_count(const GptConfig& config) {
+  return config.block == GptBlock::llama ? config.vocab * config.channels : 0;
 }
 
 std::int64_t gpt_parameter_count(const GptConfig& config) {
   return gpt_embedding_parameter_count(config) + config.layers * gpt_block_parameter_count(config) +
-         gpt_final_layernorm_parameter_count(config);
+         gpt_final_layernorm_parameter_count(config) + gpt_head_parameter_count(config);
 }
 
 }  // namespace sb::gpt

@@ -15,7 +15,9 @@ namespace sb::gpt {
 // Training on GPU Clusters Using Megatron-LM", appendix):
 //   per block  24·B·T·C²   QKV (6), attention projection (2), MLP (16) GEMMs
 //            +  4·B·T²·C   scores Q·Kᵀ and probabilities·V, the causal mask not discounted
-//   head        2·B·T·C·V  logits against the tied token embedding
+//   head        2·B·T·C·V  logits against the tied token embedding (llama: its own head)
+// Llama-style blocks (GptBlock::llama) replace the 24·B·T·C² with 2·B·T·(2C² + 2CK + 3CF), K the
+// key/value width and F the gated MLP's.
 // Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
 // is bandwidth-bound and under 1% of the total at these shapes.
 // The attention core 4·B·T²·C (scores and probabilities·V) is also what selective
@@ -27,6 +29,17 @@ inline double gpt_block_attention_core_forward_flops(const GptConfig& config, st
 }
 inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   const std::int64_t BT = B * T, C = config.channels;
+  if (config.block == GptBlock::llama) {
+    // Q and output projections C -> C, K and V C -> kv_heads·d each, the gated MLP's gate and up
+    // C -> F and down F -> C: 2·B·T·(2C² + 2CK + 3CF) with the attention core as above (its
+    // query heads span C whatever the key/value heads)
+    const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
+    return kernels::matmul_forward_work(BT, C, C + 2 * K, 4).flops +  // q, k, v
+           gpt_block_attention_core_forward_flops(config, B, T) +
+           kernels::matmul_forward_work(BT, C, C, 4).flops +          // output projection
+           kernels::matmul_forward_work(BT, C, 2 * F, 4).flops +      // gate and up
+           kernels::matmul_forward_work(BT, F, C, 4).flops;           // down
+  }
   return kernels::matmul_forward_work(BT, C, 3 * C, 4).flops +  // qkv
          gpt_block_attention_core_forward_flops(config, B, T) +
          kernels::matmul_forward_work(BT, C, C, 4).flops +      // attention projection
@@ -42,7 +55,7 @@ inline double gpt_forward_flops(const GptConfig& config, std::int64_t B, std::in
 }
 
 // Forward + backward = 3 × forward (the backward computes two GEMMs per forward GEMM:
-// gradients of the input and of the weight), which equals Megatron-LM's
+// gradients of the input and of the weight), which for GPT-2 blocks equals Megatron-LM's
 //   72·B·T·L·C²·(1 + T/(6C) + V/(12·L·C)).
 inline double gpt_training_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   return 3.0 * gpt_forward_flops(config, B, T);

@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 // `scalebench predict --config CASE.yaml --site SITE.yaml [--devices N] [--set k=v]... [--json]`:
-// the cost model's prediction of one training step. Leaves out the model (src/costmodel).
+// the cost model's prediction of one training step; `scalebench predict --validate SET.yaml
+// [--json]`: every published run of a validation set replayed, with its errors (exit 0: it
+// reports, it does not judge). Leaves out the model (src/costmodel).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "core/check.hpp"
 #include "costmodel/predict_case.hpp"
 #include "costmodel/prediction_json.hpp"
 #include "costmodel/site_profile.hpp"
 #include "costmodel/step_prediction.hpp"
+#include "costmodel/validation_set.hpp"
 
 namespace sb::cli {
 
 namespace {
 
 struct PredictOptions {
-  std::string config, site;
+  std::string config, site, validate;
   std::vector<std::string> overrides;
   int devices = 0;
   bool json = false;
@@ -62,12 +66,32 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
 std::function<int()> add_predict_command(CLI::App& app) {
   auto options = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "predict a case's step time, memory, throughput and MFU on a site");
-  cmd->add_option("--config", options->config, "case config (YAML; a named model or an inline one)")->required();
-  cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites")->required();
-  cmd->add_option("--devices", options->devices, "device count (default dp × tp × pp)")->check(CLI::PositiveNumber);
-  cmd->add_option("--set", options->overrides, "override a config key: key=value (repeatable)");
+  CLI::Option* config = cmd->add_option("--config", options->config, "case config (YAML; a named model or an inline one)");
+  CLI::Option* site = cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites");
+  CLI::Option* devices =
+      cmd->add_option("--devices", options->devices, "device count (default dp × tp × pp)")->check(CLI::PositiveNumber);
+  CLI::Option* overrides = cmd->add_option("--set", options->overrides, "override a config key: key=value (repeatable)");
+  cmd->add_option("--validate", options->validate,
+                  "a validation set: a file, or a name in validation/published; replay its published runs, each on the site "
+                  "profile of its device, and print predicted, published and error per row, then mean and max "
+                  "|error|")
+      ->excludes(config)
+      ->excludes(site)
+      ->excludes(devices)
+      ->excludes(overrides);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
+    if (!options->validate.empty()) {
+      const costmodel::ValidationReplay replay =
+          costmodel::replay_validation_set(costmodel::load_validation_set(costmodel::validation_set_path(options->validate)));
+      if (options->json)
+        std::puts(costmodel::validation_replay_json(replay).dump(2).c_str());
+      else
+        std::fputs(costmodel::validation_replay_table(replay).c_str(), stdout);
+      return 0;
+    }
+    SB_USER_CHECK(!options->config.empty() && !options->site.empty(),
+                  "predict needs --config CASE and --site SITE (or --validate SET)");
     const plan::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
     const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);

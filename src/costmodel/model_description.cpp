@@ -75,10 +75,13 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
   const double C = static_cast<double>(config.channels), V = static_cast<double>(config.vocab);
   const double boundary = b * s * C * element_bytes;  // (b, s, C) between units
 
+  const bool llama = config.block == gpt::GptBlock::llama;
+  const std::string embedding_shape =
+      llama ? fmt::format("wte (V,C) = ({},{}), rotary positions", config.vocab, config.channels)
+            : fmt::format("wte (V,C) = ({},{}), wpe (maxT,C) = ({},{})", config.vocab, config.channels,
+                          config.max_seq_len, config.channels);
   d.units.push_back({"embedding",
-                     {{"embedding", fmt::format("wte (V,C) = ({},{}), wpe (maxT,C) = ({},{})",
-                                                config.vocab, config.channels, config.max_seq_len,
-                                                config.channels),
+                     {{"embedding", embedding_shape,
                        0.0, static_cast<double>(gpt::gpt_embedding_parameter_count(config)), 0.0, 0.0}},
                      boundary});
   const double block_activations =
@@ -88,8 +91,11 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
     const std::string name = fmt::format("block.{}", l);
     d.units.push_back({name,
                        {{name,
-                         fmt::format("in (b,s,C) = ({},{},{}), {} heads", micro_batch, seq_len,
-                                     config.channels, config.heads),
+                         llama ? fmt::format("in (b,s,C) = ({},{},{}), {} heads, {} key/value heads, gated MLP {}",
+                                             micro_batch, seq_len, config.channels, config.heads,
+                                             config.kv_heads, config.ffn_hidden)
+                               : fmt::format("in (b,s,C) = ({},{},{}), {} heads", micro_batch, seq_len,
+                                             config.channels, config.heads),
                          gpt::gpt_block_forward_flops(config, micro_batch, seq_len),
                          static_cast<double>(gpt::gpt_block_parameter_count(config)), 0.0, block_activations}},
                        boundary});
@@ -98,8 +104,10 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
       {"head",
        {{"final_layernorm", fmt::format("(b,s,C) = ({},{},{})", micro_batch, seq_len, config.channels),
          0.0, static_cast<double>(gpt::gpt_final_layernorm_parameter_count(config)), 0.0, 0.0},
-        {"logits", fmt::format("(b,s,V) = ({},{},{}), tied to wte", micro_batch, seq_len, config.vocab),
-         gpt::gpt_head_forward_flops(config, micro_batch, seq_len), 0.0, 0.0, b * s * V * 4.0}},
+        {"logits", fmt::format("(b,s,V) = ({},{},{}), {}", micro_batch, seq_len, config.vocab,
+                               llama ? "its own head (V,C)" : "tied to wte"),
+         gpt::gpt_head_forward_flops(config, micro_batch, seq_len),
+         static_cast<double>(gpt::gpt_head_parameter_count(config)), 0.0, b * s * V * 4.0}},
        0.0});
   fill_weight_bytes(d);
   return d;

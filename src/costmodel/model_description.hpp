@@ -55,8 +55,10 @@ struct ModelDescription {
 };
 
 // GPT with micro-batch b and sequence s <= max_seq_len. Block activations are Korthikanti et al.
-// 2022's sbh(34 + 5as/h) for 16-bit activations, scaled by element_bytes / 2; the head keeps
-// its fp32 logits (b·s·V·4 bytes) for the cross-entropy.
+// 2022's sbh(34 + 5as/h) for 16-bit activations, scaled by element_bytes / 2 (for Llama-style
+// blocks the same count, an approximation: their gated MLP and key/value tensors differ); the
+// head keeps its fp32 logits (b·s·V·4 bytes) for the cross-entropy. Parameters and FLOPs are
+// exact for both block kinds (gpt_config.hpp, gpt_flops.hpp).
 ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_batch,
                               std::int64_t seq_len, double element_bytes);
 // ResNet with micro-batch b images: resnet_layers, grouped into resnet_pipeline_units; each

@@ -15,5 +15,7 @@ namespace sb::costmodel {
 // the GPT, mnist for the ResNet) so that spec-only sizes need no data section.
 plan::TrainConfig load_predict_case(const std::filesystem::path& path,
                                      const std::vector<std::string>& overrides);
+// The same for a case already read (and overridden): `source` names it in messages.
+plan::TrainConfig parse_predict_case(YAML::Node root, const std::string& source);
 
 }  // namespace sb::costmodel

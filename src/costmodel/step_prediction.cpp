@@ -143,15 +143,16 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
     st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
-      // wte vocabulary-parallel, wpe replicated; the embedding's output is all-reduced
-      st.parameters += V * C / t + static_cast<double>(g.max_seq_len) * C;
+      // wte vocabulary-parallel, wpe (gpt2 only) replicated; the embedding's output is all-reduced
+      st.parameters += V * C / t + static_cast<double>(gpt::gpt_embedding_parameter_count(g)) - V * C;
       st.tp_all_reduces += 1;
       st.forward_tp_all_reduces += 1;
     }
     if (last) {
       forward += gpt::gpt_head_forward_flops(g, d.micro_batch, d.seq_len);
       st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
-      if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
+      if (g.block == gpt::GptBlock::llama) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
+      else if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
       st.activation_bytes += b * T * V * 4.0 / t;  // fp32 logits, vocabulary-parallel
       st.elementwise_bytes += 3.0 * b * T * V * 4.0 / t;  // softmax forward, its gradient
       st.forward_elementwise_bytes += b * T * V * 4.0 / t;
@@ -160,7 +161,9 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
-    {  // the trainer's layout
+    // the trainer's layout (Llama-style blocks are not the trainer's: they keep Korthikanti et
+    // al.'s GPT-block count, an approximation, as their MLP and key/value tensors differ)
+    if (g.block == gpt::GptBlock::gpt2) {
       const TrainerActivationBytes held =
           trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);
       st.activation_bytes = held.slot;
@@ -254,6 +257,7 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
   if (!times.covers(precision, devices, ranks) || (recompute != Recompute::none && d.family != ModelFamily::gpt))
     return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
+  if (d.family == ModelFamily::gpt && d.gpt.block != gpt::GptBlock::gpt2) return std::nullopt;  // not the trainer's
   std::vector<TimedStage> timed;
   for (const StageCost& st : stages) {
     const KernelCalls calls = stage_kernel_calls(st, d, c);

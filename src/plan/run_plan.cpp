@@ -35,6 +35,11 @@ std::optional<std::pair<Refusal, std::string>> grid_refusal(const TrainConfig& c
       return std::pair{Refusal::tp_heads,
                        fmt::format("strategy.tp {} must divide the {} attention heads of model {} (each "
                                    "tensor-parallel rank computes whole heads)", s.tp, g.heads, g.name)};
+    if (gpt::gpt_kv_heads(g) % s.tp != 0)
+      return std::pair{Refusal::tp_heads,
+                       fmt::format("strategy.tp {} must divide the {} key/value heads of model {} (each "
+                                   "tensor-parallel rank holds whole key/value heads)", s.tp, gpt::gpt_kv_heads(g),
+                                   g.name)};
   }
   if (s.interleave > 1 && s.pp * s.interleave > units)
     return std::pair{Refusal::pp_layers,

@@ -72,6 +72,10 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const plan::TrainConfig& c) {
+  SB_USER_CHECK(plan::trains_resnet(c) || plan::gpt_config_of(c).block == gpt::GptBlock::gpt2,
+                "{}: model {} has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), "
+                "which the trainer does not build; `scalebench predict` and `plan` model it",
+                c.source, c.model.name);
   SB_USER_CHECK(c.strategy.interleave == 1 || !plan::trains_resnet(c),
                 "{}: strategy.interleave {} (virtual pipeline stages) trains the GPT; model {} is modelled by "
                 "predict and plan with it but the trainer runs it with interleave 1",

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `scalebench predict` as users and scripts meet it: the JSON contract, the human table, an
-// impossible configuration's reason and exit code, and a broken site profile's message.
+// impossible configuration's reason and exit code, a broken site profile's message, and
+// `predict --validate` replaying a validation set (its rows, errors and summary in JSON).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 
 #include "cli_harness.hpp"
 
@@ -52,6 +56,139 @@ TEST(PredictCommand, BrokenSiteProfileIsOneSentence) {
   const CommandResult r = scratch.run("predict --config " + kCase + " --site " + site.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("unknown key 'gpus'"), std::string::npos) << r.stderr_text;
+}
+
+// Two published runs: one A100 row with an assumption, one H100 row; figures are the fixture's.
+const char* kFixtureSet = R"(format: scalebench-validation-set
+version: 1
+name: fixture
+source: test fixture
+columns: {id: row name}
+rows:
+  - id: a100-row
+    source: fixture row 1
+    device: NVIDIA A100-SXM4-80GB
+    gpus: 64
+    case:
+      model: {layers: 24, hidden: 2048, heads: 16, seq_len: 2048, vocab: 51200}
+      strategy: {dp: 16, tp: 4, pp: 1, recompute: full}
+      batch: {global: 256}
+    assumed: {precision: bf16, batch.micro: 2}
+    published: {tflops_per_device: 150, percent_of_peak: 48}
+  - id: h100-row
+    source: fixture row 2
+    device: NVIDIA H100-SXM5-80GB
+    gpus: 8
+    case:
+      model: llama3-8b
+      strategy: {dp: 8, zero: 3, recompute: full}
+      precision: bf16
+      batch: {global: 64, micro: 2}
+    published: {tokens_per_s_per_device: 3000, mfu_percent: 40, parameters: 8030261248}
+)";
+
+TEST(PredictCommand, ValidateReplaysEveryRowThroughThePredictionAndSummarises) {
+  Scratch scratch;
+  const auto set = scratch.write("set.yaml", kFixtureSet);
+  const CommandResult r = scratch.run("predict --validate " + set.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  EXPECT_EQ(j["name"], "fixture");
+  EXPECT_EQ(j["version"], 1);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["site"], "a100-80gb-dgx");
+  EXPECT_EQ(j["rows"][1]["site"], "h100-sxm-dgx");
+  for (const auto& row : j["rows"]) {
+    ASSERT_EQ(row["feasible"], true) << row;
+    for (const auto& f : row["figures"]) {
+      const double published = f["published"], predicted = f["predicted"], error = f["error_pct"];
+      EXPECT_GT(predicted, 0.0) << f;
+      EXPECT_NEAR(error, 100.0 * (predicted - published) / published, 1e-9) << f;
+    }
+  }
+  // the llama3-8b parameter count is exact
+  EXPECT_EQ(j["rows"][1]["figures"][2]["figure"], "parameters");
+  EXPECT_EQ(j["rows"][1]["figures"][2]["predicted"].get<double>(), 8030261248.0);
+
+  // the A100 row predicts what `predict --config` predicts for the same case on the same site
+  const auto case_file = scratch.write("case.yaml", R"(model: {layers: 24, hidden: 2048, heads: 16, seq_len: 2048, vocab: 51200}
+strategy: {dp: 16, tp: 4, pp: 1, recompute: full}
+batch: {global: 256, micro: 2}
+precision: bf16
+)");
+  const CommandResult single = scratch.run("predict --config " + case_file.string() + " --site a100-80gb-dgx --json");
+  ASSERT_EQ(single.exit_code, 0) << single.stderr_text;
+  const nlohmann::json p = nlohmann::json::parse(single.stdout_text);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["figures"][0]["predicted"].get<double>(), p["tflops_per_device"].get<double>());
+
+  // per figure: the rows publishing it, mean and max |error| over them
+  ASSERT_EQ(j["summary"].size(), 5u);
+  for (const auto& s : j["summary"]) {
+    double sum = 0, max = 0;
+    int n = 0;
+    for (const auto& row : j["rows"])
+      for (const auto& f : row["figures"])
+        if (f["figure"] == s["figure"]) {
+          sum += std::fabs(f["error_pct"].get<double>());
+          max = std::max(max, std::fabs(f["error_pct"].get<double>()));
+          ++n;
+        }
+    EXPECT_EQ(s["rows"], n) << s;
+    EXPECT_NEAR(s["mean_abs_error_pct"].get<double>(), sum / n, 1e-9) << s;
+    EXPECT_NEAR(s["max_abs_error_pct"].get<double>(), max, 1e-9) << s;
+  }
+
+  // the human table names each row and the summary
+  const CommandResult human = scratch.run("predict --validate " + set.string());
+  ASSERT_EQ(human.exit_code, 0) << human.stderr_text;
+  EXPECT_NE(human.stdout_text.find("a100-row"), std::string::npos) << human.stdout_text;
+  EXPECT_NE(human.stdout_text.find("mean |error|"), std::string::npos) << human.stdout_text;
+}
+
+TEST(PredictCommand, ValidateRefusesARowWhoseDeviceNoSiteHas) {
+  Scratch scratch;
+  std::string text = kFixtureSet;
+  text.replace(text.find("NVIDIA H100-SXM5-80GB"), 21, "NVIDIA B200");
+  const auto set = scratch.write("set.yaml", text);
+  const CommandResult r = scratch.run("predict --validate " + set.string() + " --json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("row 'h100-row': no site profile has device 'NVIDIA B200'"), std::string::npos)
+      << r.stderr_text;
+}
+
+TEST(PredictCommand, ValidateRefusesAnUnknownFigureAndAnotherVersion) {
+  Scratch scratch;
+  std::string text = kFixtureSet;
+  text.replace(text.find("mfu_percent"), 11, "mfu_percnt");
+  CommandResult r = scratch.run("predict --validate " + scratch.write("figure.yaml", text).string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("row 'h100-row': unknown published figure 'mfu_percnt'"), std::string::npos)
+      << r.stderr_text;
+  text = kFixtureSet;
+  text.replace(text.find("version: 1"), 10, "version: 2");
+  r = scratch.run("predict --validate " + scratch.write("version.yaml", text).string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("version 2 of the validation-set format"), std::string::npos) << r.stderr_text;
+}
+
+TEST(PredictCommand, ValidateReplaysTheShippedSetsByName) {
+  Scratch scratch;
+  for (const char* name : {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks"}) {
+    const CommandResult r = scratch.run(std::string("predict --validate ") + name + " --json");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.stderr_text;
+    const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+    EXPECT_EQ(j["name"], name);
+    EXPECT_GE(j["rows"].size(), 10u) << name;
+    int feasible = 0;
+    for (const auto& row : j["rows"]) {
+      // an infeasible replay says why (the MPT runs without recomputation: this model keeps the
+      // attention probabilities, FlashAttention does not) and predicts nothing
+      if (row["feasible"] == true) ++feasible;
+      else EXPECT_FALSE(row["reason"].get<std::string>().empty()) << row;
+      for (const auto& f : row["figures"]) EXPECT_EQ(f["predicted"].is_null(), row["feasible"] == false) << row;
+    }
+    EXPECT_GE(feasible, 2) << name;
+  }
 }
 
 }  // namespace

@@ -43,6 +43,16 @@ TEST(TrainCommand, Int8CompressionIsRecordedInHdf5) {
   EXPECT_GT(io::read_number_attribute(out, group, "tokens_per_s_fp32"), 0);
 }
 
+TEST(TrainCommand, LlamaStyleModelIsRefusedBeforeAnyWork) {
+  Scratch scratch;
+  const auto config = scratch.write("llama.yaml", "model: llama3-8b\ndata: sotu\nbatch: {global: 2}\n");
+  const CommandResult r = scratch.run("train --config " + config.string() + " --out " +
+                                      scratch.path("llama.h5").string());
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("model llama3-8b has Llama-style blocks"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(scratch.path("llama.h5")));
+}
+
 TEST(TrainCommand, ShortGptNanoRunIsRecordedInHdf5) {
   Scratch scratch;
   const auto config = scratch.write("nano.yaml",

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The model descriptions against the trainer's own counts (parameter counts, FLOPs) and the
-// published sizes of the spec-only models. Leaves out strategies (test_step_prediction.cpp).
+// published sizes of the spec-only models, GPT-2 and Llama-style. Leaves out strategies
+// (test_step_prediction.cpp).
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
@@ -14,7 +17,8 @@ namespace sb::costmodel {
 namespace {
 
 TEST(ModelDescription, GptSumsToTheTrainersCounts) {
-  for (const char* name : {"gpt-nano", "gpt-tiny", "gpt2-124m", "gpt-1.3b", "gpt-175b", "gpt-1t"}) {
+  for (const char* name : {"gpt-nano", "gpt-tiny", "gpt2-124m", "gpt-1.3b", "gpt-175b", "gpt-1t", "llama3-8b",
+                           "llama3-405b"}) {
     const gpt::GptConfig g = gpt::gpt_config_by_name(name);
     const ModelDescription d = describe_gpt(g, 2, g.max_seq_len, 2);
     EXPECT_EQ(d.parameters(), static_cast<double>(gpt::gpt_parameter_count(g))) << name;
@@ -50,6 +54,56 @@ TEST(ModelDescription, SpecOnlyGptSizesMatchTheirNames) {
     EXPECT_NEAR(static_cast<double>(gpt::gpt_parameter_count(g)) / params, 1.0, 0.035) << name;
   }
   EXPECT_FALSE(gpt::gpt_config_by_name("gpt-tiny").spec_only);
+}
+
+// Meta's published sizes (Llama 3 model cards: 8B, 70B, 405B; the Hugging Face checkpoints
+// meta-llama/Llama-3.1-8B, -70B and -405B report 8,030,261,248, 70,553,706,496 and
+// 405,853,388,800 parameters) and the Llama 3 paper's shapes (Table 3).
+TEST(ModelDescription, Llama3SizesAndShapes) {
+  const std::tuple<const char*, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t> sizes[] = {
+      {"llama3-8b", 8.03e9, 32, 4096, 14336, 32},
+      {"llama3-70b", 70.6e9, 80, 8192, 28672, 64},
+      {"llama3-405b", 405.9e9, 126, 16384, 53248, 128}};
+  for (const auto& [name, params, layers, hidden, ffn, heads] : sizes) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    EXPECT_TRUE(g.spec_only) << name;
+    EXPECT_EQ(g.block, gpt::GptBlock::llama) << name;
+    EXPECT_EQ(g.layers, layers) << name;
+    EXPECT_EQ(g.channels, hidden) << name;
+    EXPECT_EQ(g.ffn_hidden, ffn) << name;
+    EXPECT_EQ(g.heads, heads) << name;
+    EXPECT_EQ(g.kv_heads, 8) << name;
+    EXPECT_EQ(g.vocab, 128256) << name;
+    EXPECT_NEAR(static_cast<double>(gpt::gpt_parameter_count(g)) / params, 1.0, 0.005) << name;
+  }
+  // to the parameter: embedding 128256·4096, 32 blocks of 2·4096² + 2·4096·1024 + 3·4096·14336 + 2·4096,
+  // the final RMSNorm 4096 and the untied head 128256·4096
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-8b")), 8030261248);
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-70b")), 70553706496);
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-405b")), 405853388800);
+}
+
+// Forward FLOPs written out for a Llama block: Q and output 2·(2·BT·C²), K and V 2·(2·BT·C·K),
+// gate, up and down 3·(2·BT·C·F), attention core 4·B·T²·C; the head 2·BT·C·V.
+TEST(ModelDescription, Llama3FlopsAreItsGemms) {
+  const gpt::GptConfig g = gpt::gpt_config_by_name("llama3-70b");
+  const double B = 2, T = 8192, C = 8192, K = 8 * 128, F = 28672, V = 128256, L = 80;
+  const double block = 2 * B * T * (2 * C * C + 2 * C * K + 3 * C * F) + 4 * B * T * T * C;
+  const ModelDescription d = describe_gpt(g, 2, 8192, 2);
+  EXPECT_NEAR(d.forward_flops() / (L * block + 2 * B * T * C * V), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(d.units.back().parameters(), V * C + C);  // untied head and the final RMSNorm
+  EXPECT_DOUBLE_EQ(d.units.front().parameters(), V * C);     // no position embedding
+}
+
+TEST(ModelDescription, TheTrainerRefusesLlamaBlocks) {
+  gpt::GptConfig g = gpt::gpt_config_by_name("llama3-8b");
+  g.spec_only = false;  // even were it not marked spec only
+  try {
+    gpt::resolve_gpt_partition(g, gpt::GptPartition{});
+    FAIL() << "a Llama-style model was accepted by the trainer";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("Llama-style blocks"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ModelDescription, TheTrainerRefusesSpecOnlyGpt) {

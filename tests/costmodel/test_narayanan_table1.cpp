@@ -6,50 +6,38 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "costmodel/step_prediction.hpp"
+#include "costmodel/validation_set.hpp"
 #include "costmodel_test_support.hpp"
 
 namespace sb::costmodel {
 namespace {
 
+// The shipped validation set of Table 1: the paper's configurations with the set's assumptions
+// (fp16 with 16-bit gradients, full recomputation, 1F1B, the data-parallel all-reduce after the
+// backward, Megatron's even split of blocks, micro-batch 1).
 struct Row {
-  double params_billion;
-  std::int64_t heads, hidden, layers, tp, pp, gpus, batch, micro_batch;
-  double paper_tflops;
+  std::string id;
+  plan::TrainConfig config;
+  int gpus = 0;
+  double paper_tflops = 0;
 };
 
 std::vector<Row> table1() {
-  std::ifstream in(std::string(SB_SOURCE_DIR) + "/tests/costmodel/narayanan2021_table1.csv");
+  const ValidationSet set = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                "/validation/published/megatron-lm-narayanan2021-table1.yaml");
   std::vector<Row> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    Row r{};
-    char comma;
-    fields >> r.params_billion >> comma >> r.heads >> comma >> r.hidden >> comma >> r.layers >> comma >>
-        r.tp >> comma >> r.pp >> comma >> r.gpus >> comma >> r.batch >> comma >> r.micro_batch >> comma >>
-        r.paper_tflops;
-    rows.push_back(r);
-  }
+  for (const ValidationRow& r : set.rows)
+    rows.push_back({r.id, validation_case(set, r), r.gpus, r.published.at("tflops_per_device")});
   return rows;
 }
 
-// The paper's setting: fp16 with full recomputation, 1F1B, the data-parallel all-reduce after
-// the backward (Megatron-LM of 2021 did not overlap it), Megatron's even split of blocks.
 Prediction predict_row(const Row& r, SiteProfile site, double efficiency) {
-  plan::TrainConfig c = testing::gpt_case(r.layers, r.hidden, r.heads, r.gpus / (r.tp * r.pp), r.tp, r.pp,
-                                           r.batch, r.micro_batch);
-  c.strategy.recompute = "full";
-  c.strategy.overlap = false;
-  c.strategy.schedule = "1f1b";
-  c.strategy.stage_rule = "even";
   site.gemm_efficiency["fp16"] = efficiency;
-  return predict_step(c, site);
+  return predict_step(r.config, site, r.gpus);
 }
 
 // The efficiency at which the row's predicted TFLOP/s equals the paper's (bisection: the
@@ -74,22 +62,22 @@ TEST(NarayananTable1, OneEfficiencyPredictsEveryRowWithinTenPercent) {
   const std::vector<Row> rows = table1();
   ASSERT_EQ(rows.size(), 10u);
   const double efficiency = fit_efficiency(rows[kFitRow], a100);
-  std::printf("GEMM efficiency fitted on the %.1fB row: %.4f\n", rows[kFitRow].params_billion, efficiency);
-  std::printf("%8s %4s %4s %6s %10s %10s %8s %8s %8s %8s %8s\n", "params", "tp", "pp", "gpus", "paper",
+  std::printf("GEMM efficiency fitted on row %s: %.4f\n", rows[kFitRow].id.c_str(), efficiency);
+  std::printf("%12s %4s %4s %6s %10s %10s %8s %8s %8s %8s %8s\n", "row", "tp", "pp", "gpus", "paper",
               "predicted", "error", "compute", "tp+p2p", "bubble", "dp");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const Prediction p = predict_row(r, a100, efficiency);
-    ASSERT_TRUE(p.feasible) << r.params_billion << "B: " << p.reason;
+    ASSERT_TRUE(p.feasible) << r.id << ": " << p.reason;
     const double error = p.tflops_per_device / r.paper_tflops - 1.0;
-    std::printf("%7.1fB %4ld %4ld %6ld %10.1f %10.1f %+7.1f%% %8.3f %8.3f %8.3f %8.3f%s\n", r.params_billion,
-                static_cast<long>(r.tp), static_cast<long>(r.pp), static_cast<long>(r.gpus), r.paper_tflops,
+    std::printf("%12s %4ld %4ld %6d %10.1f %10.1f %+7.1f%% %8.3f %8.3f %8.3f %8.3f%s\n", r.id.c_str(),
+                static_cast<long>(r.config.strategy.tp), static_cast<long>(r.config.strategy.pp), r.gpus, r.paper_tflops,
                 p.tflops_per_device, 100 * error, p.compute_s, p.tp_comm_s + p.p2p_s, p.bubble_s, p.dp_comm_s,
                 i == kFitRow ? "  (fitted)" : "");
     if (i == kFitRow) {
       EXPECT_NEAR(error, 0.0, 1e-6);
     } else {
-      EXPECT_LE(std::fabs(error), 0.10) << r.params_billion << "B: predicted " << p.tflops_per_device
+      EXPECT_LE(std::fabs(error), 0.10) << r.id << ": predicted " << p.tflops_per_device
                                         << " TFLOP/s, paper " << r.paper_tflops;
     }
   }

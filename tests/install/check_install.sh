@@ -3,8 +3,9 @@
 # `cmake --install` of a built tree, used as a user would: the executable run from another
 # folder, with the source tree hidden where the kernel allows it (a private mount namespace,
 # `unshare -m`, as root), so nothing can come from SB_SOURCE_DIR; then `run` (a two-case suite),
-# `predict`, `report` and `submit --dry-run`, the Tcl module file read by tclsh, and a consumer
-# CMake project built against the installed package (find_package(scalebench)).
+# `predict` (and `predict --validate` of a shipped set), `report` and `submit --dry-run`, the Tcl
+# module file read by tclsh, and a consumer CMake project built against the installed package
+# (find_package(scalebench)).
 #
 #   check_install.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -66,6 +67,8 @@ grep -q "^resources: $prefix/share/scalebench (install)\$" version.txt
 "\$exe" run "$work/tiny.yaml" --out results --progress plain
 "\$exe" predict --config "$work/case.yaml" --site this-machine --json > predict.json
 python3 -c "import json; p = json.load(open('predict.json')); assert p['feasible'], p; print('predict: step', p['step_time_s'], 's')"
+"\$exe" predict --validate megatron-lm-narayanan2021-table1 --json > validate.json
+python3 -c "import json; v = json.load(open('validate.json')); assert len(v['rows']) == 10 and v['summary'], v; print('predict --validate:', v['name'], len(v['rows']), 'rows')"
 "\$exe" report results/tiny.h5 -o report.html
 test -s report.html
 "\$exe" submit "$work/tiny.yaml" --site this-machine --dry-run --out jobs > submit.txt

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+// Loading, replaying and printing validation sets. Leaves out the prediction (predict_step) and
+// the case format (plan/config.hpp): a row's case is read as `predict` reads a case file.
+#include "costmodel/validation_set.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.hpp"
+#include "core/install_paths.hpp"
+#include "costmodel/predict_case.hpp"
+#include "models/gpt/gpt_config.hpp"
+#include "plan/run_plan.hpp"
+
+namespace sb::costmodel {
+
+namespace {
+
+constexpr const char* kFormat = "scalebench-validation-set";
+constexpr int kVersion = 1;
+
+// Refuses keys outside `known` and reports a missing required one, naming where.
+void check_keys(const YAML::Node& node, const std::string& where, const std::vector<std::string>& known,
+                const std::vector<std::string>& required) {
+  SB_USER_CHECK(node.IsMap(), "{} must be a mapping of keys to values", where);
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    SB_USER_CHECK(std::find(known.begin(), known.end(), key) != known.end(), "{}: unknown key '{}' (known: {})",
+                  where, key, fmt::join(known, ", "));
+  }
+  for (const std::string& key : required) SB_USER_CHECK(node[key], "{}: '{}' is missing", where, key);
+}
+
+template <class T>
+T scalar(const YAML::Node& node, const std::string& where, const char* kind) {
+  try {
+    SB_USER_CHECK(node.IsScalar(), "{} must be a single value", where);
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw UserError(fmt::format("{} has value '{}', which is not {}", where, node.Scalar(), kind));
+  }
+}
+
+ValidationRow read_row(const YAML::Node& node, const std::string& file, std::size_t index) {
+  const std::string where = fmt::format("{}: rows[{}]", file, index);
+  check_keys(node, where, {"id", "source", "model_source", "device", "gpus", "case", "assumed", "published"},
+             {"id", "source", "device", "gpus", "case", "published"});
+  ValidationRow row;
+  row.id = scalar<std::string>(node["id"], where + ".id", "text");
+  const std::string at = fmt::format("{}: row '{}'", file, row.id);
+  row.source = scalar<std::string>(node["source"], at + " 'source'", "text");
+  row.device = scalar<std::string>(node["device"], at + " 'device'", "text");
+  row.gpus = scalar<int>(node["gpus"], at + " 'gpus'", "a whole number");
+  SB_USER_CHECK(row.gpus > 0, "{}: 'gpus' must be positive, got {}", at, row.gpus);
+  SB_USER_CHECK(node["case"].IsMap(), "{}: 'case' must be a mapping (a scalebench case)", at);
+  row.case_node = YAML::Clone(node["case"]);
+  if (node["assumed"]) {
+    SB_USER_CHECK(node["assumed"].IsMap(), "{}: 'assumed' must map dotted case keys to values", at);
+    for (const auto& item : node["assumed"])
+      row.assumed.emplace_back(item.first.as<std::string>(),
+                               scalar<std::string>(item.second, at + " 'assumed." + item.first.as<std::string>() + "'",
+                                                   "a single value"));
+  }
+  SB_USER_CHECK(node["published"].IsMap() && node["published"].size() > 0,
+                "{}: 'published' must map figure names to the source's values", at);
+  const std::vector<std::string>& figures = validation_figures();
+  for (const auto& item : node["published"]) {
+    const std::string figure = item.first.as<std::string>();
+    SB_USER_CHECK(std::find(figures.begin(), figures.end(), figure) != figures.end(),
+                  "{}: unknown published figure '{}' (known: {})", at, figure, fmt::join(figures, ", "));
+    const double value = scalar<double>(item.second, at + " 'published." + figure + "'", "a number");
+    SB_USER_CHECK(value > 0 && std::isfinite(value), "{}: 'published.{}' must be positive, got {}", at, figure,
+                  value);
+    row.published[figure] = value;
+  }
+  return row;
+}
+
+// What the prediction says for a published figure.
+double predicted_figure(const std::string& figure, const Prediction& p, const plan::TrainConfig& c, int gpus) {
+  const double executed_share = p.tflops_per_device * 1e12 / p.peak_flops;
+  if (figure == "step_time_s") return p.step_time_s;
+  if (figure == "tokens_per_s") return p.tokens_per_s;
+  if (figure == "tokens_per_s_per_device") return p.tokens_per_s / gpus;
+  if (figure == "tflops_per_device") return p.tflops_per_device;
+  if (figure == "aggregate_pflops") return p.tflops_per_device * gpus / 1e3;
+  if (figure == "percent_of_peak" || figure == "hfu_percent") return 100.0 * executed_share;
+  if (figure == "mfu_percent") return 100.0 * p.mfu;
+  if (figure == "parameters") return static_cast<double>(gpt::gpt_parameter_count(plan::gpt_config_of(c)));
+  SB_CHECK(false, "validation figure '{}' has no prediction", figure);
+  return 0.0;
+}
+
+}  // namespace
+
+const std::vector<std::string>& validation_figures() {
+  static const std::vector<std::string> figures{"step_time_s",      "tokens_per_s",    "tokens_per_s_per_device",
+                                                "tflops_per_device", "aggregate_pflops", "percent_of_peak",
+                                                "mfu_percent",       "hfu_percent",     "parameters"};
+  return figures;
+}
+
+std::filesystem::path validation_set_path(const std::string& set) {
+  if (std::filesystem::exists(set) || set.find('/') != std::string::npos) return set;
+  const std::filesystem::path shipped = resource_dir() / "validation" / "published" / (set + ".yaml");
+  SB_USER_CHECK(std::filesystem::exists(shipped), "--validate '{}' is neither a file nor a set in {}", set,
+                shipped.parent_path().string());
+  return shipped;
+}
+
+ValidationSet load_validation_set(const std::filesystem::path& path) {
+  const YAML::Node root = plan::load_yaml_file(path);
+  const std::string file = path.string();
+  check_keys(root, file, {"format", "version", "name", "source", "notes", "columns", "rows"},
+             {"format", "version", "name", "source", "columns", "rows"});
+  const auto format = scalar<std::string>(root["format"], file + ": 'format'", "text");
+  SB_USER_CHECK(format == kFormat, "{}: 'format' is '{}', not {}: not a validation set", file, format, kFormat);
+  ValidationSet set;
+  set.file = file;
+  set.version = scalar<int>(root["version"], file + ": 'version'", "a whole number");
+  SB_USER_CHECK(set.version == kVersion, "{}: version {} of the validation-set format; this scalebench reads version {}",
+                file, set.version, kVersion);
+  set.name = scalar<std::string>(root["name"], file + ": 'name'", "text");
+  set.source = scalar<std::string>(root["source"], file + ": 'source'", "text");
+  SB_USER_CHECK(root["columns"].IsMap(), "{}: 'columns' must define each column", file);
+  SB_USER_CHECK(root["rows"].IsSequence() && root["rows"].size() > 0, "{}: 'rows' must be a non-empty list", file);
+  for (std::size_t i = 0; i < root["rows"].size(); ++i) {
+    set.rows.push_back(read_row(root["rows"][i], file, i));
+    for (std::size_t j = 0; j + 1 < set.rows.size(); ++j)
+      SB_USER_CHECK(set.rows[j].id != set.rows.back().id, "{}: row id '{}' is given twice", file, set.rows.back().id);
+  }
+  return set;
+}
+
+plan::TrainConfig validation_case(const ValidationSet& set, const ValidationRow& row) {
+  YAML::Node root = YAML::Clone(row.case_node);
+  const std::string source = fmt::format("{} row '{}'", set.file, row.id);
+  for (const auto& [key, value] : row.assumed) plan::apply_override(root, key + "=" + value, source);
+  return parse_predict_case(root, source);
+}
+
+SiteProfile validation_site(const ValidationSet& set, const ValidationRow& row) {
+  std::vector<std::string> devices;
+  for (const std::filesystem::path& dir : site_profile_dirs()) {
+    if (!std::filesystem::is_directory(dir)) continue;
+    std::vector<std::filesystem::path> profiles;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      if (entry.path().extension() == ".yaml") profiles.push_back(entry.path());
+    std::sort(profiles.begin(), profiles.end());
+    for (const std::filesystem::path& profile : profiles) {
+      SiteProfile site = load_site_profile(profile);
+      if (site.device == row.device) return site;
+      devices.push_back(site.device);
+    }
+  }
+  throw UserError(fmt::format("{} row '{}': no site profile has device '{}' (the profiles have: {}); add one "
+                              "to jobs/sites or ~/.config/scalebench/sites", set.file, row.id, row.device,
+                              fmt::join(devices, "; ")));
+}
+
+ValidationReplay replay_validation_set(const ValidationSet& set) {
+  ValidationReplay replay{set.file, set.name, set.source, set.version, {}, {}};
+  for (const ValidationRow& row : set.rows) {
+    const plan::TrainConfig config = validation_case(set, row);
+    const SiteProfile site = validation_site(set, row);
+    const Prediction p = predict_step(config, site, row.gpus);
+    RowReplay r{row.id, row.source, site.name, p.feasible, p.reason, {}};
+    for (const std::string& figure : validation_figures()) {
+      const auto published = row.published.find(figure);
+      if (published == row.published.end()) continue;
+      FigureComparison f{figure, published->second, std::nullopt, std::nullopt};
+      if (p.feasible) {
+        f.predicted = predicted_figure(figure, p, config, row.gpus);
+        f.error_pct = 100.0 * (*f.predicted - f.published) / f.published;
+      }
+      r.figures.push_back(f);
+    }
+    replay.rows.push_back(std::move(r));
+  }
+  for (const std::string& figure : validation_figures()) {
+    FigureSummary s{figure, 0, 0, 0.0, 0.0};
+    for (const RowReplay& r : replay.rows)
+      for (const FigureComparison& f : r.figures) {
+        if (f.figure != figure) continue;
+        if (!f.error_pct) {
+          ++s.infeasible;
+          continue;
+        }
+        ++s.rows;
+        s.mean_abs_error_pct += std::fabs(*f.error_pct);
+        s.max_abs_error_pct = std::max(s.max_abs_error_pct, std::fabs(*f.error_pct));
+      }
+    if (s.rows + s.infeasible == 0) continue;
+    if (s.rows > 0) s.mean_abs_error_pct /= s.rows;
+    replay.summary.push_back(s);
+  }
+  return replay;
+}
+
+nlohmann::json validation_replay_json(const ValidationReplay& replay) {
+  const auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j{{"file", replay.file}, {"name", replay.name}, {"source", replay.source},
+                   {"version", replay.version}, {"rows", nlohmann::json::array()},
+                   {"summary", nlohmann::json::array()}};
+  for (const RowReplay& r : replay.rows) {
+    nlohmann::json row{{"id", r.id},
+                       {"source", r.source},
+                       {"site", r.site},
+                       {"feasible", r.feasible},
+                       {"reason", r.feasible ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+                       {"figures", nlohmann::json::array()}};
+    for (const FigureComparison& f : r.figures)
+      row["figures"].push_back({{"figure", f.figure},
+                                {"published", f.published},
+                                {"predicted", optional(f.predicted)},
+                                {"error_pct", optional(f.error_pct)}});
+    j["rows"].push_back(row);
+  }
+  for (const FigureSummary& s : replay.summary)
+    j["summary"].push_back({{"figure", s.figure},
+                            {"rows", s.rows},
+                            {"infeasible", s.infeasible},
+                            {"mean_abs_error_pct", s.rows ? nlohmann::json(s.mean_abs_error_pct) : nlohmann::json(nullptr)},
+                            {"max_abs_error_pct", s.rows ? nlohmann::json(s.max_abs_error_pct) : nlohmann::json(nullptr)}});
+  return j;
+}
+
+std::string validation_replay_table(const ValidationReplay& replay) {
+  std::string out = fmt::format("{} (version {}, {})\n", replay.name, replay.version, replay.file);
+  out += fmt::format("{:<22} {:<20} {:<24} {:>14} {:>14} {:>9}\n", "row", "site", "figure", "predicted",
+                     "published", "error");
+  for (const RowReplay& r : replay.rows) {
+    if (!r.feasible) {
+      out += fmt::format("{:<22} {:<20} infeasible: {}\n", r.id, r.site, r.reason);
+      continue;
+    }
+    for (const FigureComparison& f : r.figures)
+      out += fmt::format("{:<22} {:<20} {:<24} {:>14.6g} {:>14.6g} {:>+8.1f}%\n", r.id, r.site, f.figure,
+                         *f.predicted, f.published, *f.error_pct);
+  }
+  out += "\n";
+  for (const FigureSummary& s : replay.summary) {
+    if (s.rows == 0) {
+      out += fmt::format("{:<24} no feasible row ({} infeasible)\n", s.figure, s.infeasible);
+      continue;
+    }
+    out += fmt::format("{:<24} {} rows: mean |error| {:.1f}%, max |error| {:.1f}%{}\n", s.figure, s.rows,
+                       s.mean_abs_error_pct, s.max_abs_error_pct,
+                       s.infeasible ? fmt::format(" ({} infeasible)", s.infeasible) : std::string());
+  }
+  return out;
+}
+
+}  // namespace sb::costmodel

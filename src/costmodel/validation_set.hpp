@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Validation sets (validation/published/*.yaml, format in validation/README.md): published
+// training runs, each a case with the figures its source reports, and their replay through the
+// cost model on the shipped site profile of the run's device. Leaves out any judgement: a replay
+// reports its errors, it does not pass or fail.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "costmodel/site_profile.hpp"
+#include "costmodel/step_prediction.hpp"
+#include "plan/config.hpp"
+
+namespace sb::costmodel {
+
+struct ValidationRow {
+  std::string id, source, device;
+  int gpus = 0;
+  YAML::Node case_node;                                     // the published configuration
+  std::vector<std::pair<std::string, std::string>> assumed;  // dotted key, value: not published
+  std::map<std::string, double> published;                   // figure name -> value
+};
+
+struct ValidationSet {
+  std::string file, name, source;
+  int version = 0;
+  std::vector<ValidationRow> rows;
+};
+
+// The figures a row may publish and how the prediction answers each:
+//   step_time_s, tokens_per_s: as predicted; tokens_per_s_per_device: tokens_per_s / gpus;
+//   tflops_per_device: executed FLOPs (recomputation included) per second and device, in 1e12;
+//   aggregate_pflops: that over all gpus, in 1e15; percent_of_peak and hfu_percent: executed
+//   FLOP/s over the dense peak, percent; mfu_percent: model FLOPs (3 × forward) over the peak,
+//   percent; parameters: the model's parameter count.
+const std::vector<std::string>& validation_figures();
+
+// Where a set named on the command line lives: an existing file or anything with a '/' is a
+// path as given; a bare name is NAME.yaml in resource_dir()/validation/published (the shipped
+// sets). UserError naming the folder when a name has no set.
+std::filesystem::path validation_set_path(const std::string& set);
+
+// Reads and checks a set: format scalebench-validation-set, version 1, every row's keys, every
+// published figure one of validation_figures(). UserError naming the file, row and key at fault.
+ValidationSet load_validation_set(const std::filesystem::path& path);
+
+// The row's case as `predict` reads it: the published case, the assumed keys set over it, the
+// model family's data set (load_predict_case's rule).
+plan::TrainConfig validation_case(const ValidationSet& set, const ValidationRow& row);
+
+// The shipped (or user) site profile whose `device` is the row's; UserError naming the row, the
+// device and the devices the profiles have when none is.
+SiteProfile validation_site(const ValidationSet& set, const ValidationRow& row);
+
+struct FigureComparison {
+  std::string figure;
+  double published = 0;
+  std::optional<double> predicted;  // none when the prediction is infeasible
+  std::optional<double> error_pct;  // 100 · (predicted − published) / published
+};
+
+struct RowReplay {
+  std::string id, source, site;
+  bool feasible = false;
+  std::string reason;
+  std::vector<FigureComparison> figures;
+};
+
+struct FigureSummary {
+  std::string figure;
+  int rows = 0;        // rows that publish the figure and were predicted
+  int infeasible = 0;  // rows that publish it but whose prediction is infeasible
+  double mean_abs_error_pct = 0, max_abs_error_pct = 0;
+};
+
+struct ValidationReplay {
+  std::string file, name, source;
+  int version = 0;
+  std::vector<RowReplay> rows;
+  std::vector<FigureSummary> summary;  // in validation_figures() order, figures some row publishes
+};
+
+// Predicts every row on its site at its gpus.
+ValidationReplay replay_validation_set(const ValidationSet& set);
+
+nlohmann::json validation_replay_json(const ValidationReplay& replay);
+std::string validation_replay_table(const ValidationReplay& replay);
+
+}  // namespace sb::costmodel

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every shipped GPU site profile (jobs/sites/*.yaml that is not a CPU-core site) names a source
+for each of its constants, and has a dense peak for each precision it claims.
+
+A constant is any number in the profile outside `scheduler:` and `calibrated.date`/`command`.
+Its source is a comment on its line or the comment lines directly above it (or above the key
+of the mapping holding it). A precision is claimed when the profile must have it (fp32, bf16,
+fp16: site_profile.hpp), when the profile's calibrated gemm_efficiency names it, or when a
+shipped validation set (validation/published/*.yaml) replays a row in it on the profile's
+device. A peak whose source quotes a figure "with sparsity" must be half of it: the dense peak.
+Usage: check_site_profile_sources.py SOURCE_DIR"""
+import pathlib
+import re
+import sys
+
+import yaml
+
+source = pathlib.Path(sys.argv[1])
+REQUIRED = ("fp32", "bf16", "fp16")
+problems = []
+
+
+def commented(lines, line):
+    """Whether line (0-based) carries a trailing comment or directly follows comment lines."""
+    text = lines[line]
+    if re.search(r"\s#\s*\S", text):
+        return True
+    above = line - 1
+    return above >= 0 and lines[above].lstrip().startswith("#")
+
+
+def constants(node, path, parents):
+    """(dotted key, value node, the lines of the keys holding it) of every number below node."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = f"{path}.{key.value}" if path else key.value
+            yield from constants(value, name, parents + [key.start_mark.line])
+    elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(("int", "float")) or (
+            isinstance(node, yaml.ScalarNode) and re.fullmatch(r"[-+]?[0-9.]+(e[-+]?[0-9]+)?", node.value or "")):
+        yield path, node, parents
+
+
+def validation_precisions():
+    """{device: {precisions}} over the shipped validation sets' rows."""
+    claimed = {}
+    for path in sorted((source / "validation" / "published").glob("*.yaml")):
+        for row in yaml.safe_load(path.read_text())["rows"]:
+            precision = row["case"].get("precision") or row.get("assumed", {}).get("precision") or \
+                row.get("assumed", {}).get("precision.dtype")
+            if isinstance(precision, dict):
+                precision = precision.get("dtype")
+            if precision:
+                claimed.setdefault(row["device"], set()).add(precision)
+    return claimed
+
+
+claimed_by_sets = validation_precisions()
+checked = 0
+for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
+    text = path.read_text()
+    profile = yaml.safe_load(text)
+    if profile.get("device_is_cpu_core"):
+        continue
+    checked += 1
+    lines = text.splitlines()
+    root = yaml.compose(text)
+    for key, node, parents in constants(root, "", []):
+        if key.startswith("scheduler.") or key in ("calibrated.date", "calibrated.command"):
+            continue
+        if not any(commented(lines, line) for line in parents):
+            problems.append(f"{path.name}: '{key}' ({node.value}, line {node.start_mark.line + 1}) names no source "
+                            "(a comment on its line or directly above it)")
+    peaks = profile.get("peak_flops", {})
+    claimed = set(REQUIRED) | set((profile.get("calibrated") or {}).get("gemm_efficiency", {})) | \
+        claimed_by_sets.get(profile["device"], set())
+    def number(value):  # PyYAML (YAML 1.1) reads 312.0e12, without a sign in the exponent, as text
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return None
+    for precision in sorted(claimed):
+        if not (number(peaks.get(precision)) or 0) > 0:
+            problems.append(f"{path.name}: device '{profile['device']}' claims {precision} but peak_flops has no "
+                            f"dense {precision} peak")
+    for key, node, parents in constants(root, "", []):
+        if not key.startswith("peak_flops."):
+            continue
+        comment = lines[node.start_mark.line].partition("#")[2]
+        if "sparsity" not in comment:
+            continue
+        quoted = [float(n.replace(",", "")) for n in re.findall(r"[0-9][0-9,]*\.?[0-9]*", comment.split("sparsity")[0])]
+        value = float(node.value) / 1e12
+        if not any(abs(2 * value - q) <= 0.01 * q for q in quoted):
+            problems.append(f"{path.name}: '{key}' = {node.value} is not half of the with-sparsity figure its "
+                            f"source quotes ({comment.strip()}): not a dense peak")
+
+assert checked >= 5, f"only {checked} GPU site profiles found under {source / 'jobs' / 'sites'}"
+assert not problems, "\n".join(problems)
+print(f"site profile sources ok: {checked} GPU profiles, every constant sourced, every claimed precision has a "
+      "dense peak")
