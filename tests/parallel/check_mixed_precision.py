@@ -3,7 +3,8 @@
 """`scalebench train` in bf16 and fp16: the same training under data and tensor parallelism, loss
 scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
 
-1. bf16 and fp16 under dp 2, tp 2, dp 2 x tp 2, pp 2 (1F1B) and (bf16) dp 2 x pp 2 (GPipe) give one
+1. bf16 and fp16 under dp 2, tp 2 (with and without sequence parallelism), dp 2 x tp 2, pp 2 (1F1B)
+   and (bf16) dp 2 x pp 2 (GPipe) give one
    rank's losses and evaluations in the same precision within REL_TOL_16 (16-bit rounding after
    sums in another order), and one rank's 16-bit run stays within REL_TOL_VS_FP32 of fp32. The
    pipeline sends 16-bit activations: its message buffers (tracked comm memory on each stage)
@@ -99,6 +100,13 @@ for precision in ["bf16", "fp16"]:
                                                 relative_gap(run["eval"], one["eval"]))
         if gap > REL_TOL_16:
             problems.append(f"{precision} {name}: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    # sequence parallelism in 16 bits: the reduce-scatters sum in fp32 as the all-reduces do
+    run = train(f"{precision}_tp2_sp", precision, 1, 2, extra=["--set", "strategy.sequence_parallel=true"])
+    gaps[f"{precision} tp2 sequence parallel"] = gap = max(relative_gap(run["loss"], one["loss"]),
+                                                           relative_gap(run["eval"], one["eval"]))
+    if gap > REL_TOL_16:
+        problems.append(f"{precision} tp2 sequence parallel: loss or eval differs from one rank by {gap:.2e} "
+                        f"(> {REL_TOL_16})")
     if precision == "bf16":  # recomputation in 16 bits: the same kernels on the same 16-bit inputs
         for name, tp, mode in [("selective", 1, "selective"), ("full_tp2", 2, "full")]:
             run = train(f"bf16_recompute_{name}", precision, 1, tp, extra=["--set", f"strategy.recompute={mode}"])
