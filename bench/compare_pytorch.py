@@ -12,8 +12,10 @@ import statistics
 import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# name -> (benchmark filter in bench_train.cpp, batch as registered there)
+# name -> (benchmark filter in bench_train.cpp, batch as registered there); a -bf16 case is bf16
+# storage for us and torch.autocast bf16 for PyTorch.
 CASES = {"gpt-nano": ("gpt_nano/16", 16), "gpt-tiny": ("gpt_tiny/16", 16), "gpt-small": ("gpt_small/8", 8),
+         "gpt-tiny-bf16": ("gpt_tiny_bf16/16", 16),
          "resnet-mini-64": ("resnet_mini/64", 64), "resnet-mini-128": ("resnet_mini/128", 128)}
 OPENMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
@@ -32,9 +34,12 @@ def torch_peer(model, threads):
     env = dict(os.environ)
     if pathlib.Path(OPENMP_BLAS).is_dir():
         env["LD_LIBRARY_PATH"] = OPENMP_BLAS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    peer_model = "resnet-mini" if model.startswith("resnet-mini") else model
+    precision = "bf16" if model.endswith("-bf16") else "fp32"
+    peer_model = model.removesuffix("-bf16")
+    peer_model = "resnet-mini" if peer_model.startswith("resnet-mini") else peer_model
     out = subprocess.run(["/usr/bin/python3", str(REPO / "bench" / "pytorch_peer.py"), "time", "--model", peer_model,
-                          "--batch", str(CASES[model][1]), "--threads", str(threads), "--steps", "25"],
+                          "--batch", str(CASES[model][1]), "--threads", str(threads), "--steps", "25",
+                          "--precision", precision],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["step_time_median_s"]
 
@@ -47,7 +52,7 @@ def main():
     parser.add_argument("--build", default=str(REPO / "build"))
     args = parser.parse_args()
     build = pathlib.Path(args.build)
-    print(f"{'model':<10} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
+    print(f"{'model':<13} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
     rows = []
     for model in args.models:
         for threads in args.threads:
@@ -59,7 +64,7 @@ def main():
                        torch_s=statistics.median(b))
             row["ratio"] = row["torch_s"] / row["ours_s"]
             rows.append(row)
-            print(f"{model:<10} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
+            print(f"{model:<13} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
                   f"{1e3 * row['torch_s']:>9.1f} {row['ratio']:>10.2f}", flush=True)
     print(json.dumps(rows))
 
