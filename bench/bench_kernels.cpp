@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel speed: cpu::matmul_forward GFLOP/s beside cblas_sgemm, cpu vs reference time of the
+// Kernel speed: cpu::matmul_forward GFLOP/s beside cblas_sgemm and the cpu's bf16 linear layer
+// (StorageKernels<bf16>: oneDNN on AMX/AVX512-BF16, widening below), cpu vs reference time of the
 // other kernels at gpt-tiny shapes, conv2d and BatchNorm2d at resnet-mini shapes. Leaves out
 // correctness (tests/) and whole training steps.
 //
 //   SB_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads build/bench/bench_kernels
 //   ours/cblas ratio: divide the GFLOP/s of matmul_forward/cpu/... by matmul_forward/cblas/...
+//   bf16 against fp32: --benchmark_filter='matmul_forward/(bf16|cblas)/BT:2048/C:2048'
 //   conv2d only, shorter: --benchmark_filter='conv2d|batchnorm2d' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -15,9 +17,11 @@
 #include <vector>
 
 #include "bench_threads.hpp"
+#include "core/memory.hpp"
 #include "core/rng.hpp"
 #include "kernels/cpu/conv2d_im2col.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/storage_kernels.hpp"
 #include "runtime/parallel_runtime.hpp"
 
 namespace {
@@ -76,14 +80,37 @@ void matmul_forward_cblas(benchmark::State& state) {
   set_gflops(state, matmul_flops(BT, C, OC));
 }
 
+// bf16 operands and output, with bias, as the bf16 GPT's layers call it.
+void matmul_forward_bf16(benchmark::State& state) {
+  const i64 BT = state.range(0), C = state.range(1), OC = state.range(2);
+  const auto narrow = [](const std::vector<float>& v) {
+    std::vector<sb::bf16> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = sb::to_bf16(v[i]);
+    return out;
+  };
+  const auto inp = narrow(random_floats(BT * C, 0)), weight = narrow(random_floats(OC * C, 1)),
+             bias = narrow(random_floats(OC, 2));
+  std::vector<sb::bf16> out(static_cast<std::size_t>(BT * OC));
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<sb::bf16> k(Backend::cpu, tracker);
+  state.SetLabel(k.widens_gemms() ? "widened to fp32" : "oneDNN bf16");
+  for (auto _ : state) {
+    k.matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), BT, C, OC);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, matmul_flops(BT, C, OC));
+}
+
 void register_gemm_benchmarks() {
   std::vector<std::vector<i64>> shapes;
   for (i64 BT : {2048, 4096})
     for (i64 C : {256, 384})
       for (i64 OC : {3 * C, 4 * C}) shapes.push_back({BT, C, OC});
   shapes.push_back({1024, 1024, 1024});
+  shapes.push_back({2048, 2048, 2048});
   for (auto [name, fn] : {std::pair{"matmul_forward/cpu", &matmul_forward_cpu},
-                          std::pair{"matmul_forward/cblas", &matmul_forward_cblas}}) {
+                          std::pair{"matmul_forward/cblas", &matmul_forward_cblas},
+                          std::pair{"matmul_forward/bf16", &matmul_forward_bf16}}) {
     auto* b = benchmark::RegisterBenchmark(name, fn);
     b->ArgNames({"BT", "C", "OC"})->UseRealTime()->Unit(benchmark::kMillisecond);
     for (const auto& shape : shapes) b->Args(shape);

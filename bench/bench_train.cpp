@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // One training step of each reference model on its real data, at the thread count of
-// SB_THREADS: GPT (forward, backward, clip, AdamW) on SOTU windows and resnet-mini (forward,
-// backward, SGD) on MNIST batches; the figures compared with PyTorch eager by
+// SB_THREADS: GPT (forward, backward, clip, AdamW; fp32, and bf16 storage for gpt-tiny) on SOTU
+// windows and resnet-mini (forward, backward, SGD) on MNIST batches; the figures compared with PyTorch eager by
 // compare_pytorch.py. Leaves out evaluation and result writing (the trainer's own cost).
 #include <benchmark/benchmark.h>
 
@@ -28,13 +28,15 @@ namespace {
 
 std::string data_dir() { return sb::datasets_dir().string(); }
 
-void BM_gpt_training_step(benchmark::State& state, const std::string& model_name) {
+// S: the storage type (float, or bf16 with fp32 master weights and gradients).
+template <class S>
+void gpt_training_step(benchmark::State& state, const std::string& model_name) {
   const auto B = state.range(0);
   const auto config = sb::gpt::gpt_config_by_name(model_name);
   const auto T = config.max_seq_len;
   static const auto corpus = sb::data::load_sotu(data_dir() + "/sotu");
   sb::MemoryTracker tracker;
-  sb::gpt::GptModel model(config, B, T, sb::kernels::Backend::cpu, tracker);
+  sb::gpt::GptModelT<S> model(config, B, T, sb::kernels::Backend::cpu, tracker);
   model.init_weights(1);
   sb::optim::AdamW optimizer(model.parameter_slices(), {}, sb::kernels::Backend::cpu, tracker);
   const sb::data::WindowSampler sampler(corpus.train(), B, T, 1);
@@ -46,6 +48,7 @@ void BM_gpt_training_step(benchmark::State& state, const std::string& model_name
     benchmark::DoNotOptimize(model.forward(tokens.data(), targets.data(), B, T));
     model.backward();
     optimizer.clip_and_step(3e-4);
+    model.sync_storage_parameters();
     Kokkos::fence();
   }
   const double flops = sb::gpt::gpt_training_flops(config, B, T);
@@ -53,6 +56,13 @@ void BM_gpt_training_step(benchmark::State& state, const std::string& model_name
   state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["batch"] = static_cast<double>(B);
   state.counters["seq_len"] = static_cast<double>(T);
+}
+
+void BM_gpt_training_step(benchmark::State& state, const std::string& model_name) {
+  gpt_training_step<float>(state, model_name);
+}
+void BM_gpt_bf16_training_step(benchmark::State& state, const std::string& model_name) {
+  gpt_training_step<sb::bf16>(state, model_name);
 }
 
 void BM_resnet_training_step(benchmark::State& state) {
@@ -91,6 +101,7 @@ BENCHMARK(BM_resnet_training_step)->Name("BM_resnet_training_step/resnet_mini")-
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_nano, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_tiny, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_small, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_bf16_training_step, gpt_tiny_bf16, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   const char* env = std::getenv("SB_THREADS");

@@ -3,7 +3,8 @@
 # Side-by-side training-step times: scalebench (bench_train) and PyTorch eager
 # (pytorch_peer.py) on the same model, batch and threads, alternated round by round so both
 # see the same machine load; prints medians and the ratio torch/ours (> 1: ours is faster).
-"""Usage: /usr/bin/python3 bench/compare_pytorch.py [--rounds 3] [--threads 1 2] [--models gpt-tiny resnet-mini-128 ...]"""
+# gpt-tiny-bf16: our bf16 storage against PyTorch's autocast bf16.
+"""Usage: /usr/bin/python3 bench/compare_pytorch.py [--rounds 3] [--threads 1 2] [--models gpt-tiny resnet-mini-128 ...] [--torch-steps 25]"""
 import argparse
 import json
 import os
@@ -12,8 +13,10 @@ import statistics
 import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# name -> (benchmark filter in bench_train.cpp, batch as registered there)
+# name -> (benchmark filter in bench_train.cpp, batch as registered there); a -bf16 case is bf16
+# storage for us and torch.autocast bf16 for PyTorch.
 CASES = {"gpt-nano": ("gpt_nano/16", 16), "gpt-tiny": ("gpt_tiny/16", 16), "gpt-small": ("gpt_small/8", 8),
+         "gpt-tiny-bf16": ("gpt_tiny_bf16/16", 16),
          "resnet-mini-64": ("resnet_mini/64", 64), "resnet-mini-128": ("resnet_mini/128", 128)}
 OPENMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
@@ -27,14 +30,17 @@ def ours(model, threads, build):
     return bench["real_time"] / 1e3  # ms -> s
 
 
-def torch_peer(model, threads):
+def torch_peer(model, threads, steps):
     # Debian's OpenMP OpenBLAS, when present, is PyTorch's best configuration here.
     env = dict(os.environ)
     if pathlib.Path(OPENMP_BLAS).is_dir():
         env["LD_LIBRARY_PATH"] = OPENMP_BLAS + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    peer_model = "resnet-mini" if model.startswith("resnet-mini") else model
+    precision = "bf16" if model.endswith("-bf16") else "fp32"
+    peer_model = model.removesuffix("-bf16")
+    peer_model = "resnet-mini" if peer_model.startswith("resnet-mini") else peer_model
     out = subprocess.run(["/usr/bin/python3", str(REPO / "bench" / "pytorch_peer.py"), "time", "--model", peer_model,
-                          "--batch", str(CASES[model][1]), "--threads", str(threads), "--steps", "25"],
+                          "--batch", str(CASES[model][1]), "--threads", str(threads), "--steps", str(steps),
+                          "--precision", precision],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["step_time_median_s"]
 
@@ -45,21 +51,25 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--models", nargs="+", default=list(CASES))
     parser.add_argument("--build", default=str(REPO / "build"))
+    parser.add_argument("--torch-steps", type=int, default=25, help="PyTorch steps per round (the first 3 are dropped)")
     args = parser.parse_args()
     build = pathlib.Path(args.build)
-    print(f"{'model':<10} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
+    print(f"{'model':<13} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
     rows = []
-    for model in args.models:
-        for threads in args.threads:
-            a, b = [], []
-            for _ in range(args.rounds):
-                a.append(ours(model, threads, build))
-                b.append(torch_peer(model, threads))
-            row = dict(model=model, batch=CASES[model][1], threads=threads, ours_s=statistics.median(a),
-                       torch_s=statistics.median(b))
+    for threads in args.threads:
+        # Each round runs every model once, ours then torch, so all cases of one thread count
+        # (fp32 beside bf16 too) see the same stretch of machine load.
+        a, b = {m: [] for m in args.models}, {m: [] for m in args.models}
+        for _ in range(args.rounds):
+            for model in args.models:
+                a[model].append(ours(model, threads, build))
+                b[model].append(torch_peer(model, threads, args.torch_steps))
+        for model in args.models:
+            row = dict(model=model, batch=CASES[model][1], threads=threads, ours_s=statistics.median(a[model]),
+                       torch_s=statistics.median(b[model]))
             row["ratio"] = row["torch_s"] / row["ours_s"]
             rows.append(row)
-            print(f"{model:<10} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
+            print(f"{model:<13} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
                   f"{1e3 * row['torch_s']:>9.1f} {row['ratio']:>10.2f}", flush=True)
     print(json.dumps(rows))
 

@@ -6,6 +6,7 @@
 # Leaves out torch.compile (not in Debian's torch 1.13) and data loading cost.
 """Usage (threads must be fixed before torch is imported, so they are an argument):
   /usr/bin/python3 bench/pytorch_peer.py time --model gpt-tiny --batch 16 --threads 2 --steps 20
+  /usr/bin/python3 bench/pytorch_peer.py time --model gpt-tiny --precision bf16 --threads 2
   /usr/bin/python3 bench/pytorch_peer.py train --model gpt-tiny --batch 16 --threads 2 --steps 300
 Prints one JSON line."""
 import argparse
@@ -32,6 +33,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--eval-batches", type=int, default=32)
+    # bf16: forward and loss under torch.autocast (bf16 matmuls through oneDNN, fp32 weights)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = parser.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -69,12 +72,13 @@ def main():
         tokens, targets = batch(train, rng.integers(0, len(train) - T - 1, size=B))
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        _, loss = model(tokens, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            _, loss = model(tokens, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         times.append(time.perf_counter() - t0)
-    result = dict(model=args.model, batch=B, seq_len=T, threads=args.threads,
+    result = dict(model=args.model, batch=B, seq_len=T, threads=args.threads, precision=args.precision,
                   torch=str(torch.__version__), steps=args.steps, final_train_loss=loss.item())
     steady = sorted(times[min(3, len(times) - 1):])
     result["step_time_median_s"] = steady[len(steady) // 2]

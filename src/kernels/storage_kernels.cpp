@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The storage-policy kernels: one float kernel call each, its 16-bit operands widened into
 // scratch before and its 16-bit outputs rounded back after (nothing to do for float); with
-// 16-bit S on cuda the GPT's kernels go to the native table instead.
+// 16-bit S on cuda the GPT's kernels go to the native table instead, and bf16 GEMMs on a cpu
+// with bf16 instructions to oneDNN.
 #include "kernels/storage_kernels.hpp"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/cpu_isa.hpp"
 #include "core/device_memory.hpp"
+#include "kernels/cpu/onednn_bf16_matmul.hpp"
 
 namespace sb::kernels {
 
@@ -138,6 +141,22 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
     scratch_ = std::make_unique<WideningScratch>(tracker, std::string("widened ") + storage_name<S>() + " operands",
                                                  device_);
   }
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (backend == Backend::cpu && onednn_has_native_bf16())
+      onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
+  }
+}
+
+template <class S>
+StorageKernels<S>::~StorageKernels() = default;
+template <class S>
+StorageKernels<S>::StorageKernels(StorageKernels&&) noexcept = default;
+template <class S>
+StorageKernels<S>& StorageKernels<S>::operator=(StorageKernels&&) noexcept = default;
+
+template <class S>
+bool StorageKernels<S>::widens_gemms() const {
+  return !std::is_same_v<S, float> && !native_ && !onednn_matmul_;
 }
 
 template <class S>
@@ -174,6 +193,9 @@ void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, co
   const CallRecord record(recorder_, "matmul_forward", {BT, C, OC}, matmul_forward_work(BT, C, OC, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->matmul_forward(out, inp, weight, bias, BT, C, OC);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0) return onednn_matmul_->forward(out, inp, weight, bias, BT, C, OC);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_forward(w.out(out, BT * OC), w.in(inp, BT * C), w.in(weight, OC * C), w.in(bias, OC), BT, C, OC);
 }
@@ -184,6 +206,10 @@ void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, c
   const CallRecord record(recorder_, "matmul_backward", {BT, C, OC}, matmul_backward_work(BT, C, OC, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0)
+      return onednn_matmul_->backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_backward(w.inout(dinp, BT * C), dweight, dbias, w.in(dout, BT * OC), w.in(inp, BT * C),
                       w.in(weight, OC * C), BT, C, OC);

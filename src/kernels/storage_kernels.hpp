@@ -11,8 +11,10 @@
 // time here that a GPU does not pay (the cost model carries the tensor-core ratio). On the cuda
 // back-end the GPT's kernels are native instead (NativeStorageKernels below: 16-bit operands
 // on tensor cores through cuBLASLt, float math in registers), and every other call widens into
-// device scratch with the cuda conversion kernels.
-// Leaves out 16-bit GEMM instructions on the CPU (AVX512-BF16, AMX).
+// device scratch with the cuda conversion kernels. On the cpu back-end with bf16 S, the linear
+// layer's GEMMs run as oneDNN bf16 matmuls (fp32 accumulation) where the CPU has AMX-BF16 or
+// AVX512-BF16 (core/cpu_isa.hpp, decided once at construction); below that they widen too.
+// Leaves out 16-bit convolutions on the CPU and fp16 GEMM instructions there.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +80,10 @@ struct NativeStorageKernels {
 #undef SB_NATIVE_STORAGE_MEMBER
 };
 
+namespace cpu {
+class OnednnBf16Matmul;  // kernels/cpu/onednn_bf16_matmul.hpp
+}  // namespace cpu
+
 namespace cuda {
 // The cuda back-end's native 16-bit kernels (device pointers, the default context's stream);
 // defined for bf16 and fp16 where CUDA is compiled in.
@@ -112,6 +118,13 @@ class StorageKernels {
   // With a recorder every kernel call below (and zero) is logged there as it is made
   // (kernel_recorder.hpp); a record_only recorder's calls do not run.
   StorageKernels(Backend backend, MemoryTracker& tracker, KernelRecorder* recorder = nullptr);
+  ~StorageKernels();
+  StorageKernels(StorageKernels&&) noexcept;
+  StorageKernels& operator=(StorageKernels&&) noexcept;
+
+  // Whether matmul calls widen 16-bit operands to fp32 for the float GEMM: false for float S,
+  // for the cuda native table and for the cpu's oneDNN bf16 matmuls.
+  bool widens_gemms() const;
 
   // Whether calls run: false under a record_only recorder, whose model holds no memory.
   bool runs_kernels() const { return !recorder_ || recorder_->runs_kernels(); }
@@ -181,6 +194,7 @@ class StorageKernels {
   Device device_;
   const NativeStorageKernels<S>* native_ = nullptr;  // 16-bit S on cuda: the GPT's kernels
   std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
+  std::unique_ptr<cpu::OnednnBf16Matmul> onednn_matmul_;  // bf16 S on a cpu with bf16 instructions
   KernelRecorder* recorder_ = nullptr;
 };
 

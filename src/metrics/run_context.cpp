@@ -4,6 +4,7 @@
 #include "metrics/run_context.hpp"
 
 #include "core/check.hpp"
+#include "core/cpu_isa.hpp"
 #include "parallel/nccl_communicator.hpp"
 
 #include <Kokkos_Macros.hpp>
@@ -151,6 +152,8 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   context.emplace_back("blas", trimmed(openblas_get_config()));
   context.emplace_back("blas_threading", blas_threading());
   context.emplace_back("blas_library", std::string(SB_BLAS_LIBRARY));
+  context.emplace_back("onednn", onednn_version());
+  context.emplace_back("cpu_isa", onednn_cpu_isa());
   context.emplace_back("compiler", std::string(SB_COMPILER));
   context.emplace_back("build_type", std::string(SB_BUILD_TYPE));
   context.emplace_back("git_sha", std::string(SB_GIT_SHA));

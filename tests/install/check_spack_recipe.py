@@ -24,7 +24,7 @@ SPACK_NAME = {
     "MPI": "mpi", "HDF5": "hdf5", "OpenMP": None, "Kokkos": "kokkos", "BLAS": "openblas",
     "openblas": "openblas", "yaml-cpp": "yaml-cpp", "CLI11": "cli11", "nlohmann_json": "nlohmann-json",
     "fmt": "fmt", "ZLIB": "zlib-api", "CUDAToolkit": "cuda", "nccl": "nccl", "GTest": "googletest",
-    "benchmark": "benchmark",
+    "benchmark": "benchmark", "dnnl": "onednn",
 }
 # build-only dependencies and what CudaPackage brings (+cuda, cuda_arch, depends_on cuda)
 RECIPE_ONLY = {"cmake", "c", "cxx"}

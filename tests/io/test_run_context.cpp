@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include "core/cpu_isa.hpp"
 #include "metrics/run_context.hpp"
 #include "parallel/nccl_communicator.hpp"
 
@@ -19,7 +20,7 @@ TEST(RunContext, HasEveryKeyInOrder) {
                       "hostnames", "host_count", "cpu_model", "cores", "threads",
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
                       "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
-                      "blas_threading", "blas_library", "compiler", "build_type", "git_sha", "omp_proc_bind",
+                      "blas_threading", "blas_library", "onednn", "cpu_isa", "compiler", "build_type", "git_sha", "omp_proc_bind",
                       "omp_places"}));
   const auto value = [&](const std::string& key) {
     for (const auto& [k, v] : context) {
@@ -36,6 +37,8 @@ TEST(RunContext, HasEveryKeyInOrder) {
   EXPECT_EQ(value("hdf5").rfind("1.", 0), 0u) << value("hdf5");
   EXPECT_EQ(value("kokkos").rfind("3.", 0), 0u) << value("kokkos");
   EXPECT_NE(value("blas").find("OpenBLAS"), std::string::npos) << value("blas");
+  EXPECT_EQ(value("onednn").rfind("2.", 0), 0u) << value("onednn");
+  EXPECT_EQ(value("cpu_isa"), onednn_cpu_isa());
   EXPECT_NE(value("mpi_library"), "unknown");
   EXPECT_EQ(value("mpi_library").find('\n'), std::string::npos);
   EXPECT_NE(value("cpu_model"), "");

@@ -37,6 +37,8 @@ class Scalebench(CMakePackage, CudaPackage):
     # Kokkos' OpenMP back-end; its threads and OpenBLAS's share one OpenMP pool
     depends_on("kokkos@3.4:+openmp")
     depends_on("openblas threads=openmp")
+    # bf16 GEMMs on AMX/AVX512-BF16 CPUs, in the same OpenMP pool
+    depends_on("onednn@2.6: cpu_runtime=omp")
     depends_on("yaml-cpp@0.7:")
     depends_on("cli11@2:")
     depends_on("nlohmann-json@3.11:")

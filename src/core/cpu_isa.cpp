@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// oneDNN's effective CPU ISA as a run records it, and its version.
+#include "core/cpu_isa.hpp"
+
+#include <dnnl.h>
+#include <fmt/format.h>
+
+namespace sb {
+
+namespace {
+
+bool includes(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t level) {
+  return (static_cast<unsigned>(isa) & static_cast<unsigned>(level)) == static_cast<unsigned>(level);
+}
+
+}  // namespace
+
+std::string onednn_cpu_isa() {
+  // The enum values are bit masks: each level holds the bits of the levels below it.
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (includes(isa, dnnl_cpu_isa_avx512_core_amx)) return "amx_bf16";
+  if (includes(isa, dnnl_cpu_isa_avx512_core_bf16)) return "avx512_bf16";
+  if (includes(isa, dnnl_cpu_isa_avx512_core)) return "avx512";
+  if (includes(isa, dnnl_cpu_isa_avx2_vnni)) return "avx2_vnni";
+  if (includes(isa, dnnl_cpu_isa_avx2)) return "avx2";
+  return "generic";
+}
+
+bool onednn_has_native_bf16() {
+  return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core_bf16);
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return fmt::format("{}.{}.{} ({})", v->major, v->minor, v->patch, v->hash);
+}
+
+}  // namespace sb

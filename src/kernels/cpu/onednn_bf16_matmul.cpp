@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// bf16 GEMMs of the linear layer as oneDNN matmul primitives, created once per shape and
+// reused; row-major operands are described by strides, so no operand is copied or reordered.
+// dbias is a column sum in fp32 (a bandwidth-bound loop, not a GEMM).
+#include "kernels/cpu/onednn_bf16_matmul.hpp"
+
+#include <algorithm>
+#include <dnnl.hpp>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/check.hpp"
+#include "kernels/cpu/host_parallel.hpp"
+
+namespace sb::kernels::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+// Columns summed per dbias task, as the fp32 kernel does: the sum order depends on BT only.
+constexpr i64 kBiasColumnBlock = 64;
+
+// The three GEMMs of a linear layer: out = inp . weight^T (+ bias), dinp += dout . weight,
+// dweight += dout^T . inp.
+enum class GemmKind { forward, forward_bias, input_gradient, weight_gradient };
+
+// One GEMM dst (M,N) = src (M,K) . wei (K,N) over row-major buffers; a transposed operand is
+// stored the other way round ((K,M) for src, (N,K) for wei).
+struct GemmLayout {
+  i64 M, N, K;
+  bool src_transposed, wei_transposed;
+  memory::data_type dst_type;
+  bool bias, accumulate;  // accumulate: dst += (oneDNN's sum post-op, in fp32 before rounding)
+};
+
+GemmLayout layout_of(GemmKind kind, i64 BT, i64 C, i64 OC) {
+  using dt = memory::data_type;
+  switch (kind) {
+    case GemmKind::forward: return {BT, OC, C, false, true, dt::bf16, false, false};
+    case GemmKind::forward_bias: return {BT, OC, C, false, true, dt::bf16, true, false};
+    case GemmKind::input_gradient: return {BT, C, OC, false, false, dt::bf16, false, true};
+    case GemmKind::weight_gradient: return {OC, C, BT, true, false, dt::f32, false, true};
+  }
+  SB_CHECK(false, "oneDNN bf16 matmul: unknown GEMM kind {}", static_cast<int>(kind));
+  return {};
+}
+
+memory::desc matrix_desc(i64 rows, i64 cols, bool transposed, memory::data_type type) {
+  return transposed ? memory::desc({rows, cols}, type, memory::dims{1, rows})
+                    : memory::desc({rows, cols}, type, memory::dims{cols, 1});
+}
+
+struct Gemm {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  memory::desc src, wei, bias, dst;
+  std::size_t scratchpad_bytes = 0;
+};
+
+Gemm make_gemm(const GemmLayout& g, const dnnl::engine& engine) {
+  using dt = memory::data_type;
+  Gemm gemm;
+  gemm.src = matrix_desc(g.M, g.K, g.src_transposed, dt::bf16);
+  gemm.wei = matrix_desc(g.K, g.N, g.wei_transposed, dt::bf16);
+  gemm.dst = matrix_desc(g.M, g.N, false, g.dst_type);
+  if (g.bias) gemm.bias = matrix_desc(1, g.N, false, dt::bf16);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (g.accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  const dnnl::matmul::desc desc = g.bias ? dnnl::matmul::desc(gemm.src, gemm.wei, gemm.bias, gemm.dst)
+                                         : dnnl::matmul::desc(gemm.src, gemm.wei, gemm.dst);
+  gemm.pd = dnnl::matmul::primitive_desc(desc, attr, engine);
+  gemm.primitive = dnnl::matmul(gemm.pd);
+  gemm.scratchpad_bytes = gemm.pd.scratchpad_desc().get_size();
+  return gemm;
+}
+
+void* writable(const void* p) { return const_cast<void*>(p); }
+
+}  // namespace
+
+struct OnednnBf16Matmul::Primitives {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<std::tuple<GemmKind, i64, i64, i64>, Gemm> gemms;
+  std::string last_implementation = "none";
+
+  const Gemm& gemm(GemmKind kind, i64 BT, i64 C, i64 OC) {
+    const auto key = std::make_tuple(kind, BT, C, OC);
+    auto found = gemms.find(key);
+    if (found == gemms.end()) found = gemms.emplace(key, make_gemm(layout_of(kind, BT, C, OC), engine)).first;
+    return found->second;
+  }
+};
+
+OnednnBf16Matmul::OnednnBf16Matmul(WideningScratch& scratch)
+    : primitives_(std::make_unique<Primitives>()), scratch_(&scratch) {}
+
+OnednnBf16Matmul::~OnednnBf16Matmul() = default;
+
+const std::string& OnednnBf16Matmul::last_implementation() const { return primitives_->last_implementation; }
+
+namespace {
+
+// Runs one cached GEMM on raw pointers (bias nullptr when the GEMM has none) and waits for it.
+void run_gemm(const Gemm& gemm, const dnnl::engine& engine, dnnl::stream& stream, WideningScratch& scratch,
+              const void* src, const void* wei, const void* bias, void* dst) {
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(gemm.src, engine, writable(src))},
+                                       {DNNL_ARG_WEIGHTS, memory(gemm.wei, engine, writable(wei))},
+                                       {DNNL_ARG_DST, memory(gemm.dst, engine, dst)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(gemm.bias, engine, writable(bias)));
+  if (gemm.scratchpad_bytes > 0) {
+    const i64 floats = static_cast<i64>((gemm.scratchpad_bytes + sizeof(float) - 1) / sizeof(float));
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(gemm.pd.scratchpad_desc(), engine, scratch.take(floats)));
+  }
+  gemm.primitive.execute(stream, args);
+  stream.wait();
+  scratch.release_all();
+}
+
+// dbias (OC) += column sums of dout (BT,OC), each task a block of columns over all rows.
+void add_bias_gradient(float* dbias, const bf16* dout, i64 BT, i64 OC) {
+  const i64 blocks = (OC + kBiasColumnBlock - 1) / kBiasColumnBlock;
+  parallel_for_each("sb::onednn_bf16_matmul::dbias", blocks, [=](i64 block) {
+    const i64 c0 = block * kBiasColumnBlock;
+    const i64 width = std::min(kBiasColumnBlock, OC - c0);
+    float sum[kBiasColumnBlock] = {};
+    for (i64 r = 0; r < BT; ++r) {
+      const bf16* row = dout + r * OC + c0;
+      for (i64 j = 0; j < width; ++j) sum[j] += to_float(row[j]);
+    }
+    for (i64 j = 0; j < width; ++j) dbias[c0 + j] += sum[j];
+  });
+}
+
+void check_extents(const char* kernel, i64 BT, i64 C, i64 OC) {
+  SB_CHECK(BT > 0 && C > 0 && OC > 0, "oneDNN bf16 {}: extents BT={} C={} OC={} must all be positive", kernel, BT,
+           C, OC);
+}
+
+}  // namespace
+
+void OnednnBf16Matmul::forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, i64 BT, i64 C,
+                               i64 OC) {
+  check_extents("matmul_forward", BT, C, OC);
+  Primitives& p = *primitives_;
+  const Gemm& gemm = p.gemm(bias ? GemmKind::forward_bias : GemmKind::forward, BT, C, OC);
+  p.last_implementation = gemm.pd.impl_info_str();
+  run_gemm(gemm, p.engine, p.stream, *scratch_, inp, weight, bias, out);
+}
+
+void OnednnBf16Matmul::backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                                const bf16* weight, i64 BT, i64 C, i64 OC) {
+  check_extents("matmul_backward", BT, C, OC);
+  Primitives& p = *primitives_;
+  const Gemm& input_gradient = p.gemm(GemmKind::input_gradient, BT, C, OC);
+  run_gemm(input_gradient, p.engine, p.stream, *scratch_, dout, weight, nullptr, dinp);
+  const Gemm& weight_gradient = p.gemm(GemmKind::weight_gradient, BT, C, OC);
+  run_gemm(weight_gradient, p.engine, p.stream, *scratch_, dout, inp, nullptr, dweight);
+  p.last_implementation = weight_gradient.pd.impl_info_str();
+  if (dbias) add_bias_gradient(dbias, dout, BT, OC);
+}
+
+}  // namespace sb::kernels::cpu

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cpu back-end's bf16 linear layer (StorageKernels<bf16> on Backend::cpu): forward and
+// backward against the double-precision reference on the same bf16 values, over sizes that are
+// not multiples of oneDNN's tiles; which path runs (oneDNN bf16 matmul or widening) follows the
+// ISA oneDNN reports, and that ISA follows /proc/cpuinfo capped by ONEDNN_MAX_CPU_ISA (ctest runs
+// this file again with the cap at AVX512_CORE_BF16, AVX512_CORE and AVX2). Leaves out cuda.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/cpu_isa.hpp"
+#include "core/memory.hpp"
+#include "core/rng.hpp"
+#include "kernels/cpu/onednn_bf16_matmul.hpp"
+#include "kernels/storage_kernels.hpp"
+#include "op_test_harness.hpp"
+
+namespace sb::kernels::testing {
+namespace {
+
+std::vector<bf16> random_bf16(i64 n, std::uint64_t stream) {
+  const CounterRng rng(7, stream);
+  std::vector<bf16> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = to_bf16(static_cast<float>(rng.normal(i)));
+  return v;
+}
+
+std::vector<float> random_floats(i64 n, std::uint64_t stream) {
+  const CounterRng rng(11, stream);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(rng.normal(i));
+  return v;
+}
+
+template <class T>
+std::vector<double> as_doubles(const std::vector<T>& v) {
+  std::vector<double> d(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) d[i] = widen_value(v[i]);
+  return d;
+}
+
+// Fails with the worst element of the first tensor outside the tolerance.
+void expect_close(const std::string& tensor, const std::vector<double>& actual, const std::vector<double>& expected,
+                  Tolerance tol, const std::string& shape) {
+  for (const Mismatch& m : compare(tensor, actual, expected, tol))
+    EXPECT_EQ(m.failed, 0) << shape << ": " << m.tensor << "[" << m.index << "] = " << m.actual << ", expected "
+                           << m.expected << " (" << m.failed << " of " << m.total << " outside)";
+}
+
+struct Shape {
+  i64 BT, C, OC;
+  std::string text() const {
+    return "BT=" + std::to_string(BT) + " C=" + std::to_string(C) + " OC=" + std::to_string(OC);
+  }
+};
+
+// Ones, threes, primes and neighbours of 16/32/64/128: no extent a multiple of a tile but 64.
+const Shape kShapes[] = {{1, 1, 1},   {3, 17, 1},   {1, 65, 3},     {17, 3, 65},   {65, 127, 17},
+                         {127, 65, 129}, {33, 64, 31}, {3, 255, 127}, {129, 31, 257}};
+
+TEST(OnednnBf16Matmul, ForwardMatchesReference) {
+  MemoryTracker tracker;
+  StorageKernels<bf16> k(Backend::cpu, tracker);
+  const Tolerance tol = tolerance_for(DType::bf16, "matmul", Check::backend_forward);
+  std::uint64_t stream = 0;
+  for (const Shape& s : kShapes) {
+    const auto inp = random_bf16(s.BT * s.C, ++stream), weight = random_bf16(s.OC * s.C, ++stream);
+    const auto bias = random_bf16(s.OC, ++stream);
+    const auto inp_d = as_doubles(inp), weight_d = as_doubles(weight), bias_d = as_doubles(bias);
+    for (const bool with_bias : {true, false}) {
+      std::vector<bf16> out(s.BT * s.OC, to_bf16(-5.0f));
+      std::vector<double> expected(s.BT * s.OC, -7.0);
+      k.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, s.BT, s.C, s.OC);
+      reference::matmul_forward(expected.data(), inp_d.data(), weight_d.data(), with_bias ? bias_d.data() : nullptr,
+                                s.BT, s.C, s.OC);
+      expect_close("out", as_doubles(out), expected, tol, s.text() + (with_bias ? " bias" : " no bias"));
+    }
+  }
+}
+
+// dinp (bf16) and dweight, dbias (fp32) start from non-zero values: the kernel adds to them.
+TEST(OnednnBf16Matmul, BackwardAccumulatesLikeReference) {
+  MemoryTracker tracker;
+  StorageKernels<bf16> k(Backend::cpu, tracker);
+  const Tolerance tol = tolerance_for(DType::bf16, "matmul", Check::backend_backward);
+  std::uint64_t stream = 100;
+  for (const Shape& s : kShapes) {
+    const auto dout = random_bf16(s.BT * s.OC, ++stream), inp = random_bf16(s.BT * s.C, ++stream);
+    const auto weight = random_bf16(s.OC * s.C, ++stream);
+    auto dinp = random_bf16(s.BT * s.C, ++stream);
+    auto dweight = random_floats(s.OC * s.C, ++stream), dbias = random_floats(s.OC, ++stream);
+    auto dinp_d = as_doubles(dinp), dweight_d = as_doubles(dweight), dbias_d = as_doubles(dbias);
+    k.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), s.BT, s.C,
+                      s.OC);
+    reference::matmul_backward(dinp_d.data(), dweight_d.data(), dbias_d.data(), as_doubles(dout).data(),
+                               as_doubles(inp).data(), as_doubles(weight).data(), s.BT, s.C, s.OC);
+    expect_close("dinp", as_doubles(dinp), dinp_d, tol, s.text());
+    expect_close("dweight", as_doubles(dweight), dweight_d, tol, s.text());
+    expect_close("dbias", as_doubles(dbias), dbias_d, tol, s.text());
+  }
+}
+
+// A second call of the same shape reuses the cached primitive and gives the same bits.
+TEST(OnednnBf16Matmul, RepeatedShapeGivesTheSameResult) {
+  MemoryTracker tracker;
+  StorageKernels<bf16> k(Backend::cpu, tracker);
+  const Shape s{65, 127, 17};
+  const auto inp = random_bf16(s.BT * s.C, 1), weight = random_bf16(s.OC * s.C, 2), bias = random_bf16(s.OC, 3);
+  std::vector<bf16> first(s.BT * s.OC), second(s.BT * s.OC);
+  k.matmul_forward(first.data(), inp.data(), weight.data(), bias.data(), s.BT, s.C, s.OC);
+  k.matmul_forward(second.data(), inp.data(), weight.data(), bias.data(), 3, 5, 7);  // another shape between
+  k.matmul_forward(second.data(), inp.data(), weight.data(), bias.data(), s.BT, s.C, s.OC);
+  for (std::size_t i = 0; i < first.size(); ++i) ASSERT_EQ(first[i].bits, second[i].bits) << i;
+}
+
+// ---- which path runs --------------------------------------------------------------------------
+const std::vector<std::string> kIsaOrder = {"generic", "avx2", "avx2_vnni", "avx512", "avx512_bf16", "amx_bf16"};
+
+i64 isa_rank(const std::string& isa) {
+  const auto found = std::find(kIsaOrder.begin(), kIsaOrder.end(), isa);
+  EXPECT_NE(found, kIsaOrder.end()) << "unknown ISA name " << isa;
+  return found - kIsaOrder.begin();
+}
+
+std::set<std::string> cpu_flags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
+// The best ISA of this CPU as oneDNN names its levels, from the kernel's flags.
+std::string isa_from_cpu_flags() {
+  const std::set<std::string> f = cpu_flags();
+  const auto has = [&](std::initializer_list<const char*> names) {
+    return std::all_of(names.begin(), names.end(), [&](const char* n) { return f.count(n) > 0; });
+  };
+  const bool avx512 = has({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
+  if (avx512 && has({"avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile"})) return "amx_bf16";
+  if (avx512 && has({"avx512_vnni", "avx512_bf16"})) return "avx512_bf16";
+  if (avx512) return "avx512";
+  if (has({"avx2", "avx_vnni"})) return "avx2_vnni";
+  if (has({"avx2"})) return "avx2";
+  return "generic";
+}
+
+// The cap ctest sets, in the same names ("" when unset).
+std::string isa_cap() {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (!cap || !*cap) return "";
+  const std::map<std::string, std::string> names = {{"AVX512_CORE_AMX", "amx_bf16"},
+                                                    {"AVX512_CORE_BF16", "avx512_bf16"},
+                                                    {"AVX512_CORE_VNNI", "avx512"},
+                                                    {"AVX512_CORE", "avx512"},
+                                                    {"AVX2_VNNI", "avx2_vnni"},
+                                                    {"AVX2", "avx2"}};
+  const auto found = names.find(cap);
+  EXPECT_NE(found, names.end()) << "ONEDNN_MAX_CPU_ISA=" << cap << " is not one this test knows";
+  return found == names.end() ? "" : found->second;
+}
+
+TEST(OnednnBf16Matmul, IsaIsTheCpusCappedByTheEnvironment) {
+  std::string expected = isa_from_cpu_flags();
+  const std::string cap = isa_cap();
+  if (!cap.empty() && isa_rank(cap) < isa_rank(expected)) expected = cap;
+  EXPECT_EQ(onednn_cpu_isa(), expected) << "cpu flags say " << isa_from_cpu_flags() << ", cap '" << cap << "'";
+}
+
+TEST(OnednnBf16Matmul, GemmsWidenExactlyWithoutBf16Instructions) {
+  const std::string isa = onednn_cpu_isa();
+  const bool native = isa == "amx_bf16" || isa == "avx512_bf16";
+  EXPECT_EQ(onednn_has_native_bf16(), native) << isa;
+  MemoryTracker tracker;
+  EXPECT_EQ(StorageKernels<bf16>(Backend::cpu, tracker).widens_gemms(), !native) << isa;
+  EXPECT_TRUE(StorageKernels<fp16>(Backend::cpu, tracker).widens_gemms());
+  EXPECT_TRUE(StorageKernels<bf16>(Backend::reference, tracker).widens_gemms());
+  EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).widens_gemms());
+}
+
+// Where bf16 runs natively, oneDNN's chosen kernels use the ISA it reports (not its reference
+// or an emulating fallback) for both GEMM layouts: the transposed source of dweight included.
+TEST(OnednnBf16Matmul, NativeGemmsRunOnTheReportedIsa) {
+  if (!onednn_has_native_bf16()) GTEST_SKIP() << "no bf16 instructions at ISA " << onednn_cpu_isa();
+  MemoryTracker tracker;
+  WideningScratch scratch(tracker, "test scratch");
+  cpu::OnednnBf16Matmul matmul(scratch);
+  const Shape s{127, 65, 129};
+  const auto inp = random_bf16(s.BT * s.C, 1), weight = random_bf16(s.OC * s.C, 2);
+  const auto dout = random_bf16(s.BT * s.OC, 3);
+  std::vector<bf16> out(s.BT * s.OC), dinp(s.BT * s.C);
+  std::vector<float> dweight(s.OC * s.C);
+  const std::string isa_name = onednn_cpu_isa() == "amx_bf16" ? "amx" : "avx512_core_bf16";
+  matmul.forward(out.data(), inp.data(), weight.data(), nullptr, s.BT, s.C, s.OC);
+  EXPECT_NE(matmul.last_implementation().find(isa_name), std::string::npos) << matmul.last_implementation();
+  matmul.backward(dinp.data(), dweight.data(), nullptr, dout.data(), inp.data(), weight.data(), s.BT, s.C, s.OC);
+  EXPECT_NE(matmul.last_implementation().find(isa_name), std::string::npos) << matmul.last_implementation();
+}
+
+}  // namespace
+}  // namespace sb::kernels::testing
