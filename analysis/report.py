@@ -525,7 +525,8 @@ def figure_tradeoff(runs):
     for ax, (model, batch) in zip(axes[0], groups):
         group = [r for r in rows if (r["model"], r["global_batch"]) == (model, batch)]
         for k, r in enumerate(sorted(group, key=lambda r: r["strategy"])):
-            ax.scatter(r["step_s"] * 1e3, peak_rank_mib(r), marker="os^vD<>ph*"[k % 10], s=40, label=r["strategy"])
+            ax.scatter(r["step_s"] * 1e3, peak_rank_mib(r), marker="os^vD<>ph*"[k % 10], s=40,
+                       label=r["strategy"] + (" (oversubscribed)" if r["oversubscribed"] else ""))
         ax.set_xlabel("median step time (ms)")
         ax.set_ylabel("largest tracked memory of a rank (MiB)")
         ax.set_title(f"{model}, global batch {batch}")
@@ -557,7 +558,7 @@ def figure_prediction(runs):
     predicted = np.array([r["predicted_s"] for r in rs]) * 1e3
     ax.scatter(measured, predicted)
     for r, x, y in zip(rs, measured, predicted):
-        ax.annotate(f"{r['id']} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.annotate(f"{run_label(r)} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     low, high = min(measured.min(), predicted.min()) / 1.5, max(measured.max(), predicted.max()) * 1.5
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", label="prediction = measurement")
     ax.fill_between([low, high], [low * 0.85, high * 0.85], [low * 1.15, high * 1.15], color="grey", alpha=0.15,

@@ -7,7 +7,8 @@ every run; the compression and transfer section is left out for this unpruned, u
 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
 throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed: its
 ranking table (id="ranking-<model>" in id="ranking") lists them fastest first as h5py reads them,
-with the unit in the header, the oversubscribed row marked, and no cost column (no price recorded).
+with the unit in the header, the oversubscribed row marked, and the cost per million tokens from
+the price its prediction records (none: no cost column, as in the first report).
 
 Usage: check_report.py SCALEBENCH RESULTS.h5 OUT_DIR
 """
@@ -56,6 +57,8 @@ for fig in FIGURES:
 rows = re.findall(r"<tr><td>", page.split("id=\"runs\"")[1].split("</table>")[0]) if 'id="runs"' in page else []
 if len(rows) != 2:
     problems.append(f"the run table has {len(rows)} rows, not 2")
+if "cost per million" in page:
+    problems.append("a cost column though no run's prediction records a price")
 if "Compression and transfer" in page or "fig-compression" in page or 'id="compression"' in page:
     problems.append("the compression and transfer section is shown though no run has compression data")
 with h5py.File(results, "r") as f:
@@ -99,6 +102,9 @@ with h5py.File(results, "r") as src, h5py.File(ranked, "w") as dst:
         for key in ("step_time_median_s", "step_time_p5_s", "step_time_p95_s"):
             s[key] = s[key] / factor
         dst["runs"][name]["context"].attrs["oversubscribed"] = over
+        # a priced site's prediction, as predict records one (jobs/sites/a100-80gb-dgx.yaml, 1 device)
+        dst["runs"][name]["prediction"].attrs["cost_per_hour"] = 5.12
+        dst["runs"][name]["prediction"].attrs["currency"] = "USD"
 with h5py.File(ranked, "r") as f:  # the expected order, as a user's script reads the file
     expected = sorted(f["runs"], key=lambda k: -float(f["runs"][k]["summary"].attrs["tokens_per_s"]))
     oversubscribed = {k for k in f["runs"] if int(f["runs"][k]["context"].attrs["oversubscribed"])}
@@ -128,8 +134,16 @@ else:
         for run, row in rows:
             if ("oversubscribed" in cells(row)[-1]) != (run in oversubscribed):
                 problems.append(f"ranking row {run}: marks {cells(row)[-1]!r}, oversubscribed {run in oversubscribed}")
-        if any("cost" in h for h in header):
-            problems.append("a cost column though no run's prediction records a price")
+        cost = [k for k, h in enumerate(header) if h.startswith("cost per million tokens")]
+        if len(cost) != 1 or "USD" not in header[cost[0]]:
+            problems.append(f"no cost per million tokens (USD) column though the prediction records a price: {header}")
+        else:
+            with h5py.File(ranked, "r") as f:
+                for run, row in rows:
+                    want = 5.12 / (3600 * float(f["runs"][run]["summary"].attrs["tokens_per_s"])) * 1e6
+                    got = float(cells(row)[cost[0]].split()[0])
+                    if abs(got - want) > 1e-3 * want:
+                        problems.append(f"{run}: cost per million tokens {got}, not {want:.4g}")
         throughput = header.index(next(h for h in header if h.startswith("throughput")))
         shown = [float(cells(row)[throughput].split()[0].replace(",", "")) for _, row in rows]
         if shown != sorted(shown, reverse=True):
