@@ -5,9 +5,11 @@ HTML file whose figures are real PNG images (a loss-curve image per model) and w
 every run; the compression and transfer section is left out for this unpruned, unquantised run
 (no heading, figure or table); a file name with shell syntax runs nothing; a missing or non-HDF5
 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
-throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed: its
+throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
+more as the repeats of one noisy case (/repeats/rep): its
 ranking table (id="ranking-<model>" in id="ranking") lists them fastest first as h5py reads them,
-with the unit in the header, the oversubscribed row marked, and the cost per million tokens from
+with the unit in the header, the case one row (median ± ci95, marked noisy), the oversubscribed
+row marked, and the cost per million tokens from
 the price its prediction records (none: no cost column, as in the first report).
 
 Usage: check_report.py SCALEBENCH RESULTS.h5 OUT_DIR
@@ -94,7 +96,9 @@ with h5py.File(results, "r") as src, h5py.File(ranked, "w") as dst:
     for k, v in src.attrs.items():
         dst.attrs[k] = v
     run_id = next(iter(src["runs"]))
-    for name, factor, over in [("half", 0.5, 1), ("same", 1.0, 0), ("double", 2.0, 0)]:
+    # and a case run twice (rep.r1, rep.r2) whose /repeats/rep is noisy: one row, median ± ci95
+    for name, factor, over in [("half", 0.5, 1), ("same", 1.0, 0), ("double", 2.0, 0), ("rep.r1", 1.5, 0),
+                               ("rep.r2", 1.6, 0)]:
         src.copy(src["runs"][run_id], dst.require_group("runs"), name=name)
         s = dst["runs"][name]["summary"].attrs
         for key in ("tokens_per_s", "samples_per_s"):
@@ -105,8 +109,25 @@ with h5py.File(results, "r") as src, h5py.File(ranked, "w") as dst:
         # a priced site's prediction, as predict records one (jobs/sites/a100-80gb-dgx.yaml, 1 device)
         dst["runs"][name]["prediction"].attrs["cost_per_hour"] = 5.12
         dst["runs"][name]["prediction"].attrs["currency"] = "USD"
+        if name.startswith("rep."):
+            dst["runs"][name].attrs.update({"case": "rep", "repeat": int(name[-1]), "repeats": 2})
+    steps = [float(dst["runs"][n]["summary"].attrs["step_time_median_s"]) for n in ("rep.r1", "rep.r2")]
+    mean, half = sum(steps) / 2, 12.706 * abs(steps[0] - steps[1]) / 2 ** 0.5 / 2 ** 0.5  # t(0.975, 1)·s/√n
+    dst.require_group("repeats/rep").attrs.update(
+        {"repeats": 2, "finished": 2, "step_time_median_s": mean, "step_time_mean_s": mean,
+         "step_time_ci95_low_s": mean - half, "step_time_ci95_high_s": mean + half,
+         "step_time_range_pct": 100 * abs(steps[0] - steps[1]) / mean, "noisy": 1, "noise_bound_pct": 5.0})
 with h5py.File(ranked, "r") as f:  # the expected order, as a user's script reads the file
-    expected = sorted(f["runs"], key=lambda k: -float(f["runs"][k]["summary"].attrs["tokens_per_s"]))
+    cases = {}  # a case with /repeats/<case> is one row (its first run), ranked by its runs' median
+    for k in f["runs"]:
+        case = f["runs"][k].attrs.get("case", k)
+        case = case.decode() if isinstance(case, bytes) else str(case)
+        cases.setdefault(case if case in f.get("repeats", {}) else k, []).append(k)
+    median = lambda ks: sorted(float(f["runs"][k]["summary"].attrs["tokens_per_s"]) for k in ks)[len(ks) // 2] \
+        if len(ks) % 2 else sum(float(f["runs"][k]["summary"].attrs["tokens_per_s"]) for k in ks) / len(ks)
+    expected = [sorted(ks)[0] for ks in sorted(cases.values(), key=lambda ks: -median(ks))]
+    noisy = {sorted(ks)[0] for c, ks in cases.items() if c in f.get("repeats", {})}
+    ranked_throughput = {sorted(ks)[0]: median(ks) for ks in cases.values()}
     oversubscribed = {k for k in f["runs"] if int(f["runs"][k]["context"].attrs["oversubscribed"])}
     model = f["runs"][expected[0]].attrs["model"]
     model = model.decode() if isinstance(model, bytes) else str(model)
@@ -125,6 +146,7 @@ else:
         header = re.findall(r"<th>(.*?)</th>", table.group(1))
         rows = re.findall(r"<tr[^>]*data-run='([^']*)'[^>]*>(.*?)</tr>", table.group(1), re.S)
         order = [run for run, _ in rows]
+        throughput = header.index(next(h for h in header if h.startswith("throughput")))
         if order != expected:
             problems.append(f"ranking rows are {order}, not fastest first {expected}")
         if not any("tokens/s" in h for h in header) or any("samples/s" in h for h in header):
@@ -132,19 +154,20 @@ else:
         if [cells(row)[0] for _, row in rows] != [str(k) for k in range(1, len(rows) + 1)]:
             problems.append("ranking's rank column is not 1..n")
         for run, row in rows:
+            if ("noisy" in cells(row)[-1]) != (run in noisy) or (run in noisy) != ("±" in cells(row)[throughput]):
+                problems.append(f"ranking row {run}: marks {cells(row)[-1]!r}, throughput {cells(row)[throughput]!r}, "
+                                f"a noisy case's repeats {run in noisy}")
             if ("oversubscribed" in cells(row)[-1]) != (run in oversubscribed):
                 problems.append(f"ranking row {run}: marks {cells(row)[-1]!r}, oversubscribed {run in oversubscribed}")
         cost = [k for k, h in enumerate(header) if h.startswith("cost per million tokens")]
         if len(cost) != 1 or "USD" not in header[cost[0]]:
             problems.append(f"no cost per million tokens (USD) column though the prediction records a price: {header}")
         else:
-            with h5py.File(ranked, "r") as f:
-                for run, row in rows:
-                    want = 5.12 / (3600 * float(f["runs"][run]["summary"].attrs["tokens_per_s"])) * 1e6
-                    got = float(cells(row)[cost[0]].split()[0])
-                    if abs(got - want) > 1e-3 * want:
-                        problems.append(f"{run}: cost per million tokens {got}, not {want:.4g}")
-        throughput = header.index(next(h for h in header if h.startswith("throughput")))
+            for run, row in (row for row in rows if row[0] in ranked_throughput):  # others: the order fails
+                want = 5.12 / (3600 * ranked_throughput[run]) * 1e6
+                got = float(cells(row)[cost[0]].split()[0])
+                if abs(got - want) > 1e-3 * want:
+                    problems.append(f"{run}: cost per million tokens {got}, not {want:.4g}")
         shown = [float(cells(row)[throughput].split()[0].replace(",", "")) for _, row in rows]
         if shown != sorted(shown, reverse=True):
             problems.append(f"ranking throughput column is not descending: {shown}")
