@@ -240,7 +240,8 @@ def ranking_entries(runs, repeats):
     """One entry per case of a file: a run alone, or a case's repeats as one entry whose step time
     is /repeats/<case>'s median with ± half its 95% interval (throughput: the repeats' median,
     its ± the same share). Only finished runs with a throughput."""
-    spread = {(file, case): a for file, case, a in repeats}
+    # a case run once has /repeats/<case> too (its interval the run itself): no ± to show
+    spread = {(file, case): a for file, case, a in repeats if int(a.get("finished", 1)) > 1}
     groups = {}
     for r in runs:
         if r["status"] != "ok" or not finite(r["throughput"]):

@@ -6,11 +6,10 @@ every run; the compression and transfer section is left out for this unpruned, u
 (no heading, figure or table); a file name with shell syntax runs nothing; a missing or non-HDF5
 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
 throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
-more as the repeats of one noisy case (/repeats/rep): its
-ranking table (id="ranking-<model>" in id="ranking") lists them fastest first as h5py reads them,
-with the unit in the header, the case one row (median ± ci95, marked noisy), the oversubscribed
-row marked, and the cost per million tokens from
-the price its prediction records (none: no cost column, as in the first report).
+more as the repeats of one noisy case (/repeats/rep): its ranking table (id="ranking-<model>" in
+id="ranking") lists them fastest first as h5py reads them, with the unit in the header, the case
+as one row (median ± ci95, marked noisy), the oversubscribed row marked, and the cost per million
+tokens from the price its prediction records (none: no cost column, as in the first report).
 
 Usage: check_report.py SCALEBENCH RESULTS.h5 OUT_DIR
 """
