@@ -46,7 +46,8 @@ With, in the compression section, a table (id="compression") of each distilled s
 model alone and each fine-tuned configuration against from scratch (means over seeds with every
 seed's figure, and whether it beats it) and of each int8 run (size, accuracy, inference speed
 against fp32) - the rows and comparisons of analysis/compression_report.py, imported - and a
-table of every run (id="runs"). A figure with nothing to show says why, in the image and its alt.
+table of every run (id="runs"). A section with nothing to show is left out (no heading, no
+image); a line (id="left-out") after the run table says which and why.
 Reads HDF5 only (h5py); plots with matplotlib (Agg).
 
 Usage: /usr/bin/python3 analysis/report.py RESULTS.h5 [...] -o report.html [--title T]
@@ -793,8 +794,14 @@ def main():
                      "(their median, ± half the 95% interval). Oversubscribed runs are shaded; their timings are "
                      "not one thread per core.</p>" + ranking)
     count = 0
+    left_out = []  # a section with nothing to show has no heading: one line at the end says why
     for fig_id, title, make in figures:
-        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, make(runs)))
+        fig = make(runs)
+        if hasattr(fig, "sb_no_data"):
+            left_out.append(fig.sb_no_data)
+            plt.close(fig)
+            continue
+        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, fig))
         count += 1
     models = curve_models(runs)
     if models:
@@ -802,15 +809,24 @@ def main():
                      "".join(image(f"fig-loss-{''.join(c if c.isalnum() or c in '-_' else '-' for c in m)}",
                                    f"Loss and accuracy of {m}", figure_curves(runs, m)) for m in models))
         count += len(models)
-    parts.append("<h2>Memory against step time</h2>" +
-                 image("fig-tradeoff", "Memory against step time", figure_tradeoff(runs)) + tradeoff_table(runs))
-    count += 1
+    fig = figure_tradeoff(runs)
+    if hasattr(fig, "sb_no_data"):
+        left_out.append(fig.sb_no_data)
+        plt.close(fig)
+    else:
+        parts.append("<h2>Memory against step time</h2>" + image("fig-tradeoff", "Memory against step time", fig) +
+                     tradeoff_table(runs))
+        count += 1
     if has_compression(compression):  # no heading for a section with nothing in it
         parts.append("<h2>Compression and transfer</h2>" +
                      image("fig-compression", "Compression and transfer", figure_compression(compression)) +
                      compression_table(compression))
         count += 1
+    if not has_compression(compression):
+        left_out.append("compression and transfer: no pruned, int8-quantised, distilled or fine-tuned run")
     parts.append("<h2>Every run</h2>" + runs_table(runs))
+    parts.append("<p id='left-out'>Left out, nothing to show: " + html.escape("; ".join(left_out)) + ".</p>"
+                 if left_out else "")
     parts.append("<h2>Provenance</h2>" + provenance_table(runs) + "</body></html>")
     # written beside the target and renamed: never a half-written report
     try:

@@ -3,7 +3,7 @@
 """`scalebench report` end to end: from a real result file (the cli_train_results fixture), one
 HTML file whose figures are real PNG images (a loss-curve image per model) and whose table holds
 every run; the compression and transfer section is left out for this unpruned, unquantised run
-(no heading, figure or table); a file name with shell syntax runs nothing; a missing or non-HDF5
+(no heading, figure or table; the left-out line, id="left-out", names it); a file name with shell syntax runs nothing; a missing or non-HDF5
 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
 throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
 more as the repeats of one noisy case (/repeats/rep): its ranking table (id="ranking-<model>" in
@@ -62,6 +62,8 @@ if "cost per million" in page:
     problems.append("a cost column though no run's prediction records a price")
 if "Compression and transfer" in page or "fig-compression" in page or 'id="compression"' in page:
     problems.append("the compression and transfer section is shown though no run has compression data")
+if not re.search(r"<p id='left-out'>[^<]*compression and transfer", page):
+    problems.append("the left-out line does not name the compression and transfer section")
 with h5py.File(results, "r") as f:
     models = sorted({f["runs"][k].attrs["model"] for k in f["runs"]})
 models = [m.decode() if isinstance(m, bytes) else str(m) for m in models]
