@@ -405,6 +405,7 @@ def figure_throughput(runs, repeats=()):
         # a curve: one model, data set and precision at one batch per data-parallel replica (weak
         # scaling over dp; tp and pp split the same batch), starting from the one-rank run of it
         groups = {}
+        any_others = False
         for r in (r for r in ok if r["unit"] == unit):
             per_replica = r["global_batch"] // max(r["dp"], 1)
             groups.setdefault((r["model"], r["dataset"], r["precision"], per_replica), []).append(r)
@@ -416,7 +417,12 @@ def figure_throughput(runs, repeats=()):
             if not kinds:
                 kinds = {"one rank": []}
             for kind, rs in sorted(kinds.items()):
-                curve = sorted(({r["world"]: r for r in base + rs}).values(), key=lambda r: r["world"])
+                # the line through the fastest run at each size; the others there as points of its colour
+                fastest = {}
+                for r in sorted(base + rs, key=lambda r: r["throughput"]):
+                    fastest[r["world"]] = r
+                curve = sorted(fastest.values(), key=lambda r: r["world"])
+                others = [r for r in base + rs if fastest[r["world"]] is not r]
                 label = f"{model} on {dataset} {precision} {kind}, batch {per_replica}/replica"
                 x = np.array([r["world"] for r in curve])
                 y = np.array([r["throughput"] for r in curve])
@@ -441,10 +447,19 @@ def figure_throughput(runs, repeats=()):
                 # per-device throughput against the smallest run's: 1 is perfect scaling
                 eff = np.array([(r["throughput"] / r["world"]) / (first["throughput"] / first["world"]) for r in curve])
                 right.plot(x, eff, marker="o", label=label, color=line.get_color())
+                if others:
+                    any_others = True
+                    left.scatter([r["world"] for r in others], [r["throughput"] for r in others], marker="x",
+                                 color=line.get_color(), zorder=3)
+                    ringed = [r for r in others if r["oversubscribed"]]
+                    left.scatter([r["world"] for r in ringed], [r["throughput"] for r in ringed], s=110,
+                                 facecolors="none", edgecolors=line.get_color(), zorder=3)
                 for ax, ys in ((left, y), (right, eff)):
                     if over:
                         ax.scatter(x[over], ys[over], s=110, facecolors="white", edgecolors=line.get_color(),
                                    zorder=3)
+        if any_others:
+            left.scatter([], [], marker="x", color="black", label="x: another run of the curve at that size")
         if any(r["oversubscribed"] for r in ok if r["unit"] == unit):
             left.scatter([], [], s=110, facecolors="white", edgecolors="black", label="hollow: oversubscribed")
         worlds = sorted({r["world"] for r in ok if r["unit"] == unit})
