@@ -309,7 +309,8 @@ def ranking_section(runs, repeats):
         for k, e in enumerate(rows, 1):
             marks = (["oversubscribed"] if e["oversubscribed"] else []) + (["noisy"] if e["noisy"] else [])
             thr = rate(e["throughput"]) + (f" ± {rate(e['throughput_pm'])}" if finite(e["throughput_pm"]) else "")
-            step = number(e["step_s"] * 1e3, ".2f") + (f" ± {1e3 * e['step_pm_s']:.2f}" if finite(e["step_pm_s"]) else "")
+            step = number(e["step_s"] * 1e3, ".2f") + \
+                (f" ± {1e3 * e['step_pm_s']:.2f}" if finite(e["step_pm_s"]) else "")
             runs_text = ", ".join(e["ids"]) + (f" ({e['repeats']} repeats)" if e["repeats"] > 1 else "")
             cells = [k, e["strategy"], runs_text, thr, step, number(e["peak_mib"], ".1f"),
                      number(100 * e["accuracy"], ".2f") if finite(e["accuracy"]) and e["accuracy"] > 0 else "",

@@ -3,8 +3,8 @@
 """`scalebench report` end to end: from a real result file (the cli_train_results fixture), one
 HTML file whose figures are real PNG images (a loss-curve image per model) and whose table holds
 every run; the compression and transfer section is left out for this unpruned, unquantised run
-(no heading, figure or table; the left-out line, id="left-out", names it); a file name with shell syntax runs nothing; a missing or non-HDF5
-input is exit 2 and no report. Then a suite-like file of three copies of that run, their
+(no heading, figure or table; the left-out line, id="left-out", names it); a file name with shell
+syntax runs nothing; a missing or non-HDF5 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
 throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
 more as the repeats of one noisy case (/repeats/rep): its ranking table (id="ranking-<model>" in
 id="ranking") lists them fastest first as h5py reads them, with the unit in the header, the case
