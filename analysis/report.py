@@ -300,7 +300,7 @@ def ranking_section(runs, repeats):
         priced = [e for e in rows if finite(e["cost_per_million"])]
         currencies = sorted({e["currency"] for e in priced})
         head = ["rank", "strategy", "run", f"throughput ({unit})" + (" median ± ci95" if any_repeats else ""),
-                "median step (ms)" + (" ± ci95" if any_repeats else ""), "largest rank memory (MiB)",
+                "median step (ms)" + (" ± ci95" if any_repeats else ""), "largest rank's tracked peak (MiB)",
                 "accuracy (%)", "final eval loss", "predicted step (ms)", "prediction error (%)"]
         if priced:
             head.append(f"cost per million {counted} ({'/'.join(currencies)})")
