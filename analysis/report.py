@@ -2,24 +2,41 @@
 # SPDX-License-Identifier: Apache-2.0
 """One HTML report of scalebench result files, figures embedded (`scalebench report` runs this).
 
+"Ranking of the strategies per model" (<div id="ranking">): per model, a table
+(id="ranking-<model>", class="ranking", data-unit the throughput's unit) of its finished runs
+fastest first, by tokens/s for a GPT and samples/s for a ResNet (never one column): strategy,
+throughput, median step time, the largest rank's tracked peak memory (/runs/<id>/memory), final
+accuracy and held-out loss, the cost model's predicted step and its error, cost per million tokens
+(images) only where the run's prediction records a price (cost_per_hour and currency), and marks
+(oversubscribed, noisy). A case run more than once (/repeats/<case>) is one row: the repeats'
+median step time ± half its 95% interval, their median throughput ± the same share, ranked by it.
+Each row's data-run names its (first) run and data-throughput holds the figure it is ranked by.
+
 Figures, each an <img id="fig-..."> holding a PNG:
-  fig-throughput   throughput against devices per model, strategy and precision, and the scaling
-                   efficiency against the group's smallest run (weak or strong, as the runs were)
-  fig-breakdown    median step time split into compute, communication, bubble and optimizer
+  fig-throughput   throughput against devices per model, strategy and precision, one row of panels
+                   per unit (tokens/s, samples/s), with error bars from each run's p5/p95 step time
+                   (or its case's repeats' ci95), and the scaling efficiency against the group's
+                   smallest run; oversubscribed runs hollow-ringed
+  fig-breakdown    each run's median step split into compute, communication, bubble and optimizer,
+                   as a share of the step (stacked to 100%; the step's length in its label)
   fig-memory       tracked memory per rank by category (params, grads, optimizer, activations,
                    workspace, comm)
   fig-prediction   the cost model's predicted step time against the measured one, with the error
   fig-accuracy     final held-out (text) or test (images) accuracy per run, grouped by precision
+  fig-loss-<model> (section "Loss and accuracy against step") per model, every run's training loss
+                   (/steps) and held-out / test loss and accuracy (/eval) against step, the legend
+                   outside the axes
   fig-tradeoff     (section "Memory against step time") each run's largest tracked memory of a
                    rank against its median step time, one marker per strategy (grid, ZeRO stage,
                    recomputation, interleaving, sequence parallelism, 16-bit gradients, precision)
                    per model and batch: the trade-off a user chooses between; with a table
                    (id="tradeoff") of the same figures and each run's memory by category
-  fig-compression  (section "Compression and transfer") test accuracy against the sparsity reached
-                   for each pruned run, right after pruning (step 0) and after fine-tuning, beside
-                   the dense model (the same model and data from scratch, mean over its runs); and
-                   each int8-quantised run's weight size and accuracy (held-out loss for text)
-                   against fp32's
+  fig-compression  (section "Compression and transfer", left out when no file holds a pruned or
+                   int8 run or a distillation or transfer comparison) test accuracy against the
+                   sparsity reached for each pruned run, right after pruning (step 0) and after
+                   fine-tuning, beside the dense model (the same model and data from scratch, mean
+                   over its runs); and each int8-quantised run's weight size and accuracy (held-out
+                   loss for text) against fp32's
 A "Warnings" list (id="warnings") names what could mislead a reader: an oversubscribed run (more
 ranks × threads than CPUs), a run that did not finish, a run whose held-out loss is far above its
 training loss (more than 1.5 times), a run of fewer timed steps than 5, and a case whose repeats
@@ -29,7 +46,8 @@ With, in the compression section, a table (id="compression") of each distilled s
 model alone and each fine-tuned configuration against from scratch (means over seeds with every
 seed's figure, and whether it beats it) and of each int8 run (size, accuracy, inference speed
 against fp32) - the rows and comparisons of analysis/compression_report.py, imported - and a
-table of every run (id="runs"). A figure with nothing to show says why, in the image and its alt.
+table of every run (id="runs"). A section with nothing to show is left out (no heading, no
+image); a line (id="left-out") after the run table says which and why.
 Reads HDF5 only (h5py); plots with matplotlib (Agg).
 
 Usage: /usr/bin/python3 analysis/report.py RESULTS.h5 [...] -o report.html [--title T]
@@ -125,6 +143,18 @@ def load_runs(paths):
                 r["predicted_s"] = float(p["step_time_s"]) if int(p.get("feasible", 0)) else np.nan
                 r["error_pct"] = float(p.get("error_step_time_pct", np.nan))
                 r["memory_error_pct"] = float(p.get("error_memory_pct", np.nan))
+                r["step_p5_s"] = float(s.get("step_time_p5_s", np.nan))
+                r["step_p95_s"] = float(s.get("step_time_p95_s", np.nan))
+                r["case"] = text(a.get("case", run_id))
+                r["repeats"] = int(a.get("repeats", 1))
+                # recorded by the trainer in the context (thread allocation), and in the run id it names
+                r["oversubscribed"] = (r["context"].get("oversubscribed") in ("1", "True", "true") or
+                                       "oversubscribed" in run_id)
+                # a price only where the prediction carries one (the site's price_per_device_hour)
+                r["cost_per_hour"] = float(p.get("cost_per_hour", np.nan)) if "currency" in p else np.nan
+                r["currency"] = text(p.get("currency", ""))
+                r["steps"] = g["steps"][:] if "steps" in g and len(g["steps"]) > 0 else None
+                r["eval"] = g["eval"][:] if "eval" in g and len(g["eval"]) > 0 else None
                 runs.append(r)
     return runs
 
@@ -198,60 +228,277 @@ def no_data(title, why):
     return fig
 
 
-def figure_throughput(runs):
+def unit_words(r):
+    """What a run's throughput counts: tokens for a GPT, images (samples) for a ResNet."""
+    return ("tokens/s", "tokens") if r["gpt"] else ("samples/s", "images")
+
+
+def finite(x):
+    return x is not None and np.isfinite(x)
+
+
+def ranking_entries(runs, repeats):
+    """One entry per case of a file: a run alone, or a case's repeats as one entry whose step time
+    is /repeats/<case>'s median with ± half its 95% interval (throughput: the repeats' median,
+    its ± the same share). Only finished runs with a throughput."""
+    # a case run once has /repeats/<case> too (its interval the run itself): no ± to show
+    spread = {(file, case): a for file, case, a in repeats if int(a.get("finished", 1)) > 1}
+    groups = {}
+    for r in runs:
+        if r["status"] != "ok" or not finite(r["throughput"]):
+            continue
+        key = (r["file"], r["case"]) if (r["file"], r["case"]) in spread else (r["file"], r["id"])
+        groups.setdefault(key, []).append(r)
+    entries = []
+    for key, members in groups.items():
+        first = members[0]
+        e = {"model": first["model"], "gpt": first["gpt"], "unit": first["unit"], "strategy": first["strategy"],
+             "ids": [r["id"] for r in members], "file": first["file"],
+             "oversubscribed": any(r["oversubscribed"] for r in members), "noisy": False, "repeats": 1,
+             "throughput": float(np.median([r["throughput"] for r in members])),
+             "step_s": float(np.median([r["step_s"] for r in members])), "step_pm_s": np.nan,
+             "peak_mib": max((peak_rank_mib(r) for r in members if r["memory"] is not None and len(r["memory"])),
+                             default=np.nan),
+             "accuracy": float(np.median([r["accuracy"] for r in members])),
+             "eval_loss": float(np.median([r["eval_loss"] for r in members])),
+             "predicted_s": float(np.median([r["predicted_s"] for r in members])),
+             "cost_per_hour": first["cost_per_hour"], "currency": first["currency"]}
+        a = spread.get(key)
+        if a is not None:
+            e["repeats"] = int(a.get("finished", len(members)))
+            e["step_s"] = float(a["step_time_median_s"])
+            e["step_pm_s"] = (float(a["step_time_ci95_high_s"]) - float(a["step_time_ci95_low_s"])) / 2
+            e["noisy"] = bool(int(a.get("noisy", 0)))
+        e["throughput_pm"] = e["throughput"] * e["step_pm_s"] / e["step_s"] if finite(e["step_pm_s"]) else np.nan
+        e["error_pct"] = (100 * (e["predicted_s"] - e["step_s"]) / e["step_s"]
+                          if finite(e["predicted_s"]) and finite(e["step_s"]) and e["step_s"] > 0 else np.nan)
+        # cost per million tokens (images): the devices' price per hour over what an hour trains
+        e["cost_per_million"] = (e["cost_per_hour"] / (3600 * e["throughput"]) * 1e6
+                                 if finite(e["cost_per_hour"]) and e["cost_per_hour"] > 0 and e["currency"] else np.nan)
+        entries.append(e)
+    return entries
+
+
+def rate(x):
+    """A throughput as a reader compares them: whole units from 100 up (18,439), else 4 digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else format(x, ".4g")
+
+
+def ranking_section(runs, repeats):
+    """Per model (GPT runs in tokens/s, ResNets in samples/s, never one column), the strategies
+    ranked by throughput, fastest first: <table id="ranking-<model>" class="ranking"> inside
+    <div id="ranking">; each row's data-throughput holds the figure it is ranked by."""
+    entries = ranking_entries(runs, repeats)
+    if not entries:
+        return ""
+    parts = ['<div id="ranking">']
+    for model, gpt in sorted({(e["model"], e["gpt"]) for e in entries}):
+        rows = sorted((e for e in entries if (e["model"], e["gpt"]) == (model, gpt)),
+                      key=lambda e: -e["throughput"])
+        unit, counted = unit_words(rows[0])
+        any_repeats = any(e["repeats"] > 1 for e in rows)
+        priced = [e for e in rows if finite(e["cost_per_million"])]
+        currencies = sorted({e["currency"] for e in priced})
+        head = ["rank", "strategy", "run", f"throughput ({unit})" + (" median ± ci95" if any_repeats else ""),
+                "median step (ms)" + (" ± ci95" if any_repeats else ""), "largest rank's tracked peak (MiB)",
+                "accuracy (%)", "final eval loss", "predicted step (ms)", "prediction error (%)"]
+        if priced:
+            head.append(f"cost per million {counted} ({'/'.join(currencies)})")
+        head.append("marks")
+        body = []
+        for k, e in enumerate(rows, 1):
+            marks = (["oversubscribed"] if e["oversubscribed"] else []) + (["noisy"] if e["noisy"] else [])
+            thr = rate(e["throughput"]) + (f" ± {rate(e['throughput_pm'])}" if finite(e["throughput_pm"]) else "")
+            step = number(e["step_s"] * 1e3, ".2f") + \
+                (f" ± {1e3 * e['step_pm_s']:.2f}" if finite(e["step_pm_s"]) else "")
+            runs_text = ", ".join(e["ids"]) + (f" ({e['repeats']} repeats)" if e["repeats"] > 1 else "")
+            cells = [k, e["strategy"], runs_text, thr, step, number(e["peak_mib"], ".1f"),
+                     number(100 * e["accuracy"], ".2f") if finite(e["accuracy"]) and e["accuracy"] > 0 else "",
+                     number(e["eval_loss"], ".4f"), number(e["predicted_s"] * 1e3, ".2f"),
+                     number(e["error_pct"], "+.1f")]
+            if priced:
+                cells.append(f"{e['cost_per_million']:.4g} {e['currency']}" if finite(e["cost_per_million"]) else "")
+            cells.append(", ".join(marks))
+            cls = " class='oversubscribed'" if e["oversubscribed"] else ""
+            body.append(f"<tr{cls} data-run='{html.escape(e['ids'][0], quote=True)}' "
+                        f"data-throughput='{e['throughput']:.6g}'>" +
+                        "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in model)
+        parts.append(f"<h3>{html.escape(model)} ({unit})</h3>"
+                     f'<table id="ranking-{slug}" class="ranking" data-unit="{unit}"><thead><tr>' +
+                     "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>\n" +
+                     "\n".join(body) + "\n</tbody></table>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def run_label(r):
+    return f"{r['id']} (oversubscribed)" if r["oversubscribed"] else r["id"]
+
+
+def figure_curves(runs, model):
+    """Training loss (solid) and held-out / test loss (dashed, from /eval) against step for each run
+    of one model, and held-out / test accuracy against step; one colour per run, the legend outside
+    the axes (right of them)."""
+    rs = sorted((r for r in runs if r["model"] == model and (r["steps"] is not None or r["eval"] is not None)),
+                key=lambda r: r["id"])
+    held_out = {}
+    for r in rs:
+        if r["eval"] is not None:
+            split = np.array([text(x) for x in r["eval"]["split"]])
+            held = r["eval"][split != "train"]
+            if len(held):
+                held_out[r["id"]] = held
+    has_accuracy = any(np.any(np.isfinite(h["accuracy"])) for h in held_out.values())
+    fig, axes = plt.subplots(1, 2 if has_accuracy else 1, figsize=(12 if has_accuracy else 7, 4), squeeze=False)
+    loss_ax = axes[0][0]
+    handles = []
+    for k, r in enumerate(rs):
+        colour = plt.cm.tab10(k % 10) if len(rs) <= 10 else plt.cm.tab20(k % 20)
+        if r["steps"] is not None:
+            loss_ax.plot(r["steps"]["step"], r["steps"]["loss"], color=colour, lw=1)
+        held = held_out.get(r["id"])
+        if held is not None:
+            loss_ax.plot(held["step"], held["loss"], color=colour, lw=1, ls="--", marker="o", ms=3)
+            if has_accuracy and np.any(np.isfinite(held["accuracy"])):
+                axes[0][1].plot(held["step"], 100 * held["accuracy"], color=colour, ls="--", marker="o", ms=3)
+        handles.append(matplotlib.lines.Line2D([], [], color=colour, lw=2, label=run_label(r)))
+    handles.append(matplotlib.lines.Line2D([], [], color="black", lw=1, label="solid: training loss"))
+    handles.append(matplotlib.lines.Line2D([], [], color="black", lw=1, ls="--", marker="o", ms=3,
+                                           label="dashed: held-out / test"))
+    loss_ax.set_xlabel("step")
+    loss_ax.set_ylabel("loss")
+    loss_ax.set_title(f"{model}: loss")
+    if has_accuracy:
+        axes[0][1].set_xlabel("step")
+        axes[0][1].set_ylabel("held-out / test accuracy (%)")
+        axes[0][1].set_title(f"{model}: accuracy")
+    fig.tight_layout()
+    fig.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 0.95))
+    return fig
+
+
+def curve_models(runs):
+    return sorted({r["model"] for r in runs if r["steps"] is not None or r["eval"] is not None})
+
+
+def throughput_error(r):
+    """Lower and upper throughput of a run from its step time's p5 and p95 (a faster step, more
+    throughput); nan where the summary has neither."""
+    if finite(r["step_p5_s"]) and finite(r["step_p95_s"]) and r["step_p5_s"] > 0 and finite(r["step_s"]):
+        return r["throughput"] - r["throughput"] * r["step_s"] / r["step_p95_s"], \
+            r["throughput"] * r["step_s"] / r["step_p5_s"] - r["throughput"]
+    return np.nan, np.nan
+
+
+def figure_throughput(runs, repeats=()):
+    """Throughput against devices, one panel per unit (tokens/s for GPTs, samples/s for ResNets:
+    never one axis), with error bars from each run's p5/p95 step time, or its case's repeats' ci95;
+    and per unit the scaling efficiency against each curve's smallest run. Oversubscribed runs
+    are hollow markers."""
     ok = [r for r in runs if r["status"] == "ok" and np.isfinite(r["throughput"])]
     if not ok:
         return no_data("throughput", "no finished run")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-    # a curve: one model, data set and precision at one batch per data-parallel replica (weak
-    # scaling over dp; tp and pp split the same batch), starting from the one-rank run of it
-    groups = {}
-    for r in ok:
-        per_replica = r["global_batch"] // max(r["dp"], 1)
-        groups.setdefault((r["model"], r["dataset"], r["precision"], per_replica), []).append(r)
-    for (model, dataset, precision, per_replica), members in sorted(groups.items()):
-        kinds = {}
-        for r in members:
-            kinds.setdefault(strategy_kind(r), []).append(r)
-        base = kinds.pop("one rank", [])
-        if not kinds:
-            kinds = {"one rank": []}
-        for kind, rs in sorted(kinds.items()):
-            curve = sorted(({r["world"]: r for r in base + rs}).values(), key=lambda r: r["world"])
-            label = f"{model} {precision} {kind}, batch {per_replica}/replica"
-            x = [r["world"] for r in curve]
-            y = [r["throughput"] for r in curve]
-            left.plot(x, y, marker="o", label=label)
-            first = curve[0]
-            # per-device throughput against the smallest run's: 1 is perfect scaling
-            eff = [(r["throughput"] / r["world"]) / (first["throughput"] / first["world"]) for r in curve]
-            right.plot(x, eff, marker="o", label=label)
-    left.set_xlabel("devices (ranks)")
-    left.set_ylabel("tokens/s (GPT) or samples/s (ResNet)")
-    left.set_yscale("log")
-    left.set_title("throughput")
-    right.set_xlabel("devices (ranks)")
-    right.set_ylabel("per-device throughput / smallest run's")
-    right.axhline(1.0, color="grey", lw=0.8, ls="--")
-    right.set_title("scaling efficiency")
-    right.legend(fontsize=7, loc="best")
+    spread = {(file, case): a for file, case, a in repeats}
+    units = sorted({r["unit"] for r in ok}, reverse=True)  # tokens/s first
+    fig, axes = plt.subplots(len(units), 2, figsize=(13, 4.2 * len(units)), squeeze=False)
+    for (left, right), unit in zip(axes, units):
+        # a curve: one model, data set and precision at one batch per data-parallel replica (weak
+        # scaling over dp; tp and pp split the same batch), starting from the one-rank run of it
+        groups = {}
+        any_others = False
+        for r in (r for r in ok if r["unit"] == unit):
+            per_replica = r["global_batch"] // max(r["dp"], 1)
+            groups.setdefault((r["model"], r["dataset"], r["precision"], per_replica), []).append(r)
+        for (model, dataset, precision, per_replica), members in sorted(groups.items()):
+            kinds = {}
+            for r in members:
+                kinds.setdefault(strategy_kind(r), []).append(r)
+            base = kinds.pop("one rank", [])
+            if not kinds:
+                kinds = {"one rank": []}
+            for kind, rs in sorted(kinds.items()):
+                # the line through the fastest run at each size; the others there as points of its colour
+                fastest = {}
+                for r in sorted(base + rs, key=lambda r: r["throughput"]):
+                    fastest[r["world"]] = r
+                curve = sorted(fastest.values(), key=lambda r: r["world"])
+                others = [r for r in base + rs if fastest[r["world"]] is not r]
+                label = f"{model} on {dataset} {precision} {kind}, batch {per_replica}/replica"
+                x = np.array([r["world"] for r in curve])
+                y = np.array([r["throughput"] for r in curve])
+                low, high = [], []
+                for r in curve:
+                    a = spread.get((r["file"], r["case"]))
+                    if a is not None and r["repeats"] > 1:  # the case's repeats: their ci95 of the step
+                        half = (float(a["step_time_ci95_high_s"]) - float(a["step_time_ci95_low_s"])) / 2
+                        m = float(a["step_time_median_s"])
+                        low.append(r["throughput"] * half / m)
+                        high.append(r["throughput"] * half / m)
+                    else:
+                        lo, hi = throughput_error(r)
+                        low.append(lo)
+                        high.append(hi)
+                line = left.plot(x, y, marker="o", label=label)[0]
+                if np.any(np.isfinite(low)):
+                    left.errorbar(x, y, yerr=[np.nan_to_num(low), np.nan_to_num(high)], fmt="none",
+                                  ecolor=line.get_color(), capsize=3, lw=0.8)
+                over = [k for k, r in enumerate(curve) if r["oversubscribed"]]
+                first = curve[0]
+                # per-device throughput against the smallest run's: 1 is perfect scaling
+                eff = np.array([(r["throughput"] / r["world"]) / (first["throughput"] / first["world"]) for r in curve])
+                right.plot(x, eff, marker="o", label=label, color=line.get_color())
+                if others:
+                    any_others = True
+                    left.scatter([r["world"] for r in others], [r["throughput"] for r in others], marker="x",
+                                 color=line.get_color(), zorder=3)
+                    ringed = [r for r in others if r["oversubscribed"]]
+                    left.scatter([r["world"] for r in ringed], [r["throughput"] for r in ringed], s=110,
+                                 facecolors="none", edgecolors=line.get_color(), zorder=3)
+                for ax, ys in ((left, y), (right, eff)):
+                    if over:
+                        ax.scatter(x[over], ys[over], s=110, facecolors="white", edgecolors=line.get_color(),
+                                   zorder=3)
+        if any_others:
+            left.scatter([], [], marker="x", color="black", label="x: another run of the curve at that size")
+        if any(r["oversubscribed"] for r in ok if r["unit"] == unit):
+            left.scatter([], [], s=110, facecolors="white", edgecolors="black", label="hollow: oversubscribed")
+        worlds = sorted({r["world"] for r in ok if r["unit"] == unit})
+        for ax in (left, right):
+            ax.set_xticks(worlds)
+        left.set_xlabel("devices (ranks)")
+        left.set_ylabel(unit)
+        left.set_yscale("log")
+        left.set_title(f"throughput ({unit}), bars: p5-p95 step or repeats' ci95")
+        right.set_xlabel("devices (ranks)")
+        right.set_ylabel("per-device throughput / smallest run's")
+        right.axhline(1.0, color="grey", lw=0.8, ls="--")
+        right.set_title(f"scaling efficiency ({unit})")
+        left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15))
+    fig.tight_layout()
     return fig
 
 
 def figure_breakdown(runs):
-    rs = [r for r in runs if r["parts"]]
+    """Each run's median step split into compute, communication, bubble and optimizer as a share of
+    their sum (stacked to 100%), so a 5 ms step and a 240 ms one compare; the step's length in the
+    tick label."""
+    rs = [r for r in runs if r["parts"] and sum(r["parts"].values()) > 0]
     if not rs:
         return no_data("time breakdown", "no steps recorded")
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rs) + 2), 4.2))
     bottom = np.zeros(len(rs))
+    totals = np.array([sum(r["parts"].values()) for r in rs])
     for _, name in PARTS:
-        values = np.array([r["parts"][name] * 1e3 for r in rs])
+        values = 100 * np.array([r["parts"][name] for r in rs]) / totals
         ax.bar(range(len(rs)), values, bottom=bottom, label=name)
         bottom += values
-    ax.set_xticks(range(len(rs)), [r["id"] for r in rs], rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("median step time (ms)")
+    ax.set_xticks(range(len(rs)), [f"{run_label(r)} ({1e3 * t:.3g} ms)" for r, t in zip(rs, totals)], rotation=60,
+                  ha="right", fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of the median step (%)")
     ax.set_title("where the step goes")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
 
 
@@ -296,7 +543,8 @@ def figure_tradeoff(runs):
     for ax, (model, batch) in zip(axes[0], groups):
         group = [r for r in rows if (r["model"], r["global_batch"]) == (model, batch)]
         for k, r in enumerate(sorted(group, key=lambda r: r["strategy"])):
-            ax.scatter(r["step_s"] * 1e3, peak_rank_mib(r), marker="os^vD<>ph*"[k % 10], s=40, label=r["strategy"])
+            ax.scatter(r["step_s"] * 1e3, peak_rank_mib(r), marker="os^vD<>ph*"[k % 10], s=40,
+                       label=r["strategy"] + (" (oversubscribed)" if r["oversubscribed"] else ""))
         ax.set_xlabel("median step time (ms)")
         ax.set_ylabel("largest tracked memory of a rank (MiB)")
         ax.set_title(f"{model}, global batch {batch}")
@@ -328,7 +576,7 @@ def figure_prediction(runs):
     predicted = np.array([r["predicted_s"] for r in rs]) * 1e3
     ax.scatter(measured, predicted)
     for r, x, y in zip(rs, measured, predicted):
-        ax.annotate(f"{r['id']} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.annotate(f"{run_label(r)} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     low, high = min(measured.min(), predicted.min()) / 1.5, max(measured.max(), predicted.max()) * 1.5
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", label="prediction = measurement")
     ax.fill_between([low, high], [low * 0.85, high * 0.85], [low * 1.15, high * 1.15], color="grey", alpha=0.15,
@@ -445,6 +693,12 @@ def figure_compression(compression):
     return fig
 
 
+def has_compression(compression):
+    """Whether any file holds a pruned or int8 run, or a distillation or transfer comparison."""
+    return any(f["int8"] or f["comparisons"] or any(r["pattern"] and np.isfinite(r["sparsity"]) for r in f["rows"])
+               for f in compression)
+
+
 def compression_table(compression):
     treated_names = {"distillation": "with the teacher", "transfer": "fine-tuned"}
     head = ["kind", "file", "what", "baseline", "compressed / transferred", "difference", "verdict"]
@@ -538,25 +792,57 @@ def main():
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    figures = [("fig-throughput", "Throughput and scaling efficiency", figure_throughput),
-               ("fig-breakdown", "Time breakdown", figure_breakdown),
+    figures = [("fig-throughput", "Throughput and scaling efficiency", lambda rs: figure_throughput(rs, repeats)),
+               ("fig-breakdown", "Time breakdown (share of the step)", figure_breakdown),
                ("fig-memory", "Memory by category per rank", figure_memory),
                ("fig-prediction", "Predicted against measured", figure_prediction),
                ("fig-accuracy", "Accuracy per precision", figure_accuracy)]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(args.title)}</title>",
              "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:12px}"
-             " td,th{border:1px solid #ccc;padding:2px 6px} img{max-width:100%}</style></head><body>",
+             " td,th{border:1px solid #ccc;padding:2px 6px} img{max-width:100%}"
+             " tr.oversubscribed td{background:#fff3e0}</style></head><body>",
              f"<h1>{html.escape(args.title)}</h1>",
              f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>",
              "<h2>Warnings</h2>" + warnings_list(runs, repeats)]
+    ranking = ranking_section(runs, repeats)
+    if ranking:
+        parts.append("<h2>Ranking of the strategies per model</h2><p>Fastest first; a case's repeats as one row "
+                     "(their median, ± half the 95% interval). Oversubscribed runs are shaded; their timings are "
+                     "not one thread per core.</p>" + ranking)
+    count = 0
+    left_out = []  # a section with nothing to show has no heading: one line at the end says why
     for fig_id, title, make in figures:
-        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, make(runs)))
-    parts.append("<h2>Memory against step time</h2>" +
-                 image("fig-tradeoff", "Memory against step time", figure_tradeoff(runs)) + tradeoff_table(runs))
-    parts.append("<h2>Compression and transfer</h2>" +
-                 image("fig-compression", "Compression and transfer", figure_compression(compression)) +
-                 compression_table(compression))
+        fig = make(runs)
+        if hasattr(fig, "sb_no_data"):
+            left_out.append(fig.sb_no_data)
+            plt.close(fig)
+            continue
+        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, fig))
+        count += 1
+    models = curve_models(runs)
+    if models:
+        parts.append("<h2>Loss and accuracy against step</h2>" +
+                     "".join(image(f"fig-loss-{''.join(c if c.isalnum() or c in '-_' else '-' for c in m)}",
+                                   f"Loss and accuracy of {m}", figure_curves(runs, m)) for m in models))
+        count += len(models)
+    fig = figure_tradeoff(runs)
+    if hasattr(fig, "sb_no_data"):
+        left_out.append(fig.sb_no_data)
+        plt.close(fig)
+    else:
+        parts.append("<h2>Memory against step time</h2>" + image("fig-tradeoff", "Memory against step time", fig) +
+                     tradeoff_table(runs))
+        count += 1
+    if has_compression(compression):  # no heading for a section with nothing in it
+        parts.append("<h2>Compression and transfer</h2>" +
+                     image("fig-compression", "Compression and transfer", figure_compression(compression)) +
+                     compression_table(compression))
+        count += 1
+    if not has_compression(compression):
+        left_out.append("compression and transfer: no pruned, int8-quantised, distilled or fine-tuned run")
     parts.append("<h2>Every run</h2>" + runs_table(runs))
+    parts.append("<p id='left-out'>Left out, nothing to show: " + html.escape("; ".join(left_out)) + ".</p>"
+                 if left_out else "")
     parts.append("<h2>Provenance</h2>" + provenance_table(runs) + "</body></html>")
     # written beside the target and renamed: never a half-written report
     try:
@@ -564,7 +850,7 @@ def main():
     except OSError as e:
         print(f"scalebench: error: report: cannot write -o '{args.out}': {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"report: {len(runs)} runs, {len(figures) + 2} figures -> {args.out}")
+    print(f"report: {len(runs)} runs, {count} figures -> {args.out}")
     return 0
 
 

@@ -48,6 +48,10 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
       {"memory_activations", p.memory.activations},
       {"memory_total", p.memory.total()}};
   a.insert(a.end(), numbers.begin(), numbers.end());
+  if (p.cost_per_hour > 0) {  // the site's price × devices, per hour; absent when the site gives none
+    a.emplace_back("cost_per_hour", p.cost_per_hour);
+    a.emplace_back("currency", p.currency);
+  }
   // per pipeline stage (pp rank) as the memory table has them, bytes
   const auto per_stage = [&](double RankMemory::*part) {
     std::vector<std::int64_t> bytes;

@@ -1,23 +1,30 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """`scalebench report` end to end: from a real result file (the cli_train_results fixture), one
-HTML file whose seven figures are real PNG images and whose table holds every run; the compression
-and transfer section says it has nothing to show for this unpruned, unquantised run (in the
-figure's alt and its table); a file name with shell syntax runs nothing; a missing or non-HDF5
-input is exit 2 and no report.
+HTML file whose figures are real PNG images (a loss-curve image per model) and whose table holds
+every run; the compression and transfer section is left out for this unpruned, unquantised run
+(no heading, figure or table; the left-out line, id="left-out", names it); a file name with shell
+syntax runs nothing; a missing or non-HDF5 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
+throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
+more as the repeats of one noisy case (/repeats/rep): its ranking table (id="ranking-<model>" in
+id="ranking") lists them fastest first as h5py reads them, with the unit in the header, the case
+as one row (median ± ci95, marked noisy), the oversubscribed row marked, and the cost per million
+tokens from the price its prediction records (none: no cost column, as in the first report).
 
 Usage: check_report.py SCALEBENCH RESULTS.h5 OUT_DIR
 """
 import base64
+import html
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+import h5py
+
 scalebench, results, out_dir = sys.argv[1:4]
-FIGURES = ["fig-throughput", "fig-breakdown", "fig-memory", "fig-prediction", "fig-accuracy", "fig-tradeoff",
-           "fig-compression"]
+FIGURES = ["fig-throughput", "fig-breakdown", "fig-memory", "fig-prediction", "fig-accuracy", "fig-tradeoff"]
 problems = []
 
 
@@ -51,11 +58,19 @@ for fig in FIGURES:
 rows = re.findall(r"<tr><td>", page.split("id=\"runs\"")[1].split("</table>")[0]) if 'id="runs"' in page else []
 if len(rows) != 2:
     problems.append(f"the run table has {len(rows)} rows, not 2")
-compression = re.search(r"<img id='fig-compression' alt='([^']*)'", page)
-if not compression or compression.group(1) != "compression: no pruned or int8-quantised run":
-    problems.append(f"fig-compression's alt is {compression and compression.group(1)!r}, not the no-data sentence")
-if not re.search(r'<table id="compression">.*?<td>none of these files holds a distilled', page, re.S):
-    problems.append("the compression table is missing or does not say it holds none")
+if "cost per million" in page:
+    problems.append("a cost column though no run's prediction records a price")
+if "Compression and transfer" in page or "fig-compression" in page or 'id="compression"' in page:
+    problems.append("the compression and transfer section is shown though no run has compression data")
+if not re.search(r"<p id='left-out'>[^<]*compression and transfer", page):
+    problems.append("the left-out line does not name the compression and transfer section")
+with h5py.File(results, "r") as f:
+    models = sorted({f["runs"][k].attrs["model"] for k in f["runs"]})
+models = [m.decode() if isinstance(m, bytes) else str(m) for m in models]
+for model in models:
+    m = re.search(rf"id='fig-loss-{re.escape(model)}'[^>]*src='data:image/png;base64,([^']+)'", page)
+    if not m or not base64.b64decode(m.group(1)).startswith(b"\x89PNG") or len(m.group(1)) < 2000:
+        problems.append(f"no loss-curve image for {model}")
 tradeoff = re.findall(r"<tr><td>", page.split('id="tradeoff"')[1].split("</table>")[0]) if 'id="tradeoff"' in page else []
 if len(tradeoff) != 2:
     problems.append(f"the memory against step time table has {len(tradeoff)} rows, not 2")
@@ -69,6 +84,96 @@ if "no run carries a feasible prediction" in page:
     problems.append("the prediction figure found no prediction in a train file")
 if os.path.exists(injected) or os.path.exists(os.path.join(out_dir, "sb_report_injected")):
     problems.append("a file name's shell syntax ran")
+
+
+
+def cells(row):
+    return [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+
+
+# a suite-like file: the real run three times, its throughput set apart, one marked oversubscribed
+ranked = os.path.join(out_dir, "ranked.h5")
+with h5py.File(results, "r") as src, h5py.File(ranked, "w") as dst:
+    for k, v in src.attrs.items():
+        dst.attrs[k] = v
+    run_id = next(iter(src["runs"]))
+    # and a case run twice (rep.r1, rep.r2) whose /repeats/rep is noisy: one row, median ± ci95
+    for name, factor, over in [("half", 0.5, 1), ("same", 1.0, 0), ("double", 2.0, 0), ("rep.r1", 1.5, 0),
+                               ("rep.r2", 1.6, 0)]:
+        src.copy(src["runs"][run_id], dst.require_group("runs"), name=name)
+        s = dst["runs"][name]["summary"].attrs
+        for key in ("tokens_per_s", "samples_per_s"):
+            s[key] = s[key] * factor
+        for key in ("step_time_median_s", "step_time_p5_s", "step_time_p95_s"):
+            s[key] = s[key] / factor
+        dst["runs"][name]["context"].attrs["oversubscribed"] = over
+        # a priced site's prediction, as predict records one (jobs/sites/a100-80gb-dgx.yaml, 1 device)
+        dst["runs"][name]["prediction"].attrs["cost_per_hour"] = 5.12
+        dst["runs"][name]["prediction"].attrs["currency"] = "USD"
+        if name.startswith("rep."):
+            dst["runs"][name].attrs.update({"case": "rep", "repeat": int(name[-1]), "repeats": 2})
+    steps = [float(dst["runs"][n]["summary"].attrs["step_time_median_s"]) for n in ("rep.r1", "rep.r2")]
+    mean, half = sum(steps) / 2, 12.706 * abs(steps[0] - steps[1]) / 2 ** 0.5 / 2 ** 0.5  # t(0.975, 1)·s/√n
+    dst.require_group("repeats/rep").attrs.update(
+        {"repeats": 2, "finished": 2, "step_time_median_s": mean, "step_time_mean_s": mean,
+         "step_time_ci95_low_s": mean - half, "step_time_ci95_high_s": mean + half,
+         "step_time_range_pct": 100 * abs(steps[0] - steps[1]) / mean, "noisy": 1, "noise_bound_pct": 5.0})
+with h5py.File(ranked, "r") as f:  # the expected order, as a user's script reads the file
+    cases = {}  # a case with /repeats/<case> is one row (its first run), ranked by its runs' median
+    for k in f["runs"]:
+        case = f["runs"][k].attrs.get("case", k)
+        case = case.decode() if isinstance(case, bytes) else str(case)
+        cases.setdefault(case if case in f.get("repeats", {}) else k, []).append(k)
+    median = lambda ks: sorted(float(f["runs"][k]["summary"].attrs["tokens_per_s"]) for k in ks)[len(ks) // 2] \
+        if len(ks) % 2 else sum(float(f["runs"][k]["summary"].attrs["tokens_per_s"]) for k in ks) / len(ks)
+    expected = [sorted(ks)[0] for ks in sorted(cases.values(), key=lambda ks: -median(ks))]
+    noisy = {sorted(ks)[0] for c, ks in cases.items() if c in f.get("repeats", {})}
+    ranked_throughput = {sorted(ks)[0]: median(ks) for ks in cases.values()}
+    oversubscribed = {k for k in f["runs"] if int(f["runs"][k]["context"].attrs["oversubscribed"])}
+    model = f["runs"][expected[0]].attrs["model"]
+    model = model.decode() if isinstance(model, bytes) else str(model)
+ranked_out = os.path.join(out_dir, "ranked.html")
+r = report([ranked], ranked_out)
+if r.returncode != 0:
+    problems.append(f"ranked report exited {r.returncode}: {r.stderr[-500:]}")
+else:
+    page = open(ranked_out, encoding="utf-8").read()
+    div = re.search(r'<div id="ranking">(.*?)</div>', page, re.S)
+    table = div and re.search(rf'<table id="ranking-{re.escape(model)}" class="ranking"[^>]*>(.*?)</table>',
+                              div.group(1), re.S)
+    if not table:
+        problems.append(f"no ranking table for {model}")
+    else:
+        header = re.findall(r"<th>(.*?)</th>", table.group(1))
+        rows = re.findall(r"<tr[^>]*data-run='([^']*)'[^>]*>(.*?)</tr>", table.group(1), re.S)
+        order = [run for run, _ in rows]
+        throughput = header.index(next(h for h in header if h.startswith("throughput")))
+        if order != expected:
+            problems.append(f"ranking rows are {order}, not fastest first {expected}")
+        if not any("tokens/s" in h for h in header) or any("samples/s" in h for h in header):
+            problems.append(f"ranking header does not give tokens/s alone: {header}")
+        if [cells(row)[0] for _, row in rows] != [str(k) for k in range(1, len(rows) + 1)]:
+            problems.append("ranking's rank column is not 1..n")
+        for run, row in rows:
+            if ("noisy" in cells(row)[-1]) != (run in noisy) or (run in noisy) != ("±" in cells(row)[throughput]):
+                problems.append(f"ranking row {run}: marks {cells(row)[-1]!r}, throughput {cells(row)[throughput]!r}, "
+                                f"a noisy case's repeats {run in noisy}")
+            if ("oversubscribed" in cells(row)[-1]) != (run in oversubscribed):
+                problems.append(f"ranking row {run}: marks {cells(row)[-1]!r}, oversubscribed {run in oversubscribed}")
+        cost = [k for k, h in enumerate(header) if h.startswith("cost per million tokens")]
+        if len(cost) != 1 or "USD" not in header[cost[0]]:
+            problems.append(f"no cost per million tokens (USD) column though the prediction records a price: {header}")
+        else:
+            for run, row in (row for row in rows if row[0] in ranked_throughput):  # others: the order fails
+                want = 5.12 / (3600 * ranked_throughput[run]) * 1e6
+                got = float(cells(row)[cost[0]].split()[0])
+                if abs(got - want) > 1e-3 * want:
+                    problems.append(f"{run}: cost per million tokens {got}, not {want:.4g}")
+        shown = [float(cells(row)[throughput].split()[0].replace(",", "")) for _, row in rows]
+        if shown != sorted(shown, reverse=True):
+            problems.append(f"ranking throughput column is not descending: {shown}")
+    if not re.search(rf"id='fig-loss-{re.escape(model)}'", page):
+        problems.append("the ranked report has no loss-curve image")
 
 # bad input: one clear sentence, exit 2, no report
 not_hdf5 = os.path.join(out_dir, "not_results.h5")
