@@ -2,11 +2,16 @@
 // `scalebench predict --config CASE.yaml --site SITE.yaml [--devices N] [--set k=v]... [--json]`:
 // the cost model's prediction of one training step; `scalebench predict --validate SET.yaml
 // [--json]`: every published run of a validation set replayed, with its errors (exit 0: it
-// reports, it does not judge). Leaves out the model (src/costmodel).
+// reports, it does not judge); `scalebench predict --fit SET[,SET] [--write-site PATH] [--json]`:
+// the GEMM model's e_max per device fitted on the sets' rows (nothing written unless
+// --write-site). Leaves out the model (src/costmodel).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "core/check.hpp"
@@ -21,7 +26,7 @@ namespace sb::cli {
 namespace {
 
 struct PredictOptions {
-  std::string config, site, validate;
+  std::string config, site, validate, fit, write_site;
   std::vector<std::string> overrides;
   int devices = 0;
   bool json = false;
@@ -61,6 +66,60 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   return out;
 }
 
+int run_fit(const PredictOptions& options) {
+  std::vector<costmodel::ValidationSet> sets;
+  std::string names;
+  std::stringstream list(options.fit);
+  for (std::string item; std::getline(list, item, ',');) {
+    SB_USER_CHECK(!item.empty(), "--fit '{}': an empty set name between commas", options.fit);
+    sets.push_back(costmodel::load_validation_set(costmodel::validation_set_path(item)));
+    names += fmt::format("{}{} version {}", names.empty() ? "" : ", ", sets.back().name, sets.back().version);
+  }
+  const std::vector<costmodel::EmaxFit> fits = costmodel::fit_gemm_e_max(sets);
+  if (options.json) {
+    nlohmann::json j{{"sets", names}, {"fits", nlohmann::json::array()}};
+    for (const costmodel::EmaxFit& f : fits)
+      j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file},
+                           {"shipped_e_max", f.shipped_e_max}, {"e_max", f.e_max}, {"rows", f.rows},
+                           {"infeasible", f.infeasible}, {"shipped_mean_abs_error_pct", f.shipped_mean_abs_error_pct},
+                           {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
+    std::puts(j.dump(2).c_str());
+  } else {
+    std::printf("GEMM e_max fitted on %s (per row the mean |error| of its figures, parameters left out)\n",
+                names.c_str());
+    for (const costmodel::EmaxFit& f : fits)
+      std::fputs(fmt::format("{:<24} site {:<20} e_max {:.4f} (profile {:.4f}): {} rows{}, mean |error| {:.1f}% "
+                             "(profile's {:.1f}%), max {:.1f}%\n", f.device, f.site, f.e_max, f.shipped_e_max, f.rows,
+                             f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
+                             f.mean_abs_error_pct, f.shipped_mean_abs_error_pct, f.max_abs_error_pct)
+                     .c_str(),
+                 stdout);
+  }
+  if (!options.write_site.empty()) {
+    // one device: PATH is the copy; several: PATH is a folder receiving <site>.yaml for each
+    const bool folder = fits.size() > 1;
+    SB_USER_CHECK(!folder || std::filesystem::is_directory(options.write_site),
+                  "--write-site {}: the sets' rows run on {} devices, so it must be an existing folder to write one "
+                  "profile per device into", options.write_site, fits.size());
+    for (const costmodel::EmaxFit& f : fits) {
+      std::ifstream in(f.site_file);
+      SB_USER_CHECK(in.good(), "--write-site: cannot read the site profile {}", f.site_file);
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string written = costmodel::site_profile_with_e_max(
+          text.str(), f.site_file, f.e_max, fmt::format("fitted by predict --fit on {}", names));
+      const std::filesystem::path path =
+          folder ? std::filesystem::path(options.write_site) / (f.site + ".yaml") : std::filesystem::path(options.write_site);
+      costmodel::parse_site_profile(YAML::Load(written), path.string());  // what is written loads
+      std::ofstream out(path);
+      out << written;
+      SB_USER_CHECK(out.good(), "--write-site: cannot write {}", path.string());
+      std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> add_predict_command(CLI::App& app) {
@@ -79,8 +138,22 @@ std::function<int()> add_predict_command(CLI::App& app) {
       ->excludes(site)
       ->excludes(devices)
       ->excludes(overrides);
+  CLI::Option* fit =
+      cmd->add_option("--fit", options->fit,
+                      "validation sets (names or files, comma-separated): fit the GEMM model's e_max of each device "
+                      "their rows run on, minimising the rows' mean |error|, and print it")
+          ->excludes(config)
+          ->excludes(site)
+          ->excludes(devices)
+          ->excludes(overrides);
+  cmd->add_option("--write-site", options->write_site,
+                  "with --fit: write a copy of the fitted device's site profile with the fitted gemm.e_max to this path (a "
+                  "folder, receiving SITE.yaml per device, when the sets run on several devices)")
+      ->needs(fit);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
+    SB_USER_CHECK(options->fit.empty() || options->validate.empty(), "predict takes --fit or --validate, not both");
+    if (!options->fit.empty()) return run_fit(*options);
     if (!options->validate.empty()) {
       const costmodel::ValidationReplay replay =
           costmodel::replay_validation_set(costmodel::load_validation_set(costmodel::validation_set_path(options->validate)));

@@ -21,7 +21,7 @@ double training_flops_per_token(double N, double l, double s, double h) {
 }
 
 double activation_bytes_per_layer(double s, double b, double h, double a, double t,
-                                  bool sequence_parallel, Recompute recompute) {
+                                  bool sequence_parallel, Recompute recompute, bool flash_attention) {
   SB_CHECK(s > 0 && b > 0 && h > 0 && a > 0 && t >= 1, "activation memory of s {} b {} h {} a {} t {}",
            s, b, h, a, t);
   const double sbh = s * b * h;
@@ -33,7 +33,7 @@ double activation_bytes_per_layer(double s, double b, double h, double a, double
     case Recompute::none:
       break;
   }
-  const double attention = 5.0 * a * s / h;  // softmax input and output, dropout mask and output
+  const double attention = flash_attention ? 0.0 : 5.0 * a * s / h;  // softmax input and output, dropout mask and output
   return sequence_parallel ? sbh / t * (34.0 + attention) : sbh * (10.0 + 24.0 / t + attention / t);
 }
 

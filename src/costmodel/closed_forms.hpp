@@ -33,9 +33,12 @@ double training_flops_per_token(double N, double l, double s, double h);
 //   no recomputation   sbh·(10 + 24/t + 5as/(ht))     sequence parallel: sbh/t·(34 + 5as/h)
 //   selective          sbh·(10 + 24/t)                sequence parallel: 34·sbh/t
 //   full               2·sbh (the layer's input)      sequence parallel: 2·sbh/t
-// With t = 1 the first line is sbh·(34 + 5as/h).
+// With t = 1 the first line is sbh·(34 + 5as/h). flash_attention: the fused attention kernel
+// (FlashAttention, Dao et al. 2022) keeps none of the 5·a·s²·b bytes of attention scores,
+// softmax output, dropout mask and output (it recomputes them from Q, K, V in its backward), so
+// no recomputation keeps what selective keeps: sbh·(10 + 24/t), sequence parallel 34·sbh/t.
 double activation_bytes_per_layer(double s, double b, double h, double a, double t,
-                                  bool sequence_parallel, Recompute recompute);
+                                  bool sequence_parallel, Recompute recompute, bool flash_attention = false);
 
 // ---- ZeRO (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
 // Parameter Models", §5 and Figure 1) -------------------------------------------------------------

@@ -233,7 +233,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
                      "memory_bandwidth", "links", "price_per_device_hour", "currency", "power_watts",
-                     "calibrated", "scheduler", "device_is_cpu_core"});
+                     "calibrated", "scheduler", "device_is_cpu_core", "gemm"});
   SiteProfile p;
   p.source = source;
   p.name = top.required<std::string>("name");
@@ -276,6 +276,21 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
       if (l.has("intra_node")) p.calibrated_intra_node = read_link(l, "intra_node", source, "beta", "alpha");
       if (l.has("inter_node")) p.calibrated_inter_node = read_link(l, "inter_node", source, "beta", "alpha");
     }
+  }
+  if (top.has("gemm")) {
+    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max"});
+    GemmModel model;
+    model.sm_count = g.required<int>("sm_count");
+    if (g.has("tile_m")) model.tile_m = g.required<int>("tile_m");
+    if (g.has("tile_n")) model.tile_n = g.required<int>("tile_n");
+    SB_USER_CHECK(model.sm_count >= 1 && model.tile_m >= 1 && model.tile_n >= 1,
+                  "{}: 'gemm.sm_count', 'gemm.tile_m' and 'gemm.tile_n' must be at least 1", source);
+    model.e_max = g.positive("e_max");
+    SB_USER_CHECK(model.e_max <= 1.0, "{}: 'gemm.e_max' must lie in (0, 1], got {}", source, model.e_max);
+    SB_USER_CHECK(p.gemm_efficiency.empty(),
+                  "{}: 'gemm' and 'calibrated.gemm_efficiency' both set the GEMMs' efficiency; keep one", source);
+    SB_USER_CHECK(!p.device_is_cpu_core, "{}: 'gemm' models a GPU's SMs; a CPU-core site may not carry it", source);
+    p.gemm = model;
   }
   p.scheduler = read_scheduler(top, p.device, source);
   return p;

@@ -15,6 +15,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "costmodel/gemm_model.hpp"
 #include "costmodel/kernel_profile.hpp"
 
 namespace sb::costmodel {
@@ -62,6 +63,10 @@ struct SiteProfile {
   // calibrated: (absent = the datasheet figure is taken as reached, efficiency 1)
   std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]
   std::optional<double> memory_efficiency;
+  // `gemm:` the shape-aware GEMM time (gemm_model.hpp) of a GPU: SMs, tile, fitted e_max. When
+  // present it replaces the flat peak × efficiency of the GEMMs (calibrated.gemm_efficiency,
+  // which a profile with `gemm:` may not carry).
+  std::optional<GemmModel> gemm;
   std::optional<SiteLink> calibrated_intra_node, calibrated_inter_node;  // α/β fitted
   // The trainer's kernels timed on this site (calibrated.kernel_times, a CSV path relative to
   // the profile): a prediction of a model the trainer runs sums its kernel calls' times.
@@ -75,7 +80,7 @@ struct SiteProfile {
   double efficiency(const std::string& precision) const;
   // The link of a level with its calibrated α/β when present.
   SiteLink link(bool inter) const;
-  bool calibrated() const { return !gemm_efficiency.empty() || kernel_times != nullptr; }
+  bool calibrated() const { return !gemm_efficiency.empty() || gemm.has_value() || kernel_times != nullptr; }
 };
 
 SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source);

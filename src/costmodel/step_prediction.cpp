@@ -50,6 +50,9 @@ struct StageCost {
   std::size_t unit_begin = 0, unit_end = 0;  // its pipeline units [begin, end) of the description
   double shared_activation_bytes = 0;  // held once whatever the micro-batches in flight (scratch)
   double buffer_bytes = 0;             // model state beside the parameters (BatchNorm running statistics)
+  // the GEMMs' seconds on a site with a shape-aware GEMM model (site.gemm), per micro-batch:
+  // all of them (forward, backward, recomputation) and the forward's
+  std::optional<double> gemm_s, forward_gemm_s;
 };
 
 // Parameter, gradient and optimizer bytes per parameter: 16-bit weights, fp32 main gradients
@@ -117,16 +120,19 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       : recompute == Recompute::selective ? gpt::gpt_block_attention_core_forward_flops(g, d.micro_batch, d.seq_len)
                                           : 0.0;
   const double a = static_cast<double>(g.heads), scale = d.element_bytes / 2.0;
+  const bool flash = c.model.attention == "flash";
   const double block_activations =
-      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute) * scale;
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash) * scale;
   // The non-GEMM work (LayerNorm, softmax, GELU, dropout, residuals) is bound by memory: its
   // forward writes the tensors Korthikanti et al. count, the backward reads them and writes
-  // their gradients (3 passes), and each recomputed forward writes them again.
-  const double written = activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::none) * scale;
+  // their gradients (3 passes), and each recomputed forward writes them again. The fused
+  // attention kernel makes no passes over the T² scores.
+  const double written =
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::none, flash) * scale;
   const double recomputed =
       recompute == Recompute::full ? written
       : recompute == Recompute::selective
-          ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective) * scale
+          ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective, flash) * scale
           : 0.0;
   const double block_traffic = 3.0 * written + recomputed;
   std::vector<StageCost> stages;
@@ -163,7 +169,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.boundary_bytes = b * T * C * d.element_bytes / t;
     // the trainer's layout (Llama-style blocks are not the trainer's: they keep Korthikanti et
     // al.'s GPT-block count, an approximation, as their MLP and key/value tensors differ)
-    if (g.block == gpt::GptBlock::gpt2) {
+    if (g.block == gpt::GptBlock::gpt2 && !flash) {
       const TrainerActivationBytes held =
           trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);
       st.activation_bytes = held.slot;
@@ -258,6 +264,7 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
     return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
   if (d.family == ModelFamily::gpt && d.gpt.block != gpt::GptBlock::gpt2) return std::nullopt;  // not the trainer's
+  if (c.model.attention != "unfused") return std::nullopt;  // the trainer's attention is unfused
   std::vector<TimedStage> timed;
   for (const StageCost& st : stages) {
     const KernelCalls calls = stage_kernel_calls(st, d, c);
@@ -323,6 +330,49 @@ StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, 
   }
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].in_flight = plan.stage_plans[i].in_flight;
   return m;
+}
+
+// The GEMMs' seconds of each stage on a site with a shape-aware GEMM model: the GPT's GEMMs by
+// their shapes (the backward's two per forward GEMM, a full recomputation's forward again, a
+// selective one's attention core); a ResNet's FLOPs at e_max (its convolutions' shapes are not
+// modelled).
+void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c, const ModelDescription& d,
+                      const SiteProfile& site, Recompute recompute) {
+  if (!site.gemm) return;
+  const GemmModel& g = *site.gemm;
+  const double peak = site.peak(c.precision.dtype), bandwidth = site.memory_bandwidth;
+  const double e = d.element_bytes;
+  if (d.family == ModelFamily::resnet) {
+    for (StageCost& st : stages) {
+      st.gemm_s = st.executed_flops / (peak * g.e_max);
+      st.forward_gemm_s = st.forward_flops / (peak * g.e_max);
+    }
+    return;
+  }
+  const bool flash = c.model.attention == "flash";
+  const auto seconds = [&](const GemmShape& s) { return gemm_seconds(g, s, peak, bandwidth, e); };
+  const auto forward_backward = [&](const std::vector<GemmShape>& gemms) {
+    std::pair<double, double> fb{0.0, 0.0};
+    for (const GemmShape& s : gemms) {
+      fb.first += seconds(s);
+      for (const GemmShape& grad : gemm_backward(s)) fb.second += seconds(grad);
+    }
+    return fb;
+  };
+  const auto [block_f, block_b] =
+      forward_backward(gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, flash));
+  const double block_r = recompute == Recompute::full ? block_f
+                         : recompute == Recompute::selective
+                             ? forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len,
+                                                                         c.strategy.tp, flash)).first
+                             : 0.0;
+  const auto [head_f, head_b] = forward_backward({gpt_head_gemm(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp)});
+  for (StageCost& st : stages) {
+    const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
+    const double blocks = static_cast<double>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
+    st.forward_gemm_s = blocks * block_f + (last ? head_f : 0.0);
+    st.gemm_s = blocks * (block_f + block_b + block_r) + (last ? head_f + head_b : 0.0);
+  }
 }
 
 // Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
@@ -430,8 +480,10 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     StageOpCosts op;
-    const double compute = st.executed_flops / r.flops_per_s + st.elementwise_bytes / r.memory_speed;
-    op.forward_compute_s = st.forward_flops / r.flops_per_s + st.forward_elementwise_bytes / r.memory_speed;
+    const double gemm = st.gemm_s ? *st.gemm_s : st.executed_flops / r.flops_per_s;
+    const double forward_gemm = st.forward_gemm_s ? *st.forward_gemm_s : st.forward_flops / r.flops_per_s;
+    const double compute = gemm + st.elementwise_bytes / r.memory_speed;
+    op.forward_compute_s = forward_gemm + st.forward_elementwise_bytes / r.memory_speed;
     op.backward_compute_s = compute - op.forward_compute_s;
     if (k.stages) {
       op.forward_compute_s = (*k.stages)[i].forward_s;
@@ -515,12 +567,22 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
 
   const double element_bytes = c.precision.dtype == "fp32" ? 4.0 : 2.0;
   const Recompute recompute = recompute_from_string(c.strategy.recompute);
-  const StagedModel m = staged_model(c, plan, element_bytes, recompute);
+  StagedModel m = staged_model(c, plan, element_bytes, recompute);
+  add_gemm_seconds(m.stages, c, m.description, site, recompute);
   if (auto too_big = predict_memory(p, c, m.stages, site, element_bytes))
     return plan::refused(p, Refusal::memory, std::move(*too_big));
 
   p.peak_flops = site.peak(c.precision.dtype);
   p.gemm_efficiency = site.efficiency(c.precision.dtype);
+  if (site.gemm) {
+    // the effective efficiency of the shape-aware model: all GEMM FLOPs over their seconds
+    double flops = 0, seconds = 0;
+    for (const StageCost& st : m.stages) {
+      flops += st.executed_flops;
+      seconds += st.gemm_s.value_or(0.0);
+    }
+    p.gemm_efficiency = seconds > 0 ? flops / (seconds * p.peak_flops) : site.gemm->e_max;
+  }
   p.calibrated = site.calibrated();
   const StepRates rates = step_rates(c, p, site, m.description, element_bytes);
   const KernelTiming timing = kernel_timing(c, p, site, m, recompute);

@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
+#include <regex>
 
 #include "core/check.hpp"
 #include "core/install_paths.hpp"
@@ -161,11 +164,39 @@ SiteProfile validation_site(const ValidationSet& set, const ValidationRow& row) 
                               fmt::join(devices, "; ")));
 }
 
-ValidationReplay replay_validation_set(const ValidationSet& set) {
+namespace {
+
+void set_e_max(SiteProfile& site, const std::map<std::string, double>& e_max) {
+  const auto it = e_max.find(site.device);
+  if (it == e_max.end()) return;
+  SB_USER_CHECK(site.gemm.has_value(),
+                "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
+                site.source, site.device);
+  site.gemm->e_max = it->second;
+}
+
+// The mean |error| of a feasible prediction's figures that depend on its time (not parameters).
+std::optional<double> row_error(const ValidationRow& row, const plan::TrainConfig& config, const Prediction& p) {
+  if (!p.feasible) return std::nullopt;
+  double sum = 0;
+  int n = 0;
+  for (const auto& [figure, published] : row.published) {
+    if (figure == "parameters") continue;
+    sum += std::fabs(100.0 * (predicted_figure(figure, p, config, row.gpus) - published) / published);
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+}  // namespace
+
+ValidationReplay replay_validation_set(const ValidationSet& set, const std::map<std::string, double>& e_max) {
   ValidationReplay replay{set.file, set.name, set.source, set.version, {}, {}};
   for (const ValidationRow& row : set.rows) {
     const plan::TrainConfig config = validation_case(set, row);
-    const SiteProfile site = validation_site(set, row);
+    SiteProfile site = validation_site(set, row);
+    set_e_max(site, e_max);
     const Prediction p = predict_step(config, site, row.gpus);
     RowReplay r{row.id, row.source, site.name, p.feasible, p.reason, {}};
     for (const std::string& figure : validation_figures()) {
@@ -252,6 +283,99 @@ std::string validation_replay_table(const ValidationReplay& replay) {
                        s.infeasible ? fmt::format(" ({} infeasible)", s.infeasible) : std::string());
   }
   return out;
+}
+
+std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
+  struct Case {
+    const ValidationRow* row;
+    plan::TrainConfig config;
+    SiteProfile site;
+  };
+  std::vector<std::string> devices;
+  std::map<std::string, std::vector<Case>> cases;
+  for (const ValidationSet& set : sets)
+    for (const ValidationRow& row : set.rows) {
+      SiteProfile site = validation_site(set, row);
+      SB_USER_CHECK(site.gemm.has_value(),
+                    "{}: the profile of {} (row '{}' of {}) has no 'gemm:' (sm_count, e_max), so its GEMM efficiency "
+                    "cannot be fitted", site.source, site.device, row.id, set.file);
+      if (!cases.count(row.device)) devices.push_back(row.device);
+      cases[row.device].push_back({&row, validation_case(set, row), std::move(site)});
+    }
+  std::vector<EmaxFit> fits;
+  for (const std::string& device : devices) {
+    std::vector<Case>& rows = cases[device];
+    EmaxFit fit;
+    fit.device = device;
+    fit.site = rows.front().site.name;
+    fit.site_file = rows.front().site.source;
+    fit.shipped_e_max = rows.front().site.gemm->e_max;
+    // the mean and max of the rows' errors at e_max; rows infeasible at e_max counted
+    const auto evaluate = [&](double e_max, int* infeasible, double* worst) {
+      double sum = 0;
+      int n = 0;
+      for (Case& c : rows) {
+        c.site.gemm->e_max = e_max;
+        const std::optional<double> error = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
+        if (!error) {
+          if (infeasible) ++*infeasible;
+          continue;
+        }
+        sum += *error;
+        ++n;
+        if (worst) *worst = std::max(*worst, *error);
+      }
+      if (n == 0) return std::numeric_limits<double>::infinity();
+      fit.rows = n;
+      return sum / n;
+    };
+    int infeasible = 0;
+    fit.shipped_mean_abs_error_pct = evaluate(fit.shipped_e_max, &infeasible, nullptr);
+    SB_USER_CHECK(std::isfinite(fit.shipped_mean_abs_error_pct),
+                  "no row on {} is feasible in the cost model ({} rows), so its GEMM e_max cannot be fitted", device,
+                  rows.size());
+    fit.infeasible = infeasible;
+    double best = 1.0, best_error = std::numeric_limits<double>::infinity();
+    for (int i = 20; i <= 100; ++i) {
+      const double e = i / 100.0, error = evaluate(e, nullptr, nullptr);
+      if (error < best_error) best = e, best_error = error;
+    }
+    double lo = std::max(0.01, best - 0.01), hi = std::min(1.0, best + 0.01);
+    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+    double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
+    double f1 = evaluate(x1, nullptr, nullptr), f2 = evaluate(x2, nullptr, nullptr);
+    while (hi - lo > 1e-4) {
+      if (f1 <= f2) {
+        hi = x2, x2 = x1, f2 = f1;
+        x1 = hi - phi * (hi - lo);
+        f1 = evaluate(x1, nullptr, nullptr);
+      } else {
+        lo = x1, x1 = x2, f1 = f2;
+        x2 = lo + phi * (hi - lo);
+        f2 = evaluate(x2, nullptr, nullptr);
+      }
+    }
+    const double golden = f1 <= f2 ? x1 : x2;
+    if (std::min(f1, f2) < best_error) best = golden;
+    fit.e_max = std::round(best * 1e4) / 1e4;
+    fit.max_abs_error_pct = 0;
+    fit.mean_abs_error_pct = evaluate(fit.e_max, nullptr, &fit.max_abs_error_pct);
+    fits.push_back(fit);
+  }
+  return fits;
+}
+
+std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
+                                    const std::string& provenance) {
+  const std::regex line(R"((^|\n)([ \t]+)e_max:[^\n]*)");
+  const auto begin = std::sregex_iterator(text.begin(), text.end(), line);
+  const auto count = std::distance(begin, std::sregex_iterator());
+  SB_USER_CHECK(count == 1, "{}: {} 'gemm.e_max' lines where one is replaced; give the profile one gemm: mapping "
+                "with sm_count and e_max", file, count);
+  const std::smatch& m = *begin;
+  return text.substr(0, static_cast<std::size_t>(m.position(0))) + m[1].str() + m[2].str() +
+         fmt::format("e_max: {:.4f}   # {}", e_max, provenance) +
+         text.substr(static_cast<std::size_t>(m.position(0) + m.length(0)));
 }
 
 }  // namespace sb::costmodel

@@ -87,8 +87,28 @@ struct ValidationReplay {
   std::vector<FigureSummary> summary;  // in validation_figures() order, figures some row publishes
 };
 
-// Predicts every row on its site at its gpus.
-ValidationReplay replay_validation_set(const ValidationSet& set);
+// Predicts every row on its site at its gpus; e_max (device -> value) replaces the `gemm.e_max`
+// of the sites of those devices (UserError naming the profile when it has no `gemm:`).
+ValidationReplay replay_validation_set(const ValidationSet& set, const std::map<std::string, double>& e_max = {});
+
+// `predict --fit`: per device the rows of the sets run on, the GEMM model's e_max in (0, 1]
+// that minimises the mean over those rows of each row's mean |error| over its published figures
+// (parameters left out: e_max does not move it); a 1-D search (a grid of 0.01, then golden
+// section to 1e-4). Rows the cost model finds infeasible are left out (their memory does not
+// depend on e_max) and counted. UserError naming the device when its profile has no `gemm:` or
+// none of its rows is feasible.
+struct EmaxFit {
+  std::string device, site, site_file;
+  double shipped_e_max = 0, e_max = 0;
+  int rows = 0, infeasible = 0;
+  double shipped_mean_abs_error_pct = 0, mean_abs_error_pct = 0, max_abs_error_pct = 0;  // the objective's
+};
+std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets);
+
+// A site profile's text with its `gemm.e_max` line replaced by e_max and a comment naming
+// `provenance`; UserError naming `file` when the text has no such line (or more than one).
+std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
+                                    const std::string& provenance);
 
 nlohmann::json validation_replay_json(const ValidationReplay& replay);
 std::string validation_replay_table(const ValidationReplay& replay);

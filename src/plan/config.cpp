@@ -222,8 +222,11 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
                   "{}: unknown model '{}' in 'model' (known: {}; or describe a GPT inline with layers, hidden, "
                   "heads, seq_len, vocab)", source, c.model.name, join(known));
   } else {
-    MapReader m(top.node("model"), "model", source, {"name", "layers", "hidden", "heads", "seq_len", "vocab"});
+    MapReader m(top.node("model"), "model", source, {"name", "layers", "hidden", "heads", "seq_len", "vocab", "attention"});
     m.read("name", c.model.name);
+    m.read("attention", c.model.attention);
+    SB_USER_CHECK(c.model.attention == "unfused" || c.model.attention == "flash",
+                  "{}: model.attention is '{}'; it must be unfused or flash", source, c.model.attention);
     m.read("layers", c.model.layers);
     m.read("hidden", c.model.hidden);
     m.read("heads", c.model.heads);

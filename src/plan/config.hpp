@@ -16,6 +16,10 @@ namespace sb::plan {
 struct ModelSpec {
   std::string name;  // a named config ("gpt-tiny"), or "" for an inline description
   std::int64_t layers = 0, hidden = 0, heads = 0, seq_len = 0, vocab = 0;  // inline only
+  // model.attention (inline only): "unfused" (what the trainer runs: the scores, softmax and
+  // dropout as tensors of B·heads·T² kept for the backward) or "flash" (one fused kernel that
+  // keeps none of them, FlashAttention; predict and plan only).
+  std::string attention = "unfused";
 };
 
 struct DataSpec {

@@ -72,6 +72,9 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 void check_supported(const plan::TrainConfig& c) {
+  SB_USER_CHECK(c.model.attention == "unfused",
+                "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
+                "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);
   SB_USER_CHECK(plan::trains_resnet(c) || plan::gpt_config_of(c).block == gpt::GptBlock::gpt2,
                 "{}: model {} has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), "
                 "which the trainer does not build; `scalebench predict` and `plan` model it",

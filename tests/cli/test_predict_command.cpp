@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "cli_harness.hpp"
 
@@ -181,14 +184,61 @@ TEST(PredictCommand, ValidateReplaysTheShippedSetsByName) {
     EXPECT_GE(j["rows"].size(), 10u) << name;
     int feasible = 0;
     for (const auto& row : j["rows"]) {
-      // an infeasible replay says why (the MPT runs without recomputation: this model keeps the
-      // attention probabilities, FlashAttention does not) and predicts nothing
+      // an infeasible replay says why and predicts nothing
       if (row["feasible"] == true) ++feasible;
       else EXPECT_FALSE(row["reason"].get<std::string>().empty()) << row;
       for (const auto& f : row["figures"]) EXPECT_EQ(f["predicted"].is_null(), row["feasible"] == false) << row;
     }
-    EXPECT_GE(feasible, 2) << name;
+    // every row fits since the MPT rows state FlashAttention (model.attention: flash)
+    EXPECT_EQ(feasible, static_cast<int>(j["rows"].size())) << name;
   }
+}
+
+// predict --fit prints the fitted e_max per device and writes nothing; --write-site writes a
+// profile copy whose e_max names the set, and that copy loads.
+TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
+  Scratch scratch;
+  const CommandResult r = scratch.run("predict --fit llm-foundry-mpt-benchmarks --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  ASSERT_EQ(j["fits"].size(), 2u);  // A100 and H100 rows
+  for (const auto& f : j["fits"]) {
+    EXPECT_GT(f["e_max"].get<double>(), 0.2) << f;
+    EXPECT_LE(f["e_max"].get<double>(), 1.0) << f;
+    EXPECT_LE(f["mean_abs_error_pct"].get<double>(), f["shipped_mean_abs_error_pct"].get<double>() + 1e-9) << f;
+  }
+  const auto out = scratch.path("a100.yaml");
+  const CommandResult w =
+      scratch.run("predict --fit megatron-lm-narayanan2021-table1 --write-site " + out.string());
+  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("# fitted by predict --fit on megatron-lm-narayanan2021-table1 version 1"), std::string::npos)
+      << text;
+  const CommandResult folder = scratch.run("predict --fit llm-foundry-mpt-benchmarks --write-site " + out.string());
+  EXPECT_EQ(folder.exit_code, 2) << folder.stderr_text;
+  EXPECT_NE(folder.stderr_text.find("must be an existing folder"), std::string::npos) << folder.stderr_text;
+}
+
+TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const auto config = scratch.write(
+      "flash.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, attention: flash}\n"
+                    "data: sotu\nbatch: {global: 2}\nthreads: 1\n");
+  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + kSite + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
+  const CommandResult t =
+      scratch.run("train --config " + config.string() + " --out " + scratch.path("flash.h5").string());
+  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
+  EXPECT_NE(t.stderr_text.find("model.attention flash is modelled by `scalebench predict` and `plan` only"),
+            std::string::npos) << t.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(scratch.path("flash.h5")));
+  const auto bad = scratch.write("bad.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
+                                             "attention: fused}\ndata: sotu\n");
+  const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
+  EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
+  EXPECT_NE(b.stderr_text.find("model.attention is 'fused'; it must be unfused or flash"), std::string::npos)
+      << b.stderr_text;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@ of the mapping holding it). A precision is claimed when the profile must have it
 fp16: site_profile.hpp), when the profile's calibrated gemm_efficiency names it, or when a
 shipped validation set (validation/published/*.yaml) replays a row in it on the profile's
 device. A peak whose source quotes a figure "with sparsity" must be half of it: the dense peak.
+A `gemm:` model's e_max names the shipped validation set and version `predict --fit` fitted it
+on, its sm_count a datasheet or architecture whitepaper.
 Usage: check_site_profile_sources.py SOURCE_DIR"""
 import pathlib
 import re
@@ -93,6 +95,22 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
         if not any(abs(2 * value - q) <= 0.01 * q for q in quoted):
             problems.append(f"{path.name}: '{key}' = {node.value} is not half of the with-sparsity figure its "
                             f"source quotes ({comment.strip()}): not a dense peak")
+
+    # the GEMM model's constants: e_max fitted by `predict --fit` on a named set and version (the
+    # comment `--write-site` writes), sm_count from NVIDIA's datasheet or architecture whitepaper
+    set_names = {p.stem for p in (source / "validation" / "published").glob("*.yaml")}
+    for key, node, parents in constants(root, "", []):
+        if key == "gemm.e_max":
+            comment = lines[node.start_mark.line].partition("#")[2]
+            fitted = re.search(r"fitted by predict --fit on (\S+) version ([0-9]+)", comment)
+            if not fitted or fitted.group(1) not in set_names:
+                problems.append(f"{path.name}: 'gemm.e_max' ({node.value}) must say 'fitted by predict --fit on "
+                                f"<shipped set> version N' on its line, got '{comment.strip()}'")
+        elif key == "gemm.sm_count":
+            above = "\n".join(lines[max(0, node.start_mark.line - 2):node.start_mark.line + 1])
+            if not re.search(r"whitepaper|datasheet", above):
+                problems.append(f"{path.name}: 'gemm.sm_count' ({node.value}) must cite NVIDIA's datasheet or "
+                                "architecture whitepaper")
 
 assert checked >= 5, f"only {checked} GPU site profiles found under {source / 'jobs' / 'sites'}"
 assert not problems, "\n".join(problems)

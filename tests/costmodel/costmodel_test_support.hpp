@@ -16,6 +16,13 @@ inline std::string site_path(const std::string& name) {
 }
 
 inline SiteProfile site(const std::string& name) { return load_site_profile(site_path(name)); }
+// The profile with its shape-aware GEMM model (`gemm:`) set aside: GEMMs at peak × the flat
+// (calibrated, else 1) efficiency, the closed forms the flat-model tests check.
+inline SiteProfile flat_site(const std::string& name) {
+  SiteProfile p = site(name);
+  p.gemm.reset();
+  return p;
+}
 
 // An inline GPT (sequence 2048 unless said) with the given grid and one micro-batch size.
 inline plan::TrainConfig gpt_case(std::int64_t layers, std::int64_t hidden, std::int64_t heads,

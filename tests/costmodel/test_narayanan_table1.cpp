@@ -35,7 +35,10 @@ std::vector<Row> table1() {
   return rows;
 }
 
+// The flat model (peak × one efficiency): the profile's shape-aware `gemm:` set aside
+// (test_gemm_model.cpp replays the set with it).
 Prediction predict_row(const Row& r, SiteProfile site, double efficiency) {
+  site.gemm.reset();
   site.gemm_efficiency["fp16"] = efficiency;
   return predict_step(r.config, site, r.gpus);
 }

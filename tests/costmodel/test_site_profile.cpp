@@ -30,8 +30,14 @@ TEST(SiteProfile, DatasheetFiguresOfTheA100) {
   EXPECT_EQ(a100.devices_per_node, 8);
   EXPECT_DOUBLE_EQ(a100.peak("fp16"), 312e12);
   EXPECT_DOUBLE_EQ(a100.peak("tf32"), 156e12);
-  EXPECT_DOUBLE_EQ(a100.efficiency("fp16"), 1.0);  // not calibrated
-  EXPECT_FALSE(a100.calibrated());
+  EXPECT_DOUBLE_EQ(a100.efficiency("fp16"), 1.0);  // no flat calibrated efficiency
+  // the shape-aware GEMM model: 108 SMs, 128×128 tiles, e_max fitted on the Megatron set
+  ASSERT_TRUE(a100.gemm.has_value());
+  EXPECT_EQ(a100.gemm->sm_count, 108);
+  EXPECT_EQ(a100.gemm->tile_m, 128);
+  EXPECT_GT(a100.gemm->e_max, 0.0);
+  EXPECT_LE(a100.gemm->e_max, 1.0);
+  EXPECT_TRUE(a100.calibrated());
   EXPECT_DOUBLE_EQ(a100.link(true).bandwidth, 25e9);
   const SiteProfile mi = testing::site("mi250x-cray-ex235a");
   EXPECT_THROW(mi.peak("tf32"), UserError);  // MI250X has no TF32

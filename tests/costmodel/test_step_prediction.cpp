@@ -55,7 +55,7 @@ TEST(StepPrediction, GridThatDoesNotMatchTheDevicesIsRefused) {
 }
 
 TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
-  const SiteProfile a100 = site("a100-80gb-dgx");
+  const SiteProfile a100 = testing::flat_site("a100-80gb-dgx");  // the closed form of the flat model
   const plan::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
   const Prediction p = predict_step(c, a100);
   ASSERT_TRUE(p.feasible) << p.reason;

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "costmodel/gemm_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.hpp"
+
+namespace sb::costmodel {
+
+double gemm_quantisation(const GemmModel& g, double batch, double m, double n) {
+  SB_CHECK(g.sm_count > 0 && g.tile_m > 0 && g.tile_n > 0 && batch > 0 && m > 0 && n > 0,
+           "GEMM quantisation of {}×{}×{} on {} SMs", batch, m, n, g.sm_count);
+  const double tm = g.tile_m, tn = g.tile_n;
+  const double rows = std::ceil(m / tm), cols = std::ceil(n / tn);
+  const double waves = batch * rows * cols / g.sm_count;
+  const double padding = m * n / (rows * tm * cols * tn);
+  return waves / std::ceil(waves) * padding;
+}
+
+double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes) {
+  const double compute = s.flops() / (peak * g.e_max * gemm_quantisation(g, s.batch, s.m, s.n));
+  if (s.fused) return compute;
+  const double bytes = element_bytes * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
+  return std::max(compute, bytes / bandwidth);
+}
+
+std::vector<GemmShape> gemm_backward(const GemmShape& s) {
+  return {{s.batch, s.m, s.k, s.n, s.fused}, {s.batch, s.k, s.n, s.m, s.fused}};
+}
+
+std::vector<GemmShape> gpt_attention_core_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
+                                                std::int64_t tp, bool flash_attention) {
+  const double heads = static_cast<double>(B) * static_cast<double>(config.heads) / static_cast<double>(tp);
+  const double t = static_cast<double>(T), d = static_cast<double>(config.channels / config.heads);
+  return {{heads, t, t, d, flash_attention}, {heads, t, d, t, flash_attention}};  // Q·Kᵀ, P·V
+}
+
+std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp,
+                                       bool flash_attention) {
+  const double rows = static_cast<double>(B * T), C = static_cast<double>(config.channels);
+  const double t = static_cast<double>(tp);
+  std::vector<GemmShape> gemms;
+  if (config.block == gpt::GptBlock::llama) {
+    const double K = static_cast<double>(gpt::gpt_kv_heads(config) * (config.channels / config.heads));
+    const double F = static_cast<double>(gpt::gpt_mlp_width(config));
+    gemms = {{1, rows, (C + 2 * K) / t, C}, {1, rows, C, C / t}, {1, rows, 2 * F / t, C}, {1, rows, C, F / t}};
+  } else {
+    gemms = {{1, rows, 3 * C / t, C}, {1, rows, C, C / t}, {1, rows, 4 * C / t, C}, {1, rows, C, 4 * C / t}};
+  }
+  for (const GemmShape& s : gpt_attention_core_gemms(config, B, T, tp, flash_attention)) gemms.push_back(s);
+  return gemms;
+}
+
+GemmShape gpt_head_gemm(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp) {
+  return {1, static_cast<double>(B * T), static_cast<double>(config.vocab) / static_cast<double>(tp),
+          static_cast<double>(config.channels)};
+}
+
+}  // namespace sb::costmodel

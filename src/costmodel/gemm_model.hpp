@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// The shape-aware GEMM time of a GPU site (`gemm:` of a site profile): a GEMM of M×N outputs
+// over K runs as output tiles of tile_m × tile_n spread over the device's SMs in waves, each
+// tile at e_max of the dense peak; the last wave's idle SMs and the padding of partial tiles are
+// lost, and no GEMM runs faster than its operands and result move through HBM:
+//   t(M, N, K) = max( 2·M·N·K / (peak · e_max · q(M, N)),  e·(M·K + K·N + M·N) / bandwidth )
+//   q(M, N) = [tiles / SMs] / ceil(tiles / SMs) · M·N / (ceil(M/tm)·tm · ceil(N/tn)·tn),
+//   tiles = ceil(M/tm) · ceil(N/tn) (times the batch of a batched GEMM).
+// Also the GPT's GEMMs per block, head and tp rank as such shapes. Leaves out where the times go
+// (step_prediction) and the fit of e_max (validation_set).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/gpt/gpt_config.hpp"
+
+namespace sb::costmodel {
+
+struct GemmModel {
+  int sm_count = 0;               // streaming multiprocessors (datasheet)
+  int tile_m = 128, tile_n = 128;  // output tile of the large GEMMs' kernels
+  double e_max = 1.0;             // a full wave of full tiles reaches e_max × the dense peak (fitted)
+};
+
+struct GemmShape {
+  double batch = 1, m = 0, n = 0, k = 0;
+  bool fused = false;  // inside the fused attention kernel: no memory roofline of its own
+  double flops() const { return 2.0 * batch * m * n * k; }
+};
+
+// q(M, N) above: the wave quantisation times the tile padding, in (0, 1].
+double gemm_quantisation(const GemmModel& g, double batch, double m, double n);
+// t(M, N, K) above; peak in FLOP/s, bandwidth in bytes/s, element_bytes of the operands.
+double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes);
+// The two GEMMs of a GEMM's backward: the input's gradient (M×K over N) and the weight's (K×N over M).
+std::vector<GemmShape> gemm_backward(const GemmShape& s);
+
+// One GPT block's forward GEMMs on one of tp ranks (Megatron-LM's column/row split) for B
+// sequences of T tokens; their FLOPs times tp are gpt_block_forward_flops. flash_attention marks
+// the attention core (scores, probabilities·V) fused.
+std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp,
+                                       bool flash_attention);
+// The attention core's two batched GEMMs of gpt_block_gemms (what selective recomputation reruns).
+std::vector<GemmShape> gpt_attention_core_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
+                                                std::int64_t tp, bool flash_attention);
+// The head's logits GEMM on one tp rank (vocabulary-parallel).
+GemmShape gpt_head_gemm(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp);
+
+}  // namespace sb::costmodel
