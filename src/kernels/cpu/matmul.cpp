@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "kernels/cpu/column_sums.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 
 namespace sb::kernels::cpu {
@@ -12,7 +13,6 @@ namespace sb::kernels::cpu {
 namespace {
 
 // Columns summed per dbias task: 64 floats, four cache lines of every row of dout.
-constexpr i64 kBiasColumnBlock = 64;
 
 void check_blas_extents(i64 BT, i64 C, i64 OC) {
   SB_CHECK(BT >= 0 && C >= 0 && OC >= 0 && BT <= INT_MAX && C <= INT_MAX && OC <= INT_MAX,
@@ -51,19 +51,7 @@ SB_DECLARE_MATMUL_BACKWARD(float) {
                 dweight, c);
   }
   if (!dbias) return;
-  // Each task owns a block of columns and walks all rows in order: no shared writes, and the
-  // sum order does not depend on the thread count.
-  const i64 blocks = (OC + kBiasColumnBlock - 1) / kBiasColumnBlock;
-  parallel_for_each("sb::matmul_backward::dbias", blocks, [=](i64 block) {
-    const i64 c0 = block * kBiasColumnBlock;
-    const i64 width = std::min(kBiasColumnBlock, OC - c0);
-    float sum[kBiasColumnBlock] = {};
-    for (i64 r = 0; r < BT; ++r) {
-      const float* row = dout + r * OC + c0;
-      for (i64 j = 0; j < width; ++j) sum[j] += row[j];
-    }
-    for (i64 j = 0; j < width; ++j) dbias[c0 + j] += sum[j];
-  });
+  add_column_sums("sb::matmul_backward::dbias", dbias, dout, BT, OC);
 }
 
 }  // namespace sb::kernels::cpu

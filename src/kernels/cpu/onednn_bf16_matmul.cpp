@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/check.hpp"
+#include "kernels/cpu/column_sums.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 
 namespace sb::kernels::cpu {
@@ -18,9 +19,6 @@ namespace sb::kernels::cpu {
 namespace {
 
 using dnnl::memory;
-
-// Columns summed per dbias task, as the fp32 kernel does: the sum order depends on BT only.
-constexpr i64 kBiasColumnBlock = 64;
 
 // The three GEMMs of a linear layer: out = inp . weight^T (+ bias), dinp += dout . weight,
 // dweight += dout^T . inp.
@@ -124,20 +122,6 @@ void run_gemm(const Gemm& gemm, const dnnl::engine& engine, dnnl::stream& stream
   scratch.release_all();
 }
 
-// dbias (OC) += column sums of dout (BT,OC), each task a block of columns over all rows.
-void add_bias_gradient(float* dbias, const bf16* dout, i64 BT, i64 OC) {
-  const i64 blocks = (OC + kBiasColumnBlock - 1) / kBiasColumnBlock;
-  parallel_for_each("sb::onednn_bf16_matmul::dbias", blocks, [=](i64 block) {
-    const i64 c0 = block * kBiasColumnBlock;
-    const i64 width = std::min(kBiasColumnBlock, OC - c0);
-    float sum[kBiasColumnBlock] = {};
-    for (i64 r = 0; r < BT; ++r) {
-      const bf16* row = dout + r * OC + c0;
-      for (i64 j = 0; j < width; ++j) sum[j] += to_float(row[j]);
-    }
-    for (i64 j = 0; j < width; ++j) dbias[c0 + j] += sum[j];
-  });
-}
 
 void check_extents(const char* kernel, i64 BT, i64 C, i64 OC) {
   SB_CHECK(BT > 0 && C > 0 && OC > 0, "oneDNN bf16 {}: extents BT={} C={} OC={} must all be positive", kernel, BT,
@@ -164,7 +148,7 @@ void OnednnBf16Matmul::backward(bf16* dinp, float* dweight, float* dbias, const 
   const Gemm& weight_gradient = p.gemm(GemmKind::weight_gradient, BT, C, OC);
   run_gemm(weight_gradient, p.engine, p.stream, *scratch_, dout, inp, nullptr, dweight);
   p.last_implementation = weight_gradient.pd.impl_info_str();
-  if (dbias) add_bias_gradient(dbias, dout, BT, OC);
+  if (dbias) add_column_sums("sb::onednn_bf16_matmul::dbias", dbias, dout, BT, OC);
 }
 
 }  // namespace sb::kernels::cpu
