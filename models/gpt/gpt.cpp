@@ -373,6 +373,7 @@ void GptModelT<S>::tp_all_reduce_sum(S* data, i64 count) {
 
 template <class S>
 const S* GptModelT<S>::tp_all_gather_rows(S* all, const S* mine, i64 BT) {
+  if (!shard_.sequence_parallel) return mine;
   if (!k_.runs_kernels()) return all;
   const auto bytes = static_cast<std::size_t>(shard_.residual_rows(BT) * shard_.C) * sizeof(S);
   tp_.all_gather({reinterpret_cast<const std::byte*>(mine), bytes},
@@ -494,7 +495,7 @@ void GptModelT<S>::forward_block(i64 l, const BlockActivations& b, const S* resi
   // makes the same collectives in the same order on every tp rank.
   const i64 R = s.residual_rows(BT);
   S* scratch = recomputed_.gathered;  // (B, T, C) under sequence parallelism
-  const auto all_rows = [&](const S* mine) { return s.sequence_parallel ? tp_all_gather_rows(scratch, mine, BT) : mine; };
+  const auto all_rows = [&](const S* mine) { return tp_all_gather_rows(scratch, mine, BT); };
   k_.layernorm_forward(b.ln1, b.ln1_mean, b.ln1_rstd, residual, ln1w, ln1b, R, C);
   k_.matmul_forward(b.qkv, all_rows(b.ln1), qkvw, qkvb, BT, C, 3 * Ct);
   k_.attention_forward(b.atty, b.att, b.qkv, B, T, Ct, NH);
@@ -571,7 +572,7 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   const S* last_residual = a.residual3 + (L - 1) * R * C;  // (R, C)
   k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, R, C);
   if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
-  const S* lnf = s.sequence_parallel ? tp_all_gather_rows(scratch, a.lnf, BT) : a.lnf;  // (B,T,C)
+  const S* lnf = tp_all_gather_rows(scratch, a.lnf, BT);  // (B,T,C)
   k_.matmul_forward(a.logits, lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
   if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
@@ -682,8 +683,8 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   // output the linear's weight gradient reads) or the gradient one (an output gradient); and
   // the zeroed rows a column-parallel linear's partial input gradient accumulates into.
   S* gathered = recomputed_.gathered;  // (B, T, C)
-  const auto activation_rows = [&](const S* mine) { return sp ? tp_all_gather_rows(gathered, mine, BT) : mine; };
-  const auto gradient_rows = [&](const S* mine) { return sp ? tp_all_gather_rows(d.dall_rows, mine, BT) : mine; };
+  const auto activation_rows = [&](const S* mine) { return tp_all_gather_rows(gathered, mine, BT); };
+  const auto gradient_rows = [&](const S* mine) { return tp_all_gather_rows(d.dall_rows, mine, BT); };
   const auto partial_input_gradient = [&](S* dinp) {
     if (!sp) return dinp;
     k_.zero(d.dall_rows, BT * C * static_cast<i64>(sizeof(S)));

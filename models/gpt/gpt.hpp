@@ -347,8 +347,9 @@ class GptModelT {
   void backward_slot(std::int64_t slot, const S* doutput, const S* dhidden);
   void tp_all_reduce_sum(S* data, std::int64_t count);
   // Sequence parallelism's collectives over the tp group (no-ops when only recording):
-  // this rank's rows (R = BT/t, C) of every rank into all (BT, C), returned; and the sum of
-  // every rank's partial (BT, C) rows, this rank's R of them into mine.
+  // the (BT, C) rows of every rank: mine itself without sequence parallelism, else this rank's
+  // rows (R = BT/t, C) of every rank gathered into all and returned; and the sum of every
+  // rank's partial (BT, C) rows, this rank's R of them into mine.
   const S* tp_all_gather_rows(S* all, const S* mine, std::int64_t BT);
   void tp_reduce_scatter_rows(S* mine, const S* partial, std::int64_t BT);
   // Where a row-parallel linear (or the vocabulary-parallel lookup) writes its partial sums for
