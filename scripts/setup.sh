@@ -23,6 +23,7 @@ log() { printf '[setup] %s\n' "$*"; }
 
 packages=(build-essential cmake git pkg-config ca-certificates dpkg-dev
   openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools libopenblas-dev libopenblas-openmp-dev libdnnl-dev
+  ocl-icd-opencl-dev  # Debian's dnnl CMake package requires OpenCL (libdnnl-dev only recommends it)
   slurm-wlm munge libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libhwloc-dev zlib1g-dev
   python3-h5py python3-matplotlib python3-pandas python3-numpy python3-yaml dataset-fashion-mnist
