@@ -270,7 +270,9 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
     if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
       master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
                                      "gpt fp32 master params", device_);
-    grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * flat, "gpt grads", device_);
+    grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(partition.gradient_residency), kFloat * flat,
+                                  "gpt grads", device_,
+                                  partition.gradient_residency);
     storage = {params_memory_.as<S>(), master_memory_.as<float>(), grads_memory_.as<float>()};
   }
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, slots * slot_bytes,

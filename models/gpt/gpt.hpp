@@ -288,6 +288,8 @@ class GptModelT {
   // The GPT's parameters then the appended ones.
   std::span<float> parameters_flat() { return {master_.wte, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }
+  // The buffer behind gradients_flat() when the model owns it (empty for given storage).
+  TrackedBuffer& gradient_memory() { return grads_memory_; }
   // The tensors this rank holds (empty ones left out), in storage order; param is the fp32 master.
   std::vector<ParameterView> parameter_views();
   // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the

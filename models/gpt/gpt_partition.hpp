@@ -13,6 +13,7 @@
 #include <functional>
 #include <span>
 
+#include "core/memory.hpp"
 #include "core/recompute.hpp"
 #include "core/tensor.hpp"
 #include "models/gpt/gpt_config.hpp"
@@ -47,6 +48,9 @@ struct GptPartition {
   // all-gather before each column-parallel linear and a reduce-scatter after each row-parallel
   // one replace the all-reduces.
   bool sequence_parallel = false;
+  // How the model's own gradient buffer is charged: resident_pages under ZeRO-2, whose
+  // reduction gives each range's pages back once it is reduced (core/memory.hpp).
+  Residency gradient_residency = Residency::allocated;
 };
 
 // A partition resolved against a config: every local size, checked (UserError on a tp size

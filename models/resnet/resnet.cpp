@@ -64,7 +64,7 @@ i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N, ResnetPa
 template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
                               MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
-                              kernels::KernelRecorder* recorder)
+                              kernels::KernelRecorder* recorder, Residency gradient_residency)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -129,7 +129,9 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
     master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
                                    "resnet fp32 master params");
-  grads_memory_ = TrackedBuffer(tracker, MemoryCategory::grads, kFloat * parameter_count_, "resnet grads");
+  grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency), kFloat * parameter_count_,
+                                "resnet grads",
+                                Device::cpu, gradient_residency);
   // Running statistics are model state saved with the weights but never trained: charged to
   // params, kept out of parameter_slices().
   statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,

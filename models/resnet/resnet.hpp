@@ -200,7 +200,8 @@ class ResnetModelT {
   // record (losses NaN).
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
-               std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr);
+               std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr,
+               Residency gradient_residency = Residency::allocated);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -290,6 +291,8 @@ class ResnetModelT {
   const ParameterTensors& grads() const { return grads_; }
   std::span<float> parameters_flat() { return {master_base_, flat_size()}; }
   std::span<float> gradients_flat() { return {grads_memory_.as<float>(), flat_size()}; }
+  // The buffer behind gradients_flat(): charged by resident pages under ZeRO-2.
+  TrackedBuffer& gradient_memory() { return grads_memory_; }
   std::span<float> running_statistics_flat() {
     return {statistics_memory_.as<float>(),
             static_cast<std::size_t>(statistics_memory_.bytes()) / sizeof(float)};

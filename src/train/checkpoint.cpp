@@ -141,7 +141,7 @@ void Checkpointer::check_flat_range() const {
   const auto parameters = static_cast<std::int64_t>(task_.parameters_flat().size());
   SB_CHECK(state.begin >= 0 && state.begin + state.count <= parameters,
            "optimizer state [{}, +{}) outside the {} flat parameters", state.begin, state.count, parameters);
-  SB_CHECK(config_.strategy.zero == 1 || state.count == parameters,
+  SB_CHECK(config_.strategy.zero >= 1 || state.count == parameters,
            "optimizer covers {} of {} parameters: checkpoints need every parameter in flat order", state.count,
            parameters);
 }

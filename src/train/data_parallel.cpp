@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bucketed, overlapped gradient all-reduce and ZeRO-1 sharding over a data-parallel communicator.
+// Bucketed, overlapped gradient all-reduce and ZeRO-1/2 sharding over a data-parallel communicator.
 #include "train/data_parallel.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
@@ -15,6 +17,7 @@ namespace {
 
 using parallel::comm_clock_seconds;
 constexpr int kZeroTag = 900;
+constexpr int kZeroTwoBucketsInFlight = 2;
 
 // Length of the union of [start, min(end, cut)] over the intervals (sorted by start).
 double union_length(std::vector<std::pair<double, double>> intervals, double cut) {
@@ -129,62 +132,214 @@ void BucketedAllReduce::finish(double local_scale) {
   cursor_ = bucket_begin_ = 0;
 }
 
-// ---- ZeRO-1 --------------------------------------------------------------------------------
+// ---- ZeRO-1 and ZeRO-2 ------------------------------------------------------------------------
 
-ZeroOneSharding::ZeroOneSharding(parallel::Communicator& dp, std::span<float> parameters,
-                                 std::span<float> gradients, MemoryTracker& tracker)
-    : dp_(dp),
+ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
+                           std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
+                           MemoryTracker& tracker)
+    : stage_(stage),
+      dp_(dp),
       parameters_(parameters),
       gradients_(gradients),
+      gradient_pages_(gradient_pages),
       shard_((static_cast<std::int64_t>(parameters.size()) + dp.size() - 1) / dp.size()),
+      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
+      tracker_(tracker),
       padded_(tracker, MemoryCategory::comm, shard_ * dp.size() * static_cast<std::int64_t>(sizeof(float)),
-              "zero-1 padded exchange"),
-      shard_grads_(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
-                   "zero-1 gradient shard") {
-  SB_CHECK(parameters.size() == gradients.size(), "zero-1: {} parameters but {} gradients", parameters.size(),
-           gradients.size());
+              fmt::format("zero-{} padded exchange", stage)) {
+  SB_CHECK(stage == 1 || stage == 2, "ZeRO stage {} is not sharded here", stage);
+  SB_CHECK(parameters.size() == gradients.size(), "zero-{}: {} parameters but {} gradients", stage,
+           parameters.size(), gradients.size());
+  if (stage_ == 1) return;
+  SB_CHECK(gradient_pages_ && gradient_pages_->residency() == Residency::resident_pages &&
+               gradient_pages_->as<float>() == gradients.data(),
+           "zero-2: the model's gradients must be a buffer charged by resident pages");
+  shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
+                               "zero-2 gradient shard");
+  const std::int64_t page = resident_page_bytes();
+  copied_.assign(static_cast<std::size_t>((gradient_pages_->bytes() + page - 1) / page), 0);
 }
 
-void ZeroOneSharding::finish(double local_scale) {
+std::int64_t ZeroSharding::owned_end() const {
+  return std::min<std::int64_t>(shard_begin() + shard_, static_cast<std::int64_t>(parameters_.size()));
+}
+
+std::span<float> ZeroSharding::shard_gradients() const {
+  const std::int64_t count = std::max<std::int64_t>(0, owned_end() - shard_begin());
+  float* data = stage_ == 2 ? shard_grads_.as<float>() : gradients_.data() + std::min(shard_begin(), owned_end());
+  return {data, static_cast<std::size_t>(count)};
+}
+
+// Stage 2: the pages under gradients [begin, end) count those bytes as copied; a page all of
+// whose bytes are copied goes back to the system (backward writes it again from zero).
+void ZeroSharding::give_back_pages(std::int64_t begin, std::int64_t end) {
+  const std::int64_t page = resident_page_bytes(), total = gradient_pages_->bytes();
+  const std::int64_t byte_begin = begin * 4, byte_end = end * 4;
+  for (std::int64_t p = byte_begin / page; p * page < byte_end; ++p) {
+    const std::int64_t lo = std::max(byte_begin, p * page), hi = std::min(byte_end, (p + 1) * page);
+    std::int64_t& copied = copied_[static_cast<std::size_t>(p)];
+    copied += hi - lo;
+    const std::int64_t capacity = std::min(page, total - p * page);
+    if (copied < capacity) continue;
+    gradient_pages_->discard(p * page, capacity);
+    copied = 0;
+  }
+}
+
+// Stage 2: gradients [begin, end) (one owner's) copied into the open bucket, opening one as
+// needed; a bucket holding bucket_bytes starts.
+void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) {
+  const std::int64_t count = end - begin;
+  if (buckets_.empty() || buckets_.back().start_s >= 0 ||
+      buckets_.back().used + count > buckets_.back().staging.bytes() / 4) {
+    if (!buckets_.empty() && buckets_.back().start_s < 0) start_open_bucket();
+    // at most kZeroTwoBucketsInFlight buckets' staging held: double buffering, as DeepSpeed's
+    if (static_cast<int>(buckets_.size()) >= kZeroTwoBucketsInFlight) complete_buckets(true);
+    Bucket bucket;
+    const std::int64_t elements = std::max(bucket_elements_, count);
+    const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const TrackedBuffer& b) { return b.bytes() >= 4 * elements; });
+    if (spare != spare_.end()) {
+      bucket.staging = std::move(*spare);
+      spare_.erase(spare);
+    } else {
+      bucket.staging = TrackedBuffer(tracker_, MemoryCategory::comm, 4 * elements, "zero-2 gradient bucket");
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+  Bucket& bucket = buckets_.back();
+  std::copy_n(gradients_.data() + begin, count, bucket.staging.as<float>() + bucket.used);
+  bucket.pieces.push_back({begin, end, bucket.used, owner});
+  bucket.used += count;
+  if (bucket.used >= bucket_elements_) start_open_bucket();
+}
+
+// Stage 2: the open bucket's reductions, one per piece; its owner keeps the sum. An all-reduce,
+// not MPI_Ireduce to the owner: Open MPI 4.1.4's libnbc hung here with MPI_Ireduce in flight
+// beside the blocking all-reduces of synchronised BatchNorm, so a piece moves 2(n-1)/n of its
+// bytes per rank where a reduction to the owner would move (n-1)/n.
+void ZeroSharding::start_open_bucket() {
+  if (buckets_.empty() || buckets_.back().start_s >= 0) return;
+  Bucket& bucket = buckets_.back();
+  bucket.start_s = comm_clock_seconds();
+  for (const Piece& piece : bucket.pieces) {
+    float* data = bucket.staging.as<float>() + piece.at;
+    bucket.requests.push_back(
+        dp_.iall_reduce(data, piece.end - piece.begin, parallel::DataType::f32, parallel::ReduceOp::sum));
+  }
+  figures_.bytes += bucket.used * static_cast<std::int64_t>(sizeof(float));
+  ++figures_.buckets;
+}
+
+// Stage 2: each finished bucket's pieces that this rank owns added into its shard; the
+// bucket's staging kept for reuse.
+void ZeroSharding::complete_buckets(bool wait) {
+  float* shard = shard_grads_.as<float>();
+  std::erase_if(buckets_, [&](Bucket& bucket) {
+    if (bucket.start_s < 0) return false;
+    for (parallel::Request& request : bucket.requests) {
+      if (wait)
+        request.wait();
+      else if (!request.test())
+        return false;
+    }
+    in_flight_.emplace_back(bucket.start_s, comm_clock_seconds());
+    for (const Piece& piece : bucket.pieces) {
+      if (piece.owner != dp_.rank()) continue;
+      const float* reduced = bucket.staging.as<float>() + piece.at;
+      float* mine = shard + (piece.begin - shard_begin());
+      for (std::int64_t i = 0; i < piece.end - piece.begin; ++i) mine[i] += reduced[i];
+    }
+    spare_.push_back(std::move(bucket.staging));
+    return true;
+  });
+}
+
+void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
+  if (stage_ == 1) return;  // ZeRO-1 exchanges after backward
+  const double entered_s = comm_clock_seconds();
+  if (!step_open_) {  // the step's first range: the shard starts from zero
+    std::fill_n(shard_grads_.as<float>(), shard_, 0.0f);
+    figures_ = {};
+    in_flight_.clear();
+    step_open_ = true;
+  }
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= static_cast<std::int64_t>(gradients_.size()),
+           "gradient range [{}, {}) outside the model's {} gradients", offset, offset + count, gradients_.size());
+  gradient_pages_->recharge_resident();  // what backward wrote since the last range: the peak
+  for (std::int64_t begin = offset; begin < offset + count;) {
+    const int owner = static_cast<int>(begin / shard_);
+    const std::int64_t end = std::min(offset + count, (owner + 1) * shard_);
+    stage_piece(begin, end, owner);
+    begin = end;
+  }
+  give_back_pages(offset, offset + count);
+  gradient_pages_->recharge_resident();
+  complete_buckets(false);
+  figures_.in_backward_s += comm_clock_seconds() - entered_s;
+}
+
+void ZeroSharding::micro_batch_done() {
+  if (stage_ == 1) return;
+  const double entered_s = comm_clock_seconds();
+  start_open_bucket();
+  complete_buckets(true);
+  figures_.in_backward_s += comm_clock_seconds() - entered_s;
+}
+
+void ZeroSharding::finish(double local_scale) {
   const double t0 = comm_clock_seconds();
+  const float scale = static_cast<float>(local_scale / dp_.size());
+  if (stage_ == 2) {
+    SB_CHECK(step_open_, "zero-2: backward reported no gradients this step");
+    start_open_bucket();
+    complete_buckets(true);
+    SB_CHECK(std::all_of(copied_.begin(), copied_.end(), [](std::int64_t c) { return c == 0; }),
+             "zero-2: backward did not report every gradient of the model");
+    float* shard = shard_grads_.as<float>();
+    for (std::int64_t i = 0; i < owned_end() - shard_begin(); ++i) shard[i] *= scale;
+    step_open_ = false;
+    figures_.in_flight_s = union_length(in_flight_, 1e300);
+    figures_.hidden_s = union_length(in_flight_, t0);
+    figures_.exposed_s = comm_clock_seconds() - t0;
+    return;
+  }
   float* padded = padded_.as<float>();
   std::copy(gradients_.begin(), gradients_.end(), padded);  // the padding stays zero
   figures_.bytes_sent = 0;
   parallel::ring_ireduce_scatter(dp_, padded, shard_, kZeroTag, &figures_.bytes_sent).wait();
-  const float scale = static_cast<float>(local_scale / dp_.size());
   const float* reduced = padded + shard_begin();
-  float* shard = shard_grads_.as<float>();
-  for (std::int64_t i = 0; i < shard_; ++i) shard[i] = reduced[i] * scale;
+  const std::span<float> shard = shard_gradients();
+  for (std::size_t i = 0; i < shard.size(); ++i) shard[i] = reduced[i] * scale;
   figures_.bytes = shard_ * dp_.size() * static_cast<std::int64_t>(sizeof(float));
   figures_.buckets = 1;
   figures_.in_flight_s = figures_.exposed_s = comm_clock_seconds() - t0;
   figures_.hidden_s = 0;
 }
 
-std::vector<optim::ParameterSlice> ZeroOneSharding::shard_slices(
+std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
     const std::vector<optim::ParameterSlice>& model_slices) const {
-  const std::int64_t begin = shard_begin();
-  const std::int64_t end = std::min<std::int64_t>(begin + shard_, static_cast<std::int64_t>(parameters_.size()));
+  const std::int64_t begin = shard_begin(), end = owned_end();
+  float* shard_grads = shard_gradients().data();
   std::vector<optim::ParameterSlice> shard;
   for (const optim::ParameterSlice& slice : model_slices) {
     const std::int64_t offset = slice.param - parameters_.data();
     SB_CHECK(offset >= 0 && offset + slice.numel <= static_cast<std::int64_t>(parameters_.size()),
-             "zero-1: parameter '{}' is not inside the model's flat parameters", slice.name);
+             "zero-{}: parameter '{}' is not inside the model's flat parameters", stage_, slice.name);
     const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
     if (lo >= hi) continue;
-    shard.push_back({slice.name, parameters_.data() + lo, shard_grads_.as<float>() + (lo - begin), hi - lo,
-                     slice.weight_decay, slice.replica});
+    shard.push_back({slice.name, parameters_.data() + lo, shard_grads + (lo - begin), hi - lo, slice.weight_decay,
+                     slice.replica});
   }
   return shard;
 }
 
-void ZeroOneSharding::gather_parameters() {
+void ZeroSharding::gather_parameters() {
   const double t0 = comm_clock_seconds();
   float* padded = padded_.as<float>();
-  const std::int64_t begin = shard_begin();
-  const std::int64_t end = std::min<std::int64_t>(begin + shard_, static_cast<std::int64_t>(parameters_.size()));
-  std::copy(parameters_.data() + begin, parameters_.data() + end, padded + begin);
-  parallel::ring_iall_gather(dp_, padded, shard_, kZeroTag, &figures_.bytes_sent).wait();
+  const std::int64_t begin = shard_begin(), end = owned_end();
+  if (begin < end) std::copy(parameters_.data() + begin, parameters_.data() + end, padded + begin);
+  // bytes sent are counted where the whole exchange runs the ring (stage 1's reduce-scatter)
+  parallel::ring_iall_gather(dp_, padded, shard_, kZeroTag, stage_ == 1 ? &figures_.bytes_sent : nullptr).wait();
   std::copy_n(padded, parameters_.size(), parameters_.data());
   figures_.exposed_s += comm_clock_seconds() - t0;
   figures_.in_flight_s += comm_clock_seconds() - t0;

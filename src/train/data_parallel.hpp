@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Data-parallel gradient exchange: the bucketed all-reduce that overlaps backward (PyTorch DDP's
-// scheme) and ZeRO-1's reduce-scatter with sharded optimizer slices and a parameter all-gather.
+// scheme) and ZeRO-1/2's reduction to gradient shards with sharded optimizer slices and a
+// parameter all-gather.
 // Leaves out the data sharding (the tasks take their slice of each global batch) and the
 // optimizer itself (optim/).
 #pragma once
@@ -75,30 +76,66 @@ class BucketedAllReduce final : public GradientSync {
   GradientExchangeFigures figures_;
 };
 
-// ZeRO stage 1: the gradients are reduce-scattered so each rank holds the global mean of its
-// contiguous shard of the flat parameters (shard = ceil(N / dp), the last one shorter); the
-// optimizer steps only that shard (its state is 1/dp of the whole), and gather_parameters()
-// all-gathers the updated shards into every rank's full parameters. Both run the ring
-// algorithms (bytes sent counted).
-class ZeroOneSharding final : public GradientSync {
+// ZeRO stages 1 and 2 over the data-parallel ranks: rank r owns the contiguous shard
+// [r·shard, (r+1)·shard) of the flat parameters (shard = ceil(N / dp), the last one shorter);
+// the optimizer steps only that shard (its state is 1/dp of the whole), and
+// gather_parameters() all-gathers the updated shards into every rank's full parameters.
+// Stage 1 reduce-scatters the whole gradient after backward (ring algorithms, bytes sent
+// counted) and leaves the owned shard's mean in place in the model's gradients. Stage 2 keeps
+// no full gradient: every micro-batch's backward hands over its ranges as it finishes them; each
+// range is copied into a bucket of `bucket_bytes` (category comm) and its gradient pages given
+// back as soon as every float on them is copied (`gradient_pages`: the model's gradients, a
+// buffer charged by resident pages); a full bucket starts, overlapping backward, one reduction
+// per piece (an all-reduce: see start_open_bucket), whose owner adds it into its gradient shard (category grads,
+// ceil(N / dp) floats). Two buckets at most are in flight (a third waits for them).
+class ZeroSharding final : public GradientSync {
  public:
-  ZeroOneSharding(parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
-                  MemoryTracker& tracker);
-  void ready(std::int64_t, std::int64_t) override {}  // ZeRO-1 here exchanges after backward
+  ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
+               TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker);
+  void ready(std::int64_t offset, std::int64_t count) override;
+  bool reduces_every_micro_batch() const override { return stage_ == 2; }
+  void micro_batch_done() override;
   void finish(double local_scale) override;
   // The model's slices cut to this rank's shard, gradients pointing into the reduced shard.
   std::vector<optim::ParameterSlice> shard_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
+  // The reduced gradients of this rank's shard (what the optimizer reads).
+  std::span<float> shard_gradients() const;
   void gather_parameters();
   std::int64_t shard_begin() const { return shard_ * dp_.rank(); }
   std::int64_t shard_size() const { return shard_; }
   const GradientExchangeFigures& last_step() const { return figures_; }
 
  private:
+  struct Piece {  // gradients [begin, end), all owned by `owner`, at `at` in the bucket
+    std::int64_t begin = 0, end = 0, at = 0;
+    int owner = 0;
+  };
+  struct Bucket {
+    TrackedBuffer staging;  // comm: the pieces' gradients, packed
+    std::vector<Piece> pieces;
+    std::vector<parallel::Request> requests;  // one reduction per piece, once started
+    std::int64_t used = 0;
+    double start_s = -1;
+  };
+  void stage_piece(std::int64_t begin, std::int64_t end, int owner);
+  void give_back_pages(std::int64_t begin, std::int64_t end);
+  void start_open_bucket();
+  void complete_buckets(bool wait);
+  std::int64_t owned_end() const;
+
+  int stage_;
   parallel::Communicator& dp_;
   std::span<float> parameters_, gradients_;
-  std::int64_t shard_;
-  TrackedBuffer padded_;       // comm: (dp · shard), gradients out / parameters in
-  TrackedBuffer shard_grads_;  // grads: (shard) this rank's reduced gradients
+  TrackedBuffer* gradient_pages_;
+  std::int64_t shard_, bucket_elements_;
+  MemoryTracker& tracker_;
+  TrackedBuffer padded_;       // comm: (dp · shard) stage 1's gradients out and both stages' parameters in
+  TrackedBuffer shard_grads_;  // grads: (shard) stage 2's reduced gradients
+  std::vector<Bucket> buckets_;         // stage 2: the open one last, then those in flight
+  std::vector<TrackedBuffer> spare_;    // stage 2: staging buffers of finished buckets, reused
+  std::vector<std::int64_t> copied_;    // stage 2: per gradient page, bytes copied this micro-batch
+  bool step_open_ = false;
+  std::vector<std::pair<double, double>> in_flight_;
   GradientExchangeFigures figures_;
 };
 

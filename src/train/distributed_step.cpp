@@ -120,8 +120,10 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   std::vector<optim::ParameterSlice> slices = task.parameter_slices();
   optim::SquaredNormReducer reduce_norm;
   if (mp.size() > 1) reduce_norm = [&mp](double squared) { return mp.all_reduce_value(squared); };
-  if (config.strategy.zero == 1) {
-    zero_ = std::make_unique<ZeroOneSharding>(dp, parameters, task.gradients_flat(), tracker);
+  if (config.strategy.zero >= 1) {
+    const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
+    zero_ = std::make_unique<ZeroSharding>(static_cast<int>(config.strategy.zero), dp, parameters,
+                                           task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker);
     task.set_gradient_sync(zero_.get());
     slices = zero_->shard_slices(slices);
     reduce_norm = [&dp, &mp](double squared) {
@@ -162,8 +164,11 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   const double local_loss = task_.forward_backward(step);
   if (step + 1 == inject_overflow_step_) {
     // every gradient of this rank: also those the norm leaves out (a pipeline's second copy of
-    // a tied embedding), which the optimizer would otherwise apply
-    fill_floats(task_.gradients_flat(), device_, std::numeric_limits<float>::infinity());
+    // a tied embedding), which the optimizer would otherwise apply; under ZeRO-2 the shard, the
+    // only gradients left
+    const bool sharded = zero_ && zero_->reduces_every_micro_batch();
+    fill_floats(sharded ? zero_->shard_gradients() : task_.gradients_flat(), device_,
+                std::numeric_limits<float>::infinity());
   }
   finish_queued_work();
   r.backward_end_s = comm_clock_seconds();

@@ -96,7 +96,7 @@ class DistributedStep {
   parallel::Communicator& dp_;
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
-  std::unique_ptr<ZeroOneSharding> zero_;
+  std::unique_ptr<ZeroSharding> zero_;
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;
   OptimizerState optimizer_state_;

@@ -11,8 +11,13 @@ class GradientSync {
  public:
   virtual ~GradientSync() = default;
   // The range [offset, offset+count) of the model's flat gradients (floats) is final for this
-  // step: its last micro-batch's backward has written it.
+  // step (for this micro-batch, under reduces_every_micro_batch()): its backward has written it.
   virtual void ready(std::int64_t offset, std::int64_t count) = 0;
+  // ZeRO-2: every micro-batch's gradients are reduced as its backward finishes them and left
+  // zero once reduced. Then ready() is called over every micro-batch's backward (not only the
+  // last), micro_batch_done() after each but the last, and the task never zeroes the gradients.
+  virtual bool reduces_every_micro_batch() const { return false; }
+  virtual void micro_batch_done() {}
   // Backward is over. On return the gradients this rank's optimizer reads hold the mean over
   // the global batch: every rank's local gradients (a sum of micro-batch means) × local_scale,
   // averaged over the data-parallel ranks.

@@ -45,7 +45,7 @@ class ImageClassificationTask final : public TrainingTask {
         train_(load(c, "train")),
         test_(load(c, "test")),
         model_(model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank()),
-               run_plan.stage(grid.pp_rank()).in_flight),
+               run_plan.stage(grid.pp_rank()).in_flight, nullptr, gradient_residency(c)),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -74,6 +74,10 @@ class ImageClassificationTask final : public TrainingTask {
   std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
   std::span<float> parameters_flat() override { return model_.parameters_flat(); }
   std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  TrackedBuffer* gradient_pages() override {
+    TrackedBuffer& own = model_.gradient_memory();
+    return own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
   std::span<float> untrained_state_flat() override { return model_.running_statistics_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }
   void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
@@ -84,7 +88,7 @@ class ImageClassificationTask final : public TrainingTask {
   // Every rank draws the same shuffled global batch and trains its own images of it.
   double forward_backward(std::int64_t step) override {
     train_batches_.batch(step, images_.data(), labels_.data());
-    model_.zero_grad();
+    if (!reduces_every_micro_batch(sync_)) model_.zero_grad();
     const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
@@ -94,10 +98,11 @@ class ImageClassificationTask final : public TrainingTask {
       const std::int64_t first = shard_.rank * local + m * micro_;
       if (teacher_) set_teacher_targets(images_.data() + first * image_size);
       loss += model_.forward(images_.data() + first * image_size, labels_.data() + first, micro_, true);
-      if (sync_ && m + 1 == accumulation)
+      if (reports_gradients(sync_, m, accumulation))
         model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
       model_.backward();
       model_.set_gradient_ready_callback({});
+      if (sync_ && m + 1 < accumulation) sync_->micro_batch_done();
       if (teacher_) model_.set_soft_targets({});  // evaluation reports the plain cross-entropy
     }
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);

@@ -34,6 +34,7 @@ gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& 
   p.tp = tensor_parallel_group(grid.tp_comm());
   p.recompute = recompute_from_string(c.strategy.recompute);
   p.sequence_parallel = c.strategy.sequence_parallel;
+  p.gradient_residency = gradient_residency(c);
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   const plan::StagePlan& chunk = run_plan.chunk(stage, k);
@@ -162,6 +163,10 @@ class LanguageModelTask final : public TrainingTask {
   std::span<float> gradients_flat() override {
     return chunk_parameters_.shared() ? chunk_parameters_.gradients() : model_.gradients_flat();
   }
+  TrackedBuffer* gradient_pages() override {
+    TrackedBuffer& own = model_.gradient_memory();
+    return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
   void parameters_updated() override {
     for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.sync_storage_parameters(); });
   }
@@ -177,7 +182,7 @@ class LanguageModelTask final : public TrainingTask {
   // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {
     train_windows_.training_batch(step, tokens_.data(), targets_.data());
-    for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.zero_grad(); });
+    if (!reduces_every_micro_batch(sync_)) for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.zero_grad(); });
     const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     if (executor_) return pipeline_forward_backward(local, accumulation);
@@ -185,10 +190,11 @@ class LanguageModelTask final : public TrainingTask {
     for (std::int64_t m = 0; m < accumulation; ++m) {
       const auto offset = static_cast<std::size_t>((shard_.rank * local + m * micro_) * T_);
       loss += model_.forward(tokens_.data() + offset, targets_.data() + offset, micro_, T_);
-      if (sync_ && m + 1 == accumulation)
+      if (reports_gradients(sync_, m, accumulation))
         model_.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
       model_.backward();
       model_.set_gradient_ready_callback({});
+      if (sync_ && m + 1 < accumulation) sync_->micro_batch_done();
     }
     finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
     sum_over_tensor_parallel(grid_.tp_comm(), model_.sequence_parallel_gradients());

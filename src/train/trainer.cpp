@@ -90,13 +90,18 @@ void check_supported(const plan::TrainConfig& c) {
                 "{}: strategy.sequence_parallel trains the GPT language model (data.dataset sotu), not {}", c.source,
                 c.data.dataset);
   SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
-                "{}: strategy.zero 1 shards the optimizer over data-parallel ranks of one stage; with pp {} use "
-                "zero 0",
-                c.source, c.strategy.pp);
-  SB_USER_CHECK(c.strategy.zero <= 1,
-                "{}: the trainer shards optimizer state (strategy.zero 1) but not gradients or parameters; "
+                "{}: strategy.zero {} shards over the data-parallel ranks of one stage; with pp {} use zero 0",
+                c.source, c.strategy.zero, c.strategy.pp);
+  SB_USER_CHECK(c.strategy.zero <= 2,
+                "{}: the trainer shards optimizer state and gradients (strategy.zero 1 and 2) but not parameters; "
                 "zero {} is for the cost model (predict/plan)",
                 c.source, c.strategy.zero);
+  SB_USER_CHECK(c.strategy.zero < 2 || plan::trains_resnet(c) || c.data.dataset == "sotu",
+                "{}: strategy.zero 2 trains the GPT language model (data.dataset sotu) and the ResNets; sequence "
+                "classification on {} trains with zero 0 or 1", c.source, c.data.dataset);
+  SB_USER_CHECK(c.strategy.zero < 2 || (c.finetune.from.empty() && c.prune.pattern.empty()),
+                "{}: strategy.zero 2 keeps no full gradient for finetune's frozen layers or prune's masks to "
+                "act on; use zero 0 or 1 with finetune and prune", c.source);
   SB_USER_CHECK(c.precision.main_grads == "fp32",
                 "{}: the trainer keeps fp32 main gradients; precision.main_grads '{}' is for the cost model "
                 "(predict/plan)", c.source, c.precision.main_grads);

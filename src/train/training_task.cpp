@@ -22,6 +22,16 @@ void TrainingTask::synchronise_batchnorm(std::function<void(std::span<double>)>)
   throw UserError(fmt::format("strategy.batchnorm 'sync' needs a model with BatchNorm; {} has none", model_name()));
 }
 
+Residency gradient_residency(const plan::TrainConfig& config) {
+  return config.strategy.zero >= 2 ? Residency::resident_pages : Residency::allocated;
+}
+
+bool reports_gradients(const GradientSync* sync, std::int64_t m, std::int64_t accumulation) {
+  return sync && (m + 1 == accumulation || sync->reduces_every_micro_batch());
+}
+
+bool reduces_every_micro_batch(const GradientSync* sync) { return sync && sync->reduces_every_micro_batch(); }
+
 void finish_gradients(GradientSync* sync, const kernels::KernelTable& kernels, std::span<float> gradients,
                       std::int64_t accumulation) {
   if (sync)

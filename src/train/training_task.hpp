@@ -69,6 +69,9 @@ class TrainingTask {
   // fp32: the weights; under mixed precision the fp32 master weights. Gradients are fp32 always.
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;
+  // gradients_flat()'s buffer where it is charged by resident pages (ZeRO-2: strategy.zero 2
+  // builds the model so), otherwise null.
+  virtual TrackedBuffer* gradient_pages() { return nullptr; }
   // Model state that is not trained but must survive a checkpoint (ResNet's BatchNorm running
   // statistics); empty for models without any.
   virtual std::span<float> untrained_state_flat() { return {}; }
@@ -151,6 +154,16 @@ std::unique_ptr<TrainingTask> make_image_classification_task(const plan::TrainCo
 // divides by `accumulation` to leave the gradient of the global batch's mean loss.
 void average_accumulated_gradients(const kernels::KernelTable& kernels, std::span<float> gradients,
                                    std::int64_t accumulation);
+
+// How the model builds its gradient buffer for this run: charged by resident pages under
+// ZeRO-2 (strategy.zero 2), whose reduction gives each reduced range's pages back.
+Residency gradient_residency(const plan::TrainConfig& config);
+
+// Whether micro-batch m of `accumulation` reports its gradient ranges to `sync` as backward
+// finishes them: the last one, or every one when the sync reduces each micro-batch (ZeRO-2).
+bool reports_gradients(const GradientSync* sync, std::int64_t m, std::int64_t accumulation);
+// Whether `sync` leaves the gradients zero after reducing them, so the task does not zero them.
+bool reduces_every_micro_batch(const GradientSync* sync);
 
 // The end of a task's backward: hands the gradients to `sync` (which averages over ranks) or
 // averages the accumulated micro-batch gradients itself.

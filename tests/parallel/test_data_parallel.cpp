@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Data parallelism trains the model one rank trains: on every rank, 5 steps of dp = world size
-// (bucketed overlapped all-reduce, ZeRO-1) against 5 steps of one rank on the same global batch
+// (bucketed overlapped all-reduce, ZeRO-1, ZeRO-2) against 5 steps of one rank on the same global batch
 // (computed on each rank alone, through a one-rank communicator). The only difference is the
 // summation order of the gradient (per-rank means, then their average), ~1e-7 relative in
 // fp32; AdamW's m/sqrt(v) can amplify it for an element whose gradient is near zero, up to a
@@ -8,7 +8,7 @@
 //   - every element: |update_dp − update_single| ≤ 1e-2 · lr (one hundredth of one step's
 //     largest AdamW move), and
 //   - the whole model: ||update_dp − update_single|| ≤ 1e-4 · ||update_single||.
-// ZeRO-1 against plain data parallelism: the same bound.
+// ZeRO-1 and ZeRO-2 against plain data parallelism: the same bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,8 +40,9 @@ plan::TrainConfig config_from(const std::string& yaml) {
   return plan::parse_train_config(plan::parse_yaml_text(yaml, "test_data_parallel"), "test_data_parallel");
 }
 
-std::string gpt_yaml(int dp, int zero, double bucket_mb, bool overlap) {
-  return "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nseq_len: 32\nsteps: 5\nseed: 3\n"
+std::string gpt_yaml(int dp, int zero, double bucket_mb, bool overlap, int micro_batch = 0) {
+  const std::string micro = micro_batch > 0 ? "micro: " + std::to_string(micro_batch) + ", " : "";
+  return "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {" + micro + "global: 8}\nseq_len: 32\nsteps: 5\nseed: 3\n"
          "optimizer: {type: adamw, lr: " + std::to_string(kLr) + ", grad_clip: 1.0}\n"
          "strategy: {dp: " + std::to_string(dp) + ", zero: " + std::to_string(zero) +
          ", bucket_mb: " + std::to_string(bucket_mb) + ", overlap: " + (overlap ? "true" : "false") + "}\n";
@@ -60,6 +61,8 @@ struct Trained {
   std::vector<float> initial, parameters;
   std::vector<double> losses;
   std::int64_t optimizer_bytes = 0, exchange_bytes = 0;
+  std::int64_t grads_bytes = 0, comm_bytes = 0;  // tracked peaks
+  std::int64_t grads_after = 0, comm_after = 0;  // tracked after the last step
   std::vector<std::int64_t> bytes_sent;  // per step, counted by the ring algorithms
   int buckets = 0;
 };
@@ -83,6 +86,10 @@ Trained train(const plan::TrainConfig& config, parallel::Communicator& ranks) {
   const auto p = task->parameters_flat();
   t.parameters.assign(p.begin(), p.end());
   t.optimizer_bytes = tracker.usage().peak_of(MemoryCategory::optimizer);
+  t.grads_bytes = tracker.usage().peak_of(MemoryCategory::grads);
+  t.comm_bytes = tracker.usage().peak_of(MemoryCategory::comm);
+  t.grads_after = tracker.usage().of(MemoryCategory::grads);
+  t.comm_after = tracker.usage().of(MemoryCategory::comm);
   return t;
 }
 
@@ -156,6 +163,37 @@ TEST(DataParallel, ZeroOneEqualsPlainDataParallelWithOneDpthOfTheOptimizerState)
   EXPECT_EQ(rank0, zero.parameters);
 }
 
+// ZeRO-2: each micro-batch's gradients reduced to their owners as backward finishes them
+// (micro-batches of 2 rows: several per step), so the same model as plain data parallelism with
+// 1/dp of the gradients (ceil(N/dp) floats) and of the optimizer state kept, and ZeRO-1 with the
+// full gradient and nothing more.
+TEST(DataParallel, ZeroTwoEqualsPlainDataParallelWithOneDpthOfTheGradients) {
+  const int dp = world().size();
+  const Trained plain = train(config_from(gpt_yaml(dp, 0, 0.05, true, 2)), world());
+  const Trained one = train(config_from(gpt_yaml(dp, 1, 0.05, true, 2)), world());
+  const Trained two = train(config_from(gpt_yaml(dp, 2, 0.05, true, 2)), world());
+  expect_same_training(two, plain, "zero-2");
+  expect_same_training(one, plain, "zero-1, micro-batches");
+  const auto n = static_cast<std::int64_t>(plain.parameters.size());
+  const std::int64_t shard = (n + dp - 1) / dp, mine = std::min(shard, n - shard * world().rank());
+  EXPECT_EQ(plain.grads_bytes, 4 * n);
+  EXPECT_EQ(one.grads_bytes, 4 * n) << "ZeRO-1 reduces into the full gradient: no second copy of the shard";
+  EXPECT_EQ(two.grads_bytes, 4 * shard);
+  EXPECT_EQ(two.optimizer_bytes, 8 * mine);
+  // the unsharded gradients are resident only between backward and their copy into a bucket
+  // (comm, with the buckets and the padded parameter exchange), never all at once, and none is
+  // left after the step but the buckets kept for reuse and the padded exchange
+  const std::int64_t padded = 4 * shard * dp;
+  EXPECT_GT(two.comm_bytes, padded) << "backward's gradient pages and buckets should be charged while held";
+  EXPECT_LT(two.comm_bytes, padded + 4 * n) << "the whole unsharded gradient was resident at once";
+  EXPECT_LT(two.comm_after, padded + 4 * n / 2) << "gradient pages left resident after the step";
+  EXPECT_EQ(two.grads_after, 4 * shard);
+  if (world().rank() == 0)
+    std::printf("zero-2 over %d ranks: grads %lld B (plain %lld), unsharded gradient pages at most %lld B of %lld\n",
+                dp, static_cast<long long>(two.grads_bytes), static_cast<long long>(plain.grads_bytes),
+                static_cast<long long>(two.comm_bytes - padded), static_cast<long long>(4 * n));
+}
+
 TEST(DataParallel, ResnetWithSynchronisedBatchNormTrainsTheSameModelAsOneRank) {
   const plan::TrainConfig config = config_from(resnet_yaml(world().size(), 0, "sync"));
   const Trained parallel = train(config, world());
@@ -171,6 +209,9 @@ TEST(DataParallel, ResnetZeroOneWithSgdEqualsPlainDataParallel) {
   const auto n = static_cast<std::int64_t>(plain.parameters.size());
   const std::int64_t shard = (n + world().size() - 1) / world().size();
   EXPECT_EQ(zero.optimizer_bytes, 4 * std::min(shard, n - shard * world().rank()));  // one momentum buffer
+  const Trained two = train(config_from(resnet_yaml(world().size(), 2, "sync")), world());
+  expect_same_training(two, plain, "resnet zero-2", kLr * 25, kResnetRelativeTolerance);
+  EXPECT_EQ(two.grads_bytes, 4 * shard);
 }
 
 // The bucket exchange alone, on both algorithms, with and without overlap: backward reports
