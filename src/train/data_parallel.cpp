@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/cpu_clock.hpp"
 #include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
 
@@ -98,6 +99,7 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
 
 void BucketedAllReduce::finish(double local_scale) {
   const double backward_end = comm_clock_seconds();
+  figures_.cpu_at_backward_end_s = process_cpu_seconds();
   SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
            "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
   if (overlap_) {
@@ -147,6 +149,7 @@ ZeroOneSharding::ZeroOneSharding(parallel::Communicator& dp, std::span<float> pa
 
 void ZeroOneSharding::finish(double local_scale) {
   const double t0 = comm_clock_seconds();
+  figures_.cpu_at_backward_end_s = process_cpu_seconds();
   float* padded = padded_.as<float>();
   std::copy(gradients_.begin(), gradients_.end(), padded);  // the padding stays zero
   figures_.bytes_sent = 0;

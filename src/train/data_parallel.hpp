@@ -29,6 +29,8 @@ struct GradientExchangeFigures {
   // for the peers there), time the rank's own compute does not include
   double in_backward_s = 0;
   std::int64_t bytes_sent = -1;  // what this rank handed to the transport (ring algorithms); -1: MPI's own
+  // process_cpu_seconds() when backward ended and the exposed wait began (-1: no exchange ran)
+  double cpu_at_backward_end_s = -1;
 };
 
 // Packs ranges into buckets of `bucket_bytes` in the order backward finishes them and starts

@@ -156,6 +156,7 @@ TEST(ResultsFile, RoundTripsEveryField) {
   expect_same(read_column(path, tl, "bubble_s"), column_of(timeline, &TimelineRow::bubble_s), "tl b");
   expect_same(read_column(path, tl, "dp_comm_s"), column_of(timeline, &TimelineRow::dp_comm_s), "tl dp");
   expect_same(read_column(path, tl, "optimizer_s"), column_of(timeline, &TimelineRow::optimizer_s), "tl o");
+  expect_same(read_column(path, tl, "compute_cpu_s"), column_of(timeline, &TimelineRow::compute_cpu_s), "tl cpu");
 
   EXPECT_EQ(read_attributes(path, run + "/context"),
             (Attributes{{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},
