@@ -146,7 +146,7 @@ TEST(ResultsFile, RoundTripsEveryField) {
   const std::string tl = run + "/timeline";
   EXPECT_EQ(list_fields(path, tl),
             (std::vector<std::string>{"step", "rank", "step_time_s", "compute_s", "tp_comm_s", "p2p_s",
-                                      "bubble_s", "dp_comm_s", "optimizer_s"}));
+                                      "bubble_s", "dp_comm_s", "optimizer_s", "compute_cpu_s"}));
   expect_same(read_column(path, tl, "step"), column_of(timeline, &TimelineRow::step), "tl step");
   expect_same(read_column(path, tl, "rank"), column_of(timeline, &TimelineRow::rank), "tl rank");
   expect_same(read_column(path, tl, "step_time_s"), column_of(timeline, &TimelineRow::step_time_s), "tl t");
