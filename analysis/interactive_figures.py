@@ -30,7 +30,7 @@ def plotly_script():
 
 def div(fig_id, title, fig, height):
     """The figure as a <div id=fig_id class="sb-plot"> and the script drawing it into it."""
-    fig.update_layout(template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": 50, "b": 50},
+    fig.update_layout(template="plotly_white", height=height, margin={"l": 60, "r": 20, "t": 80, "b": 50},
                       font={"size": 11})
     payload = pio.to_json(fig, validate=False).replace("</", "<\\/")  # never closes the <script>
     safe_id = html.escape(fig_id, quote=True)
@@ -125,8 +125,8 @@ def figure_prediction(runs):
     low, high = min(measured.min(), predicted.min()) / 1.5, max(measured.max(), predicted.max()) * 1.5
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[low, high, high, low], y=[low * 0.85, high * 0.85, high * 1.15, low * 1.15],
-                             fill="toself", fillcolor="rgba(128,128,128,0.15)", line={"width": 0}, name="±15%",
-                             hoverinfo="skip"))
+                             mode="lines", fill="toself", fillcolor="rgba(128,128,128,0.15)", line={"width": 0},
+                             name="±15%", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", line={"dash": "dash", "color": "grey"},
                              name="prediction = measurement", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=measured, y=predicted, mode="markers", name="runs", marker={"size": 9},
@@ -198,21 +198,25 @@ def figure_curves(runs, model):
 def figure_tradeoff(runs):
     rows = [r for r in runs if r["memory"] is not None and len(r["memory"]) and np.isfinite(r["step_s"])]
     groups = sorted({(r["model"], r["global_batch"]) for r in rows})
-    fig = make_subplots(rows=1, cols=len(groups), subplot_titles=[f"{m}, global batch {b}" for m, b in groups])
-    for col, (model, batch) in enumerate(groups, 1):
+    cols = min(3, len(groups))  # three panels a row: their titles and ticks stay apart
+    grid_rows = (len(groups) + cols - 1) // cols
+    fig = make_subplots(rows=grid_rows, cols=cols, subplot_titles=[f"{m}, batch {b}" for m, b in groups],
+                        horizontal_spacing=0.09, vertical_spacing=0.35 / grid_rows)
+    for k, (model, batch) in enumerate(groups):
+        row, col = k // cols + 1, k % cols + 1
         group = sorted((r for r in rows if (r["model"], r["global_batch"]) == (model, batch)),
                        key=lambda r: r["strategy"])
         fig.add_trace(go.Scatter(x=[r["step_s"] * 1e3 for r in group], y=[peak_rank_mib(r) for r in group],
                                  mode="markers", name=f"{model}, batch {batch}",
-                                 marker={"size": 10, "color": COLOURS[(col - 1) % len(COLOURS)],
+                                 marker={"size": 10, "color": COLOURS[k % len(COLOURS)],
                                          "symbol": ["circle-open" if r["oversubscribed"] else "circle"
                                                     for r in group]},
                                  text=[hover_run(r) for r in group],
-                                 hovertemplate="%{text}<br>%{x:.2f} ms, %{y:.1f} MiB<extra></extra>"), row=1, col=col)
-        fig.update_xaxes(title_text="median step time (ms)", row=1, col=col)
-    fig.update_yaxes(title_text="largest tracked memory of a rank (MiB)", row=1, col=1)
-    fig.update_layout(title="each strategy's point on hover; hollow: oversubscribed")
-    return fig, 420
+                                 hovertemplate="%{text}<br>%{x:.2f} ms, %{y:.1f} MiB<extra></extra>"), row=row, col=col)
+        fig.update_xaxes(title_text="median step (ms)", tickformat=".5~g", nticks=5, row=row, col=col)
+        fig.update_yaxes(title_text="largest rank (MiB)" if col == 1 else None, row=row, col=col)
+    fig.update_layout(title="each strategy's point on hover; hollow: oversubscribed", showlegend=False)
+    return fig, 340 * grid_rows + 80
 
 
 def interactive(fig_id, title, make):

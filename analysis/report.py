@@ -856,9 +856,10 @@ def stragglers_section(stragglers, runs):
     if not several or stragglers["why"]:
         return ""
     rule = ("A rank is a straggler when its compute per step (its own work before and between its collectives, "
-            "the time the others wait for it; /runs/&lt;id&gt;/timeline compute_s), taken step by step against "
-            "the median of its pipeline stage's other ranks in the same step, is longer by more than the threshold "
-            "and by more than the spread of those per-step ratios (as <code>scalebench inspect</code> judges it).")
+            "the time the others wait for it, in CPU time: /runs/&lt;id&gt;/timeline compute_cpu_s, so the share "
+            "of a core the scheduler gave it does not count), taken step by step against the median of its "
+            "pipeline stage's other ranks in the same step, is longer by more than the threshold and by more "
+            "than the spread of those per-step ratios (as <code>scalebench inspect</code> judges it).")
     if not stragglers["rows"]:
         return (f"<p>{rule}</p><p id='stragglers'>None of the {len(several)} runs of more than one rank has a "
                 "straggler.</p>")
