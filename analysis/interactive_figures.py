@@ -20,6 +20,7 @@ from report import CATEGORIES, PARTS, peak_rank_mib, run_label, text, throughput
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "triangle-down"]
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
@@ -102,7 +103,7 @@ def figure_breakdown(runs):
     fig.update_layout(barmode="stack", title="where the step goes", yaxis={"title": "share of the median step (%)",
                                                                            "range": [0, 100]},
                       xaxis={"tickangle": -45, "automargin": True})
-    return fig, 460
+    return fig, 380 + 6 * max(len(label) for label in labels)  # the slanted labels take their own room
 
 
 def figure_memory(runs):
@@ -150,7 +151,7 @@ def figure_accuracy(runs):
     fig.update_layout(title="accuracy per precision (next-byte accuracy for the GPT)",
                       yaxis={"title": "final held-out / test accuracy (%)"}, xaxis={"tickangle": -45,
                                                                                      "automargin": True})
-    return fig, 440
+    return fig, 380 + 6 * max(len(r["id"]) for r in rs)
 
 
 def figure_curves(runs, model):
@@ -206,17 +207,21 @@ def figure_tradeoff(runs):
         row, col = k // cols + 1, k % cols + 1
         group = sorted((r for r in rows if (r["model"], r["global_batch"]) == (model, batch)),
                        key=lambda r: r["strategy"])
-        fig.add_trace(go.Scatter(x=[r["step_s"] * 1e3 for r in group], y=[peak_rank_mib(r) for r in group],
-                                 mode="markers", name=f"{model}, batch {batch}",
-                                 marker={"size": 10, "color": COLOURS[k % len(COLOURS)],
-                                         "symbol": ["circle-open" if r["oversubscribed"] else "circle"
-                                                    for r in group]},
-                                 text=[hover_run(r) for r in group],
-                                 hovertemplate="%{text}<br>%{x:.2f} ms, %{y:.1f} MiB<extra></extra>"), row=row, col=col)
+        for j, r in enumerate(group):  # one legend entry per strategy: a screenshot names every point
+            fig.add_trace(go.Scatter(x=[r["step_s"] * 1e3], y=[peak_rank_mib(r)], mode="markers",
+                                     name=f"{model}, batch {batch}: {r['strategy']}" +
+                                          (" (oversubscribed)" if r["oversubscribed"] else ""),
+                                     marker={"size": 11, "color": COLOURS[j % len(COLOURS)],
+                                             "symbol": SYMBOLS[j // len(COLOURS) % len(SYMBOLS)] +
+                                                       ("-open" if r["oversubscribed"] else "")},
+                                     text=[hover_run(r)],
+                                     hovertemplate="%{text}<br>%{x:.2f} ms, %{y:.1f} MiB<extra></extra>"),
+                          row=row, col=col)
         fig.update_xaxes(title_text="median step (ms)", tickformat=".5~g", nticks=5, row=row, col=col)
         fig.update_yaxes(title_text="largest rank (MiB)" if col == 1 else None, row=row, col=col)
-    fig.update_layout(title="each strategy's point on hover; hollow: oversubscribed", showlegend=False)
-    return fig, 340 * grid_rows + 80
+    fig.update_layout(title="one marker per strategy; hollow: oversubscribed",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.15 / grid_rows, "x": 0})
+    return fig, 340 * grid_rows + 22 * len(rows) // 2 + 120
 
 
 def interactive(fig_id, title, make):

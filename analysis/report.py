@@ -100,10 +100,15 @@ def strategy_kind(r):
 
 
 def strategy_label(r, attrs):
-    """The strategy a run chose, in the words of its config keys: "dp2 tp2 zero1 recompute=full"."""
+    """The strategy a run chose, in the words of its config keys: "dp2 tp2 zero1 recompute=full",
+    "pp2 m4 1f1b"."""
     words = [f"{k}{r[k]}" for k in ("dp", "tp", "pp") if r[k] > 1] or ["one rank"]
     if int(attrs.get("zero", 0)) > 0:
         words.append(f"zero{int(attrs['zero'])}")
+    if r["pp"] > 1:  # two pipelines of one size differ by their micro-batches and schedule
+        words.append(f"m{int(attrs.get('micro_batches', 1))}")
+        if "schedule" in attrs:
+            words.append(text(attrs["schedule"]))
     if r["pp"] > 1 and int(attrs.get("interleave", 1)) > 1:
         words.append(f"interleave{int(attrs['interleave'])}")
     if text(attrs.get("recompute", "none")) != "none":
