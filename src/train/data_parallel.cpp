@@ -79,10 +79,10 @@ void BucketedAllReduce::progress() {
 }
 
 void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
-  const double entered_s = comm_clock_seconds();
+  const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   if (cursor_ == 0) {  // the step's first range
     figures_.bytes_sent = ring_ ? 0 : -1;
-    figures_.in_backward_s = 0;
+    figures_.in_backward_s = figures_.cpu_in_backward_s = 0;
   }
   const auto total = static_cast<std::int64_t>(gradients_.size());
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
@@ -95,6 +95,7 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
   if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
   progress();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
+  figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
 
 void BucketedAllReduce::finish(double local_scale) {

@@ -205,8 +205,8 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
   // what the next step's slowdown is a share of: the CPU compute without the added work
-  const double span_cpu = r.span_cpu_s();
-  unslowed_compute_cpu_s_ = span_cpu > 0 ? r.compute_cpu_s() * std::max(0.0, span_cpu - extra_cpu_s) / span_cpu : 0.0;
+  const double own_cpu = r.own_cpu_s();
+  unslowed_compute_cpu_s_ = own_cpu > 0 ? r.compute_cpu_s() * std::max(0.0, own_cpu - extra_cpu_s) / own_cpu : 0.0;
   return r;
 }
 

@@ -47,18 +47,21 @@ struct StepResult {
     return backward_end_s - start_s - exchange.exposed_s - exchange.in_backward_s - tp_comm_s - p2p_s - bubble_s;
   }
   // The CPU time of compute_s: this process's CPU time from start until backward ended and the
-  // exposed gradient exchange began (its wait left out: a rank polling there burns CPU at
-  // whatever share it is given), less the collectives inside that span at the span's share of
-  // a CPU. The work itself, the scheduler's share taken out: ranks sharing cores with each
-  // other or with other jobs differ in wall time by what the scheduler gives them (36% on a
-  // shared two-core machine), not by their work; stragglers are judged by this.
+  // exposed gradient exchange began, less its CPU time inside the exchange's calls during
+  // backward (a rank polling in a collective burns CPU at whatever share it is given: both
+  // waits are left out, measured), less the tensor- and pipeline-parallel waits at the share of
+  // a CPU the rest had. The work itself, the scheduler's share taken out: ranks sharing cores
+  // with each other or with other jobs differ in wall time by what the scheduler gives them
+  // (36% on a shared two-core machine), not by their work; stragglers are judged by this.
   double compute_cpu_s() const {
-    const double span_wall = compute_s() + exchange.in_backward_s + tp_comm_s + p2p_s + bubble_s;
-    return span_wall > 0 && compute_s() > 0 ? span_cpu_s() * compute_s() / span_wall : compute_s();
+    const double wall = compute_s() + tp_comm_s + p2p_s + bubble_s;
+    return wall > 0 && compute_s() > 0 ? own_cpu_s() * compute_s() / wall : compute_s();
   }
-  // the CPU time from start until backward ended and the exposed exchange began
-  double span_cpu_s() const {
-    return (exchange.cpu_at_backward_end_s >= 0 ? exchange.cpu_at_backward_end_s : cpu_backward_end_s) - cpu_start_s;
+  // the CPU time from start until backward ended and the exposed exchange began, the exchange's
+  // calls inside backward left out
+  double own_cpu_s() const {
+    return (exchange.cpu_at_backward_end_s >= 0 ? exchange.cpu_at_backward_end_s : cpu_backward_end_s) - cpu_start_s -
+           exchange.cpu_in_backward_s;
   }
   // data-parallel time not overlapped by compute: the exchange's calls inside backward and what
   // was left after it, the loss all-reduce, ZeRO-1's all-gather

@@ -5,9 +5,10 @@
 // of the other ranks of its pipeline stage in that same step, has a median ratio above 1 +
 // threshold (20% by default, `inspect --straggler-threshold` sets it) and above 1 + the
 // ratios' own spread across steps. CPU time, because ranks sharing a core with each other or
-// with other jobs differ in wall time by the scheduler's share, not their work (36% on a
-// shared two-core CI machine, where a 30% slower rank was then lost in it); the ratio within
-// each step, because a machine whose speed wanders slows every rank of a step alike.
+// with other jobs differ in wall time by the scheduler's share, not their work (even ranks 36%
+// to 52% apart on a shared two-core machine; their CPU time up to 25%, which still hides a 30%
+// straggler there); the ratio within each step, because a machine whose speed wanders slows
+// every rank of a step alike.
 // Read from /runs/<id>/timeline and /ranks. Leaves out printing (cli/command_inspect.cpp).
 #pragma once
 
