@@ -613,8 +613,10 @@ def figure_prediction(runs):
     measured = np.array([r["step_s"] for r in rs]) * 1e3
     predicted = np.array([r["predicted_s"] for r in rs]) * 1e3
     ax.scatter(measured, predicted)
-    for r, x, y in zip(rs, measured, predicted):
-        ax.annotate(f"{run_label(r)} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    # a number beside each point and the runs in the legend: names beside close points piled up
+    for k, (r, x, y) in enumerate(zip(rs, measured, predicted), 1):
+        ax.annotate(str(k), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.scatter([], [], marker=f"${k}$", color="black", label=f"{run_label(r)} ({r['error_pct']:+.0f}%)")
     low, high = min(measured.min(), predicted.min()) / 1.5, max(measured.max(), predicted.max()) * 1.5
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", label="prediction = measurement")
     ax.fill_between([low, high], [low * 0.85, high * 0.85], [low * 1.15, high * 1.15], color="grey", alpha=0.15,
@@ -624,7 +626,7 @@ def figure_prediction(runs):
     ax.set_xlabel("measured median step (ms)")
     ax.set_ylabel("predicted step (ms)")
     ax.set_title("cost model against measurement")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
