@@ -1,6 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """One HTML report of scalebench result files, figures embedded (`scalebench report` runs this).
+One self-contained file: where Debian's python3-plotly is installed the figures are interactive
+plotly charts (analysis/interactive_figures.py; plotly.js inlined in the head, no network), each
+a <div id="fig-..." class="sb-plot"> and the script drawing it; without plotly, or with
+--static, each is the matplotlib <img id="fig-..."> described below (a PNG). <p id="figures-kind">
+says which.
 
 "Ranking of the strategies per model" (<div id="ranking">): per model, a table
 (id="ranking-<model>", class="ranking", data-unit the throughput's unit) of its finished runs
@@ -12,7 +17,13 @@ accuracy and held-out loss, the cost model's predicted step and its error, cost 
 median step time ± half its 95% interval, their median throughput ± the same share, ranked by it.
 Each row's data-run names its (first) run and data-throughput holds the figure it is ranked by.
 
-Figures, each an <img id="fig-..."> holding a PNG:
+"Stragglers" (table id="stragglers", a row per rank with data-run and data-rank): each rank that
+`scalebench inspect --json` names (src/validate/stragglers.cpp: compute per step at its CPU
+share, step by step against its stage's other ranks, beyond the threshold and the spread), or a
+line saying no run of more than one rank has one; left out when no run has more than one rank
+or no scalebench executable is at hand (--scalebench, given by `scalebench report`, or PATH).
+
+Figures (static: each an <img id="fig-..."> holding a PNG):
   fig-throughput   throughput against devices per model, strategy and precision, one row of panels
                    per unit (tokens/s, samples/s), with error bars from each run's p5/p95 step time
                    (or its case's repeats' ci95), and the scaling efficiency against the group's
@@ -48,16 +59,20 @@ seed's figure, and whether it beats it) and of each int8 run (size, accuracy, in
 against fp32) - the rows and comparisons of analysis/compression_report.py, imported - and a
 table of every run (id="runs"). A section with nothing to show is left out (no heading, no
 image); a line (id="left-out") after the run table says which and why.
-Reads HDF5 only (h5py); plots with matplotlib (Agg).
+Reads HDF5 (h5py) and inspect's JSON; plots with plotly, or matplotlib (Agg).
 
-Usage: /usr/bin/python3 analysis/report.py RESULTS.h5 [...] -o report.html [--title T]
+Usage: /usr/bin/python3 analysis/report.py RESULTS.h5 [...] -o report.html [--title T] [--static]
+       [--scalebench EXE]
 Exit status: 0 written; 2 on a file that is not a scalebench result file or holds no run.
 """
 import argparse
 import base64
 import html
 import io
+import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -85,10 +100,15 @@ def strategy_kind(r):
 
 
 def strategy_label(r, attrs):
-    """The strategy a run chose, in the words of its config keys: "dp2 tp2 zero1 recompute=full"."""
+    """The strategy a run chose, in the words of its config keys: "dp2 tp2 zero1 recompute=full",
+    "pp2 m4 1f1b"."""
     words = [f"{k}{r[k]}" for k in ("dp", "tp", "pp") if r[k] > 1] or ["one rank"]
     if int(attrs.get("zero", 0)) > 0:
         words.append(f"zero{int(attrs['zero'])}")
+    if r["pp"] > 1:  # two pipelines of one size differ by their micro-batches and schedule
+        words.append(f"m{int(attrs.get('micro_batches', 1))}")
+        if "schedule" in attrs:
+            words.append(text(attrs["schedule"]))
     if r["pp"] > 1 and int(attrs.get("interleave", 1)) > 1:
         words.append(f"interleave{int(attrs['interleave'])}")
     if text(attrs.get("recompute", "none")) != "none":
@@ -391,74 +411,92 @@ def throughput_error(r):
     return np.nan, np.nan
 
 
+def throughput_curves(ok, unit, spread):
+    """The curves of one unit's panel, drawn alike by matplotlib and plotly: one per model, data
+    set, precision, batch per replica and strategy kind, through the fastest run at each size
+    (x devices, y throughput, low/high its error bar, eff the scaling efficiency against the
+    curve's smallest run, over the indices of oversubscribed points) with the other runs of that
+    size (others) beside it."""
+    # a curve: one model, data set and precision at one batch per data-parallel replica (weak
+    # scaling over dp; tp and pp split the same batch), starting from the one-rank run of it
+    groups = {}
+    for r in (r for r in ok if r["unit"] == unit):
+        per_replica = r["global_batch"] // max(r["dp"], 1)
+        groups.setdefault((r["model"], r["dataset"], r["precision"], per_replica), []).append(r)
+    curves = []
+    for (model, dataset, precision, per_replica), members in sorted(groups.items()):
+        kinds = {}
+        for r in members:
+            kinds.setdefault(strategy_kind(r), []).append(r)
+        base = kinds.pop("one rank", [])
+        if not kinds:
+            kinds = {"one rank": []}
+        for kind, rs in sorted(kinds.items()):
+            fastest = {}
+            for r in sorted(base + rs, key=lambda r: r["throughput"]):
+                fastest[r["world"]] = r
+            curve = sorted(fastest.values(), key=lambda r: r["world"])
+            low, high = [], []
+            for r in curve:
+                a = spread.get((r["file"], r["case"]))
+                if a is not None and r["repeats"] > 1:  # the case's repeats: their ci95 of the step
+                    half = (float(a["step_time_ci95_high_s"]) - float(a["step_time_ci95_low_s"])) / 2
+                    m = float(a["step_time_median_s"])
+                    low.append(r["throughput"] * half / m)
+                    high.append(r["throughput"] * half / m)
+                else:
+                    lo, hi = throughput_error(r)
+                    low.append(lo)
+                    high.append(hi)
+            first = curve[0]
+            curves.append({
+                "label": f"{model} on {dataset} {precision} {kind}, batch {per_replica}/replica", "runs": curve,
+                "x": np.array([r["world"] for r in curve]), "y": np.array([r["throughput"] for r in curve]),
+                "low": np.array(low, dtype=float), "high": np.array(high, dtype=float),
+                # per-device throughput against the smallest run's: 1 is perfect scaling
+                "eff": np.array([(r["throughput"] / r["world"]) / (first["throughput"] / first["world"])
+                                 for r in curve]),
+                "over": [k for k, r in enumerate(curve) if r["oversubscribed"]],
+                "others": [r for r in base + rs if fastest[r["world"]] is not r]})
+    return curves
+
+
+def throughput_units(runs):
+    """The finished runs with a throughput, and their units (tokens/s first)."""
+    ok = [r for r in runs if r["status"] == "ok" and np.isfinite(r["throughput"])]
+    return ok, sorted({r["unit"] for r in ok}, reverse=True)
+
+
 def figure_throughput(runs, repeats=()):
     """Throughput against devices, one panel per unit (tokens/s for GPTs, samples/s for ResNets:
     never one axis), with error bars from each run's p5/p95 step time, or its case's repeats' ci95;
     and per unit the scaling efficiency against each curve's smallest run. Oversubscribed runs
     are hollow markers."""
-    ok = [r for r in runs if r["status"] == "ok" and np.isfinite(r["throughput"])]
+    ok, units = throughput_units(runs)
     if not ok:
         return no_data("throughput", "no finished run")
     spread = {(file, case): a for file, case, a in repeats}
-    units = sorted({r["unit"] for r in ok}, reverse=True)  # tokens/s first
     fig, axes = plt.subplots(len(units), 2, figsize=(13, 4.2 * len(units)), squeeze=False)
     for (left, right), unit in zip(axes, units):
-        # a curve: one model, data set and precision at one batch per data-parallel replica (weak
-        # scaling over dp; tp and pp split the same batch), starting from the one-rank run of it
-        groups = {}
         any_others = False
-        for r in (r for r in ok if r["unit"] == unit):
-            per_replica = r["global_batch"] // max(r["dp"], 1)
-            groups.setdefault((r["model"], r["dataset"], r["precision"], per_replica), []).append(r)
-        for (model, dataset, precision, per_replica), members in sorted(groups.items()):
-            kinds = {}
-            for r in members:
-                kinds.setdefault(strategy_kind(r), []).append(r)
-            base = kinds.pop("one rank", [])
-            if not kinds:
-                kinds = {"one rank": []}
-            for kind, rs in sorted(kinds.items()):
-                # the line through the fastest run at each size; the others there as points of its colour
-                fastest = {}
-                for r in sorted(base + rs, key=lambda r: r["throughput"]):
-                    fastest[r["world"]] = r
-                curve = sorted(fastest.values(), key=lambda r: r["world"])
-                others = [r for r in base + rs if fastest[r["world"]] is not r]
-                label = f"{model} on {dataset} {precision} {kind}, batch {per_replica}/replica"
-                x = np.array([r["world"] for r in curve])
-                y = np.array([r["throughput"] for r in curve])
-                low, high = [], []
-                for r in curve:
-                    a = spread.get((r["file"], r["case"]))
-                    if a is not None and r["repeats"] > 1:  # the case's repeats: their ci95 of the step
-                        half = (float(a["step_time_ci95_high_s"]) - float(a["step_time_ci95_low_s"])) / 2
-                        m = float(a["step_time_median_s"])
-                        low.append(r["throughput"] * half / m)
-                        high.append(r["throughput"] * half / m)
-                    else:
-                        lo, hi = throughput_error(r)
-                        low.append(lo)
-                        high.append(hi)
-                line = left.plot(x, y, marker="o", label=label)[0]
-                if np.any(np.isfinite(low)):
-                    left.errorbar(x, y, yerr=[np.nan_to_num(low), np.nan_to_num(high)], fmt="none",
-                                  ecolor=line.get_color(), capsize=3, lw=0.8)
-                over = [k for k, r in enumerate(curve) if r["oversubscribed"]]
-                first = curve[0]
-                # per-device throughput against the smallest run's: 1 is perfect scaling
-                eff = np.array([(r["throughput"] / r["world"]) / (first["throughput"] / first["world"]) for r in curve])
-                right.plot(x, eff, marker="o", label=label, color=line.get_color())
-                if others:
-                    any_others = True
-                    left.scatter([r["world"] for r in others], [r["throughput"] for r in others], marker="x",
-                                 color=line.get_color(), zorder=3)
-                    ringed = [r for r in others if r["oversubscribed"]]
-                    left.scatter([r["world"] for r in ringed], [r["throughput"] for r in ringed], s=110,
-                                 facecolors="none", edgecolors=line.get_color(), zorder=3)
-                for ax, ys in ((left, y), (right, eff)):
-                    if over:
-                        ax.scatter(x[over], ys[over], s=110, facecolors="white", edgecolors=line.get_color(),
-                                   zorder=3)
+        for c in throughput_curves(ok, unit, spread):
+            x, y, over, others = c["x"], c["y"], c["over"], c["others"]
+            line = left.plot(x, y, marker="o", label=c["label"])[0]
+            if np.any(np.isfinite(c["low"])):
+                left.errorbar(x, y, yerr=[np.nan_to_num(c["low"]), np.nan_to_num(c["high"])], fmt="none",
+                              ecolor=line.get_color(), capsize=3, lw=0.8)
+            right.plot(x, c["eff"], marker="o", label=c["label"], color=line.get_color())
+            if others:
+                any_others = True
+                left.scatter([r["world"] for r in others], [r["throughput"] for r in others], marker="x",
+                             color=line.get_color(), zorder=3)
+                ringed = [r for r in others if r["oversubscribed"]]
+                left.scatter([r["world"] for r in ringed], [r["throughput"] for r in ringed], s=110,
+                             facecolors="none", edgecolors=line.get_color(), zorder=3)
+            for ax, ys in ((left, y), (right, c["eff"])):
+                if over:
+                    ax.scatter(x[over], ys[over], s=110, facecolors="white", edgecolors=line.get_color(),
+                               zorder=3)
         if any_others:
             left.scatter([], [], marker="x", color="black", label="x: another run of the curve at that size")
         if any(r["oversubscribed"] for r in ok if r["unit"] == unit):
@@ -575,8 +613,10 @@ def figure_prediction(runs):
     measured = np.array([r["step_s"] for r in rs]) * 1e3
     predicted = np.array([r["predicted_s"] for r in rs]) * 1e3
     ax.scatter(measured, predicted)
-    for r, x, y in zip(rs, measured, predicted):
-        ax.annotate(f"{run_label(r)} ({r['error_pct']:+.0f}%)", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    # a number beside each point and the runs in the legend: names beside close points piled up
+    for k, (r, x, y) in enumerate(zip(rs, measured, predicted), 1):
+        ax.annotate(str(k), (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.scatter([], [], marker=f"${k}$", color="black", label=f"{run_label(r)} ({r['error_pct']:+.0f}%)")
     low, high = min(measured.min(), predicted.min()) / 1.5, max(measured.max(), predicted.max()) * 1.5
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", label="prediction = measurement")
     ax.fill_between([low, high], [low * 0.85, high * 0.85], [low * 1.15, high * 1.15], color="grey", alpha=0.15,
@@ -586,7 +626,7 @@ def figure_prediction(runs):
     ax.set_xlabel("measured median step (ms)")
     ax.set_ylabel("predicted step (ms)")
     ax.set_title("cost model against measurement")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig
 
 
@@ -775,12 +815,90 @@ def write_atomically(out, text):
         raise
 
 
+def interactive_module():
+    """analysis/interactive_figures.py where Debian's python3-plotly is installed, else None (the
+    static matplotlib figures)."""
+    sys.modules.setdefault("report", sys.modules[__name__])  # its helpers, not a second copy of this file
+    try:
+        import interactive_figures
+    except ImportError:
+        return None
+    return interactive_figures
+
+
+def figures_kind(plotly):
+    if plotly:
+        return ("Figures are interactive (plotly.js inlined in this file, no network): hover a point for its run, "
+                "drag to zoom, double-click to reset, click a legend entry to hide it.")
+    return "Figures are static images (matplotlib; install python3-plotly for interactive ones)."
+
+
+def load_stragglers(paths, scalebench):
+    """What `scalebench inspect FILE --json` finds per file: {"rows": [(file, run, straggler,
+    threshold)], "judged": the runs judged, "why": why none could be} - the rule lives in one place
+    (src/validate/stragglers.cpp). Without the executable (report.py run alone, no scalebench on
+    PATH) nothing is judged."""
+    exe = scalebench or shutil.which("scalebench")
+    if not exe:
+        return {"rows": [], "judged": [], "why": "no scalebench executable to run inspect with"}
+    rows, judged = [], []
+    for path in paths:
+        answer = subprocess.run([exe, "inspect", path, "--json"], capture_output=True, text=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"report: scalebench inspect {path} --json exited {answer.returncode}: "
+                             f"{answer.stderr.strip()[-300:]}")
+        for run in json.loads(answer.stdout)["runs"]:
+            judged.append((os.path.basename(path), run["id"]))
+            for st in run.get("stragglers", []):
+                rows.append((os.path.basename(path), run["id"], st, float(run["straggler_threshold_pct"])))
+    return {"rows": rows, "judged": judged, "why": ""}
+
+
+def stragglers_section(stragglers, runs):
+    """<table id="stragglers">: every rank that computes longer than its stage's other ranks by more
+    than the threshold and the steps' spread, as `inspect` names it; or one line saying that no
+    multi-rank run has one. Empty (the section left out) where no run has more than one rank or
+    nothing could be judged."""
+    several = [r for r in runs if r["world"] > 1]
+    if not several or stragglers["why"]:
+        return ""
+    rule = ("A rank is a straggler when its compute per step (its own work before and between its collectives, "
+            "the time the others wait for it, in CPU time: /runs/&lt;id&gt;/timeline compute_cpu_s, so the share "
+            "of a core the scheduler gave it does not count), taken step by step against the median of its "
+            "pipeline stage's other ranks in the same step, is longer by more than the threshold and by more "
+            "than the spread of those per-step ratios (as <code>scalebench inspect</code> judges it).")
+    if not stragglers["rows"]:
+        return (f"<p>{rule}</p><p id='stragglers'>None of the {len(several)} runs of more than one rank has a "
+                "straggler.</p>")
+    head = ["file", "run", "rank", "pipeline stage", "compute per step (ms)", "stage's other ranks (ms)",
+            "excess (%)", "threshold (%)", "spread (%)", "steps"]
+    body = []
+    for file, run, st, threshold in stragglers["rows"]:
+        cells = [file, run, st["rank"], st["pp_rank"], f"{1e3 * st['compute_s']:.2f}", f"{1e3 * st['others_s']:.2f}",
+                 f"{st['excess_pct']:+.0f}", f"{threshold:.0f}", f"{st['spread_pct']:.0f}", st["steps"]]
+        body.append(f"<tr data-run='{html.escape(run, quote=True)}' data-rank='{int(st['rank'])}'>" +
+                    "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    names = "; ".join(f"{run}: rank {st['rank']}" for _, run, st, _ in stragglers["rows"])
+    return (f"<p>{rule}</p><p class='straggler-names'>Slower than the rest: {html.escape(names)}.</p>"
+            '<table id="stragglers"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) +
+            "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
+
+
+def stragglers_left_out(stragglers):
+    if stragglers["why"]:
+        return f"stragglers: {stragglers['why']}"
+    return "stragglers: no run of more than one rank"
+
+
 def main():
     parser = argparse.ArgumentParser(description="HTML report of scalebench result files")
     parser.add_argument("files", nargs="+")
     parser.add_argument("-o", "--out", required=True)
     parser.add_argument("--title", default="scalebench report")
+    parser.add_argument("--static", action="store_true", help="matplotlib PNG figures even where plotly is installed")
+    parser.add_argument("--scalebench", help="the scalebench executable whose `inspect --json` names the stragglers")
     args = parser.parse_args()
+    plotly = None if args.static else interactive_module()
     for path in args.files:
         if not os.path.isfile(path):
             print(f"report: {path} does not exist", file=sys.stderr)
@@ -789,48 +907,66 @@ def main():
         runs = load_runs(args.files)
         compression = load_compression(args.files)
         repeats = load_repeats(args.files)
+        stragglers = load_stragglers(args.files, args.scalebench)
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    figures = [("fig-throughput", "Throughput and scaling efficiency", lambda rs: figure_throughput(rs, repeats)),
-               ("fig-breakdown", "Time breakdown (share of the step)", figure_breakdown),
-               ("fig-memory", "Memory by category per rank", figure_memory),
-               ("fig-prediction", "Predicted against measured", figure_prediction),
-               ("fig-accuracy", "Accuracy per precision", figure_accuracy)]
+    figures = [("fig-throughput", "Throughput and scaling efficiency", lambda rs: figure_throughput(rs, repeats),
+                lambda: plotly.figure_throughput(runs, repeats)),
+               ("fig-breakdown", "Time breakdown (share of the step)", figure_breakdown,
+                lambda: plotly.figure_breakdown(runs)),
+               ("fig-memory", "Memory by category per rank", figure_memory, lambda: plotly.figure_memory(runs)),
+               ("fig-prediction", "Predicted against measured", figure_prediction,
+                lambda: plotly.figure_prediction(runs)),
+               ("fig-accuracy", "Accuracy per precision", figure_accuracy, lambda: plotly.figure_accuracy(runs))]
+
+    def shown(fig_id, title, fig, make_interactive):
+        """The interactive chart where plotly serves, else the matplotlib figure as a PNG."""
+        if plotly is None:
+            return image(fig_id, title, fig)
+        plt.close(fig)
+        return plotly.interactive(fig_id, title, make_interactive)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(args.title)}</title>",
              "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:12px}"
              " td,th{border:1px solid #ccc;padding:2px 6px} img{max-width:100%}"
-             " tr.oversubscribed td{background:#fff3e0}</style></head><body>",
+             " tr.oversubscribed td{background:#fff3e0} .sb-plot{margin-bottom:1em}</style>" +
+             (plotly.plotly_script() if plotly else "") + "</head><body>",
              f"<h1>{html.escape(args.title)}</h1>",
              f"<p>{len(runs)} runs from {', '.join(html.escape(os.path.basename(p)) for p in args.files)}.</p>",
+             f"<p id='figures-kind'>{figures_kind(plotly)}</p>",
              "<h2>Warnings</h2>" + warnings_list(runs, repeats)]
     ranking = ranking_section(runs, repeats)
     if ranking:
         parts.append("<h2>Ranking of the strategies per model</h2><p>Fastest first; a case's repeats as one row "
                      "(their median, ± half the 95% interval). Oversubscribed runs are shaded; their timings are "
                      "not one thread per core.</p>" + ranking)
+    straggler_part = stragglers_section(stragglers, runs)
+    if straggler_part:
+        parts.append("<h2>Stragglers</h2>" + straggler_part)
     count = 0
     left_out = []  # a section with nothing to show has no heading: one line at the end says why
-    for fig_id, title, make in figures:
+    for fig_id, title, make, make_interactive in figures:
         fig = make(runs)
         if hasattr(fig, "sb_no_data"):
             left_out.append(fig.sb_no_data)
             plt.close(fig)
             continue
-        parts.append(f"<h2>{html.escape(title)}</h2>" + image(fig_id, title, fig))
+        parts.append(f"<h2>{html.escape(title)}</h2>" + shown(fig_id, title, fig, make_interactive))
         count += 1
     models = curve_models(runs)
     if models:
         parts.append("<h2>Loss and accuracy against step</h2>" +
-                     "".join(image(f"fig-loss-{''.join(c if c.isalnum() or c in '-_' else '-' for c in m)}",
-                                   f"Loss and accuracy of {m}", figure_curves(runs, m)) for m in models))
+                     "".join(shown(f"fig-loss-{''.join(c if c.isalnum() or c in '-_' else '-' for c in m)}",
+                                   f"Loss and accuracy of {m}", figure_curves(runs, m),
+                                   lambda m=m: plotly.figure_curves(runs, m)) for m in models))
         count += len(models)
     fig = figure_tradeoff(runs)
     if hasattr(fig, "sb_no_data"):
         left_out.append(fig.sb_no_data)
         plt.close(fig)
     else:
-        parts.append("<h2>Memory against step time</h2>" + image("fig-tradeoff", "Memory against step time", fig) +
+        parts.append("<h2>Memory against step time</h2>" +
+                     shown("fig-tradeoff", "Memory against step time", fig, lambda: plotly.figure_tradeoff(runs)) +
                      tradeoff_table(runs))
         count += 1
     if has_compression(compression):  # no heading for a section with nothing in it
@@ -840,6 +976,8 @@ def main():
         count += 1
     if not has_compression(compression):
         left_out.append("compression and transfer: no pruned, int8-quantised, distilled or fine-tuned run")
+    if not straggler_part:
+        left_out.append(stragglers_left_out(stragglers))
     parts.append("<h2>Every run</h2>" + runs_table(runs))
     parts.append("<p id='left-out'>Left out, nothing to show: " + html.escape("; ".join(left_out)) + ".</p>"
                  if left_out else "")
@@ -850,7 +988,7 @@ def main():
     except OSError as e:
         print(f"scalebench: error: report: cannot write -o '{args.out}': {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"report: {len(runs)} runs, {count} figures -> {args.out}")
+    print(f"report: {len(runs)} runs, {count} figures ({'interactive' if plotly else 'static'}) -> {args.out}")
     return 0
 
 

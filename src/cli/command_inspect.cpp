@@ -17,9 +17,10 @@ namespace {
 
 std::string straggler_sentence(const validate::Straggler& s, double threshold_pct) {
   return fmt::format("rank {} is a straggler: {:.2f} ms of compute per step against {:.2f} ms on the other ranks of "
-                     "pipeline stage {} ({:+.0f}%, beyond {:.0f}% and the steps' spread of {:.0f}%, over {} steps)",
+                     "pipeline stage {} ({:+.0f}% step by step, beyond {:.0f}% and the steps' spread of {:.0f}%, over {} "
+                     "steps, judged by {})",
                      s.rank, 1e3 * s.compute_s, 1e3 * s.others_s, s.pp_rank, s.excess_pct,
-                     threshold_pct, s.spread_pct, s.steps);
+                     threshold_pct, s.spread_pct, s.steps, s.basis);
 }
 
 std::string stragglers_text(const std::string& path, double threshold_pct) {
@@ -31,13 +32,14 @@ std::string stragglers_text(const std::string& path, double threshold_pct) {
 }
 
 // Each run of inspect's JSON gains "stragglers": [{"rank", "pp_rank", "steps", "compute_s",
-// "others_s", "excess_pct", "spread_pct"}] (empty when none) and "straggler_threshold_pct".
+// "others_s", "excess_pct", "spread_pct", "basis"}] (empty when none) and "straggler_threshold_pct".
 void add_stragglers(nlohmann::json& document, const std::string& path, double threshold_pct) {
   for (auto& run : document.at("runs")) {
     nlohmann::json list = nlohmann::json::array();
     for (const validate::Straggler& s : validate::find_stragglers(path, run.at("id").get<std::string>(), threshold_pct))
       list.push_back({{"rank", s.rank}, {"pp_rank", s.pp_rank}, {"steps", s.steps}, {"compute_s", s.compute_s},
-                      {"others_s", s.others_s}, {"excess_pct", s.excess_pct}, {"spread_pct", s.spread_pct}});
+                      {"others_s", s.others_s}, {"excess_pct", s.excess_pct}, {"spread_pct", s.spread_pct},
+                      {"basis", s.basis}});
     run["stragglers"] = list;
     run["straggler_threshold_pct"] = threshold_pct;
   }

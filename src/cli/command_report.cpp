@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// `scalebench report RESULTS.h5... -o report.html [--title T]`: the HTML report of result files,
-// made by analysis/report.py (h5py, matplotlib) run with the arguments as an argv (no shell, so
-// no file name is ever interpreted). Leaves out the figures themselves (the Python).
+// `scalebench report RESULTS.h5... -o report.html [--title T] [--static]`: the HTML report of
+// result files, made by analysis/report.py (h5py; plotly where installed, else matplotlib) run
+// with the arguments as an argv (no shell, so no file name is ever interpreted); it names the
+// stragglers by running this executable's `inspect --json`. Leaves out the figures themselves
+// (the Python).
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -19,6 +21,7 @@ namespace {
 struct ReportOptions {
   std::vector<std::string> files;
   std::string out, title = "scalebench report";
+  bool static_figures = false;
 };
 
 // $SB_PYTHON, else the Debian interpreter whose h5py and matplotlib scripts/setup.sh installs.
@@ -35,6 +38,8 @@ std::function<int()> add_report_command(CLI::App& app) {
   cmd->add_option("files", o->files, "result files (HDF5)")->required();
   cmd->add_option("-o,--out", o->out, "the HTML file to write")->required();
   cmd->add_option("--title", o->title, "the report's title");
+  cmd->add_flag("--static", o->static_figures,
+                "matplotlib images instead of interactive plotly charts (the default where python3-plotly is installed)");
   return [o]() {
     for (const std::string& file : o->files) {
       SB_USER_CHECK(std::filesystem::exists(file), "report: result file '{}' does not exist", file);
@@ -52,6 +57,10 @@ std::function<int()> add_report_command(CLI::App& app) {
     std::vector<std::string> args = {python(), script.string()};
     args.insert(args.end(), o->files.begin(), o->files.end());
     args.insert(args.end(), {"-o", o->out, "--title", o->title});
+    std::error_code self_ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", self_ec);
+    if (!self_ec) args.insert(args.end(), {"--scalebench", self.string()});  // its inspect names the stragglers
+    if (o->static_figures) args.push_back("--static");
     return launch::spawn_and_wait(args, "set SB_PYTHON to a python3 with h5py and matplotlib");
   };
 }

@@ -76,7 +76,7 @@ constexpr std::array kTimelineFields = {
     SB_FIELD(TimelineRow, step_time_s, float64), SB_FIELD(TimelineRow, compute_s, float64),
     SB_FIELD(TimelineRow, tp_comm_s, float64),   SB_FIELD(TimelineRow, p2p_s, float64),
     SB_FIELD(TimelineRow, bubble_s, float64),    SB_FIELD(TimelineRow, dp_comm_s, float64),
-    SB_FIELD(TimelineRow, optimizer_s, float64)};
+    SB_FIELD(TimelineRow, optimizer_s, float64), SB_FIELD(TimelineRow, compute_cpu_s, float64)};
 #undef SB_FIELD
 
 H5Handle split_string_type() {

@@ -89,6 +89,7 @@ struct TimelineRow {
   double bubble_s = 0.0;
   double dp_comm_s = 0.0;
   double optimizer_s = 0.0;
+  double compute_cpu_s = 0.0;  // compute_s in CPU time, its waits left out (stragglers are judged by it)
 };
 
 // Writes one run's group. Every row is written through dataset ids kept open here (the file

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/cpu_clock.hpp"
 #include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
 
@@ -81,10 +82,10 @@ void BucketedAllReduce::progress() {
 }
 
 void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
-  const double entered_s = comm_clock_seconds();
+  const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   if (cursor_ == 0) {  // the step's first range
     figures_.bytes_sent = ring_ ? 0 : -1;
-    figures_.in_backward_s = 0;
+    figures_.in_backward_s = figures_.cpu_in_backward_s = 0;
   }
   const auto total = static_cast<std::int64_t>(gradients_.size());
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
@@ -97,10 +98,12 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
   if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
   progress();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
+  figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
 
 void BucketedAllReduce::finish(double local_scale) {
   const double backward_end = comm_clock_seconds();
+  figures_.cpu_at_backward_end_s = process_cpu_seconds();
   SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
            "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
   if (overlap_) {
@@ -256,7 +259,7 @@ void ZeroSharding::complete_buckets(bool wait) {
 
 void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
   if (stage_ == 1) return;  // ZeRO-1 exchanges after backward
-  const double entered_s = comm_clock_seconds();
+  const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   if (!step_open_) {  // the step's first range: the shard starts from zero
     std::fill_n(shard_grads_.as<float>(), shard_, 0.0f);
     figures_ = {};
@@ -276,18 +279,21 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
   gradient_pages_->recharge_resident();
   complete_buckets(false);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
+  figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
 
 void ZeroSharding::micro_batch_done() {
   if (stage_ == 1) return;
-  const double entered_s = comm_clock_seconds();
+  const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   start_open_bucket();
   complete_buckets(true);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
+  figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
 
 void ZeroSharding::finish(double local_scale) {
   const double t0 = comm_clock_seconds();
+  figures_.cpu_at_backward_end_s = process_cpu_seconds();
   const float scale = static_cast<float>(local_scale / dp_.size());
   if (stage_ == 2) {
     SB_CHECK(step_open_, "zero-2: backward reported no gradients this step");

@@ -8,14 +8,13 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <thread>
 #include <utility>
 
 #include "core/check.hpp"
+#include "core/cpu_clock.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
 #include "runtime/device_runtime.hpp"
@@ -26,6 +25,14 @@
 namespace sb::train {
 
 namespace {
+
+// Busy work on this thread until it has run that much CPU time (however long the wall takes).
+void spin_for_cpu_seconds(double seconds) {
+  const double until = thread_cpu_seconds() + seconds;
+  volatile double sink = 1.0;
+  while (thread_cpu_seconds() < until)
+    for (int i = 0; i < 1000; ++i) sink = sink * 1.0000001 + 1e-9;
+}
 
 using parallel::comm_clock_seconds;
 
@@ -153,11 +160,13 @@ void DistributedStep::finish_queued_work() const {
 StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   StepResult r;
   r.start_s = comm_clock_seconds();
-  // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank computes that much longer,
-  // before its first collective, as a slower device would.
+  r.cpu_start_s = process_cpu_seconds();
+  // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank works that much longer, in
+  // CPU time, before its first collective, as a slower device would (a sleep would be no work:
+  // the scheduler's share, not the rank, would then set how much longer it takes).
   const double slowdown = slowdown_to_inject(world_rank_, step + 1);
-  const double slept_s = slowdown > 0 ? slowdown * unslowed_compute_s_ : 0.0;
-  if (slept_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(slept_s));
+  const double extra_cpu_s = slowdown > 0 ? slowdown * unslowed_compute_cpu_s_ : 0.0;
+  if (extra_cpu_s > 0) spin_for_cpu_seconds(extra_cpu_s);
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
@@ -172,6 +181,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   }
   finish_queued_work();
   r.backward_end_s = comm_clock_seconds();
+  r.cpu_backward_end_s = process_cpu_seconds();
   const auto& tp_records = tp_.stats().records();
   for (std::size_t i = tp_first; i < tp_records.size(); ++i) r.tp_comm_s += tp_records[i].seconds;
   PipelineTimes pipeline = task_.pipeline_times();
@@ -199,7 +209,9 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (!r.skipped) task_.parameters_updated();
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
-  unslowed_compute_s_ = r.compute_s() - slept_s;  // what the next step's slowdown is a share of
+  // what the next step's slowdown is a share of: the CPU compute without the added work
+  const double own_cpu = r.own_cpu_s();
+  unslowed_compute_cpu_s_ = own_cpu > 0 ? r.compute_cpu_s() * std::max(0.0, own_cpu - extra_cpu_s) / own_cpu : 0.0;
   return r;
 }
 

@@ -36,6 +36,8 @@ struct StepResult {
   // on parallel::comm_clock_seconds(): start, end of backward (exchange included), end of the
   // loss all-reduce, end of the optimizer, end of the step
   double start_s = 0, backward_end_s = 0, loss_end_s = 0, optimizer_end_s = 0, end_s = 0;
+  // this process's CPU time (all its threads) at start_s and at backward_end_s
+  double cpu_start_s = 0, cpu_backward_end_s = 0;
   GradientExchangeFigures exchange;
   // inside forward/backward: tensor-parallel collectives, pipeline transfers and bubble
   double tp_comm_s = 0, p2p_s = 0, bubble_s = 0;
@@ -43,6 +45,23 @@ struct StepResult {
   double step_s() const { return end_s - start_s; }
   double compute_s() const {
     return backward_end_s - start_s - exchange.exposed_s - exchange.in_backward_s - tp_comm_s - p2p_s - bubble_s;
+  }
+  // The CPU time of compute_s: this process's CPU time from start until backward ended and the
+  // exposed gradient exchange began, less its CPU time inside the exchange's calls during
+  // backward (a rank polling in a collective burns CPU at whatever share it is given: both
+  // waits are left out, measured), less the tensor- and pipeline-parallel waits at the share of
+  // a CPU the rest had. The work itself, the scheduler's share taken out: ranks sharing cores
+  // with each other or with other jobs differ in wall time by what the scheduler gives them
+  // (36% on a shared two-core machine), not by their work; stragglers are judged by this.
+  double compute_cpu_s() const {
+    const double wall = compute_s() + tp_comm_s + p2p_s + bubble_s;
+    return wall > 0 && compute_s() > 0 ? own_cpu_s() * compute_s() / wall : compute_s();
+  }
+  // the CPU time from start until backward ended and the exposed exchange began, the exchange's
+  // calls inside backward left out
+  double own_cpu_s() const {
+    return (exchange.cpu_at_backward_end_s >= 0 ? exchange.cpu_at_backward_end_s : cpu_backward_end_s) - cpu_start_s -
+           exchange.cpu_in_backward_s;
   }
   // data-parallel time not overlapped by compute: the exchange's calls inside backward and what
   // was left after it, the loss all-reduce, ZeRO-1's all-gather
@@ -103,7 +122,7 @@ class DistributedStep {
   std::optional<optim::LossScaler> scaler_;  // fp16 with loss scaling
   std::int64_t inject_overflow_step_ = 0;    // SB_INJECT_OVERFLOW: that step's gradients made inf (tests)
   int world_rank_ = 0;
-  double unslowed_compute_s_ = 0;  // the last step's compute, an injected slowdown left out (tests)
+  double unslowed_compute_cpu_s_ = 0;  // the last step's compute_cpu_s, an injected slowdown left out (tests)
   const ParameterConstraints* constraints_ = nullptr;
 };
 

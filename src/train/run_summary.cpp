@@ -21,7 +21,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 void StepTally::add(std::int64_t step, int rank, const StepResult& r) {
   timeline_.push_back({.step = step, .rank = rank, .step_time_s = r.step_s(), .compute_s = r.compute_s(),
                        .tp_comm_s = r.tp_comm_s, .p2p_s = r.p2p_s, .bubble_s = r.bubble_s,
-                       .dp_comm_s = r.comm_s(), .optimizer_s = r.optimizer_s()});
+                       .dp_comm_s = r.comm_s(), .optimizer_s = r.optimizer_s(), .compute_cpu_s = r.compute_cpu_s()});
   const GradientExchangeFigures& exchange = r.exchange;
   if (exchange.in_flight_s > 0) overlap_fractions_.push_back(exchange.hidden_s / exchange.in_flight_s);
   exchanged_bytes_ = exchange.bytes;

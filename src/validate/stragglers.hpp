@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Stragglers of a run: a rank whose compute per step (the timeline's compute_s: its own work
-// before and between its collectives, the time others wait for) exceeds that of the other
-// ranks of its pipeline stage by more than a threshold (20% by default, `inspect
-// --straggler-threshold` sets it: ranks of an even run differ by 10% on a quiet machine with a
-// core per rank, but have been seen 36% apart on a shared two-core CI machine) and more than
-// the steps' own spread.
+// Stragglers of a run: a rank whose compute per step (the timeline's compute_cpu_s: its own
+// work before and between its collectives, the time others wait for, at the share of a CPU
+// it had; compute_s in files written before that field), divided step by step by the median
+// of the other ranks of its pipeline stage in that same step, has a median ratio above 1 +
+// threshold (20% by default, `inspect --straggler-threshold` sets it) and above 1 + the
+// ratios' own spread across steps. CPU time, because ranks sharing a core with each other or
+// with other jobs differ in wall time by the scheduler's share, not their work (even ranks 36%
+// to 52% apart on a shared two-core machine; their CPU time up to 25%, which still hides a 30%
+// straggler there); the ratio within each step, because a machine whose speed wanders slows
+// every rank of a step alike.
 // Read from /runs/<id>/timeline and /ranks. Leaves out printing (cli/command_inspect.cpp).
 #pragma once
 
@@ -22,11 +26,11 @@ struct Straggler {
   int rank = 0, pp_rank = 0;
   std::int64_t steps = 0;      // steps after the first, over which the medians are taken
   double compute_s = 0;        // its median compute per step
-  double others_s = 0;         // the median over the stage's other ranks of theirs
-  double excess_pct = 0;       // (compute_s − others_s) / others_s
-  // 3 standard errors of the difference of the medians: 3·1.2533·1.4826·sqrt(MAD_rank²/n +
-  // MAD_others²/n_others), relative to others_s
+  double others_s = 0;         // the median over steps of the stage's other ranks' median in the step
+  double excess_pct = 0;       // median over steps of (compute / others' median in the step) − 1
+  // 3 standard errors of that median: 3·1.2533·1.4826·MAD(ratios)/sqrt(steps), as a percentage
   double spread_pct = 0;
+  std::string basis;  // the timeline field judged: compute_cpu_s, or compute_s in older files
 };
 
 // The run's stragglers, slowest first; none for a run of one rank per stage or without a

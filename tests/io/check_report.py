@@ -4,7 +4,9 @@
 HTML file whose figures are real PNG images (a loss-curve image per model) and whose table holds
 every run; the compression and transfer section is left out for this unpruned, unquantised run
 (no heading, figure or table; the left-out line, id="left-out", names it); a file name with shell
-syntax runs nothing; a missing or non-HDF5 input is exit 2 and no report. Then a suite-like file of three copies of that run, their
+syntax runs nothing; a missing or non-HDF5 input is exit 2 and no report. Those figures are
+checked as `--static` PNGs, then as the interactive plotly charts of the default report where
+python3-plotly is installed (a plot <div> per figure with data in its traces, plotly.js inlined). Then a suite-like file of three copies of that run, their
 throughput set apart (x2, x1, x0.5, step time to match) and one marked oversubscribed, and two
 more as the repeats of one noisy case (/repeats/rep): its ranking table (id="ranking-<model>" in
 id="ranking") lists them fastest first as h5py reads them, with the unit in the header, the case
@@ -15,6 +17,7 @@ Usage: check_report.py SCALEBENCH RESULTS.h5 OUT_DIR
 """
 import base64
 import html
+import json
 import os
 import re
 import shutil
@@ -28,10 +31,10 @@ FIGURES = ["fig-throughput", "fig-breakdown", "fig-memory", "fig-prediction", "f
 problems = []
 
 
-def report(files, out):
+def report(files, out, *options):
     if os.path.exists(out):
         os.remove(out)
-    return subprocess.run([scalebench, "report", *files, "-o", out], capture_output=True, text=True)
+    return subprocess.run([scalebench, "report", *files, "-o", out, *options], capture_output=True, text=True)
 
 
 # the same run twice under two names (one with shell syntax): two table rows, nothing executed
@@ -41,7 +44,7 @@ injected = os.path.join(os.getcwd(), "sb_report_injected")
 if os.path.exists(injected):
     os.remove(injected)
 out = os.path.join(out_dir, "report.html")
-r = report([results, odd], out)
+r = report([results, odd], out, "--static")
 if r.returncode != 0 or not os.path.exists(out):
     sys.exit(f"FAIL: report exited {r.returncode}: {r.stderr[-1000:]}")
 page = open(out, encoding="utf-8").read()
@@ -133,7 +136,7 @@ with h5py.File(ranked, "r") as f:  # the expected order, as a user's script read
     model = f["runs"][expected[0]].attrs["model"]
     model = model.decode() if isinstance(model, bytes) else str(model)
 ranked_out = os.path.join(out_dir, "ranked.html")
-r = report([ranked], ranked_out)
+r = report([ranked], ranked_out, "--static")
 if r.returncode != 0:
     problems.append(f"ranked report exited {r.returncode}: {r.stderr[-500:]}")
 else:
@@ -174,6 +177,46 @@ else:
             problems.append(f"ranking throughput column is not descending: {shown}")
     if not re.search(rf"id='fig-loss-{re.escape(model)}'", page):
         problems.append("the ranked report has no loss-curve image")
+
+# the same report interactive (the default where Debian's python3-plotly is installed): each
+# figure a <div class="sb-plot"> drawn by Plotly.newPlot with traces holding data, plotly.js
+# inlined (no <script src>, nothing fetched), and no PNG left for those figures
+try:
+    import plotly  # noqa: F401
+    has_plotly = True
+except ImportError:
+    has_plotly = False
+live_out = os.path.join(out_dir, "report_interactive.html")
+r = report([results, odd], live_out)
+if r.returncode != 0:
+    problems.append(f"interactive report exited {r.returncode}: {r.stderr[-500:]}")
+else:
+    page = open(live_out, encoding="utf-8").read()
+    if not has_plotly:
+        if "Plotly.newPlot" in page or not re.search(r"id='fig-throughput'[^>]*src='data:image/png", page):
+            problems.append("without plotly the report is not the static one")
+    else:
+        if "<script src" in page or "plotly.js v" not in page:
+            problems.append("plotly.js is not inlined in the interactive report (or a script is fetched)")
+        for fig in FIGURES + [f"fig-loss-{m}" for m in models]:
+            if not re.search(rf"<div id='{re.escape(fig)}' class='sb-plot'", page):
+                problems.append(f"interactive {fig}: no plot <div>")
+                continue
+            m = re.search(rf"<div id='{re.escape(fig)}' class='sb-plot'[^>]*></div><script[^>]*>\(function\(\)"
+                          rf"\{{var f=(\{{.*?\}});Plotly\.newPlot\(\"{re.escape(fig)}\"", page, re.S)
+            if not m:
+                problems.append(f"interactive {fig}: no Plotly.newPlot for its <div>")
+                continue
+            data = json.loads(m.group(1).replace("<\\/", "</"))["data"]
+            points = sum(len(t.get("x") or t.get("y") or []) for t in data)
+            if not data or points == 0:
+                problems.append(f"interactive {fig}: {len(data)} traces, {points} points")
+            else:
+                print(f"{fig}: interactive, {len(data)} traces, {points} points")
+            if re.search(rf"id='{re.escape(fig)}'[^>]*src='data:image/png", page):
+                problems.append(f"interactive {fig}: a PNG too")
+        if "id='figures-kind'" not in page or "interactive" not in page.split("id='figures-kind'")[1][:200]:
+            problems.append("the interactive report does not say its figures are interactive")
 
 # bad input: one clear sentence, exit 2, no report
 not_hdf5 = os.path.join(out_dir, "not_results.h5")

@@ -24,7 +24,7 @@ TABLES = {
     "ranks": ["rank", "dp_rank", "tp_rank", "pp_rank", "step_time_s", "compute_s", "comm_s",
               "bubble_s", "idle_s"],
     "timeline": ["step", "rank", "step_time_s", "compute_s", "tp_comm_s", "p2p_s", "bubble_s",
-                 "dp_comm_s", "optimizer_s"],
+                 "dp_comm_s", "optimizer_s", "compute_cpu_s"],
 }
 INT_FIELDS = {"step", "samples", "tokens", "rank", "dp_rank", "tp_rank", "pp_rank", "params",
               "grads", "optimizer", "activations", "workspace", "comm", "peak_tracked",

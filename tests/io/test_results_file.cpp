@@ -146,7 +146,7 @@ TEST(ResultsFile, RoundTripsEveryField) {
   const std::string tl = run + "/timeline";
   EXPECT_EQ(list_fields(path, tl),
             (std::vector<std::string>{"step", "rank", "step_time_s", "compute_s", "tp_comm_s", "p2p_s",
-                                      "bubble_s", "dp_comm_s", "optimizer_s"}));
+                                      "bubble_s", "dp_comm_s", "optimizer_s", "compute_cpu_s"}));
   expect_same(read_column(path, tl, "step"), column_of(timeline, &TimelineRow::step), "tl step");
   expect_same(read_column(path, tl, "rank"), column_of(timeline, &TimelineRow::rank), "tl rank");
   expect_same(read_column(path, tl, "step_time_s"), column_of(timeline, &TimelineRow::step_time_s), "tl t");
@@ -156,6 +156,7 @@ TEST(ResultsFile, RoundTripsEveryField) {
   expect_same(read_column(path, tl, "bubble_s"), column_of(timeline, &TimelineRow::bubble_s), "tl b");
   expect_same(read_column(path, tl, "dp_comm_s"), column_of(timeline, &TimelineRow::dp_comm_s), "tl dp");
   expect_same(read_column(path, tl, "optimizer_s"), column_of(timeline, &TimelineRow::optimizer_s), "tl o");
+  expect_same(read_column(path, tl, "compute_cpu_s"), column_of(timeline, &TimelineRow::compute_cpu_s), "tl cpu");
 
   EXPECT_EQ(read_attributes(path, run + "/context"),
             (Attributes{{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},

@@ -1,20 +1,26 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Straggler attribution end to end: gpt-nano under dp 2 with rank 1 slowed by 250% from step 2
-on (SB_INJECT_FAILURE=1:2:slow250: it sleeps 2.5 times its own compute before its first
-collective, as a much slower device would), and dp 2 without it. `inspect --json
---straggler-threshold 100` must name rank 1, and only rank 1, of the slowed run and no rank of
-the other. A shared two-core CI machine has shown even ranks 36% apart, beyond inspect's default
-threshold of 20% (right on a machine with a core per rank), so this test raises the threshold
-to 100% and the injection to 250%, each far from the noise; the text of `inspect` says it in a
-sentence and names the threshold. Each rank's compute per step (timeline.compute_s: its own work, the time
-inside the gradient exchange taken out) is read from HDF5 to print the figures.
+"""Straggler attribution end to end: gpt-nano under dp 2 and dp 4 with rank 1 slowed by 250% from
+step 2 on (SB_INJECT_FAILURE=1:2:slow250: it does 2.5 times its own CPU work more before its
+first collective, as a much slower device would), each beside its even twin. `inspect --json
+--straggler-threshold 100` must name rank 1, and only rank 1, of each slowed run and no rank of
+either even run; its text says so in a sentence. `report` of the four files names both slowed
+ranks in its stragglers table (id="stragglers"). Inspect judges the timeline's compute_cpu_s
+(each rank's compute at the share of a CPU it had), step by step against the stage's other
+ranks: on this shared two-core machine even ranks' wall-clock compute_s has been 52% apart, their
+compute_cpu_s up to 25%, so the threshold stays far from both; the per-rank medians of both
+fields are printed beside the verdict. Then two copies of the even dp 2 file with timelines set
+by hand judge the rule with nothing timed: rank 1 given 30% more compute_cpu_s and 30% less
+compute_s is named at the default threshold (20%), by compute_cpu_s; a timeline without
+compute_cpu_s (a file from before it) is judged by compute_s.
 
-Run alone (RUN_SERIAL): it compares timings.
+Run alone (RUN_SERIAL): it reads timings.
 Usage: check_stragglers.py SCALEBENCH MPIEXEC CONFIG OUT_DIR
 """
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -25,6 +31,15 @@ scalebench, mpiexec, config, out_dir = sys.argv[1:5]
 problems = []
 
 
+THRESHOLD = ["--straggler-threshold", "100"]
+
+
+def inspect(out, *threshold):
+    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json", *threshold], capture_output=True,
+                                       text=True, check=True).stdout)
+    return answer["runs"][0]
+
+
 def train(name, dp, slow):
     out = os.path.join(out_dir, f"straggler_{name}.h5")
     env = dict(os.environ)
@@ -33,30 +48,96 @@ def train(name, dp, slow):
         env["SB_INJECT_FAILURE"] = "1:2:slow250"
     subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", str(dp), scalebench, "train",
                     "--config", config, "--out", out, "--force", "--run-id", name, "--progress", "off",
-                    "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", "steps=16", "--set", "eval_every=0",
+                    "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", "steps=30", "--set", "eval_every=0",
                     "--set", "eval_batches=1", "--set", f"batch.global={8 * dp}"],
                    check=True, env=env, stdout=subprocess.DEVNULL)
     with h5py.File(out, "r") as f:
         t = f[f"runs/{name}/timeline"][:]
-        medians = [float(np.median(t[(t["rank"] == r) & (t["step"] > 1)]["compute_s"])) * 1e3 for r in range(dp)]
-    print(f"{name}: median compute per step by rank (ms): {' '.join(f'{m:.1f}' for m in medians)}")
-    threshold = ["--straggler-threshold", "100"]
-    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json", *threshold], capture_output=True,
-                                       text=True, check=True).stdout)
-    if answer["runs"][0]["straggler_threshold_pct"] != 100:
-        problems.append(f"{name}: straggler_threshold_pct {answer['runs'][0]['straggler_threshold_pct']}, not 100")
-    text = subprocess.run([scalebench, "inspect", out, *threshold], capture_output=True, text=True,
-                          check=True).stdout
-    return [s["rank"] for s in answer["runs"][0]["stragglers"]], text
+    for field in ("compute_s", "compute_cpu_s"):
+        medians = [float(np.median(t[(t["rank"] == r) & (t["step"] > 1)][field])) * 1e3 for r in range(dp)]
+        print(f"{name}: median {field} per step by rank (ms): {' '.join(f'{m:.2f}' for m in medians)}")
+    run = inspect(out, *THRESHOLD)
+    if run["straggler_threshold_pct"] != 100:
+        problems.append(f"{name}: straggler_threshold_pct {run['straggler_threshold_pct']}, not 100")
+    for s in run["stragglers"]:
+        print(f"{name}: inspect names rank {s['rank']}: {s['excess_pct']:+.1f}% step by step "
+              f"(spread {s['spread_pct']:.1f}%, by {s['basis']})")
+        if s["basis"] != "compute_cpu_s":
+            problems.append(f"{name}: judged by {s['basis']}, not compute_cpu_s")
+    text = subprocess.run([scalebench, "inspect", out, *THRESHOLD], capture_output=True, text=True, check=True).stdout
+    return out, [s["rank"] for s in run["stragglers"]], text
 
 
-for name, dp, slow in (("dp2_slow", 2, True), ("dp2_even", 2, False)):
-    named, text = train(name, dp, slow)
+files = []
+for name, dp, slow in (("dp2_slow", 2, True), ("dp2_even", 2, False), ("dp4_slow", 4, True), ("dp4_even", 4, False)):
+    out, named, text = train(name, dp, slow)
+    files.append(out)
     wanted = [1] if slow else []
     if named != wanted:
         problems.append(f"{name}: stragglers {named}, not {wanted}")
     if slow and (f"run {name}: rank 1 is a straggler" not in text or "beyond 100%" not in text):
         problems.append(f"{name}: inspect's text does not name rank 1: {text[-400:]!r}")
+
+
+
+def derived(name, source, change):
+    """A copy of a real result file whose timeline change() rewrote (a numpy structured array in,
+    one out): the rule judged on figures set by hand, with nothing timed."""
+    out = os.path.join(out_dir, f"straggler_{name}.h5")
+    shutil.copyfile(source, out)
+    with h5py.File(out, "r+") as f:
+        run = next(iter(f["runs"]))
+        table = change(f[f"runs/{run}/timeline"][:])
+        del f[f"runs/{run}/timeline"]
+        f[f"runs/{run}"].create_dataset("timeline", data=table, maxshape=(None,), chunks=True)
+    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json"], capture_output=True, text=True,
+                                       check=True).stdout)
+    return answer["runs"][0]["stragglers"]
+
+
+def steady(t, base_s):
+    # every step of every rank base_s, give or take 1% (a pattern, not noise)
+    return base_s * (1 + 0.01 * np.sin(t["step"] + 3 * t["rank"]))
+
+
+def cpu_heavier_wall_lighter(t):
+    # rank 1 does 30% more CPU work every step while the scheduler served it better (wall 30% less)
+    t = t.copy()
+    t["compute_cpu_s"] = steady(t, 0.006) * np.where(t["rank"] == 1, 1.3, 1.0)
+    t["compute_s"] = steady(t, 0.02) * np.where(t["rank"] == 1, 0.7, 1.0)
+    return t
+
+
+def wall_only(t):
+    # a file written before compute_cpu_s: judged by compute_s, rank 0 40% longer in wall time
+    t = t.copy()
+    t["compute_s"] = steady(t, 0.01) * np.where(t["rank"] == 0, 1.4, 1.0)
+    keep = [n for n in t.dtype.names if n != "compute_cpu_s"]
+    return np.array(t[keep].tolist(), dtype=[(n, t.dtype[n]) for n in keep])
+
+
+even = files[1]  # dp2_even: its layout and attributes, its timings replaced
+found = derived("cpu_named", even, cpu_heavier_wall_lighter)  # at the default threshold
+if [(s["rank"], s["basis"]) for s in found] != [(1, "compute_cpu_s")]:
+    problems.append(f"30% more CPU work on rank 1 (its wall time 30% less): named {found}, not rank 1 by compute_cpu_s")
+found = derived("wall_named", even, wall_only)
+if [(s["rank"], s["basis"]) for s in found] != [(0, "compute_s")]:
+    problems.append(f"a timeline without compute_cpu_s, rank 0 40% longer: named {found}, not rank 0 by compute_s")
+
+# the report names the same ranks, by the same rule, and no other
+page_path = os.path.join(out_dir, "straggler_report.html")
+r = subprocess.run([scalebench, "report", *files, "-o", page_path, "--static"], capture_output=True, text=True)
+if r.returncode != 0:
+    problems.append(f"report exited {r.returncode}: {r.stderr[-400:]}")
+else:
+    page = open(page_path, encoding="utf-8").read()
+    table = re.search(r'<table id="stragglers">(.*?)</table>', page, re.S)
+    named = set(re.findall(r"<tr data-run='([^']*)' data-rank='(\d+)'>", table.group(1))) if table else set()
+    # the slowed ranks at the report's (inspect's default) 20%; an even run's ranks may wander past it
+    if not {("dp2_slow", "1"), ("dp4_slow", "1")} <= named or ("dp2_slow", "0") in named:
+        problems.append(f"the report's stragglers table names {sorted(named)}, not rank 1 of dp2_slow and dp4_slow")
+    if "<h2>Stragglers</h2>" not in page or "dp2_slow: rank 1" not in page:
+        problems.append("the report has no Stragglers section naming dp2_slow's rank 1")
 
 if problems:
     sys.exit("FAIL: " + "; ".join(problems))
