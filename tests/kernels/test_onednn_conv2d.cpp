@@ -222,3 +222,47 @@ TEST(OnednnConv2d, PrimitivesRunOnTheReportedIsa) {
 
 }  // namespace
 }  // namespace sb::kernels::testing
+
+namespace sb::kernels::testing {
+namespace {
+
+// Data parallelism splits a batch across ranks: the ResNet's layers on 16 images give what two
+// halves of 8 give, the same bits per image for out and dinp, and dweight and dbias up to the
+// order in which the halves' sums are added (oneDNN's own reduction over 16 images and over 8
+// differs by ~1e-4 here, which 5 SGD steps at dp 2 amplified to 6% of the update).
+TEST(OnednnConv2d, HalvesOfABatchGiveTheWholeBatchsResults) {
+  if (!onednn_runs_fp32_conv2d()) GTEST_SKIP() << "own kernels at ISA " << onednn_cpu_isa();
+  MemoryTracker tracker;
+  WideningScratch scratch(tracker, "test scratch");
+  cpu::OnednnConv2d conv(scratch);
+  for (const ConvCase& whole : {ConvCase{16, 1, 28, 28, 16, 3, 1, 1}, ConvCase{16, 16, 28, 28, 16, 3, 1, 1},
+                                ConvCase{16, 16, 28, 28, 32, 3, 2, 1}, ConvCase{16, 16, 28, 28, 32, 1, 2, 0},
+                                ConvCase{16, 32, 14, 14, 32, 3, 1, 1}, ConvCase{16, 32, 14, 14, 64, 3, 2, 1},
+                                ConvCase{16, 32, 14, 14, 64, 1, 2, 0}, ConvCase{16, 64, 7, 7, 64, 3, 1, 1}}) {
+    ConvCase half = whole;
+    half.N = whole.N / 2;
+    const auto inp = random_floats(whole.inputs(), 1), weight = random_floats(whole.weights(), 2);
+    const auto dout = random_floats(whole.outputs(), 3);
+    std::vector<float> out(whole.outputs()), dinp(whole.inputs()), dweight(whole.weights()), dbias(whole.OC);
+    std::vector<float> out2 = out, dinp2 = dinp, dweight2 = dweight, dbias2 = dbias;
+    const auto run = [&](const ConvCase& c, i64 first, float* o, float* di, float* dw, float* db) {
+      const i64 in = first * c.C * c.H * c.W, on = first * c.OC * c.OH() * c.OW();
+      conv.forward(o + on, inp.data() + in, weight.data(), nullptr, c.N, c.C, c.H, c.W, c.OC, c.K, c.K, c.stride,
+                   c.pad);
+      conv.backward(di + in, dw, db, dout.data() + on, inp.data() + in, weight.data(), c.N, c.C, c.H, c.W, c.OC, c.K,
+                    c.K, c.stride, c.pad);
+    };
+    run(whole, 0, out.data(), dinp.data(), dweight.data(), dbias.data());
+    run(half, 0, out2.data(), dinp2.data(), dweight2.data(), dbias2.data());
+    run(half, half.N, out2.data(), dinp2.data(), dweight2.data(), dbias2.data());
+    expect_close("out", as_doubles(out2), as_doubles(out), {0, 0}, whole.text());
+    expect_close("dinp", as_doubles(dinp2), as_doubles(dinp), {0, 0}, whole.text());
+    // 16 per-image partials (~30 each) added in another association: a few 1e-5 (oneDNN's own
+    // reduction over 16 images against 8: up to 5e-4)
+    expect_close("dweight", as_doubles(dweight2), as_doubles(dweight), {1e-5, 5e-5}, whole.text());
+    expect_close("dbias", as_doubles(dbias2), as_doubles(dbias), {1e-5, 5e-5}, whole.text());
+  }
+}
+
+}  // namespace
+}  // namespace sb::kernels::testing
