@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <dnnl.hpp>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -261,26 +262,17 @@ void run_forward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* out, 
   scratch.release_all();
 }
 
+// The weight gradient group by group, each group's images reordered on their own: where the
+// groups' primitives chose layouts that are not one batch's slices.
 template <class T>
-void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, float* dweight, float* dbias,
-                  const T* dout, const T* inp, const T* weight, const ConvShape& s) {
+void weight_gradient_by_group(OnednnConv2d::Primitives& p, WideningScratch& scratch, float* dweight, float* dbias,
+                              const T* dout, const T* inp, const ConvShape& s, Pass pass, i64 groups) {
   constexpr dt type = type_of<T>();
-  const memory::desc plain_dout(s.dst(), type, tag::nchw);
-  if (dinp) {
-    Call call(p.conv(Pass::backward_data, type, s), p.engine, p.stream, scratch);
-    call.input(DNNL_ARG_DIFF_DST, dout, plain_dout);
-    call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
-    call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
-    call.run();
-    scratch.release_all();
-  }
-  const Pass pass = dbias ? Pass::backward_weights_bias : Pass::backward_weights;
   const i64 weights = s.OC * s.C * s.KH * s.KW, image_in = s.C * s.H * s.W, image_out = s.OC * s.OH() * s.OW();
   std::vector<float>& weight_sums = p.weight_sums;
   std::vector<float>& bias_sums = p.bias_sums;
   weight_sums.resize(static_cast<std::size_t>(weights));
   bias_sums.assign(static_cast<std::size_t>(s.OC), 0.0f);
-  const i64 groups = std::min(s.N, kWeightGradientGroups);
   for (i64 g = 0; g < groups; ++g) {
     const i64 n0 = g * s.N / groups;
     ConvShape group = s;
@@ -298,6 +290,106 @@ void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp
   for (i64 i = 0; i < weights; ++i) dweight[i] += weight_sums[i];
   if (dbias)
     for (i64 o = 0; o < s.OC; ++o) dbias[o] += bias_sums[o];
+}
+
+// `desc` with n images where its layout keeps images apart (the batch outermost and not blocked),
+// so that a group of images is a slice of a batch's buffer; nullopt otherwise.
+std::optional<memory::desc> with_batch(const memory::desc& desc, i64 n) {
+  dnnl_memory_desc_t d = desc.data;
+  if (d.format_kind != dnnl_blocked || d.extra.flags != 0 || d.offset0 != 0) return std::nullopt;
+  const auto& blocking = d.format_desc.blocking;
+  for (int i = 0; i < blocking.inner_nblks; ++i)
+    if (blocking.inner_idxs[i] == 0) return std::nullopt;
+  for (int i = 1; i < d.ndims; ++i)
+    if (blocking.strides[i] > blocking.strides[0]) return std::nullopt;
+  d.dims[0] = n;
+  d.padded_dims[0] = n;
+  return memory::desc(d);
+}
+
+template <class T>
+void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, float* dweight, float* dbias,
+                  const T* dout, const T* inp, const T* weight, const ConvShape& s) {
+  constexpr dt type = type_of<T>();
+  const memory::desc plain_dout(s.dst(), type, tag::nchw);
+  if (dinp) {
+    Call call(p.conv(Pass::backward_data, type, s), p.engine, p.stream, scratch);
+    call.input(DNNL_ARG_DIFF_DST, dout, plain_dout);
+    call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
+    call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
+    call.run();
+    scratch.release_all();
+  }
+  const Pass pass = dbias ? Pass::backward_weights_bias : Pass::backward_weights;
+  const i64 groups = std::min(s.N, kWeightGradientGroups);
+  const auto group_shape = [&](i64 g) {
+    ConvShape group = s;
+    group.N = (g + 1) * s.N / groups - g * s.N / groups;
+    return group;
+  };
+  const Conv& first = p.conv(pass, type, group_shape(0));
+  const std::optional<memory::desc> src = with_batch(first.descs.at(DNNL_ARG_SRC), s.N);
+  const std::optional<memory::desc> ddst = with_batch(first.descs.at(DNNL_ARG_DIFF_DST), s.N);
+  const memory::desc& partial = first.descs.at(DNNL_ARG_DIFF_WEIGHTS);
+  bool one_layout = src && ddst;
+  std::size_t scratchpad_bytes = 0;
+  for (i64 g = 0; g < groups && one_layout; ++g) {
+    const ConvShape group = group_shape(g);
+    const Conv& conv = p.conv(pass, type, group);
+    one_layout = conv.descs.at(DNNL_ARG_SRC) == *with_batch(*src, group.N) &&
+                 conv.descs.at(DNNL_ARG_DIFF_DST) == *with_batch(*ddst, group.N) &&
+                 conv.descs.at(DNNL_ARG_DIFF_WEIGHTS) == partial;
+    scratchpad_bytes = std::max(scratchpad_bytes, conv.scratchpad.get_size());
+  }
+  if (!one_layout) {
+    weight_gradient_by_group(p, scratch, dweight, dbias, dout, inp, s, pass, groups);
+    return;
+  }
+  // The batch reordered once into the groups' layout, each group a slice of it; the groups'
+  // partials summed in that layout, then added into dweight by one reorder.
+  const memory user_src(memory::desc(s.src(), type, tag::nchw), p.engine, writable(inp));
+  const memory user_ddst(plain_dout, p.engine, writable(dout));
+  const memory whole_src = *src == user_src.get_desc() ? user_src
+                                                      : memory(*src, p.engine, take_bytes(scratch, src->get_size()));
+  const memory whole_ddst =
+      *ddst == plain_dout ? user_ddst : memory(*ddst, p.engine, take_bytes(scratch, ddst->get_size()));
+  if (whole_src.get_data_handle() != user_src.get_data_handle()) reorder(p.stream, user_src, whole_src, false);
+  if (whole_ddst.get_data_handle() != user_ddst.get_data_handle()) reorder(p.stream, user_ddst, whole_ddst, false);
+  const i64 partial_floats = static_cast<i64>(partial.get_size() / sizeof(float));
+  float* sum = take_bytes(scratch, partial.get_size());
+  float* part = take_bytes(scratch, partial.get_size());
+  float* bias_part = dbias ? scratch.take(s.OC) : nullptr;
+  void* scratchpad = scratchpad_bytes > 0 ? take_bytes(scratch, scratchpad_bytes) : nullptr;
+  std::vector<float>& bias_sums = p.bias_sums;
+  bias_sums.assign(static_cast<std::size_t>(s.OC), 0.0f);
+  const std::size_t src_image = src->get_size() / static_cast<std::size_t>(s.N);
+  const std::size_t ddst_image = ddst->get_size() / static_cast<std::size_t>(s.N);
+  for (i64 g = 0; g < groups; ++g) {
+    const ConvShape group = group_shape(g);
+    const Conv& conv = p.conv(pass, type, group);
+    const auto n0 = static_cast<std::size_t>(g * s.N / groups);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(conv.descs.at(DNNL_ARG_SRC), p.engine,
+                              static_cast<char*>(whole_src.get_data_handle()) + n0 * src_image)},
+        {DNNL_ARG_DIFF_DST, memory(conv.descs.at(DNNL_ARG_DIFF_DST), p.engine,
+                                   static_cast<char*>(whole_ddst.get_data_handle()) + n0 * ddst_image)},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(partial, p.engine, g == 0 ? sum : part)}};
+    if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(conv.descs.at(DNNL_ARG_DIFF_BIAS), p.engine, bias_part));
+    if (scratchpad) args.emplace(DNNL_ARG_SCRATCHPAD, memory(conv.scratchpad, p.engine, scratchpad));
+    conv.primitive.execute(p.stream, args);
+    p.stream.wait();
+    if (g > 0)
+      for (i64 i = 0; i < partial_floats; ++i) sum[i] += part[i];
+    if (dbias)
+      for (i64 o = 0; o < s.OC; ++o) bias_sums[o] += bias_part[o];
+  }
+  const memory sum_memory(partial, p.engine, sum);
+  const memory user_dweight(memory::desc(s.weights(), dt::f32, tag::oihw), p.engine, dweight);
+  reorder(p.stream, sum_memory, user_dweight, true);
+  p.stream.wait();
+  if (dbias)
+    for (i64 o = 0; o < s.OC; ++o) dbias[o] += bias_sums[o];
+  scratch.release_all();
 }
 
 }  // namespace
