@@ -65,12 +65,14 @@ void BM_gpt_bf16_training_step(benchmark::State& state, const std::string& model
   gpt_training_step<sb::bf16>(state, model_name);
 }
 
-void BM_resnet_training_step(benchmark::State& state) {
+// S: the storage type, as for the GPT.
+template <class S>
+void resnet_training_step(benchmark::State& state) {
   const auto N = state.range(0);
   const auto config = sb::resnet::resnet_config_by_name("resnet-mini");
   static const auto mnist = sb::data::load_mnist(data_dir() + "/mnist", "train");
   sb::MemoryTracker tracker;
-  sb::resnet::ResnetModel model(config, N, sb::kernels::Backend::cpu, tracker);
+  sb::resnet::ResnetModelT<S> model(config, N, sb::kernels::Backend::cpu, tracker);
   model.init_weights(1);
   sb::optim::Sgd optimizer(model.parameter_slices(), {}, sb::kernels::Backend::cpu, tracker);
   sb::data::ImageBatcher batches(mnist, N, 1, true);
@@ -85,6 +87,7 @@ void BM_resnet_training_step(benchmark::State& state) {
     benchmark::DoNotOptimize(model.forward(images.data(), labels.data(), N, true));
     model.backward();
     optimizer.clip_and_step(0.01);
+    model.sync_storage_parameters();
     Kokkos::fence();
   };
   training_step();
@@ -95,9 +98,13 @@ void BM_resnet_training_step(benchmark::State& state) {
   state.counters["batch"] = static_cast<double>(N);
 }
 
+void BM_resnet_training_step(benchmark::State& state) { resnet_training_step<float>(state); }
+void BM_resnet_bf16_training_step(benchmark::State& state) { resnet_training_step<sb::bf16>(state); }
+
 }  // namespace
 
 BENCHMARK(BM_resnet_training_step)->Name("BM_resnet_training_step/resnet_mini")->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_resnet_bf16_training_step)->Name("BM_resnet_bf16_training_step/resnet_mini_bf16")->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_nano, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_tiny, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_small, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -3,7 +3,8 @@
 # Side-by-side training-step times: scalebench (bench_train) and PyTorch eager
 # (pytorch_peer.py) on the same model, batch and threads, alternated round by round so both
 # see the same machine load; prints medians and the ratio torch/ours (> 1: ours is faster).
-# gpt-tiny-bf16: our bf16 storage against PyTorch's autocast bf16.
+# A -bf16 case (gpt-tiny-bf16, resnet-mini-64-bf16, resnet-mini-128-bf16): our bf16 storage against
+# PyTorch's autocast bf16.
 """Usage: /usr/bin/python3 bench/compare_pytorch.py [--rounds 3] [--threads 1 2] [--models gpt-tiny resnet-mini-128 ...] [--torch-steps 25]"""
 import argparse
 import json
@@ -17,7 +18,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 # storage for us and torch.autocast bf16 for PyTorch.
 CASES = {"gpt-nano": ("gpt_nano/16", 16), "gpt-tiny": ("gpt_tiny/16", 16), "gpt-small": ("gpt_small/8", 8),
          "gpt-tiny-bf16": ("gpt_tiny_bf16/16", 16),
-         "resnet-mini-64": ("resnet_mini/64", 64), "resnet-mini-128": ("resnet_mini/128", 128)}
+         "resnet-mini-64": ("resnet_mini/64", 64), "resnet-mini-128": ("resnet_mini/128", 128),
+         "resnet-mini-64-bf16": ("resnet_mini_bf16/64", 64), "resnet-mini-128-bf16": ("resnet_mini_bf16/128", 128)}
 OPENMP_BLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 
 
@@ -54,7 +56,7 @@ def main():
     parser.add_argument("--torch-steps", type=int, default=25, help="PyTorch steps per round (the first 3 are dropped)")
     args = parser.parse_args()
     build = pathlib.Path(args.build)
-    print(f"{'model':<13} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
+    print(f"{'model':<20} {'batch':>5} {'threads':>7} {'ours ms':>9} {'torch ms':>9} {'torch/ours':>10}")
     rows = []
     for threads in args.threads:
         # Each round runs every model once, ours then torch, so all cases of one thread count
@@ -69,7 +71,7 @@ def main():
                        torch_s=statistics.median(b[model]))
             row["ratio"] = row["torch_s"] / row["ours_s"]
             rows.append(row)
-            print(f"{model:<13} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
+            print(f"{model:<20} {row['batch']:>5} {threads:>7} {1e3 * row['ours_s']:>9.1f} "
                   f"{1e3 * row['torch_s']:>9.1f} {row['ratio']:>10.2f}", flush=True)
     print(json.dumps(rows))
 

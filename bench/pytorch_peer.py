@@ -116,12 +116,14 @@ def time_resnet(args, np, torch):
         y = torch.from_numpy(labels[index].astype(np.int64))
         t0 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
         times.append(time.perf_counter() - t0)
     steady = sorted(times[min(3, len(times) - 1):])
-    return dict(model=args.model, batch=args.batch, threads=args.threads, torch=str(torch.__version__),
+    return dict(model=args.model, batch=args.batch, threads=args.threads, precision=args.precision,
+                torch=str(torch.__version__),
                 steps=args.steps, step_time_median_s=steady[len(steady) // 2])
 
 

@@ -30,6 +30,15 @@ bool onednn_has_native_bf16() {
   return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core_bf16);
 }
 
+bool onednn_runs_fp32_conv2d() { return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core); }
+
+std::string conv2d_implementation(const std::string& precision) {
+  const std::string fp32 = onednn_runs_fp32_conv2d() ? "onednn" : "own";
+  if (precision == "fp32") return fp32;
+  if (precision == "bf16" && onednn_has_native_bf16()) return "onednn";
+  return "widened+" + fp32;
+}
+
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}.{}.{} ({})", v->major, v->minor, v->patch, v->hash);

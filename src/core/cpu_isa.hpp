@@ -17,6 +17,17 @@ std::string onednn_cpu_isa();
 // and widening to fp32 for OpenBLAS is the faster path.
 bool onednn_has_native_bf16();
 
+// True where oneDNN runs at AVX-512 or above: the cpu back-end's fp32 convolutions then run as
+// oneDNN primitives (kernels/cpu/onednn_conv2d.hpp); below that the own kernels (conv2d.cpp) are
+// the faster ones.
+bool onednn_runs_fp32_conv2d();
+
+// The convolutions StorageKernels runs on the cpu back-end at a storage precision, as runs
+// record them (context.conv2d_fp32, context.conv2d_bf16): "onednn" (oneDNN primitives, bf16 ones
+// for "bf16"), "own" (conv2d.cpp's shifted-plane / im2col kernels), or for bf16 and fp16
+// "widened+onednn" / "widened+own" (operands widened to fp32 for those).
+std::string conv2d_implementation(const std::string& precision);
+
 // "2.6.3 (a1b2c3d)": the oneDNN library this process runs.
 std::string onednn_version();
 

@@ -13,6 +13,7 @@
 #include "core/cpu_isa.hpp"
 #include "core/device_memory.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
+#include "kernels/cpu/onednn_conv2d.hpp"
 
 namespace sb::kernels {
 
@@ -144,6 +145,11 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
   if constexpr (std::is_same_v<S, bf16>) {
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
+  }
+  if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
+    conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
+    onednn_conv_ = std::make_unique<cpu::OnednnConv2d>(*conv_scratch_);
+    native_conv_ = std::is_same_v<S, bf16> && onednn_has_native_bf16();
   }
 }
 
@@ -409,10 +415,17 @@ void StorageKernels<S>::conv2d_forward(S* out, const S* inp, const S* weight, co
   const CallRecord record(recorder_, "conv2d_forward", {N, C, H, W, OC, KH, KW, stride, pad},
                           conv2d_forward_work(N, C, H, W, OC, KH, KW, stride, pad, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  const bool onednn = onednn_conv_ && N > 0;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (onednn && native_conv_)
+      return onednn_conv_->forward(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad);
+  }
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());
-  k_->conv2d_forward(w.out(out, N * OC * OH * OW), w.in(inp, N * C * H * W), w.in(weight, OC * C * KH * KW),
-                     w.in(bias, OC), N, C, H, W, OC, KH, KW, stride, pad);
+  float* o = w.out(out, N * OC * OH * OW);
+  const float *i = w.in(inp, N * C * H * W), *wt = w.in(weight, OC * C * KH * KW), *b = w.in(bias, OC);
+  if (onednn) return onednn_conv_->forward(o, i, wt, b, N, C, H, W, OC, KH, KW, stride, pad);
+  k_->conv2d_forward(o, i, wt, b, N, C, H, W, OC, KH, KW, stride, pad);
 }
 
 template <class S>
@@ -423,11 +436,17 @@ void StorageKernels<S>::conv2d_backward(S* dinp, float* dweight, float* dbias, c
                           {N, C, H, W, OC, KH, KW, stride, pad},
                           conv2d_backward_work(N, C, H, W, OC, KH, KW, stride, pad, dinp != nullptr, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  const bool onednn = onednn_conv_ && N > 0;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (onednn && native_conv_)
+      return onednn_conv_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride, pad);
+  }
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());
-  k_->conv2d_backward(w.inout(dinp, N * C * H * W), dweight, dbias, w.in(dout, N * OC * OH * OW),
-                      w.in(inp, N * C * H * W), w.in(weight, OC * C * KH * KW), N, C, H, W, OC, KH, KW, stride,
-                      pad);
+  float* di = w.inout(dinp, N * C * H * W);
+  const float *d = w.in(dout, N * OC * OH * OW), *i = w.in(inp, N * C * H * W), *wt = w.in(weight, OC * C * KH * KW);
+  if (onednn) return onednn_conv_->backward(di, dweight, dbias, d, i, wt, N, C, H, W, OC, KH, KW, stride, pad);
+  k_->conv2d_backward(di, dweight, dbias, d, i, wt, N, C, H, W, OC, KH, KW, stride, pad);
 }
 
 template <class S>

@@ -14,7 +14,9 @@
 // device scratch with the cuda conversion kernels. On the cpu back-end with bf16 S, the linear
 // layer's GEMMs run as oneDNN bf16 matmuls (fp32 accumulation) where the CPU has AMX-BF16 or
 // AVX512-BF16 (core/cpu_isa.hpp, decided once at construction); below that they widen too.
-// Leaves out 16-bit convolutions on the CPU and fp16 GEMM instructions there.
+// On the cpu back-end the convolutions run as oneDNN primitives where oneDNN's ISA is AVX-512 or
+// above (fp32, and the widened 16-bit ones), with bf16 operands where the CPU has AMX-BF16 or
+// AVX512-BF16; below that the own kernels (conv2d.cpp). Leaves out fp16 GEMM instructions.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +84,7 @@ struct NativeStorageKernels {
 
 namespace cpu {
 class OnednnBf16Matmul;  // kernels/cpu/onednn_bf16_matmul.hpp
+class OnednnConv2d;      // kernels/cpu/onednn_conv2d.hpp
 }  // namespace cpu
 
 namespace cuda {
@@ -125,6 +128,10 @@ class StorageKernels {
   // Whether matmul calls widen 16-bit operands to fp32 for the float GEMM: false for float S,
   // for the cuda native table and for the cpu's oneDNN bf16 matmuls.
   bool widens_gemms() const;
+  // Whether conv2d calls run as oneDNN primitives (cpu back-end, oneDNN at AVX-512 or above),
+  // and whether those take the 16-bit operands directly (bf16 S with bf16 instructions).
+  bool onednn_convolutions() const { return onednn_conv_ != nullptr; }
+  bool native_convolutions() const { return native_conv_; }
 
   // Whether calls run: false under a record_only recorder, whose model holds no memory.
   bool runs_kernels() const { return !recorder_ || recorder_->runs_kernels(); }
@@ -195,6 +202,9 @@ class StorageKernels {
   const NativeStorageKernels<S>* native_ = nullptr;  // 16-bit S on cuda: the GPT's kernels
   std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
   std::unique_ptr<cpu::OnednnBf16Matmul> onednn_matmul_;  // bf16 S on a cpu with bf16 instructions
+  std::unique_ptr<WideningScratch> conv_scratch_;         // oneDNN's layouts and results
+  std::unique_ptr<cpu::OnednnConv2d> onednn_conv_;        // cpu, oneDNN at AVX-512 or above
+  bool native_conv_ = false;                              // bf16 S into onednn_conv_ directly
   KernelRecorder* recorder_ = nullptr;
 };
 

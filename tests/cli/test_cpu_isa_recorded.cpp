@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ISA oneDNN dispatched to, read back from a bf16 run's context: the process's own ISA
-// without a cap, and avx2 under ONEDNN_MAX_CPU_ISA=AVX2 (where the bf16 GEMMs widen to fp32).
+// without a cap, and avx2 under ONEDNN_MAX_CPU_ISA=AVX2 (where the bf16 GEMMs widen to fp32), with
+// the convolutions the cpu back-end runs at each precision (the own kernels under the AVX2 cap).
 // Leaves out the kernels themselves (tests/kernels/test_onednn_bf16_matmul.cpp).
 #include <gtest/gtest.h>
 
@@ -24,6 +25,8 @@ TEST(CpuIsaRecorded, Bf16RunRecordsTheIsaOneDnnDispatchesTo) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "cpu_isa"), onednn_cpu_isa());
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "onednn"), onednn_version());
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), conv2d_implementation("fp32"));
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), conv2d_implementation("bf16"));
 }
 
 TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {
@@ -32,6 +35,8 @@ TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {
   const CommandResult r = scratch.run_under("env ONEDNN_MAX_CPU_ISA=AVX2", kTrainBf16 + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "cpu_isa"), "avx2");
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), "own");
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), "widened+own");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ TEST(RunContext, HasEveryKeyInOrder) {
                       "hostnames", "host_count", "cpu_model", "cores", "threads",
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
                       "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
-                      "blas_threading", "blas_library", "onednn", "cpu_isa", "compiler", "build_type", "git_sha", "omp_proc_bind",
+                      "blas_threading", "blas_library", "onednn", "cpu_isa", "conv2d_fp32", "conv2d_bf16", "compiler", "build_type", "git_sha", "omp_proc_bind",
                       "omp_places"}));
   const auto value = [&](const std::string& key) {
     for (const auto& [k, v] : context) {
@@ -39,6 +39,8 @@ TEST(RunContext, HasEveryKeyInOrder) {
   EXPECT_NE(value("blas").find("OpenBLAS"), std::string::npos) << value("blas");
   EXPECT_EQ(value("onednn").rfind("2.", 0), 0u) << value("onednn");
   EXPECT_EQ(value("cpu_isa"), onednn_cpu_isa());
+  EXPECT_EQ(value("conv2d_fp32"), conv2d_implementation("fp32"));
+  EXPECT_EQ(value("conv2d_bf16"), conv2d_implementation("bf16"));
   EXPECT_NE(value("mpi_library"), "unknown");
   EXPECT_EQ(value("mpi_library").find('\n'), std::string::npos);
   EXPECT_NE(value("cpu_model"), "");

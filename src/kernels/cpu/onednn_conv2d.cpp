@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+// 2-D convolutions as oneDNN primitives, created once per shape, pass and data type and reused.
+// oneDNN picks the layouts its kernels want (blocked, nChw16c-like); the model's NCHW operands
+// are reordered into them and the results back, once per call. Results that are accumulated
+// (dinp, dweight) come back through a reorder with a sum post-op: old value + result in fp32,
+// rounded once to the destination's type. dbias is added from oneDNN's fp32 diff_bias. The
+// weight gradient is summed as conv2d.cpp's is: the images cut into up to kWeightGradientGroups
+// contiguous groups, one primitive call each, the groups' sums added in image order. oneDNN's
+// own reduction over a batch rounds differently for each batch size, and resnet-mini's training
+// amplifies that: 5 SGD steps at dp 2 (8 images a rank) drifted 5% from one rank's 16, with
+// groups of 4 still 0.2%; with one image a group up to 16 images, 2e-6 as the own kernels. The
+// forward and dinp are the same bits for an image whatever the batch.
+#include "kernels/cpu/onednn_conv2d.hpp"
+
+#include <algorithm>
+#include <dnnl.hpp>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "core/check.hpp"
+
+namespace sb::kernels::cpu {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+struct ConvShape {
+  i64 N, C, H, W, OC, KH, KW, stride, pad;
+  i64 OH() const { return (H + 2 * pad - KH) / stride + 1; }
+  i64 OW() const { return (W + 2 * pad - KW) / stride + 1; }
+  memory::dims src() const { return {N, C, H, W}; }
+  memory::dims weights() const { return {OC, C, KH, KW}; }
+  memory::dims dst() const { return {N, OC, OH(), OW()}; }
+  memory::dims strides() const { return {stride, stride}; }
+  memory::dims padding_l() const { return {pad, pad}; }
+  // The right padding that makes oneDNN's output extent ours exactly: pad, less the rows the
+  // stride leaves unread (at most stride - 1).
+  memory::dims padding_r() const {
+    return {(OH() - 1) * stride + KH - H - pad, (OW() - 1) * stride + KW - W - pad};
+  }
+};
+
+enum class Pass { forward, forward_bias, backward_data, backward_weights, backward_weights_bias };
+
+using Key = std::tuple<Pass, dt, i64, i64, i64, i64, i64, i64, i64, i64, i64>;
+
+Key key_of(Pass pass, dt type, const ConvShape& s) {
+  return {pass, type, s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad};
+}
+
+memory::desc any(const memory::dims& dims, dt type) { return memory::desc(dims, type, tag::any); }
+
+// One cached primitive with the layouts it chose for its arguments.
+struct Conv {
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory::desc> descs;  // DNNL_ARG_* -> layout
+  memory::desc scratchpad;
+  std::string implementation;
+};
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// The forward primitive descriptor (also the hint of the backward ones).
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvShape& s, dt type, bool bias,
+                                                     const dnnl::engine& engine) {
+  using dnnl::convolution_forward;
+  const memory::desc src = any(s.src(), type), wei = any(s.weights(), type), dst = any(s.dst(), type);
+  const auto desc =
+      bias ? convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
+                                       wei, memory::desc({s.OC}, type, tag::x), dst, s.strides(), s.padding_l(),
+                                       s.padding_r())
+           : convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
+                                       wei, dst, s.strides(), s.padding_l(), s.padding_r());
+  return convolution_forward::primitive_desc(desc, user_scratchpad(), engine);
+}
+
+Conv make_conv(Pass pass, dt type, const ConvShape& s, const dnnl::engine& engine) {
+  Conv conv;
+  const auto finish = [&conv](const auto& pd, std::initializer_list<int> args) {
+    for (int arg : args) conv.descs[arg] = pd.query_md(dnnl::query::exec_arg_md, arg);
+    conv.scratchpad = pd.scratchpad_desc();
+    conv.implementation = pd.impl_info_str();
+  };
+  if (pass == Pass::forward || pass == Pass::forward_bias) {
+    const bool bias = pass == Pass::forward_bias;
+    const auto pd = forward_pd(s, type, bias, engine);
+    conv.primitive = dnnl::convolution_forward(pd);
+    if (bias)
+      finish(pd, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST});
+    else
+      finish(pd, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST});
+    return conv;
+  }
+  const auto hint = forward_pd(s, type, false, engine);
+  if (pass == Pass::backward_data) {
+    using dnnl::convolution_backward_data;
+    const convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any(s.src(), dt::f32),
+                                               any(s.weights(), type), any(s.dst(), type), s.strides(),
+                                               s.padding_l(), s.padding_r());
+    const convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine, hint);
+    conv.primitive = convolution_backward_data(pd);
+    finish(pd, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC});
+    return conv;
+  }
+  using dnnl::convolution_backward_weights;
+  const bool bias = pass == Pass::backward_weights_bias;
+  const memory::desc src = any(s.src(), type), dwei = any(s.weights(), dt::f32), ddst = any(s.dst(), type);
+  const auto desc = bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src, dwei,
+                                                              memory::desc({s.OC}, dt::f32, tag::x), ddst,
+                                                              s.strides(), s.padding_l(), s.padding_r())
+                         : convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src, dwei, ddst,
+                                                              s.strides(), s.padding_l(), s.padding_r());
+  const convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), engine, hint);
+  conv.primitive = convolution_backward_weights(pd);
+  if (bias)
+    finish(pd, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS});
+  else
+    finish(pd, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS});
+  return conv;
+}
+
+void* writable(const void* p) { return const_cast<void*>(p); }
+
+template <class T>
+constexpr dt type_of() {
+  return std::is_same_v<T, float> ? dt::f32 : dt::bf16;
+}
+
+}  // namespace
+
+// Groups of the weight gradient's images, as conv2d.cpp's kMinWeightPartials: up to 16 images
+// one each, so a batch split over data-parallel ranks sums the same per-image partials.
+constexpr i64 kWeightGradientGroups = 16;
+
+struct OnednnConv2d::Primitives {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, Conv> convs;
+  std::string last_implementation = "none";
+  std::vector<float> weight_sums, bias_sums;  // the weight gradient's groups, summed (plain, fp32)
+
+  const Conv& conv(Pass pass, dt type, const ConvShape& s) {
+    const Key key = key_of(pass, type, s);
+    auto found = convs.find(key);
+    if (found == convs.end()) found = convs.emplace(key, make_conv(pass, type, s, engine)).first;
+    last_implementation = found->second.implementation;
+    return found->second;
+  }
+};
+
+namespace {
+
+float* take_bytes(WideningScratch& scratch, std::size_t bytes) {
+  return scratch.take(static_cast<i64>((bytes + sizeof(float) - 1) / sizeof(float)));
+}
+
+void reorder(dnnl::stream& stream, const memory& from, const memory& to, bool accumulate) {
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops sum;
+    sum.append_sum(1.0f);
+    attr.set_post_ops(sum);
+  }
+  const dnnl::reorder::primitive_desc pd(from, to, attr);
+  dnnl::reorder(pd).execute(stream, const_cast<memory&>(from), const_cast<memory&>(to));
+}
+
+// One call of a cached primitive on the model's plain buffers: inputs reordered into the
+// layouts it chose where they differ, outputs written in place where the layouts agree and
+// nothing is accumulated, otherwise into scratch and reordered (summed) into place.
+class Call {
+ public:
+  Call(const Conv& conv, const dnnl::engine& engine, dnnl::stream& stream, WideningScratch& scratch)
+      : conv_(conv), engine_(engine), stream_(stream), scratch_(scratch) {}
+
+  void input(int arg, const void* data, const memory::desc& plain) {
+    const memory user(plain, engine_, writable(data));
+    const memory::desc& want = conv_.descs.at(arg);
+    if (want == plain) {
+      args_.emplace(arg, user);
+      return;
+    }
+    const memory inside(want, engine_, take_bytes(scratch_, want.get_size()));
+    reorder(stream_, user, inside, false);
+    args_.emplace(arg, inside);
+  }
+
+  void output(int arg, void* data, const memory::desc& plain, bool accumulate) {
+    const memory user(plain, engine_, data);
+    const memory::desc& want = conv_.descs.at(arg);
+    if (want == plain && !accumulate) {
+      args_.emplace(arg, user);
+      return;
+    }
+    const memory inside(want, engine_, take_bytes(scratch_, want.get_size()));
+    args_.emplace(arg, inside);
+    after_.push_back({inside, user, accumulate});
+  }
+
+  // An fp32 result into scratch as it lies (the caller adds it in).
+  const float* result(int arg) {
+    const memory::desc& want = conv_.descs.at(arg);
+    float* data = take_bytes(scratch_, want.get_size());
+    args_.emplace(arg, memory(want, engine_, data));
+    return data;
+  }
+
+  void run() {
+    if (conv_.scratchpad.get_size() > 0)
+      args_.emplace(DNNL_ARG_SCRATCHPAD,
+                    memory(conv_.scratchpad, engine_, take_bytes(scratch_, conv_.scratchpad.get_size())));
+    conv_.primitive.execute(stream_, args_);
+    for (const Pending& p : after_) reorder(stream_, p.inside, p.user, p.accumulate);
+    stream_.wait();
+  }
+
+ private:
+  struct Pending {
+    memory inside, user;
+    bool accumulate;
+  };
+  const Conv& conv_;
+  const dnnl::engine& engine_;
+  dnnl::stream& stream_;
+  WideningScratch& scratch_;
+  std::unordered_map<int, memory> args_;
+  std::vector<Pending> after_;
+};
+
+ConvShape checked_shape(const char* kernel, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                        i64 pad) {
+  const ConvShape s{N, C, H, W, OC, KH, KW, stride, pad};
+  SB_CHECK(N > 0 && C > 0 && OC > 0 && KH > 0 && KW > 0 && stride > 0 && pad >= 0 && H + 2 * pad >= KH &&
+               W + 2 * pad >= KW,
+           "oneDNN {}: N={} C={} H={} W={} OC={} kernel {}x{} stride {} padding {} has no output", kernel, N, C, H,
+           W, OC, KH, KW, stride, pad);
+  return s;
+}
+
+template <class T>
+void run_forward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* out, const T* inp, const T* weight,
+                 const T* bias, const ConvShape& s) {
+  constexpr dt type = type_of<T>();
+  const Conv& conv = p.conv(bias ? Pass::forward_bias : Pass::forward, type, s);
+  Call call(conv, p.engine, p.stream, scratch);
+  call.input(DNNL_ARG_SRC, inp, memory::desc(s.src(), type, tag::nchw));
+  call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
+  if (bias) call.input(DNNL_ARG_BIAS, bias, memory::desc({s.OC}, type, tag::x));
+  call.output(DNNL_ARG_DST, out, memory::desc(s.dst(), type, tag::nchw), false);
+  call.run();
+  scratch.release_all();
+}
+
+// The weight gradient group by group, each group's images reordered on their own: where the
+// groups' primitives chose layouts that are not one batch's slices.
+template <class T>
+void weight_gradient_by_group(OnednnConv2d::Primitives& p, WideningScratch& scratch, float* dweight, float* dbias,
+                              const T* dout, const T* inp, const ConvShape& s, Pass pass, i64 groups) {
+  constexpr dt type = type_of<T>();
+  const i64 weights = s.OC * s.C * s.KH * s.KW, image_in = s.C * s.H * s.W, image_out = s.OC * s.OH() * s.OW();
+  std::vector<float>& weight_sums = p.weight_sums;
+  std::vector<float>& bias_sums = p.bias_sums;
+  weight_sums.resize(static_cast<std::size_t>(weights));
+  bias_sums.assign(static_cast<std::size_t>(s.OC), 0.0f);
+  for (i64 g = 0; g < groups; ++g) {
+    const i64 n0 = g * s.N / groups;
+    ConvShape group = s;
+    group.N = (g + 1) * s.N / groups - n0;
+    Call call(p.conv(pass, type, group), p.engine, p.stream, scratch);
+    call.input(DNNL_ARG_SRC, inp + n0 * image_in, memory::desc(group.src(), type, tag::nchw));
+    call.input(DNNL_ARG_DIFF_DST, dout + n0 * image_out, memory::desc(group.dst(), type, tag::nchw));
+    call.output(DNNL_ARG_DIFF_WEIGHTS, weight_sums.data(), memory::desc(group.weights(), dt::f32, tag::oihw), n0 > 0);
+    const float* group_bias = dbias ? call.result(DNNL_ARG_DIFF_BIAS) : nullptr;
+    call.run();
+    if (dbias)
+      for (i64 o = 0; o < s.OC; ++o) bias_sums[o] += group_bias[o];
+    scratch.release_all();
+  }
+  for (i64 i = 0; i < weights; ++i) dweight[i] += weight_sums[i];
+  if (dbias)
+    for (i64 o = 0; o < s.OC; ++o) dbias[o] += bias_sums[o];
+}
+
+// `desc` with n images where its layout keeps images apart (the batch outermost and not blocked),
+// so that a group of images is a slice of a batch's buffer; nullopt otherwise.
+std::optional<memory::desc> with_batch(const memory::desc& desc, i64 n) {
+  dnnl_memory_desc_t d = desc.data;
+  if (d.format_kind != dnnl_blocked || d.extra.flags != 0 || d.offset0 != 0) return std::nullopt;
+  const auto& blocking = d.format_desc.blocking;
+  for (int i = 0; i < blocking.inner_nblks; ++i)
+    if (blocking.inner_idxs[i] == 0) return std::nullopt;
+  for (int i = 1; i < d.ndims; ++i)
+    if (blocking.strides[i] > blocking.strides[0]) return std::nullopt;
+  d.dims[0] = n;
+  d.padded_dims[0] = n;
+  return memory::desc(d);
+}
+
+template <class T>
+void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, float* dweight, float* dbias,
+                  const T* dout, const T* inp, const T* weight, const ConvShape& s) {
+  constexpr dt type = type_of<T>();
+  const memory::desc plain_dout(s.dst(), type, tag::nchw);
+  if (dinp) {
+    Call call(p.conv(Pass::backward_data, type, s), p.engine, p.stream, scratch);
+    call.input(DNNL_ARG_DIFF_DST, dout, plain_dout);
+    call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
+    call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
+    call.run();
+    scratch.release_all();
+  }
+  const Pass pass = dbias ? Pass::backward_weights_bias : Pass::backward_weights;
+  const i64 groups = std::min(s.N, kWeightGradientGroups);
+  const auto group_shape = [&](i64 g) {
+    ConvShape group = s;
+    group.N = (g + 1) * s.N / groups - g * s.N / groups;
+    return group;
+  };
+  const Conv& first = p.conv(pass, type, group_shape(0));
+  const std::optional<memory::desc> src = with_batch(first.descs.at(DNNL_ARG_SRC), s.N);
+  const std::optional<memory::desc> ddst = with_batch(first.descs.at(DNNL_ARG_DIFF_DST), s.N);
+  const memory::desc& partial = first.descs.at(DNNL_ARG_DIFF_WEIGHTS);
+  bool one_layout = src && ddst;
+  std::size_t scratchpad_bytes = 0;
+  for (i64 g = 0; g < groups && one_layout; ++g) {
+    const ConvShape group = group_shape(g);
+    const Conv& conv = p.conv(pass, type, group);
+    one_layout = conv.descs.at(DNNL_ARG_SRC) == *with_batch(*src, group.N) &&
+                 conv.descs.at(DNNL_ARG_DIFF_DST) == *with_batch(*ddst, group.N) &&
+                 conv.descs.at(DNNL_ARG_DIFF_WEIGHTS) == partial;
+    scratchpad_bytes = std::max(scratchpad_bytes, conv.scratchpad.get_size());
+  }
+  if (!one_layout) {
+    weight_gradient_by_group(p, scratch, dweight, dbias, dout, inp, s, pass, groups);
+    return;
+  }
+  // The batch reordered once into the groups' layout, each group a slice of it; the groups'
+  // partials summed in that layout, then added into dweight by one reorder.
+  const memory user_src(memory::desc(s.src(), type, tag::nchw), p.engine, writable(inp));
+  const memory user_ddst(plain_dout, p.engine, writable(dout));
+  const memory whole_src = *src == user_src.get_desc() ? user_src
+                                                      : memory(*src, p.engine, take_bytes(scratch, src->get_size()));
+  const memory whole_ddst =
+      *ddst == plain_dout ? user_ddst : memory(*ddst, p.engine, take_bytes(scratch, ddst->get_size()));
+  if (whole_src.get_data_handle() != user_src.get_data_handle()) reorder(p.stream, user_src, whole_src, false);
+  if (whole_ddst.get_data_handle() != user_ddst.get_data_handle()) reorder(p.stream, user_ddst, whole_ddst, false);
+  const i64 partial_floats = static_cast<i64>(partial.get_size() / sizeof(float));
+  float* sum = take_bytes(scratch, partial.get_size());
+  float* part = take_bytes(scratch, partial.get_size());
+  float* bias_part = dbias ? scratch.take(s.OC) : nullptr;
+  void* scratchpad = scratchpad_bytes > 0 ? take_bytes(scratch, scratchpad_bytes) : nullptr;
+  std::vector<float>& bias_sums = p.bias_sums;
+  bias_sums.assign(static_cast<std::size_t>(s.OC), 0.0f);
+  const std::size_t src_image = src->get_size() / static_cast<std::size_t>(s.N);
+  const std::size_t ddst_image = ddst->get_size() / static_cast<std::size_t>(s.N);
+  for (i64 g = 0; g < groups; ++g) {
+    const ConvShape group = group_shape(g);
+    const Conv& conv = p.conv(pass, type, group);
+    const auto n0 = static_cast<std::size_t>(g * s.N / groups);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(conv.descs.at(DNNL_ARG_SRC), p.engine,
+                              static_cast<char*>(whole_src.get_data_handle()) + n0 * src_image)},
+        {DNNL_ARG_DIFF_DST, memory(conv.descs.at(DNNL_ARG_DIFF_DST), p.engine,
+                                   static_cast<char*>(whole_ddst.get_data_handle()) + n0 * ddst_image)},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(partial, p.engine, g == 0 ? sum : part)}};
+    if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(conv.descs.at(DNNL_ARG_DIFF_BIAS), p.engine, bias_part));
+    if (scratchpad) args.emplace(DNNL_ARG_SCRATCHPAD, memory(conv.scratchpad, p.engine, scratchpad));
+    conv.primitive.execute(p.stream, args);
+    p.stream.wait();
+    if (g > 0)
+      for (i64 i = 0; i < partial_floats; ++i) sum[i] += part[i];
+    if (dbias)
+      for (i64 o = 0; o < s.OC; ++o) bias_sums[o] += bias_part[o];
+  }
+  const memory sum_memory(partial, p.engine, sum);
+  const memory user_dweight(memory::desc(s.weights(), dt::f32, tag::oihw), p.engine, dweight);
+  reorder(p.stream, sum_memory, user_dweight, true);
+  p.stream.wait();
+  if (dbias)
+    for (i64 o = 0; o < s.OC; ++o) dbias[o] += bias_sums[o];
+  scratch.release_all();
+}
+
+}  // namespace
+
+OnednnConv2d::OnednnConv2d(WideningScratch& scratch) : primitives_(std::make_unique<Primitives>()), scratch_(&scratch) {}
+
+OnednnConv2d::~OnednnConv2d() = default;
+
+const std::string& OnednnConv2d::last_implementation() const { return primitives_->last_implementation; }
+
+void OnednnConv2d::forward(float* out, const float* inp, const float* weight, const float* bias, i64 N, i64 C, i64 H,
+                           i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  run_forward(*primitives_, *scratch_, out, inp, weight, bias,
+              checked_shape("conv2d_forward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+void OnednnConv2d::backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                            const float* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                            i64 pad) {
+  run_backward(*primitives_, *scratch_, dinp, dweight, dbias, dout, inp, weight,
+               checked_shape("conv2d_backward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+void OnednnConv2d::forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, i64 N, i64 C, i64 H,
+                           i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  run_forward(*primitives_, *scratch_, out, inp, weight, bias,
+              checked_shape("bf16 conv2d_forward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+void OnednnConv2d::backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp,
+                            const bf16* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                            i64 pad) {
+  run_backward(*primitives_, *scratch_, dinp, dweight, dbias, dout, inp, weight,
+               checked_shape("bf16 conv2d_backward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+}  // namespace sb::kernels::cpu
