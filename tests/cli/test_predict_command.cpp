@@ -164,6 +164,7 @@ precision: bf16
 
   // per figure: the rows publishing it, mean and max |error| over them
   ASSERT_EQ(j["summary"].size(), 5u);
+  EXPECT_NE(j["mfu_convention"].get<std::string>().find("dense peak"), std::string::npos);
   for (const auto& s : j["summary"]) {
     double sum = 0, max = 0;
     int n = 0;
