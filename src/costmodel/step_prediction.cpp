@@ -482,12 +482,16 @@ void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Pr
   const auto& s = c.strategy;
   const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
   const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
-  for (double done = 0; done < gradient_bytes; done += bucket) {
-    const double size = std::min(bucket, gradient_bytes - done);
+  const auto bucket_seconds = [&](double size) {
     double seconds = dp.seconds(parallel::Collective::all_reduce, size);
     if (s.zero == 3) seconds += dp.seconds(parallel::Collective::all_gather, size);
+    return seconds;
+  };
+  const double full_bucket_s = bucket_seconds(std::min(bucket, gradient_bytes));  // every bucket but the last
+  for (double done = 0; done < gradient_bytes; done += bucket) {
+    const double size = std::min(bucket, gradient_bytes - done);
     op.bucket_bytes.push_back(size);
-    op.bucket_s.push_back(seconds);
+    op.bucket_s.push_back(size == bucket || size == gradient_bytes ? full_bucket_s : bucket_seconds(size));
   }
 }
 
