@@ -163,6 +163,7 @@ def load_runs(paths):
                 r["predicted_s"] = float(p["step_time_s"]) if int(p.get("feasible", 0)) else np.nan
                 r["error_pct"] = float(p.get("error_step_time_pct", np.nan))
                 r["memory_error_pct"] = float(p.get("error_memory_pct", np.nan))
+                r["outside_band"] = int(p.get("step_time_outside_band", 0)) == 1  # train: measured vs band
                 r["step_p5_s"] = float(s.get("step_time_p5_s", np.nan))
                 r["step_p95_s"] = float(s.get("step_time_p95_s", np.nan))
                 r["case"] = text(a.get("case", run_id))
@@ -275,6 +276,7 @@ def ranking_entries(runs, repeats):
         e = {"model": first["model"], "gpt": first["gpt"], "unit": first["unit"], "strategy": first["strategy"],
              "ids": [r["id"] for r in members], "file": first["file"],
              "oversubscribed": any(r["oversubscribed"] for r in members), "noisy": False, "repeats": 1,
+             "outside_band": any(r["outside_band"] for r in members),
              "throughput": float(np.median([r["throughput"] for r in members])),
              "step_s": float(np.median([r["step_s"] for r in members])), "step_pm_s": np.nan,
              "peak_mib": max((peak_rank_mib(r) for r in members if r["memory"] is not None and len(r["memory"])),
@@ -327,7 +329,8 @@ def ranking_section(runs, repeats):
         head.append("marks")
         body = []
         for k, e in enumerate(rows, 1):
-            marks = (["oversubscribed"] if e["oversubscribed"] else []) + (["noisy"] if e["noisy"] else [])
+            marks = (["oversubscribed"] if e["oversubscribed"] else []) + (["noisy"] if e["noisy"] else []) + \
+                (["outside prediction band"] if e["outside_band"] else [])
             thr = rate(e["throughput"]) + (f" ± {rate(e['throughput_pm'])}" if finite(e["throughput_pm"]) else "")
             step = number(e["step_s"] * 1e3, ".2f") + \
                 (f" ± {1e3 * e['step_pm_s']:.2f}" if finite(e["step_pm_s"]) else "")

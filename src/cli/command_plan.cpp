@@ -53,6 +53,10 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
   } else {
     out += "no feasible configuration\n";
   }
+  if (!r.feasible.empty())
+    out += fmt::format("each MFU against its precision's dense peak (rank 1: {:.4g} TFLOP/s {}, {}); {}\n",
+                       r.feasible.front().prediction.peak_flops / 1e12, r.feasible.front().prediction.precision,
+                       r.feasible.front().prediction.peak_flops_source, costmodel::kMfuConvention);
   if (!r.rejected.empty()) out += "rejected:\n";
   for (const costmodel::PlanRejection& g : r.rejected)
     out += fmt::format("  {} ({} candidates), e.g. {}: {}\n", g.reason, g.count, strategy_text(g.example),

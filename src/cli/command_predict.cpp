@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 #include "costmodel/predict_case.hpp"
+#include "costmodel/prediction_band.hpp"
 #include "costmodel/prediction_json.hpp"
 #include "costmodel/site_profile.hpp"
 #include "costmodel/step_prediction.hpp"
@@ -49,13 +50,20 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   else
     out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
                        p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
-  out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f})\n", p.comm_s,
-                     p.tp_comm_s, p.p2p_s, p.dp_comm_s);
+  out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f}){}\n", p.comm_s,
+                     p.tp_comm_s, p.p2p_s, p.dp_comm_s,
+                     p.tp_algorithm.empty() && p.dp_algorithm.empty()
+                         ? std::string()
+                         : fmt::format("; NCCL tp {}, dp bucket {}", p.tp_algorithm.empty() ? "-" : p.tp_algorithm,
+                                       p.dp_algorithm.empty() ? "-" : p.dp_algorithm));
   out += fmt::format("  bubble      {:10.4f} s\n", p.bubble_s);
   out += fmt::format("  optimizer   {:10.4f} s\n", p.optimizer_s);
   if (p.gpt) out += fmt::format("throughput    {:10.4g} tokens/s\n", p.tokens_per_s);
   else out += fmt::format("throughput    {:10.4g} samples/s\n", p.samples_per_s);
-  out += fmt::format("TFLOP/s/device {:9.2f}   MFU {:.1f}%\n", p.tflops_per_device, 100.0 * p.mfu);
+  out += fmt::format("TFLOP/s/device {:9.2f}   MFU {:.1f}%   HFU {:.1f}%\n", p.tflops_per_device, 100.0 * p.mfu,
+                     100.0 * p.hfu);
+  out += fmt::format("  peak        {:.4g} TFLOP/s {} dense: {}\n  convention  {}\n", p.peak_flops / 1e12, p.precision,
+                     p.peak_flops_source, costmodel::kMfuConvention);
   out += fmt::format("memory/rank   params {:.2f}, grads {:.2f}, optimizer {:.2f}, activations {:.2f}, "
                      "total {:.2f} of {:.1f} GiB\n", p.memory.params / GiB, p.memory.grads / GiB,
                      p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.total() / GiB,
@@ -168,10 +176,28 @@ std::function<int()> add_predict_command(CLI::App& app) {
     const plan::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
     const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
-    if (options->json)
-      std::puts(costmodel::prediction_json(p).dump(2).c_str());
-    else
-      std::fputs(human_summary(p, site).c_str(), stdout);
+    const std::optional<costmodel::PredictionBand> band =
+        p.feasible ? costmodel::prediction_band(site, p.step_time_s) : std::nullopt;
+    if (options->json) {
+      nlohmann::json j = costmodel::prediction_json(p);
+      // the step time's interval from the shipped validation rows on the site's device; null
+      // when no published row runs on it
+      j["band"] = band ? nlohmann::json{{"step_time_low_s", band->low_s},   {"step_time_high_s", band->high_s},
+                                        {"low_ratio", band->low_ratio},     {"high_ratio", band->high_ratio},
+                                        {"rows", band->rows},               {"device", band->device},
+                                        {"sets", band->sets},               {"method", band->method}}
+                       : nlohmann::json(nullptr);
+      std::puts(j.dump(2).c_str());
+    } else {
+      std::string text = human_summary(p, site);
+      if (p.feasible)
+        text += band ? fmt::format("band          {:.4f} .. {:.4f} s  (measured/predicted {:.3f} .. {:.3f} over {} "
+                                   "published rows on {}: {})\n",
+                                   band->low_s, band->high_s, band->low_ratio, band->high_ratio, band->rows,
+                                   band->device, band->sets)
+                     : fmt::format("band          none: no shipped validation row runs on {}\n", site.device);
+      std::fputs(text.c_str(), stdout);
+    }
     return p.feasible ? 0 : 1;
   };
 }

@@ -17,6 +17,15 @@ nlohmann::json prediction_json(const Prediction& p) {
   j[p.gpt ? "tokens_per_s" : "samples_per_s"] = number(p.gpt ? p.tokens_per_s : p.samples_per_s);
   j["tflops_per_device"] = number(p.tflops_per_device);
   j["mfu"] = number(p.mfu);
+  // what the MFU means and the peak it divides by (kMfuConvention); hfu with recomputation
+  j["hfu"] = number(p.hfu);
+  j["mfu_convention"] = kMfuConvention;
+  j["peak_flops"] = number(p.peak_flops);
+  j["peak_flops_precision"] = p.precision;
+  j["peak_flops_source"] = p.feasible ? nlohmann::json(p.peak_flops_source) : nlohmann::json(nullptr);
+  // the NCCL algorithm of one tp collective and of a dp bucket ("" without the group)
+  j["tp_algorithm"] = p.feasible ? nlohmann::json(p.tp_algorithm) : nlohmann::json(nullptr);
+  j["dp_algorithm"] = p.feasible ? nlohmann::json(p.dp_algorithm) : nlohmann::json(nullptr);
   // per hour of the whole run's devices; null when infeasible or the site has no price
   j["cost_per_hour"] = p.feasible && p.cost_per_hour > 0 ? nlohmann::json(p.cost_per_hour) : nlohmann::json(nullptr);
   j["currency"] = p.currency;

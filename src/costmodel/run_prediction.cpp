@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/check.hpp"
+#include "costmodel/prediction_band.hpp"
 
 namespace sb::costmodel {
 
@@ -42,6 +43,13 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
       {p.gpt ? "tokens_per_s" : "samples_per_s", p.gpt ? p.tokens_per_s : p.samples_per_s},
       {"tflops_per_device", p.tflops_per_device},
       {"mfu", p.mfu},
+      {"hfu", p.hfu},
+      {"mfu_convention", std::string(kMfuConvention)},
+      {"peak_flops", p.peak_flops},
+      {"peak_flops_precision", p.precision},
+      {"peak_flops_source", p.peak_flops_source},
+      {"tp_algorithm", p.tp_algorithm},
+      {"dp_algorithm", p.dp_algorithm},
       {"memory_params", p.memory.params},
       {"memory_grads", p.memory.grads},
       {"memory_optimizer", p.memory.optimizer},
@@ -83,10 +91,24 @@ plan::RunPrediction predict_run(const plan::TrainConfig& config) {
     p.reason = fmt::format("the cost model does not model this case: {}", e.what());
   }
   run.attributes = prediction_attributes(p, site);
+  if (p.feasible) {
+    // the step time's band from the shipped validation rows on the site's device, when any
+    if (const std::optional<PredictionBand> band = prediction_band(site, p.step_time_s)) {
+      run.attributes.emplace_back("band_step_time_low_s", band->low_s);
+      run.attributes.emplace_back("band_step_time_high_s", band->high_s);
+      run.attributes.emplace_back("band_rows", std::int64_t{band->rows});
+      run.attributes.emplace_back("band_method", band->method);
+      run.band_step_time_s = std::make_pair(band->low_s, band->high_s);
+    }
+  }
   run.feasible = p.feasible;
   run.step_time_s = p.step_time_s;
   run.memory = {p.memory.params, p.memory.grads, p.memory.optimizer, p.memory.activations};
   run.peak_flops_per_rank = site.peak(config.precision.dtype) * p.devices_per_rank;
+  run.peak_flops_source = fmt::format("{} ({}: peak_flops.{}, dense)",
+                                      site.peak_flops_source.empty() ? "no peak_flops_source given" : site.peak_flops_source,
+                                      site.source, config.precision.dtype);
+  run.mfu_convention = kMfuConvention;
   return run;
 }
 

@@ -23,8 +23,11 @@ std::string site_of(const plan::TrainConfig& config);
 // device, calibrated, devices_per_rank, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
 // bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
 // memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
-// most loaded rank), and the plan's stages, micro_batches and micro_batch. An infeasible
-// prediction stores its reason and no numbers.
+// most loaded rank), and the plan's stages, micro_batches and micro_batch; hfu, mfu_convention,
+// peak_flops, peak_flops_precision, peak_flops_source, tp_algorithm, dp_algorithm. An infeasible
+// prediction stores its reason and no numbers. predict_run adds band_step_time_low_s,
+// band_step_time_high_s, band_rows and band_method where the site's device has a band
+// (prediction_band.hpp).
 io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& site);
 
 // Predicts the case on its site (site_of) for the trainer; a case with no site gets an

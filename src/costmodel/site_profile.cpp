@@ -98,14 +98,46 @@ std::map<std::string, double> read_per_precision(const Mapping& parent, const st
   return values;
 }
 
+double non_negative(const Mapping& m, const std::string& key, const std::string& source) {
+  const auto value = m.required<double>(key);
+  SB_USER_CHECK(value >= 0, "{}: '{}' must not be negative, got {}", source, m.qualified(key), value);
+  return value;
+}
+
+// links.<level>.nccl: {ring, tree, nvls}, each {bus_bandwidth, step_latency, base_latency,
+// max_bus_bandwidth?}; ring is required, nvls only inside a node.
+NcclLevel read_nccl_level(const Mapping& parent, const std::string& source, bool inter) {
+  const Mapping m(parent.child("nccl"), parent.qualified("nccl"), source, {"ring", "tree", "nvls"});
+  SB_USER_CHECK(m.has("ring"), "{}: '{}' must give the ring algorithm's figures", source, m.qualified("ring"));
+  SB_USER_CHECK(!(inter && m.has("nvls")), "{}: '{}': NVLink SHARP runs inside a node only", source,
+                m.qualified("nvls"));
+  const auto algorithm = [&](const std::string& key) -> std::optional<NcclAlgorithmCost> {
+    if (!m.has(key)) return std::nullopt;
+    const Mapping a(m.child(key), m.qualified(key), source,
+                    {"bus_bandwidth", "step_latency", "base_latency", "max_bus_bandwidth"});
+    NcclAlgorithmCost c;
+    c.bus_bandwidth = a.positive("bus_bandwidth");
+    c.step_latency = non_negative(a, "step_latency", source);
+    c.base_latency = non_negative(a, "base_latency", source);
+    c.max_bus_bandwidth = a.optional_positive("max_bus_bandwidth");
+    return c;
+  };
+  NcclLevel level;
+  level.ring = algorithm("ring");
+  level.tree = algorithm("tree");
+  level.nvls = algorithm("nvls");
+  return level;
+}
+
 SiteLink read_link(const Mapping& parent, const std::string& key, const std::string& source,
-                   const char* bandwidth_key, const char* latency_key) {
-  Mapping m(parent.child(key), parent.qualified(key), source, {bandwidth_key, latency_key});
+                   const char* bandwidth_key, const char* latency_key, bool with_nccl = false) {
+  std::vector<std::string> keys{bandwidth_key, latency_key};
+  if (with_nccl) keys.emplace_back("nccl");
+  Mapping m(parent.child(key), parent.qualified(key), source, keys);
   SiteLink link;
   link.bandwidth = m.positive(bandwidth_key);
-  link.latency = m.required<double>(latency_key);
-  SB_USER_CHECK(link.latency >= 0, "{}: '{}' must not be negative, got {}", source,
-                m.qualified(latency_key), link.latency);
+  link.latency = non_negative(m, latency_key, source);
+  if (with_nccl && m.has("nccl")) link.nccl = read_nccl_level(m, source, key == "inter_node");
   return link;
 }
 
@@ -233,7 +265,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
                      "memory_bandwidth", "links", "price_per_device_hour", "currency", "power_watts",
-                     "calibrated", "scheduler", "device_is_cpu_core", "gemm"});
+                     "calibrated", "scheduler", "device_is_cpu_core", "gemm", "peak_flops_source"});
   SiteProfile p;
   p.source = source;
   p.name = top.required<std::string>("name");
@@ -243,11 +275,14 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   SB_USER_CHECK(p.devices_per_node >= 1, "{}: 'devices_per_node' must be at least 1, got {}", source,
                 p.devices_per_node);
   p.peak_flops = read_per_precision(top, "peak_flops", source, true, false);
+  if (top.has("peak_flops_source")) p.peak_flops_source = top.required<std::string>("peak_flops_source");
   p.memory_bytes = top.positive("memory_bytes");
   p.memory_bandwidth = top.positive("memory_bandwidth");
   const Mapping links(top.child("links"), "links", source, {"intra_node", "inter_node"});
-  p.intra_node = read_link(links, "intra_node", source, "bandwidth", "latency");
-  p.inter_node = read_link(links, "inter_node", source, "bandwidth", "latency");
+  p.intra_node = read_link(links, "intra_node", source, "bandwidth", "latency", true);
+  p.inter_node = read_link(links, "inter_node", source, "bandwidth", "latency", true);
+  SB_USER_CHECK(p.intra_node.nccl.has_value() == p.inter_node.nccl.has_value(),
+                "{}: 'links.intra_node.nccl' and 'links.inter_node.nccl' go together (give both or neither)", source);
   p.price_per_device_hour = top.optional_positive("price_per_device_hour");
   if (top.has("currency")) p.currency = top.required<std::string>("currency");
   SB_USER_CHECK(p.currency.size() == 3 && std::all_of(p.currency.begin(), p.currency.end(), [](char ch) {

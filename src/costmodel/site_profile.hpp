@@ -17,12 +17,17 @@
 
 #include "costmodel/gemm_model.hpp"
 #include "costmodel/kernel_profile.hpp"
+#include "costmodel/nccl_collectives.hpp"
 
 namespace sb::costmodel {
 
 struct SiteLink {
   double bandwidth = 0;  // bytes/s per device and direction
   double latency = 0;    // seconds per message step
+  // `nccl:` the achieved bus bandwidth and latency of each NCCL algorithm on this level
+  // (nccl_collectives.hpp). When both levels carry one (and neither is calibrated), collectives
+  // are timed by algorithm; otherwise by the ring formula over bandwidth and latency above.
+  std::optional<NcclLevel> nccl;
 };
 
 // `scheduler:` in a site profile; every key optional.
@@ -54,6 +59,9 @@ struct SiteProfile {
   bool device_is_cpu_core = false;
   // Dense peak FLOP/s per precision: fp32, bf16 and fp16 always; tf32 where the device has it.
   std::map<std::string, double> peak_flops;
+  // `peak_flops_source`: where the dense peaks come from (a datasheet, a whitepaper, a derivation),
+  // written beside every MFU; empty when the profile gives none (shipped GPU profiles must).
+  std::string peak_flops_source;
   double memory_bytes = 0;      // per device
   double memory_bandwidth = 0;  // bytes/s per device
   SiteLink intra_node, inter_node;
@@ -80,6 +88,11 @@ struct SiteProfile {
   double efficiency(const std::string& precision) const;
   // The link of a level with its calibrated α/β when present.
   SiteLink link(bool inter) const;
+  // Whether collectives are timed per NCCL algorithm: both levels carry `nccl:` and neither has
+  // a calibrated α/β (a fit on this site's own measurements wins over published figures).
+  bool nccl_collectives() const {
+    return intra_node.nccl && inter_node.nccl && !calibrated_intra_node && !calibrated_inter_node;
+  }
   bool calibrated() const { return !gemm_efficiency.empty() || gemm.has_value() || kernel_times != nullptr; }
 };
 

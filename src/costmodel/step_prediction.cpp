@@ -19,6 +19,7 @@
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/model_description.hpp"
+#include "costmodel/nccl_collectives.hpp"
 #include "costmodel/step_simulation.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
@@ -407,45 +408,90 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
                      site.memory_bytes * p.devices_per_rank / kGiB);
 }
 
+// How one communicator's collectives are timed: per NCCL algorithm from the site's published
+// figures (the fastest, as NCCL's tuner picks), or the ring formula over the level's α/β.
+struct GroupComm {
+  LinkCost link;
+  CollectiveGroup group;
+  const SiteProfile* site = nullptr;  // non-null: time by NCCL algorithm
+  double seconds(parallel::Collective collective, double bytes) const {
+    if (site) return nccl_collective(collective, bytes, group, *site->intra_node.nccl, *site->inter_node.nccl).seconds;
+    switch (collective) {
+      case parallel::Collective::reduce_scatter: return ring_reduce_scatter_seconds(bytes, group.ranks, link);
+      case parallel::Collective::all_gather: return ring_all_gather_seconds(bytes, group.ranks, link);
+      default: return ring_all_reduce_seconds(bytes, group.ranks, link);
+    }
+  }
+  std::string algorithm(parallel::Collective collective, double bytes) const {
+    if (group.ranks <= 1) return "";
+    if (!site) return "ring-formula";
+    return to_string(nccl_collective(collective, bytes, group, *site->intra_node.nccl, *site->inter_node.nccl).algorithm);
+  }
+  double send_seconds(double bytes) const {
+    if (site) return nccl_p2p_seconds(bytes, group.nodes > 1 ? *site->inter_node.nccl : *site->intra_node.nccl);
+    return p2p_seconds(bytes, link);
+  }
+};
+
 // The links a run's groups use and the rates its compute runs at.
 struct StepRates {
   double flops_per_s = 0, memory_speed = 0;
-  LinkCost tp, dp, pp;
+  GroupComm tp, dp, pp;
+  std::string tp_algorithm;
   double tp_collective_s = 0;  // one tp all-reduce (or sequence-parallel pair) of a (b, s, C) activation
 };
+GroupComm group_comm(const SiteProfile& site, int stride, int ranks) {
+  GroupComm g;
+  const bool inter = crosses_nodes(stride, ranks, site.devices_per_node);
+  const SiteLink l = site.link(inter);
+  g.link = LinkCost{l.bandwidth, l.latency};
+  g.group = collective_group(ranks, stride, site.devices_per_node);
+  if (!inter) g.group.nodes = 1;
+  if (site.nccl_collectives()) g.site = &site;
+  return g;
+}
 StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const SiteProfile& site,
                      const ModelDescription& d, double element_bytes) {
   StepRates r;
   r.flops_per_s = p.peak_flops * p.gemm_efficiency * p.devices_per_rank;
   r.memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0) * p.devices_per_rank;
-  const auto lc = [](const SiteLink& l) { return LinkCost{l.bandwidth, l.latency}; };
-  r.tp = lc(site.link(crosses_nodes(1, p.tp, site.devices_per_node)));
-  r.dp = lc(site.link(crosses_nodes(p.tp, p.dp, site.devices_per_node)));
-  r.pp = lc(site.link(crosses_nodes(p.tp * p.dp, p.pp, site.devices_per_node)));
+  r.tp = group_comm(site, 1, p.tp);
+  r.dp = group_comm(site, p.tp, p.dp);
+  // a pipeline send goes between two stages: over the network when the stages' ranks are on
+  // different nodes
+  r.pp = group_comm(site, p.tp * p.dp, p.pp);
+  r.pp.group = CollectiveGroup{2, crosses_nodes(p.tp * p.dp, std::min(p.pp, 2), site.devices_per_node) ? 2 : 1,
+                               site.devices_per_node};
   const double tp_message = static_cast<double>(p.micro_batch * d.seq_len) *
                             (p.gpt ? static_cast<double>(d.gpt.channels) : 0.0) * element_bytes;
-  // a sequence-parallel pair (reduce-scatter + all-gather) costs what the all-reduce costs
+  // a sequence-parallel pair (reduce-scatter + all-gather) moves what the all-reduce moves
   r.tp_collective_s = c.strategy.sequence_parallel
-                          ? ring_reduce_scatter_seconds(tp_message, p.tp, r.tp) +
-                                ring_all_gather_seconds(tp_message, p.tp, r.tp)
-                          : ring_all_reduce_seconds(tp_message, p.tp, r.tp);
+                          ? r.tp.seconds(parallel::Collective::reduce_scatter, tp_message) +
+                                r.tp.seconds(parallel::Collective::all_gather, tp_message)
+                          : r.tp.seconds(parallel::Collective::all_reduce, tp_message);
+  r.tp_algorithm = r.tp.algorithm(
+      c.strategy.sequence_parallel ? parallel::Collective::all_gather : parallel::Collective::all_reduce, tp_message);
   return r;
 }
 
 // The data-parallel gradient reduction of a stage: buckets of strategy.bucket_mb, or one
 // reduction of everything without overlap; ZeRO-3 gathers each bucket's parameters again.
 void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
-                          double grad_bytes_per_parameter, const LinkCost& dp_link) {
+                          double grad_bytes_per_parameter, const GroupComm& dp) {
   if (p.dp <= 1) return;
   const auto& s = c.strategy;
   const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
   const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
+  const auto bucket_seconds = [&](double size) {
+    double seconds = dp.seconds(parallel::Collective::all_reduce, size);
+    if (s.zero == 3) seconds += dp.seconds(parallel::Collective::all_gather, size);
+    return seconds;
+  };
+  const double full_bucket_s = bucket_seconds(std::min(bucket, gradient_bytes));  // every bucket but the last
   for (double done = 0; done < gradient_bytes; done += bucket) {
     const double size = std::min(bucket, gradient_bytes - done);
-    double seconds = ring_all_reduce_seconds(size, p.dp, dp_link);
-    if (s.zero == 3) seconds += ring_all_gather_seconds(size, p.dp, dp_link);
     op.bucket_bytes.push_back(size);
-    op.bucket_s.push_back(seconds);
+    op.bucket_s.push_back(size == bucket || size == gradient_bytes ? full_bucket_s : bucket_seconds(size));
   }
 }
 
@@ -491,8 +537,8 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     }
     op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * r.tp_collective_s;
     op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
-    if (i + 1 < stages.size()) op.send_forward_s = p2p_seconds(st.boundary_bytes, r.pp);
-    if (i > 0) op.send_backward_s = p2p_seconds(stages[i - 1].boundary_bytes, r.pp);
+    if (i + 1 < stages.size()) op.send_forward_s = r.pp.send_seconds(st.boundary_bytes);
+    if (i > 0) op.send_backward_s = r.pp.send_seconds(stages[i - 1].boundary_bytes);
     add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp);
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
@@ -531,6 +577,10 @@ void take_rates(Prediction& p, const plan::RunPlan& plan, const StagedModel& m, 
   const double device_seconds = p.step_time_s * static_cast<double>(p.devices) * p.devices_per_rank;
   p.tflops_per_device = p.executed_flops_per_step / device_seconds / 1e12;
   p.mfu = p.model_flops_per_step / (device_seconds * p.peak_flops);
+  p.hfu = p.executed_flops_per_step / (device_seconds * p.peak_flops);
+  p.peak_flops_source = fmt::format("{} ({}: peak_flops.{}, dense)",
+                                    site.peak_flops_source.empty() ? "no peak_flops_source given" : site.peak_flops_source,
+                                    site.source, p.precision);
   p.samples_per_s = static_cast<double>(plan.global_batch) / p.step_time_s;
   p.tokens_per_s = p.gpt ? p.samples_per_s * static_cast<double>(m.description.seq_len) : 0.0;
   p.cost_per_hour = site.price_per_device_hour.value_or(0.0) * static_cast<double>(p.devices) * p.devices_per_rank;
@@ -585,6 +635,8 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   }
   p.calibrated = site.calibrated();
   const StepRates rates = step_rates(c, p, site, m.description, element_bytes);
+  p.tp_algorithm = rates.tp_algorithm;
+  p.dp_algorithm = rates.dp.algorithm(parallel::Collective::all_reduce, c.strategy.bucket_mb * 1024.0 * 1024.0);
   const KernelTiming timing = kernel_timing(c, p, site, m, recompute);
   p.kernel_timed = timing.stages.has_value();
   take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)));

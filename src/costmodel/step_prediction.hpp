@@ -28,6 +28,13 @@ enum class Refusal {
 // sequence parallelism).
 Refusal refusal_of(plan::Refusal refusal);
 
+// What MFU counts, written beside every MFU the cost model answers (and the trainer's summary):
+// the convention of Narayanan et al. 2021 (eq. 2) and PaLM's appendix B.
+inline constexpr const char* kMfuConvention =
+    "mfu: model FLOPs per step (3 x forward FLOPs, attention's s^2 terms included; recomputation not "
+    "counted) over devices x step time x the dense peak of the precision; hfu: the same with the "
+    "executed FLOPs (recomputed forwards included)";
+
 struct Prediction {
   // The run this predicts, resolved by the function the trainer resolves its run with: its
   // stages and micro-batch plan are the trainer's (refusals a world or batch decides come from it).
@@ -56,6 +63,12 @@ struct Prediction {
   double tokens_per_s = 0, samples_per_s = 0;
   double tflops_per_device = 0;  // executed FLOPs (recomputation included) per second and device
   double mfu = 0;                // model FLOPs (3 × forward) over the dense peak of the precision
+  double hfu = 0;                // executed FLOPs (recomputation included) over the same peak
+  std::string peak_flops_source;  // the site's peak_flops_source and the key read (kMfuConvention)
+  // the NCCL algorithm chosen for one tp collective and for the dp bucket of bucket_mb ("ring",
+  // "tree", "nvls"), or "ring-formula" where the site times collectives by its α/β; "" without
+  // such a group
+  std::string tp_algorithm, dp_algorithm;
   double model_flops_per_step = 0, executed_flops_per_step = 0;
   double peak_flops = 0, gemm_efficiency = 1;
   bool calibrated = false;  // the site carried a fitted GEMM efficiency or kernel times

@@ -235,7 +235,9 @@ nlohmann::json validation_replay_json(const ValidationReplay& replay) {
   const auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j{{"file", replay.file}, {"name", replay.name}, {"source", replay.source},
                    {"version", replay.version}, {"rows", nlohmann::json::array()},
-                   {"summary", nlohmann::json::array()}};
+                   {"summary", nlohmann::json::array()},
+                   // what the predicted mfu_percent and hfu_percent count (each row's site names its peak)
+                   {"mfu_convention", kMfuConvention}};
   for (const RowReplay& r : replay.rows) {
     nlohmann::json row{{"id", r.id},
                        {"source", r.source},

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "io/attr_value.hpp"
 
@@ -24,6 +25,10 @@ struct RunPrediction {
   // the site's dense peak of the run's precision times the devices a rank computes on (its
   // cores on a CPU site), for summary.mfu
   double peak_flops_per_rank = 0;
+  std::string peak_flops_source, mfu_convention;
+  // the step time's band (low, high) in seconds, when the site's device has one; the trainer
+  // stores step_time_outside_band after the run
+  std::optional<std::pair<double, double>> band_step_time_s;  // beside summary.mfu (costmodel::kMfuConvention)
 };
 
 }  // namespace sb::plan

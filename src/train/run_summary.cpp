@@ -68,6 +68,10 @@ io::Attributes summary_attributes(const RunTotals& t, const StepTally& tally, co
       {"mfu", prediction && prediction->peak_flops_per_rank > 0
                   ? t.flops_per_step / step_s / (static_cast<double>(t.world_size) * prediction->peak_flops_per_rank)
                   : kNaN},
+      {"mfu_peak_flops_per_rank", prediction ? prediction->peak_flops_per_rank : kNaN},
+      {"mfu_peak_source", prediction ? prediction->peak_flops_source : std::string("no prediction: no peak")},
+      {"mfu_convention", prediction && !prediction->mfu_convention.empty() ? prediction->mfu_convention
+                                                                           : std::string("no prediction: no mfu")},
       {"final_loss", outcome.final_train_loss},
       {"final_eval_loss", outcome.final_heldout_loss},
       {"final_accuracy", outcome.final_heldout_accuracy},
@@ -109,6 +113,11 @@ io::Attributes prediction_errors(const plan::RunPrediction& p, const TrainOutcom
     if (std::fabs(error) > std::fabs(worst)) worst = error;
   }
   attrs.emplace_back("error_memory_pct", worst);
+  if (p.band_step_time_s) {  // 1: the measured median step fell outside the prediction's band
+    const auto [low, high] = *p.band_step_time_s;
+    const double measured = outcome.step_time_median_s;
+    attrs.emplace_back("step_time_outside_band", std::int64_t{measured < low || measured > high});
+  }
   attrs.emplace_back("measured_rank", heaviest.rank);
   return attrs;
 }

@@ -33,6 +33,44 @@ TEST(PredictCommand, AnswersInJsonWithTheDesignFields) {
   EXPECT_LT(j["memory_bytes"]["total"].get<double>(), 80.0 * 1024 * 1024 * 1024);
 }
 
+TEST(PredictCommand, MfuNamesItsConventionAndTheDensePeakWithItsSource) {
+  Scratch scratch;
+  const CommandResult r = scratch.run("predict --config " + kCase + " --site " + kSite + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  EXPECT_NE(j["mfu_convention"].get<std::string>().find("recomputation not counted"), std::string::npos);
+  EXPECT_GE(j["hfu"].get<double>(), j["mfu"].get<double>());
+  const std::string precision = j["peak_flops_precision"].get<std::string>();
+  EXPECT_DOUBLE_EQ(j["peak_flops"].get<double>(), precision == "fp32" ? 19.5e12 : 312e12) << precision;
+  const std::string source = j["peak_flops_source"].get<std::string>();
+  EXPECT_NE(source.find("A100 Tensor Core GPU datasheet"), std::string::npos) << source;
+  EXPECT_NE(source.find("peak_flops." + precision + ", dense"), std::string::npos) << source;
+  EXPECT_FALSE(j["tp_algorithm"].get<std::string>().empty());
+  // the band: the step time scaled by the residual range of the 16 shipped A100 rows
+  const nlohmann::json& band = j["band"];
+  ASSERT_TRUE(band.is_object()) << j.dump();
+  EXPECT_EQ(band["rows"].get<int>(), 16);
+  EXPECT_NEAR(band["step_time_low_s"].get<double>(),
+              j["step_time_s"].get<double>() * band["low_ratio"].get<double>(), 1e-12);
+  EXPECT_NEAR(band["step_time_high_s"].get<double>(),
+              j["step_time_s"].get<double>() * band["high_ratio"].get<double>(), 1e-12);
+  EXPECT_LT(band["step_time_low_s"].get<double>(), band["step_time_high_s"].get<double>());
+}
+
+TEST(PredictCommand, ASiteWithoutADensePeakForThePrecisionIsRefusedNotDefaulted) {
+  Scratch scratch;
+  std::ifstream in(kSite);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("  fp16: ");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, text.find('\n', at) + 1 - at);
+  const auto site = scratch.write("no-fp16.yaml", text);
+  const CommandResult r = scratch.run("predict --config " + kCase + " --site " + site.string() +
+                                      " --set precision=fp16 --json");
+  EXPECT_EQ(r.exit_code, 2) << r.stdout_text;
+  EXPECT_NE(r.stderr_text.find("'peak_flops.fp16' is missing"), std::string::npos) << r.stderr_text;
+}
+
 TEST(PredictCommand, HumanTableAndOverrides) {
   Scratch scratch;
   const CommandResult r =
@@ -126,6 +164,7 @@ precision: bf16
 
   // per figure: the rows publishing it, mean and max |error| over them
   ASSERT_EQ(j["summary"].size(), 5u);
+  EXPECT_NE(j["mfu_convention"].get<std::string>().find("dense peak"), std::string::npos);
   for (const auto& s : j["summary"]) {
     double sum = 0, max = 0;
     int n = 0;

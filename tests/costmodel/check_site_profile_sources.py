@@ -8,6 +8,8 @@ of the mapping holding it). A precision is claimed when the profile must have it
 fp16: site_profile.hpp), when the profile's calibrated gemm_efficiency names it, or when a
 shipped validation set (validation/published/*.yaml) replays a row in it on the profile's
 device. A peak whose source quotes a figure "with sparsity" must be half of it: the dense peak.
+The profile's `peak_flops_source` names where its dense peaks come from (every MFU names it).
+Each NCCL algorithm figure under links.<level>.nccl names its source like any constant.
 A `gemm:` model's e_max names the shipped validation set and version `predict --fit` fitted it
 on, its sm_count a datasheet or architecture whitepaper.
 Usage: check_site_profile_sources.py SOURCE_DIR"""
@@ -72,6 +74,9 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
         if not any(commented(lines, line) for line in parents):
             problems.append(f"{path.name}: '{key}' ({node.value}, line {node.start_mark.line + 1}) names no source "
                             "(a comment on its line or directly above it)")
+    # the source every MFU names beside it (peak_flops_source, written into predictions)
+    if not str(profile.get("peak_flops_source") or "").strip():
+        problems.append(f"{path.name}: no 'peak_flops_source': the dense peaks' source that every MFU names")
     peaks = profile.get("peak_flops", {})
     claimed = set(REQUIRED) | set((profile.get("calibrated") or {}).get("gemm_efficiency", {})) | \
         claimed_by_sets.get(profile["device"], set())

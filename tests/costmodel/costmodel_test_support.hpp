@@ -23,6 +23,14 @@ inline SiteProfile flat_site(const std::string& name) {
   p.gemm.reset();
   return p;
 }
+// The profile with its NCCL algorithm figures (`links.<level>.nccl`) set aside: collectives by
+// the ring formula over the datasheet link, the closed form the communication tests check
+// (test_nccl_collectives.cpp checks the per-algorithm times).
+inline SiteProfile ring_formula(SiteProfile p) {
+  p.intra_node.nccl.reset();
+  p.inter_node.nccl.reset();
+  return p;
+}
 
 // An inline GPT (sequence 2048 unless said) with the given grid and one micro-batch size.
 inline plan::TrainConfig gpt_case(std::int64_t layers, std::int64_t hidden, std::int64_t heads,

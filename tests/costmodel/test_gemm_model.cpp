@@ -143,11 +143,14 @@ ValidationReplay replay(const std::string& name) {
       load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
 }
 
-// Bounds: the errors measured with the shipped e_max (A100 0.6582 fitted on the Megatron set,
-// H100 0.4626 on the MPT set) plus a margin of about one point, so a change that worsens the
-// replay fails here. Measured: Megatron tflops_per_device mean 3.1%, max 7.2%; MPT
-// tokens_per_s_per_device mean 6.1%, max 14.0%.
-constexpr double kMegatronMean = 4.0, kMegatronMax = 8.0, kMptMean = 7.0, kMptMax = 15.0;
+// Bounds: the errors measured with the shipped e_max (A100 0.6720 fitted on the Megatron set,
+// H100 0.4626 on the MPT set) and the profiles' NCCL figures, plus a margin of about one point,
+// so a change that worsens the replay fails here. Measured: Megatron tflops_per_device mean
+// 4.0%, max 14.2%; MPT tokens_per_s_per_device mean 6.4%, max 14.0%. The Megatron maximum is
+// the 1.7B row (tp 1: its dp all-reduce now crosses nodes at the 192 GB/s NVIDIA measures for a
+// DGX A100, not at one 25 GB/s rail), whose compute the GEMM model puts 15% fast: with the
+// ring formula over one rail the row read 4.8% fast (mean 3.1%, max 7.2%).
+constexpr double kMegatronMean = 5.0, kMegatronMax = 15.0, kMptMean = 7.5, kMptMax = 15.0;
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   const ValidationReplay megatron = replay("megatron-lm-narayanan2021-table1");
   const FigureSummary& tflops = summary_of(megatron, "tflops_per_device");

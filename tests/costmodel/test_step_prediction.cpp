@@ -4,7 +4,10 @@
 // Narayanan acceptance (test_narayanan_table1.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "costmodel/closed_forms.hpp"
+#include "costmodel/nccl_collectives.hpp"
 #include "costmodel/prediction_json.hpp"
 #include "costmodel/step_prediction.hpp"
 #include "costmodel_test_support.hpp"
@@ -16,6 +19,7 @@ namespace {
 
 using testing::gpt_case;
 using testing::site;
+using testing::ring_formula;
 
 plan::TrainConfig named(const std::string& model, std::int64_t dp, std::int64_t tp, std::int64_t pp,
                          std::int64_t global_batch) {
@@ -56,7 +60,7 @@ TEST(StepPrediction, GridThatDoesNotMatchTheDevicesIsRefused) {
 
 TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
   const SiteProfile a100 = testing::flat_site("a100-80gb-dgx");  // the closed form of the flat model
-  const plan::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
+  plan::TrainConfig c = named("gpt-1.3b", 1, 1, 1, 8);
   const Prediction p = predict_step(c, a100);
   ASSERT_TRUE(p.feasible) << p.reason;
   const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-1.3b");
@@ -75,9 +79,25 @@ TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
   const nlohmann::json j = prediction_json(p);
   for (const char* key : {"feasible", "reason", "step_time_s", "compute_s", "comm_s", "bubble_s",
                           "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes", "stages",
-                          "stage_rule", "micro_batches", "micro_batch", "cost_per_hour", "currency"})
+                          "stage_rule", "micro_batches", "micro_batch", "cost_per_hour", "currency", "hfu",
+                          "mfu_convention", "peak_flops", "peak_flops_precision", "peak_flops_source",
+                          "tp_algorithm", "dp_algorithm"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 17u);
+  EXPECT_EQ(j.size(), 24u);
+  // the MFU names its convention and the dense peak it divides by, with that peak's source
+  EXPECT_EQ(j["mfu_convention"].get<std::string>(), kMfuConvention);
+  EXPECT_DOUBLE_EQ(j["peak_flops"].get<double>(), 312e12);
+  EXPECT_EQ(j["peak_flops_precision"].get<std::string>(), "fp16");
+  const std::string source = j["peak_flops_source"].get<std::string>();
+  EXPECT_NE(source.find("A100 Tensor Core GPU datasheet"), std::string::npos) << source;
+  EXPECT_NE(source.find("peak_flops.fp16, dense"), std::string::npos) << source;
+  EXPECT_NEAR(p.hfu / p.mfu, 1.0, 1e-9);  // no recomputation: executed = model FLOPs
+  // full recomputation runs every block's forward twice: HFU counts it, MFU does not
+  c.strategy.recompute = "full";
+  const Prediction recomputed = predict_step(c, a100);
+  ASSERT_TRUE(recomputed.feasible) << recomputed.reason;
+  EXPECT_GT(recomputed.hfu, 1.25 * recomputed.mfu);
+  EXPECT_LT(recomputed.hfu, 4.0 / 3.0 * recomputed.mfu + 1e-12);
   EXPECT_EQ(j["stages"], nlohmann::json::array({24}));
   EXPECT_EQ(j["micro_batches"].get<std::int64_t>(), 8);
   for (const char* key : {"params", "grads", "optimizer", "activations", "total"})
@@ -161,11 +181,43 @@ TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
   c.strategy.overlap = true;
   const Prediction hidden = predict_step(c, a100);
   ASSERT_TRUE(exposed.feasible && hidden.feasible);
-  // 16 ranks over 2 nodes: the ring crosses InfiniBand, 2 × 15/16 × 2.6 GB / 25 GB/s
+  // 16 ranks over 2 nodes, 8 on each: NCCL's ring over the node's 8 HDR rails (the
+  // profile's published figures), chosen over the tree for 2.6 GB
   const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-1.3b")));
-  EXPECT_NEAR(exposed.dp_comm_s, ring_all_reduce_seconds(2 * psi, 16, {25e9, 5e-6}), 1e-12);
+  const CollectiveTime nccl = nccl_collective(parallel::Collective::all_reduce, 2 * psi, collective_group(16, 1, 8),
+                                              *a100.intra_node.nccl, *a100.inter_node.nccl);
+  EXPECT_EQ(nccl.algorithm, NcclAlgorithm::ring);
+  EXPECT_NEAR(exposed.dp_comm_s, nccl.seconds, 1e-12);
   EXPECT_LT(hidden.dp_comm_s, exposed.dp_comm_s);
   EXPECT_GT(hidden.dp_comm_s, 0.0);
+  // the ring formula over the datasheet's 25 GB/s per device when the figures are set aside
+  c.strategy.overlap = false;
+  const Prediction formula = predict_step(c, ring_formula(a100));
+  EXPECT_NEAR(formula.dp_comm_s, ring_all_reduce_seconds(2 * psi, 16, {25e9, 5e-6}), 1e-12);
+  EXPECT_EQ(formula.dp_algorithm, "ring-formula");
+}
+
+TEST(StepPrediction, TensorParallelCollectivesTakeNvlsOnAWholeDgxH100) {
+  const SiteProfile h100 = site("h100-sxm-dgx");
+  plan::TrainConfig c = gpt_case(8, 4096, 32, 2, 8, 1, 8, 1, "bf16");
+  const Prediction p = predict_step(c, h100);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_EQ(p.tp_algorithm, "nvls");
+  // dp 2 with stride 8: one rank on each of two nodes, one rail each way
+  EXPECT_FALSE(p.dp_algorithm.empty());
+  // an activation all-reduce (b 1, s 2048, h 4096, bf16) per tp collective, exposed (not
+  // overlapped): the tp time is a whole number of them
+  const double one = nccl_collective(parallel::Collective::all_reduce, 2048.0 * 4096 * 2, CollectiveGroup{8, 1, 8},
+                                     *h100.intra_node.nccl, *h100.inter_node.nccl).seconds;
+  const double calls = p.tp_comm_s / one;
+  EXPECT_GT(calls, 0.5);
+  EXPECT_NEAR(calls, std::round(calls), 1e-6);
+  // tp 4 is not the whole node: no NVLS
+  c.strategy.tp = 4;
+  c.strategy.dp = 4;
+  const Prediction four = predict_step(c, h100);
+  ASSERT_TRUE(four.feasible) << four.reason;
+  EXPECT_NE(four.tp_algorithm, "nvls");
 }
 
 TEST(StepPrediction, Resnet50AnswersInSamples) {

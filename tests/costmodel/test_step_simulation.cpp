@@ -19,6 +19,7 @@ namespace {
 
 using testing::gpt_case;
 using testing::site;
+using testing::ring_formula;
 using plan::PipelineSchedule;
 
 StepSimulationInput balanced(PipelineSchedule schedule, int p, std::int64_t m, double tf, double tb,
@@ -136,7 +137,7 @@ SiteProfile communication_only(SiteProfile s) {
 }
 
 TEST(StepSimulation, DataParallelReductionAloneIsTheRingFormula) {
-  SiteProfile s = communication_only(site("a100-80gb-dgx"));
+  SiteProfile s = communication_only(ring_formula(site("a100-80gb-dgx")));
   s.intra_node.latency = s.inter_node.latency = 0;  // buckets then add no latency of their own
   plan::TrainConfig c = gpt_case(4, 1024, 16, 16, 1, 1, 16, 1, "fp32");
   const Prediction p = predict_step(c, s);
@@ -148,7 +149,7 @@ TEST(StepSimulation, DataParallelReductionAloneIsTheRingFormula) {
 }
 
 TEST(StepSimulation, OneBucketAtTheEndExposesTheWholeReduction) {
-  const SiteProfile a100 = site("a100-80gb-dgx");
+  const SiteProfile a100 = ring_formula(site("a100-80gb-dgx"));
   plan::TrainConfig c = gpt_case(24, 2048, 16, 16, 1, 1, 64, 1, "fp16");
   c.strategy.bucket_mb = 1e6;  // every gradient in one bucket, ready when the backward ends
   const Prediction p = predict_step(c, a100);
@@ -162,7 +163,7 @@ TEST(StepSimulation, OneBucketAtTheEndExposesTheWholeReduction) {
 }
 
 TEST(StepSimulation, StepTimeGrowsWithLatency) {
-  const SiteProfile base = site("h100-sxm-dgx");
+  const SiteProfile base = ring_formula(site("h100-sxm-dgx"));
   plan::TrainConfig c = gpt_case(16, 2048, 16, 4, 4, 4, 64, 1, "bf16");
   double previous = 0;
   for (double scale : {0.0, 1.0, 10.0, 100.0, 1000.0}) {
