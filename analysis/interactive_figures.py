@@ -16,7 +16,8 @@ import plotly.io as pio
 import plotly.offline
 from plotly.subplots import make_subplots
 
-from report import CATEGORIES, PARTS, peak_rank_mib, run_label, text, throughput_curves, throughput_units
+from report import (CATEGORIES, PARTS, curve_runs, peak_rank_mib, run_label, throughput_curves,
+                    throughput_units)
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
@@ -156,14 +157,7 @@ def figure_accuracy(runs):
 
 def figure_curves(runs, model):
     """Training loss (solid), held-out / test loss (dashed) and accuracy against step per run."""
-    rs = sorted((r for r in runs if r["model"] == model and (r["steps"] is not None or r["eval"] is not None)),
-                key=lambda r: r["id"])
-    held_out = {}
-    for r in rs:
-        if r["eval"] is not None:
-            split = np.array([text(x) for x in r["eval"]["split"]])
-            if np.any(split != "train"):
-                held_out[r["id"]] = r["eval"][split != "train"]
+    rs, held_out = curve_runs(runs, model)
     has_accuracy = any(np.any(np.isfinite(h["accuracy"])) for h in held_out.values())
     fig = make_subplots(rows=1, cols=2 if has_accuracy else 1, horizontal_spacing=0.08,
                         subplot_titles=[f"{model}: loss (solid training, dashed held-out / test)"] +

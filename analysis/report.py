@@ -359,10 +359,9 @@ def run_label(r):
     return f"{r['id']} (oversubscribed)" if r["oversubscribed"] else r["id"]
 
 
-def figure_curves(runs, model):
-    """Training loss (solid) and held-out / test loss (dashed, from /eval) against step for each run
-    of one model, and held-out / test accuracy against step; one colour per run, the legend outside
-    the axes (right of them)."""
+def curve_runs(runs, model):
+    """The runs of one model with a loss curve, by id, and each one's held-out / test evaluations
+    (the /eval rows of another split than train), for the loss and accuracy curves."""
     rs = sorted((r for r in runs if r["model"] == model and (r["steps"] is not None or r["eval"] is not None)),
                 key=lambda r: r["id"])
     held_out = {}
@@ -372,6 +371,14 @@ def figure_curves(runs, model):
             held = r["eval"][split != "train"]
             if len(held):
                 held_out[r["id"]] = held
+    return rs, held_out
+
+
+def figure_curves(runs, model):
+    """Training loss (solid) and held-out / test loss (dashed, from /eval) against step for each run
+    of one model, and held-out / test accuracy against step; one colour per run, the legend outside
+    the axes (right of them)."""
+    rs, held_out = curve_runs(runs, model)
     has_accuracy = any(np.any(np.isfinite(h["accuracy"])) for h in held_out.values())
     fig, axes = plt.subplots(1, 2 if has_accuracy else 1, figsize=(12 if has_accuracy else 7, 4), squeeze=False)
     loss_ax = axes[0][0]

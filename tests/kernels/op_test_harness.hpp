@@ -15,6 +15,7 @@
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/storage_kernels.hpp"
 
 namespace sb::kernels::testing {
 
@@ -148,6 +149,22 @@ std::vector<Mismatch> compare(const std::string& tensor, const std::vector<T>& a
 }
 
 void report(const std::vector<Mismatch>& mismatches, std::string_view what);
+
+// A tensor of any storage type widened to double, as compare() takes it.
+template <class T>
+std::vector<double> as_doubles(const std::vector<T>& v) {
+  std::vector<double> d(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) d[i] = widen_value(v[i]);
+  return d;
+}
+
+// Fails the test with the worst element of `tensor` outside `tol`, naming the case's shape.
+inline void expect_close(const std::string& tensor, const std::vector<double>& actual,
+                         const std::vector<double>& expected, Tolerance tol, const std::string& shape) {
+  for (const Mismatch& m : compare(tensor, actual, expected, tol))
+    EXPECT_EQ(m.failed, 0) << shape << ": " << m.tensor << "[" << m.index << "] = " << m.actual << ", expected "
+                           << m.expected << " (" << m.failed << " of " << m.total << " outside)";
+}
 
 // ---- state set-up -------------------------------------------------------------------------------
 // Every tensor of `op` filled from a Philox stream of `seed`, so float and double states hold

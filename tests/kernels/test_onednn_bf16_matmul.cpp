@@ -39,21 +39,6 @@ std::vector<float> random_floats(i64 n, std::uint64_t stream) {
   return v;
 }
 
-template <class T>
-std::vector<double> as_doubles(const std::vector<T>& v) {
-  std::vector<double> d(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) d[i] = widen_value(v[i]);
-  return d;
-}
-
-// Fails with the worst element of the first tensor outside the tolerance.
-void expect_close(const std::string& tensor, const std::vector<double>& actual, const std::vector<double>& expected,
-                  Tolerance tol, const std::string& shape) {
-  for (const Mismatch& m : compare(tensor, actual, expected, tol))
-    EXPECT_EQ(m.failed, 0) << shape << ": " << m.tensor << "[" << m.index << "] = " << m.actual << ", expected "
-                           << m.expected << " (" << m.failed << " of " << m.total << " outside)";
-}
-
 struct Shape {
   i64 BT, C, OC;
   std::string text() const {

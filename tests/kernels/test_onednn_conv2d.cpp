@@ -41,20 +41,6 @@ std::vector<bf16> as_bf16(const std::vector<float>& v) {
   return out;
 }
 
-template <class T>
-std::vector<double> as_doubles(const std::vector<T>& v) {
-  std::vector<double> d(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) d[i] = widen_value(v[i]);
-  return d;
-}
-
-void expect_close(const std::string& tensor, const std::vector<double>& actual, const std::vector<double>& expected,
-                  Tolerance tol, const std::string& shape) {
-  for (const Mismatch& m : compare(tensor, actual, expected, tol))
-    EXPECT_EQ(m.failed, 0) << shape << ": " << m.tensor << "[" << m.index << "] = " << m.actual << ", expected "
-                           << m.expected << " (" << m.failed << " of " << m.total << " outside)";
-}
-
 struct ConvCase {
   i64 N, C, H, W, OC, K, stride, pad;
   i64 OH() const { return (H + 2 * pad - K) / stride + 1; }
