@@ -189,7 +189,8 @@ TEST(DataParallel, ZeroTwoEqualsPlainDataParallelWithOneDpthOfTheGradients) {
   EXPECT_LT(two.comm_after, padded + 4 * n / 2) << "gradient pages left resident after the step";
   EXPECT_EQ(two.grads_after, 4 * shard);
   if (world().rank() == 0)
-    std::printf("zero-2 over %d ranks: grads %lld B (plain %lld), unsharded gradient pages at most %lld B of %lld\n",
+    std::printf("zero-2 over %d ranks: grads %lld B (plain %lld); comm beyond the padded exchange (gradient pages "
+                "while resident, bucket staging) at most %lld B, the full gradient %lld B\n",
                 dp, static_cast<long long>(two.grads_bytes), static_cast<long long>(plain.grads_bytes),
                 static_cast<long long>(two.comm_bytes - padded), static_cast<long long>(4 * n));
 }
