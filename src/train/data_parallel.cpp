@@ -268,7 +268,9 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
   }
   SB_CHECK(offset >= 0 && count >= 0 && offset + count <= static_cast<std::int64_t>(gradients_.size()),
            "gradient range [{}, {}) outside the model's {} gradients", offset, offset + count, gradients_.size());
-  gradient_pages_->recharge_resident();  // what backward wrote since the last range: the peak
+  // what backward wrote since the last range: the peak (the pages given back below are
+  // charged off by the next range's call, or at the end of the micro-batch)
+  gradient_pages_->recharge_resident();
   for (std::int64_t begin = offset; begin < offset + count;) {
     const int owner = static_cast<int>(begin / shard_);
     const std::int64_t end = std::min(offset + count, (owner + 1) * shard_);
@@ -276,7 +278,6 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
     begin = end;
   }
   give_back_pages(offset, offset + count);
-  gradient_pages_->recharge_resident();
   complete_buckets(false);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
@@ -287,6 +288,7 @@ void ZeroSharding::micro_batch_done() {
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   start_open_bucket();
   complete_buckets(true);
+  gradient_pages_->recharge_resident();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
@@ -299,6 +301,7 @@ void ZeroSharding::finish(double local_scale) {
     SB_CHECK(step_open_, "zero-2: backward reported no gradients this step");
     start_open_bucket();
     complete_buckets(true);
+    gradient_pages_->recharge_resident();
     SB_CHECK(std::all_of(copied_.begin(), copied_.end(), [](std::int64_t c) { return c == 0; }),
              "zero-2: backward did not report every gradient of the model");
     float* shard = shard_grads_.as<float>();
