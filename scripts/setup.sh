@@ -27,6 +27,7 @@ packages=(build-essential cmake git pkg-config ca-certificates dpkg-dev
   slurm-wlm munge libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libhwloc-dev zlib1g-dev
   python3-h5py python3-matplotlib python3-plotly python3-pandas python3-numpy python3-yaml dataset-fashion-mnist
+  iproute2  # ip: the two-node test's network namespaces and veth pair
   tcl)  # tcl: tclsh reads the installed module file in the install test
 [ "$with_torch" = 1 ] && packages+=(python3-torch)
 [ "$with_fuzz" = 1 ] && packages+=(clang-14 libclang-rt-14-dev libomp-14-dev)

@@ -56,6 +56,8 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
                          ? std::string()
                          : fmt::format("; NCCL tp {}, dp bucket {}", p.tp_algorithm.empty() ? "-" : p.tp_algorithm,
                                        p.dp_algorithm.empty() ? "-" : p.dp_algorithm));
+  out += fmt::format("  links       {} node(s) of {} rank(s): tp {}, dp {}, pp {}\n", p.nodes, p.ranks_per_node,
+                     p.tp_link, p.dp_link, p.pp_link);
   out += fmt::format("  bubble      {:10.4f} s\n", p.bubble_s);
   out += fmt::format("  optimizer   {:10.4f} s\n", p.optimizer_s);
   if (p.gpt) out += fmt::format("throughput    {:10.4g} tokens/s\n", p.tokens_per_s);

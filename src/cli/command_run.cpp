@@ -19,6 +19,7 @@
 #include "launch/child_process.hpp"
 #include "launch/mpirun_environment.hpp"
 #include "cli/commands.hpp"
+#include "cli/failed_rank_account.hpp"
 #include "cli/progress_option.hpp"
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
@@ -247,9 +248,11 @@ std::function<int()> add_run_command(CLI::App& app) {
       std::fflush(log);
       launch::prepare_mpirun_environment(c.world_size);
       fs::remove(result_path);
-      const int code = launch::spawn_and_wait({SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train",
-                                       "--config", config_path.string(), "--out", result_path.string(),
-                                       "--run-id", run_id}, "", options->json);
+      const launch::ChildExit job = launch::spawn_and_wait_keeping_stderr(
+          {SB_MPIEXEC, "-np", std::to_string(c.world_size), self, "train", "--config", config_path.string(), "--out",
+           result_path.string(), "--run-id", run_id},
+          "", options->json);
+      const int code = job.code;
       if (code == train::kRequeueExitStatus) {
         ++failures;  // stopped by a signal after its checkpoint: the file says interrupted and why
         std::fprintf(stderr, "scalebench: case '%s' interrupted (exit %d); running the suite again resumes it\n",
@@ -257,12 +260,9 @@ std::function<int()> add_run_command(CLI::App& app) {
       } else if (code != 0) {
         ++failures;
         std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
-        // A rank killed outright leaves the file readable but "interrupted": say what happened.
-        if (fs::exists(result_path))
-          io::mark_unfinished_run(result_path, run_id, "failed",
-                                  fmt::format("a rank of the case's MPI job ended abnormally (mpirun exit {}) "
-                                              "before the run finished; see the log",
-                                              code));
+        // A rank killed outright leaves the file readable but "interrupted", or failed in words
+        // that cannot name it: say what happened, naming the rank and its host where mpirun did.
+        if (fs::exists(result_path)) record_failed_rank(result_path, run_id, job.stderr_tail, code);
       }
       if (fs::exists(result_path)) {
         io::copy_run(result_path, suite_file, run_id);

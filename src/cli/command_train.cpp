@@ -16,6 +16,7 @@
 #include "core/check.hpp"
 #include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
+#include "parallel/node_placement.hpp"
 #include "train/checkpoint.hpp"
 #include "plan/config.hpp"
 #include "train/trainer.hpp"
@@ -77,8 +78,13 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
                                                         : config.model.name;
     check_out_is_new(*options, config, run_id);
     // The cost model's prediction of this run, made before it (a wrong site fails here).
-    const plan::RunPrediction prediction = costmodel::predict_run(config);
+    costmodel::predict_run(config);
     MpiSession mpi(argc, argv);
+    // ... and again where the ranks turned out to be: groups that span nodes take the site's
+    // inter-node link (collective over the world).
+    const parallel::NodePlacement nodes = parallel::gather_node_placement(MPI_COMM_WORLD);
+    const costmodel::RankPlacement placement{nodes.nodes(), nodes.most_ranks_on_a_node()};
+    const plan::RunPrediction prediction = costmodel::predict_run(config, &placement);
     parallel::install_termination_handler();
     parallel::defer_termination_signal(SIGUSR1);  // the trainer checkpoints at its next step boundary
     try {

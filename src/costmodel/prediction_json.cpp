@@ -12,6 +12,9 @@ nlohmann::json prediction_json(const Prediction& p) {
   j["step_time_s"] = number(p.step_time_s);
   j["compute_s"] = number(p.compute_s);
   j["comm_s"] = number(p.comm_s);
+  j["tp_comm_s"] = number(p.tp_comm_s);
+  j["p2p_s"] = number(p.p2p_s);
+  j["dp_comm_s"] = number(p.dp_comm_s);
   j["bubble_s"] = number(p.bubble_s);
   j["optimizer_s"] = number(p.optimizer_s);
   j[p.gpt ? "tokens_per_s" : "samples_per_s"] = number(p.gpt ? p.tokens_per_s : p.samples_per_s);
@@ -26,6 +29,12 @@ nlohmann::json prediction_json(const Prediction& p) {
   // the NCCL algorithm of one tp collective and of a dp bucket ("" without the group)
   j["tp_algorithm"] = p.feasible ? nlohmann::json(p.tp_algorithm) : nlohmann::json(nullptr);
   j["dp_algorithm"] = p.feasible ? nlohmann::json(p.dp_algorithm) : nlohmann::json(nullptr);
+  // where the ranks sit and the link level each group crosses ("intra_node", "inter_node", "none")
+  j["nodes"] = p.nodes;
+  j["ranks_per_node"] = p.ranks_per_node;
+  j["tp_link"] = p.feasible ? nlohmann::json(p.tp_link) : nlohmann::json(nullptr);
+  j["dp_link"] = p.feasible ? nlohmann::json(p.dp_link) : nlohmann::json(nullptr);
+  j["pp_link"] = p.feasible ? nlohmann::json(p.pp_link) : nlohmann::json(nullptr);
   // per hour of the whole run's devices; null when infeasible or the site has no price
   j["cost_per_hour"] = p.feasible && p.cost_per_hour > 0 ? nlohmann::json(p.cost_per_hour) : nlohmann::json(nullptr);
   j["currency"] = p.currency;

@@ -50,6 +50,12 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
       {"peak_flops_source", p.peak_flops_source},
       {"tp_algorithm", p.tp_algorithm},
       {"dp_algorithm", p.dp_algorithm},
+      {"nodes", std::int64_t{p.nodes}},
+      {"ranks_per_node", std::int64_t{p.ranks_per_node}},
+      {"placement", std::string(p.placement_observed ? "observed" : "site")},
+      {"tp_link", p.tp_link},
+      {"dp_link", p.dp_link},
+      {"pp_link", p.pp_link},
       {"memory_params", p.memory.params},
       {"memory_grads", p.memory.grads},
       {"memory_optimizer", p.memory.optimizer},
@@ -73,7 +79,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
   return a;
 }
 
-plan::RunPrediction predict_run(const plan::TrainConfig& config) {
+plan::RunPrediction predict_run(const plan::TrainConfig& config, const RankPlacement* placement) {
   plan::RunPrediction run;
   const std::string site_name = site_of(config);
   if (site_name.empty()) {
@@ -85,7 +91,7 @@ plan::RunPrediction predict_run(const plan::TrainConfig& config) {
   const SiteProfile site = load_site_profile(site_profile_path(site_name, config.source + ": site"));
   Prediction p;
   try {
-    p = predict_step(config, site);
+    p = predict_step(config, site, 0, placement);
   } catch (const UserError& e) {  // a case the trainer runs but the cost model does not model
     p.feasible = false;
     p.reason = fmt::format("the cost model does not model this case: {}", e.what());

@@ -24,7 +24,9 @@ std::string site_of(const plan::TrainConfig& config);
 // bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
 // memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
 // most loaded rank), and the plan's stages, micro_batches and micro_batch; hfu, mfu_convention,
-// peak_flops, peak_flops_precision, peak_flops_source, tp_algorithm, dp_algorithm. An infeasible
+// peak_flops, peak_flops_precision, peak_flops_source, tp_algorithm, dp_algorithm, nodes,
+// ranks_per_node, placement ("observed" by the trainer, or "site": its nodes filled), tp_link,
+// dp_link, pp_link ("intra_node", "inter_node", "none"). An infeasible
 // prediction stores its reason and no numbers. predict_run adds band_step_time_low_s,
 // band_step_time_high_s, band_rows and band_method where the site's device has a band
 // (prediction_band.hpp).
@@ -32,6 +34,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
 
 // Predicts the case on its site (site_of) for the trainer; a case with no site gets an
 // infeasible prediction saying so. UserError for a site file that is missing or wrong.
-plan::RunPrediction predict_run(const plan::TrainConfig& config);
+// placement: where the trainer found its ranks (nodes, ranks per node); null before MPI starts.
+plan::RunPrediction predict_run(const plan::TrainConfig& config, const RankPlacement* placement = nullptr);
 
 }  // namespace sb::costmodel

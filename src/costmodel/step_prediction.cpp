@@ -286,14 +286,15 @@ std::optional<double> timed_optimizer_seconds(const plan::TrainConfig& c, double
 }
 
 // A group of n ranks whose members sit `stride` world ranks apart (tp 1, dp tp, pp tp·dp:
-// the grid's order) stays inside a node when it spans at most devices_per_node ranks.
-bool crosses_nodes(int stride, int n, int devices_per_node) {
-  return static_cast<i64>(stride) * n > devices_per_node;
+// the grid's order) stays inside a node when it spans at most ranks_per_node ranks.
+bool crosses_nodes(int stride, int n, int ranks_per_node) {
+  return static_cast<i64>(stride) * n > ranks_per_node;
 }
 
 
 // The figures a prediction has before any model: the grid, the devices, what a rank computes on.
-Prediction prediction_frame(const plan::TrainConfig& c, const SiteProfile& site, int devices) {
+Prediction prediction_frame(const plan::TrainConfig& c, const SiteProfile& site, int devices,
+                            const RankPlacement* placement) {
   Prediction p;
   const auto& s = c.strategy;
   p.dp = static_cast<int>(s.dp);
@@ -302,9 +303,13 @@ Prediction prediction_frame(const plan::TrainConfig& c, const SiteProfile& site,
   p.devices = devices > 0 ? devices : static_cast<int>(s.world_size());
   p.precision = c.precision.dtype;
   p.model = c.model.name;
+  p.placement_observed = placement != nullptr;
+  p.ranks_per_node = placement ? std::max(1, placement->ranks_per_node) : site.devices_per_node;
+  p.nodes = placement ? std::max(1, placement->nodes)
+                      : static_cast<int>((static_cast<i64>(p.devices) + p.ranks_per_node - 1) / p.ranks_per_node);
   if (site.device_is_cpu_core) {
     // the trainer's threads: the case's `threads`, 0 = every core; ranks on a node share its cores
-    const double ranks_per_node = static_cast<double>(std::min<i64>(p.devices, site.devices_per_node));
+    const double ranks_per_node = static_cast<double>(std::min<i64>(p.devices, p.ranks_per_node));
     const double threads = c.threads > 0 ? static_cast<double>(c.threads) : site.devices_per_node;
     p.devices_per_rank = std::min(threads, site.devices_per_node / ranks_per_node);
   }
@@ -413,6 +418,7 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
 struct GroupComm {
   LinkCost link;
   CollectiveGroup group;
+  std::string level;  // link_level: "none", "intra_node" or "inter_node"
   const SiteProfile* site = nullptr;  // non-null: time by NCCL algorithm
   double seconds(parallel::Collective collective, double bytes) const {
     if (site) return nccl_collective(collective, bytes, group, *site->intra_node.nccl, *site->inter_node.nccl).seconds;
@@ -440,12 +446,16 @@ struct StepRates {
   std::string tp_algorithm;
   double tp_collective_s = 0;  // one tp all-reduce (or sequence-parallel pair) of a (b, s, C) activation
 };
-GroupComm group_comm(const SiteProfile& site, int stride, int ranks) {
+// "none" for a group of one rank, else the link level its traffic crosses.
+std::string link_level(int ranks, bool inter) { return ranks <= 1 ? "none" : inter ? "inter_node" : "intra_node"; }
+
+GroupComm group_comm(const SiteProfile& site, int ranks_per_node, int stride, int ranks) {
   GroupComm g;
-  const bool inter = crosses_nodes(stride, ranks, site.devices_per_node);
+  const bool inter = crosses_nodes(stride, ranks, ranks_per_node);
   const SiteLink l = site.link(inter);
   g.link = LinkCost{l.bandwidth, l.latency};
-  g.group = collective_group(ranks, stride, site.devices_per_node);
+  g.level = link_level(ranks, inter);
+  g.group = collective_group(ranks, stride, ranks_per_node);
   if (!inter) g.group.nodes = 1;
   if (site.nccl_collectives()) g.site = &site;
   return g;
@@ -455,13 +465,14 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
   StepRates r;
   r.flops_per_s = p.peak_flops * p.gemm_efficiency * p.devices_per_rank;
   r.memory_speed = site.memory_bandwidth * site.memory_efficiency.value_or(1.0) * p.devices_per_rank;
-  r.tp = group_comm(site, 1, p.tp);
-  r.dp = group_comm(site, p.tp, p.dp);
+  r.tp = group_comm(site, p.ranks_per_node, 1, p.tp);
+  r.dp = group_comm(site, p.ranks_per_node, p.tp, p.dp);
   // a pipeline send goes between two stages: over the network when the stages' ranks are on
   // different nodes
-  r.pp = group_comm(site, p.tp * p.dp, p.pp);
-  r.pp.group = CollectiveGroup{2, crosses_nodes(p.tp * p.dp, std::min(p.pp, 2), site.devices_per_node) ? 2 : 1,
-                               site.devices_per_node};
+  r.pp = group_comm(site, p.ranks_per_node, p.tp * p.dp, p.pp);
+  const bool pp_inter = crosses_nodes(p.tp * p.dp, std::min(p.pp, 2), p.ranks_per_node);
+  r.pp.group = CollectiveGroup{2, pp_inter ? 2 : 1, p.ranks_per_node};
+  r.pp.level = link_level(p.pp, pp_inter);
   const double tp_message = static_cast<double>(p.micro_batch * d.seq_len) *
                             (p.gpt ? static_cast<double>(d.gpt.channels) : 0.0) * element_bytes;
   // a sequence-parallel pair (reduce-scatter + all-gather) moves what the all-reduce moves
@@ -506,7 +517,8 @@ KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, cons
                            const StagedModel& m, Recompute recompute) {
   KernelTiming k;
   k.rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
-  k.node_ranks = std::min(p.devices, std::max(1, site.devices_per_node / k.rank_devices));
+  k.node_ranks = std::min(p.devices, p.placement_observed ? p.ranks_per_node
+                                                         : std::max(1, site.devices_per_node / k.rank_devices));
   if (!site.kernel_times) return k;
   if (!site.kernel_times->covers(c.precision.dtype, k.rank_devices, k.node_ranks)) k.node_ranks = 1;
   k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks, recompute);
@@ -602,8 +614,9 @@ Refusal refusal_of(plan::Refusal r) {
   return Refusal::none;
 }
 
-Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int devices) {
-  Prediction p = prediction_frame(c, site, devices);
+Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int devices,
+                        const RankPlacement* placement) {
+  Prediction p = prediction_frame(c, site, devices, placement);
   p.plan = plan::resolve_run_plan(c, p.devices);
   const plan::RunPlan& plan = p.plan;
   if (plan.refusal == plan::Refusal::devices) return plan::refused(p, Refusal::devices, plan.reason);
@@ -637,6 +650,9 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   const StepRates rates = step_rates(c, p, site, m.description, element_bytes);
   p.tp_algorithm = rates.tp_algorithm;
   p.dp_algorithm = rates.dp.algorithm(parallel::Collective::all_reduce, c.strategy.bucket_mb * 1024.0 * 1024.0);
+  p.tp_link = rates.tp.level;
+  p.dp_link = rates.dp.level;
+  p.pp_link = rates.pp.level;
   const KernelTiming timing = kernel_timing(c, p, site, m, recompute);
   p.kernel_timed = timing.stages.has_value();
   take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)));

@@ -48,6 +48,13 @@ struct Prediction {
   // Devices each rank computes on: 1, or on a CPU-core site the cores its threads get (the
   // case's threads, at most the node's cores shared among the ranks on it).
   double devices_per_rank = 1;
+  // Where the ranks sit: the most ranks one node holds, and the nodes. The trainer passes what it
+  // observed (RankPlacement); otherwise each node holds the site's devices_per_node ranks.
+  int ranks_per_node = 1, nodes = 1;
+  bool placement_observed = false;
+  // The link level each group's traffic crosses: "intra_node", "inter_node", or "none" for a
+  // group of one rank (the pp entry is the link between neighbouring stages).
+  std::string tp_link, dp_link, pp_link;
   std::int64_t micro_batch = 0;
   // The parts below are those of the critical rank (the one whose simulated step ends last):
   // step_time_s = compute_s + comm_s + bubble_s + optimizer_s.
@@ -80,9 +87,18 @@ struct Prediction {
   std::string currency;         // the site's, of cost_per_hour
 };
 
-// devices 0: dp·tp·pp. Impossible configurations (devices ≠ dp·tp·pp, tp beyond a node, tp not
+// Where a run's ranks are, as the trainer observed them after MPI started: its nodes and the
+// most ranks one of them holds (ranks fill nodes in world-rank order, as mpirun and srun place
+// them by default).
+struct RankPlacement {
+  int nodes = 1;
+  int ranks_per_node = 1;
+};
+
+// devices 0: dp·tp·pp. placement: the ranks' observed nodes; null: the site's nodes filled. Impossible configurations (devices ≠ dp·tp·pp, tp beyond a node, tp not
 // dividing the heads, a batch that does not split, too little memory) come back with
 // feasible = false and a reason; config mistakes that no device count could fix are UserError.
-Prediction predict_step(const plan::TrainConfig& config, const SiteProfile& site, int devices = 0);
+Prediction predict_step(const plan::TrainConfig& config, const SiteProfile& site, int devices = 0,
+                        const RankPlacement* placement = nullptr);
 
 }  // namespace sb::costmodel

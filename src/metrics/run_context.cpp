@@ -6,9 +6,11 @@
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
 #include "parallel/nccl_communicator.hpp"
+#include "parallel/node_placement.hpp"
 
 #include <Kokkos_Macros.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -29,31 +31,18 @@ namespace sb::metrics {
 
 namespace {
 
-std::string this_hostname() { return host_name(); }
-
-// "node1,node2": every rank's host, sorted and distinct.
-std::string all_hostnames(MPI_Comm comm, std::int64_t& host_count) {
-  constexpr int kHostBytes = 256;
-  std::string mine = this_hostname();
-  mine.resize(kHostBytes - 1);
+// Every rank's node (node_placement.hpp); this process alone outside MPI or without a
+// communicator.
+parallel::NodePlacement placement_of(MPI_Comm comm) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  std::set<std::string> hosts;
-  if (comm == MPI_COMM_NULL || !initialized || finalized) {
-    hosts.insert(mine.c_str());
-  } else {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    std::vector<char> gathered(static_cast<std::size_t>(size) * kHostBytes, '\0');
-    mine.push_back('\0');
-    MPI_Allgather(mine.data(), kHostBytes, MPI_CHAR, gathered.data(), kHostBytes, MPI_CHAR, comm);
-    for (int r = 0; r < size; ++r) hosts.insert(&gathered[static_cast<std::size_t>(r) * kHostBytes]);
-  }
-  host_count = static_cast<std::int64_t>(hosts.size());
-  std::string joined;
-  for (const std::string& host : hosts) joined += (joined.empty() ? "" : ",") + host;
-  return joined;
+  if (comm != MPI_COMM_NULL && initialized && !finalized) return parallel::gather_node_placement(comm);
+  parallel::NodePlacement alone;
+  alone.hosts = {host_name()};
+  alone.rank_nodes = {0};
+  alone.rank_node_ranks = {parallel::launcher_local_rank().value_or(0)};
+  return alone;
 }
 
 std::string cpu_model() {
@@ -132,11 +121,13 @@ std::string trimmed(std::string text) {
 }  // namespace
 
 io::Attributes collect_run_context(int threads, MPI_Comm comm) {
-  std::int64_t host_count = 1;
-  std::string hostnames = all_hostnames(comm, host_count);
+  const parallel::NodePlacement placement = placement_of(comm);
   io::Attributes context;
-  context.emplace_back("hostnames", std::move(hostnames));
-  context.emplace_back("host_count", host_count);
+  context.emplace_back("hostnames", fmt::format("{}", fmt::join(placement.hosts, ",")));
+  context.emplace_back("host_count", static_cast<std::int64_t>(placement.nodes()));
+  // by world rank: the index of its host in hostnames, and its rank on that node
+  context.emplace_back("rank_nodes", placement.rank_nodes);
+  context.emplace_back("rank_node_ranks", placement.rank_node_ranks);
   context.emplace_back("cpu_model", cpu_model());
   context.emplace_back("cores", static_cast<std::int64_t>(std::thread::hardware_concurrency()));
   context.emplace_back("threads", static_cast<std::int64_t>(threads));

@@ -5,6 +5,7 @@
 // and the fault channel (fault.hpp), so a peer's failure ends a wait with an error, not a hang.
 // Leaves out per-peer channels: device messages run in issue order on the one stream.
 #include "parallel/nccl_communicator.hpp"
+#include "parallel/node_placement.hpp"
 
 #include <mpi.h>
 
@@ -596,14 +597,7 @@ int select_local_device() {
   SB_USER_CHECK(devices > 0,
                 "no CUDA GPU is visible on {} (check CUDA_VISIBLE_DEVICES and the NVIDIA driver, "
                 "or use device: cpu)", where_am_i());
-  int local_rank = 0;
-  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
-    if (const char* value = std::getenv(variable)) {
-      local_rank = std::atoi(value);
-      break;
-    }
-  }
-  const int device = local_rank % devices;
+  const int device = launcher_local_rank().value_or(0) % devices;
   SB_CUDA_CHECK(cudaSetDevice(device));
   return device;
 }

@@ -81,9 +81,13 @@ TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
                           "optimizer_s", "tokens_per_s", "tflops_per_device", "mfu", "memory_bytes", "stages",
                           "stage_rule", "micro_batches", "micro_batch", "cost_per_hour", "currency", "hfu",
                           "mfu_convention", "peak_flops", "peak_flops_precision", "peak_flops_source",
-                          "tp_algorithm", "dp_algorithm"})
+                          "tp_algorithm", "dp_algorithm", "tp_comm_s", "p2p_s", "dp_comm_s", "nodes",
+                          "ranks_per_node", "tp_link", "dp_link", "pp_link"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 24u);
+  EXPECT_EQ(j.size(), 32u);
+  // one device: one node, and no group that talks over any link
+  EXPECT_EQ(j["nodes"].get<int>(), 1);
+  for (const char* link : {"tp_link", "dp_link", "pp_link"}) EXPECT_EQ(j[link].get<std::string>(), "none") << link;
   // the MFU names its convention and the dense peak it divides by, with that peak's source
   EXPECT_EQ(j["mfu_convention"].get<std::string>(), kMfuConvention);
   EXPECT_DOUBLE_EQ(j["peak_flops"].get<double>(), 312e12);
@@ -195,6 +199,35 @@ TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
   const Prediction formula = predict_step(c, ring_formula(a100));
   EXPECT_NEAR(formula.dp_comm_s, ring_all_reduce_seconds(2 * psi, 16, {25e9, 5e-6}), 1e-12);
   EXPECT_EQ(formula.dp_algorithm, "ring-formula");
+}
+
+// Where the trainer found its ranks decides the link: the same 16 ranks at 4 per node (four
+// nodes) all-reduce as NCCL does over 4 nodes, while the site's own filling (8 per node) puts them
+// on 2; 16 ranks on one node stay on NVLink.
+TEST(StepPrediction, ObservedPlacementChoosesTheLinks) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = named("gpt-1.3b", 16, 1, 1, 64);
+  c.strategy.overlap = false;
+  const Prediction filled = predict_step(c, a100);
+  const RankPlacement four_nodes{4, 4};
+  const Prediction spread = predict_step(c, a100, 0, &four_nodes);
+  ASSERT_TRUE(filled.feasible && spread.feasible);
+  EXPECT_EQ(filled.nodes, 2);
+  EXPECT_FALSE(filled.placement_observed);
+  EXPECT_EQ(spread.nodes, 4);
+  EXPECT_EQ(spread.ranks_per_node, 4);
+  EXPECT_EQ(spread.dp_link, "inter_node");
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-1.3b")));
+  const CollectiveTime over_four = nccl_collective(parallel::Collective::all_reduce, 2 * psi,
+                                                   collective_group(16, 1, 4), *a100.intra_node.nccl,
+                                                   *a100.inter_node.nccl);
+  EXPECT_NEAR(spread.dp_comm_s, over_four.seconds, 1e-12);
+  EXPECT_NE(spread.dp_comm_s, filled.dp_comm_s);
+  const RankPlacement one_node{1, 16};
+  const Prediction packed = predict_step(c, a100, 0, &one_node);
+  EXPECT_EQ(packed.dp_link, "intra_node");
+  EXPECT_EQ(packed.tp_link, "none");
+  EXPECT_LT(packed.dp_comm_s, filled.dp_comm_s);
 }
 
 TEST(StepPrediction, TensorParallelCollectivesTakeNvlsOnAWholeDgxH100) {

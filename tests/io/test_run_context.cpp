@@ -17,7 +17,7 @@ TEST(RunContext, HasEveryKeyInOrder) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : context) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{
-                      "hostnames", "host_count", "cpu_model", "cores", "threads",
+                      "hostnames", "host_count", "rank_nodes", "rank_node_ranks", "cpu_model", "cores", "threads",
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
                       "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
                       "blas_threading", "blas_library", "onednn", "cpu_isa", "conv2d_fp32", "conv2d_bf16", "compiler", "build_type", "git_sha", "omp_proc_bind",
