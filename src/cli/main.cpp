@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "core/check.hpp"
 #include "core/install_paths.hpp"
+#include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
 
 namespace {
 

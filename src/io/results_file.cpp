@@ -15,6 +15,7 @@
 #include "core/bounded_file.hpp"
 #include "io/h5_objects.hpp"
 #include "metrics/run_context.hpp"
+#include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
 
 #ifndef SB_VERSION
 #define SB_VERSION "0.1.0"  // the CMake project version, until the build passes SB_VERSION

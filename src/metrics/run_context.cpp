@@ -7,6 +7,7 @@
 #include "core/cpu_isa.hpp"
 #include "parallel/nccl_communicator.hpp"
 #include "parallel/node_placement.hpp"
+#include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
 
 #include <Kokkos_Macros.hpp>
 #include <fmt/format.h>

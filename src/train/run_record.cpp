@@ -10,6 +10,7 @@
 #include "parallel/fault.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/checkpoint.hpp"
+#include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
 
 namespace sb::train {
 

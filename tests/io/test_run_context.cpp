@@ -8,6 +8,7 @@
 #include "core/cpu_isa.hpp"
 #include "metrics/run_context.hpp"
 #include "parallel/nccl_communicator.hpp"
+#include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
 
 namespace sb::metrics {
 namespace {

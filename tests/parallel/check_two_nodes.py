@@ -219,7 +219,7 @@ def kill_on_second_node():
                         "cases": [{"name": "dp2-two-nodes"}]}, f, sort_keys=False)
     out = os.path.join(workdir, "kill-results")
     shutil.rmtree(out, ignore_errors=True)
-    env = mpi_env(agent, 1, {"SB_INJECT_FAILURE": "1:3:kill", "SB_MPIEXEC": mpiexec})
+    env = mpi_env(agent, 1, {"SB_INJECT_FAILURE": "1:3:kill"})
     start = time.monotonic()
     try:
         job = on_first_node([scalebench, "run", suite, "--out", out, "--progress", "plain"], env, 90)
