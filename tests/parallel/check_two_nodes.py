@@ -25,6 +25,7 @@ Usage: check_two_nodes.py SCALEBENCH MPIEXEC SITE CONFIG WORKDIR
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,7 +39,7 @@ import numpy as np
 import yaml
 
 scalebench, mpiexec, site_file, config, workdir = sys.argv[1:6]
-tag = f"sb{os.getpid() % 100000}"
+tag = f"sbn{os.getpid()}"                 # names end in a/b (namespaces), va/vb (veth): <= 15 chars
 octet = 16 + os.getpid() % 200          # 10.<octet>.77.0/24: inside the namespaces only
 subnet = f"10.{octet}.77.0/24"
 nodes = [  # (namespace, host name, address, veth end)
@@ -53,7 +54,17 @@ def sh(*args, check=True):
     return subprocess.run(list(args), check=check, capture_output=True, text=True)
 
 
+def remove_stale_clusters():
+    """Namespaces an earlier run of this test left when it was killed outright (its pid gone)."""
+    for line in sh("ip", "netns", "list").stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        match = re.fullmatch(r"sbn(\d+)[ab]", name)
+        if match and not os.path.exists(f"/proc/{match.group(1)}"):
+            sh("ip", "netns", "delete", name, check=False)
+
+
 def make_cluster():
+    remove_stale_clusters()
     for ns, _, _, _ in nodes:
         sh("ip", "netns", "add", ns)
     sh("ip", "link", "add", nodes[0][3], "type", "veth", "peer", "name", nodes[1][3])
