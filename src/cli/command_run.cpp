@@ -19,7 +19,6 @@
 #include "launch/child_process.hpp"
 #include "launch/mpirun_environment.hpp"
 #include "cli/commands.hpp"
-#include "cli/failed_rank_account.hpp"
 #include "cli/progress_option.hpp"
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
@@ -27,6 +26,7 @@
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
+#include "jobs/failed_rank_account.hpp"
 #include "measure/repeat_spread.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/checkpoint.hpp"
@@ -262,7 +262,9 @@ std::function<int()> add_run_command(CLI::App& app) {
         std::fprintf(stderr, "scalebench: case '%s' failed (exit %d)\n", c.id.c_str(), code);
         // A rank killed outright leaves the file readable but "interrupted", or failed in words
         // that cannot name it: say what happened, naming the rank and its host where mpirun did.
-        if (fs::exists(result_path)) record_failed_rank(result_path, run_id, job.stderr_tail, code);
+        if (fs::exists(result_path))
+          jobs::record_failed_rank(result_path, run_id, job.stderr_tail,
+                                   fmt::format("before the run finished (mpirun exit {}); see the log", code), false);
       }
       if (fs::exists(result_path)) {
         io::copy_run(result_path, suite_file, run_id);

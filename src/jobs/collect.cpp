@@ -7,6 +7,7 @@
 #include "core/check.hpp"
 #include "io/copy_run.hpp"
 #include "io/results_reader.hpp"
+#include "jobs/failed_rank_account.hpp"
 
 namespace sb::jobs {
 
@@ -16,10 +17,17 @@ std::vector<CaseResult> case_results(const fs::path& dir, const SubmissionRecord
   std::vector<CaseResult> results;
   for (const auto& c : record.cases) {
     CaseResult r{c.id, "missing", ""};
-    const fs::path file = job_files(dir, c.file_id).result;
+    const JobFiles files = job_files(dir, c.file_id);
+    const fs::path& file = files.result;
     if (fs::exists(file)) {
       try {
         const std::string run = "/runs/" + c.id;
+        // a rank killed outright (srun: "task 1: Killed") leaves its run unfinished or failed
+        // in words that cannot name it: the job's log says which rank, on which node
+        if (io::read_string_attribute(file, run, "status") != "ok" && !record.array)
+          record_failed_rank(file, c.id, log_tail(files.log),
+                             fmt::format("before the run finished (the job's log {} says so)", files.log.string()),
+                             true);
         r.status = io::read_string_attribute(file, run, "status");
         if (r.status != "ok") r.error = io::read_string_attribute(file, run, "error");
       } catch (const std::exception& e) {

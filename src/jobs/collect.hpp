@@ -20,7 +20,9 @@ struct CaseResult {
   std::string error;   // the run's error attribute, when failed
 };
 
-// The status of every case's result file, in record order.
+// The status of every case's result file, in record order. A run that did not finish "ok"
+// whose job log (one job per case) names a failed rank is first marked failed naming that rank
+// and host (failed_rank_account.hpp).
 std::vector<CaseResult> case_results(const std::filesystem::path& dir, const SubmissionRecord& record);
 
 struct CollectOutcome {

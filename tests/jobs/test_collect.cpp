@@ -33,11 +33,14 @@ class Collect : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   void write_run(std::size_t index, const std::string& status) {
+    write_run(index, status, status == "ok" ? "" : "rank 1 failed: loss is NaN");
+  }
+  void write_run(std::size_t index, const std::string& status, const std::string& error) {
     const auto& c = record_.cases[index];
     auto file = io::ResultsFile::create(job_files(dir_, c.file_id).result);
     io::RunWriter run = file.begin_run(c.id, io::testing::example_run_attributes());
     run.append_step(io::testing::example_step(1));
-    run.finish(status, status == "ok" ? "" : "rank 1 failed: loss is NaN");
+    run.finish(status, error);
   }
 
   int files_in_dir() const {
@@ -49,6 +52,26 @@ class Collect : public ::testing::Test {
   fs::path dir_;
   SubmissionRecord record_;
 };
+
+// srun's line in the job's log names the rank killed outright and its node: the unfinished run
+// becomes failed saying so; a run whose log names no failed rank (a job still running) is left.
+TEST_F(Collect, AKilledRankNamedInTheJobLogFailsItsRun) {
+  write_run(0, "interrupted", "");
+  write_run(1, "interrupted", "");
+  write_run(2, "interrupted", "stopped by SIGUSR1 after step 3; checkpoint x.ckpt.h5 holds it");
+  std::ofstream(job_files(dir_, record_.cases[2].file_id).log) << "srun: error: n1: task 0: Exited with exit code 75\n";
+  std::ofstream(job_files(dir_, record_.cases[0].file_id).log)
+      << "[a] step 3/400 | loss 5.1\nsrun: error: nid00042: task 1: Killed\nsrun: Terminating StepId=7.0\n";
+  std::ofstream(job_files(dir_, record_.cases[1].file_id).log) << "[b] step 3/400 | loss 5.1\n";
+  const std::vector<CaseResult> results = case_results(dir_, record_);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].status, "failed");
+  EXPECT_NE(results[0].error.find("rank 1 on host nid00042 ended abnormally (Killed)"), std::string::npos)
+      << results[0].error;
+  EXPECT_EQ(results[1].status, "interrupted");
+  EXPECT_EQ(results[2].status, "interrupted");  // left for its requeue
+  EXPECT_NE(results[2].error.find("checkpoint"), std::string::npos);
+}
 
 TEST_F(Collect, RecordRoundTripsOddIds) {
   const SubmissionRecord back = read_record(dir_);

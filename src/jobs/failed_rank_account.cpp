@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // See failed_rank_account.hpp.
-#include "cli/failed_rank_account.hpp"
+#include "jobs/failed_rank_account.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -12,7 +14,7 @@
 #include "metrics/run_context.hpp"
 #include "launch/launcher_failure.hpp"
 
-namespace sb::cli {
+namespace sb::jobs {
 
 namespace {
 
@@ -38,23 +40,23 @@ std::string recorded_host(const std::filesystem::path& file, const std::string& 
 }  // namespace
 
 std::string failed_rank_account(const std::filesystem::path& result_file, const std::string& run_id,
-                                const std::string& launcher_output, int exit_code) {
-  const std::string ending = fmt::format("before the run finished (mpirun exit {}); see the log", exit_code);
+                                const std::string& launcher_output, const std::string& ending) {
   const std::optional<launch::LauncherFailure> failure = launch::launcher_failure(launcher_output);
   if (!failure) return "a rank of the case's MPI job ended abnormally " + ending;
   return fmt::format("{} {}", launch::describe(*failure, recorded_host(result_file, run_id, failure->rank)), ending);
 }
 
 bool record_failed_rank(const std::filesystem::path& result_file, const std::string& run_id,
-                        const std::string& launcher_output, int exit_code) {
+                        const std::string& launcher_output, const std::string& ending, bool only_when_named) {
   const std::string run = "/runs/" + run_id;
   const std::string status = io::read_string_attribute(result_file, run, "status");
-  if (status == "ok") return false;
-  const std::string account = failed_rank_account(result_file, run_id, launcher_output, exit_code);
-  std::string error = account;
+  const std::optional<launch::LauncherFailure> failure = launch::launcher_failure(launcher_output);
+  if (status == "ok" || (only_when_named && !failure)) return false;
+  const std::string recorded = io::read_string_attribute(result_file, run, "error");
+  // interrupted with a reason: stopped on purpose at a checkpoint (a requeue resumes it)
+  if (status == "interrupted" && !recorded.empty()) return false;
+  std::string error = failed_rank_account(result_file, run_id, launcher_output, ending);
   if (status != "interrupted") {
-    const std::string recorded = io::read_string_attribute(result_file, run, "error");
-    const std::optional<launch::LauncherFailure> failure = launch::launcher_failure(launcher_output);
     if (!failure || recorded.find(fmt::format("rank {} on", failure->rank)) != std::string::npos) return false;
     if (!recorded.empty()) error += "; rank 0 recorded: " + recorded;
   }
@@ -64,4 +66,17 @@ bool record_failed_rank(const std::filesystem::path& result_file, const std::str
   return true;
 }
 
-}  // namespace sb::cli
+std::string log_tail(const std::filesystem::path& log, std::size_t bytes) {
+  std::ifstream in(log, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return "";
+  const std::streamoff start = size > static_cast<std::streamoff>(bytes) ? size - static_cast<std::streamoff>(bytes) : 0;
+  in.seekg(start);
+  std::string tail(static_cast<std::size_t>(size - start), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return tail;
+}
+
+}  // namespace sb::jobs
