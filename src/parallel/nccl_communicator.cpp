@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/check.hpp"
+#include "core/environment.hpp"
 
 #ifdef SB_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -598,8 +599,8 @@ int select_local_device() {
                 "or use device: cpu)", where_am_i());
   int local_rank = 0;
   for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
-    if (const char* value = std::getenv(variable)) {
-      local_rank = std::atoi(value);
+    if (const auto value = environment_integer(variable, 0, 1 << 20, "this process's rank on its node")) {
+      local_rank = static_cast<int>(*value);
       break;
     }
   }
