@@ -16,6 +16,7 @@
 #include "core/check.hpp"
 #include "core/environment.hpp"
 #include "core/install_paths.hpp"
+#include "core/output_path.hpp"
 
 namespace sb::cli {
 
@@ -53,6 +54,9 @@ std::function<int()> add_report_command(CLI::App& app) {
       SB_USER_CHECK(std::filesystem::exists(file), "report: result file '{}' does not exist", file);
       require_regular_file(file, "report: result file");
     }
+    std::vector<NamedInput> inputs;
+    for (const std::string& file : o->files) inputs.push_back({"result file", file});
+    require_not_an_input(o->out, "report: -o", inputs);
     const std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent), "report: the folder of -o '{}' does not exist",
                   o->out);
