@@ -911,7 +911,7 @@ def main():
     plotly = None if args.static else interactive_module()
     for path in args.files:
         if not os.path.isfile(path):
-            print(f"report: {path} does not exist", file=sys.stderr)
+            print(f"scalebench: error: report: {path} does not exist", file=sys.stderr)
             return 2
     try:
         runs = load_runs(args.files)
@@ -919,7 +919,8 @@ def main():
         repeats = load_repeats(args.files)
         stragglers = load_stragglers(args.files, args.scalebench)
     except SystemExit as e:
-        print(e, file=sys.stderr)
+        # one sentence in scalebench's own form, as every other command's
+        print(f"scalebench: error: {e}", file=sys.stderr)
         return 2
     figures = [("fig-throughput", "Throughput and scaling efficiency", lambda rs: figure_throughput(rs, repeats),
                 lambda: plotly.figure_throughput(runs, repeats)),

@@ -82,6 +82,7 @@ std::function<int()> add_plan_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
     const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
+    costmodel::require_devices_within_site(site, options->devices, "--devices");
     costmodel::PlanRequest request;
     request.model = options->model;
     request.devices = options->devices;

@@ -177,6 +177,12 @@ std::function<int()> add_predict_command(CLI::App& app) {
                   "predict needs --config CASE and --site SITE (or --validate SET)");
     const plan::TrainConfig config = costmodel::load_predict_case(options->config, options->overrides);
     const costmodel::SiteProfile site = costmodel::load_site_profile(costmodel::site_profile_path(options->site, "--site"));
+    const plan::StrategySpec& s = config.strategy;
+    if (options->devices > 0)
+      costmodel::require_devices_within_site(site, options->devices, "--devices");
+    else
+      costmodel::require_devices_within_site(site, s.dp * s.tp * s.pp,
+                                             fmt::format("strategy.dp × tp × pp ({} × {} × {})", s.dp, s.tp, s.pp));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
     const std::optional<costmodel::PredictionBand> band =
         p.feasible ? costmodel::prediction_band(site, p.step_time_s) : std::nullopt;

@@ -6,13 +6,17 @@
 // (the Python).
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "launch/child_process.hpp"
 #include "cli/commands.hpp"
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
+#include "core/environment.hpp"
 #include "core/install_paths.hpp"
+#include "core/output_path.hpp"
 
 namespace sb::cli {
 
@@ -26,8 +30,13 @@ struct ReportOptions {
 
 // $SB_PYTHON, else the Debian interpreter whose h5py and matplotlib scripts/setup.sh installs.
 std::string python() {
-  const char* chosen = std::getenv("SB_PYTHON");
-  return chosen && *chosen ? chosen : "/usr/bin/python3";
+  const std::optional<std::string> chosen = environment_text("SB_PYTHON");
+  if (!chosen) return "/usr/bin/python3";
+  std::error_code ec;
+  SB_USER_CHECK(chosen->find('/') == std::string::npos || std::filesystem::is_regular_file(*chosen, ec),
+                "environment variable SB_PYTHON is '{}', which is not a file; unset it or name a python3 with h5py and "
+                "matplotlib", chosen->substr(0, 200));
+  return *chosen;
 }
 
 }  // namespace
@@ -45,6 +54,9 @@ std::function<int()> add_report_command(CLI::App& app) {
       SB_USER_CHECK(std::filesystem::exists(file), "report: result file '{}' does not exist", file);
       require_regular_file(file, "report: result file");
     }
+    std::vector<NamedInput> inputs;
+    for (const std::string& file : o->files) inputs.push_back({"result file", file});
+    require_not_an_input(o->out, "report: -o", inputs);
     const std::filesystem::path parent = std::filesystem::path(o->out).parent_path();
     SB_USER_CHECK(parent.empty() || std::filesystem::is_directory(parent), "report: the folder of -o '{}' does not exist",
                   o->out);

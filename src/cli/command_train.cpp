@@ -16,6 +16,7 @@
 #include "core/check.hpp"
 #include "costmodel/run_prediction.hpp"
 #include "parallel/fault.hpp"
+#include "core/output_path.hpp"
 #include "parallel/node_placement.hpp"
 #include "train/checkpoint.hpp"
 #include "plan/config.hpp"
@@ -41,6 +42,22 @@ void check_out_is_new(const TrainOptions& o, const plan::TrainConfig& config, co
                        std::filesystem::exists(train::checkpoint_path_of(config, out, run_id));
   SB_USER_CHECK(resumes, "--out '{}' exists: train never replaces a result file; add --force to replace it or "
                 "--append to add this run to it", o.out);
+}
+
+// Neither the result file, the checkpoint nor the trace may be a file this run reads; the
+// checkpoint is read back when it exists (a resume), so it is no input of --out only.
+void check_outputs_are_not_inputs(const TrainOptions& o, const plan::TrainConfig& config,
+                                  const std::filesystem::path& checkpoint) {
+  const auto file = [](const std::string& what, const std::string& name) {
+    return NamedInput{what, name.rfind("run:", 0) == 0 ? std::string() : name};  // run:<id> names no file
+  };
+  const NamedInput config_file = file("--config", o.config), resume = file("--resume", o.resume),
+                   finetune = file("finetune.from", config.finetune.from),
+                   teacher = file("distill.teacher", config.distill.teacher), out = file("--out", o.out);
+  require_not_an_input(o.out, "--out", {config_file, resume, finetune, teacher});
+  require_not_an_input(checkpoint, "the checkpoint", {config_file, finetune, teacher, out});
+  if (!o.trace.empty())
+    require_not_an_input(o.trace, "--trace", {config_file, resume, finetune, teacher, out, {"the checkpoint", checkpoint}});
 }
 
 }  // namespace
@@ -76,6 +93,7 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const std::string run_id = !options->run_id.empty() ? options->run_id
                                : !config.name.empty()   ? config.name
                                                         : config.model.name;
+    check_outputs_are_not_inputs(*options, config, train::checkpoint_path_of(config, out, run_id));
     check_out_is_new(*options, config, run_id);
     // The cost model's prediction of this run, made before it (a wrong site fails here).
     costmodel::predict_run(config);

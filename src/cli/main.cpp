@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/environment_check.hpp"
 #include "core/check.hpp"
 #include "core/install_paths.hpp"
 #include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    sb::cli::check_environment();
     if (app.got_subcommand("train")) return train();
     if (app.got_subcommand("run")) return run();
     if (app.got_subcommand("inspect")) return inspect();

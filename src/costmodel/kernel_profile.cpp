@@ -70,9 +70,9 @@ std::vector<std::string> split(const std::string& text, char separator) {
 }  // namespace
 
 KernelProfile KernelProfile::load(const std::filesystem::path& file) {
-  require_regular_file(file, "kernel-time table");
-  std::ifstream in(file);
-  SB_USER_CHECK(in.good(), "cannot read the kernel-time table '{}'", file.string());
+  // calibrate writes about 0.5 MB; 64 MiB leaves room for any sweep and none for an endless file
+  constexpr std::uintmax_t kMaxTableBytes = std::uintmax_t{64} << 20;
+  std::istringstream in(read_bounded_file(file, "kernel-time table", kMaxTableBytes));
   KernelProfile profile;
   std::string line;
   int number = 0;
@@ -96,7 +96,7 @@ KernelProfile KernelProfile::load(const std::filesystem::path& file) {
       SB_USER_CHECK(false, "{}:{}: expected '{}', got '{}'", file.string(), number, header, line);
     }
     SB_USER_CHECK(!t.kernel.empty() && !t.shape.empty() && t.devices >= 1 && t.ranks >= 1 && t.size > 0 &&
-                      t.seconds > 0,
+                      t.seconds > 0 && std::isfinite(t.size) && std::isfinite(t.seconds),
                   "{}:{}: a kernel time needs a kernel, a shape, devices and ranks >= 1 and positive size and seconds, "
                   "got '{}'",
                   file.string(), number, line);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <set>
 #include <string_view>
@@ -49,10 +50,11 @@ class Mapping {
   T required(const std::string& key) const {
     return convert<T>(child(key), key);
   }
-  // A positive number.
+  // A positive finite number.
   double positive(const std::string& key) const {
     const double value = required<double>(key);
     SB_USER_CHECK(value > 0, "{}: '{}' must be positive, got {}", source_, qualified(key), value);
+    SB_USER_CHECK(std::isfinite(value), "{}: '{}' must be a finite number, got {}", source_, qualified(key), value);
     return value;
   }
   std::optional<double> optional_positive(const std::string& key) const {
@@ -259,21 +261,34 @@ SiteLink SiteProfile::link(bool inter) const {
   return inter ? inter_node : intra_node;
 }
 
+void require_devices_within_site(const SiteProfile& site, std::int64_t devices, const std::string& request) {
+  if (site.nodes == 0) return;
+  const std::int64_t has = std::int64_t{site.nodes} * site.devices_per_node;
+  SB_USER_CHECK(devices <= has, "{} asks for {} devices, but site '{}' ({}) has {} node{} of {} devices ({} in all)",
+                request, devices, site.name, site.source, site.nodes, site.nodes == 1 ? "" : "s", site.devices_per_node,
+                has);
+}
+
 SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source) {
   SB_USER_CHECK(root && root.IsMap(), "{}: a site profile must be a mapping of keys to values",
                 source);
   const Mapping top(root, "", source,
                     {"name", "device", "devices_per_node", "peak_flops", "memory_bytes",
                      "memory_bandwidth", "links", "price_per_device_hour", "currency", "power_watts",
-                     "calibrated", "scheduler", "device_is_cpu_core", "gemm", "peak_flops_source"});
+                     "calibrated", "scheduler", "device_is_cpu_core", "gemm", "peak_flops_source", "nodes"});
   SiteProfile p;
   p.source = source;
   p.name = top.required<std::string>("name");
   p.device = top.required<std::string>("device");
   p.devices_per_node = top.required<int>("devices_per_node");
   p.device_is_cpu_core = top.has("device_is_cpu_core") && top.required<bool>("device_is_cpu_core");
-  SB_USER_CHECK(p.devices_per_node >= 1, "{}: 'devices_per_node' must be at least 1, got {}", source,
-                p.devices_per_node);
+  SB_USER_CHECK(p.devices_per_node >= 1 && p.devices_per_node <= kMostDevicesPerNode,
+                "{}: 'devices_per_node' must be from 1 to {}, got {}", source, kMostDevicesPerNode, p.devices_per_node);
+  if (top.has("nodes")) {
+    p.nodes = top.required<int>("nodes");
+    SB_USER_CHECK(p.nodes >= 1 && p.nodes <= kMostNodes, "{}: 'nodes' must be from 1 to {}, got {}", source,
+                  kMostNodes, p.nodes);
+  }
   p.peak_flops = read_per_precision(top, "peak_flops", source, true, false);
   if (top.has("peak_flops_source")) p.peak_flops_source = top.required<std::string>("peak_flops_source");
   p.memory_bytes = top.positive("memory_bytes");

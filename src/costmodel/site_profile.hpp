@@ -6,6 +6,7 @@
 // the figures are used (step_prediction) and how scripts are written (src/jobs).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -55,6 +56,8 @@ struct SiteProfile {
   std::string name;
   std::string device;  // "NVIDIA A100-SXM4-80GB"
   int devices_per_node = 0;
+  // `nodes`: how many nodes the site has; 0 when the profile does not say (no limit checked).
+  int nodes = 0;
   // A device is one CPU core (a CPU site): a rank of `threads` threads uses that many devices.
   bool device_is_cpu_core = false;
   // Dense peak FLOP/s per precision: fp32, bf16 and fp16 always; tf32 where the device has it.
@@ -95,6 +98,14 @@ struct SiteProfile {
   }
   bool calibrated() const { return !gemm_efficiency.empty() || gemm.has_value() || kernel_times != nullptr; }
 };
+
+// Bounds of a profile's sizes: beyond any machine built.
+inline constexpr int kMostDevicesPerNode = 1 << 12;
+inline constexpr int kMostNodes = 1 << 20;
+
+// UserError when the site declares its node count and `devices` exceeds nodes × devices per
+// node; `request` names what asked ("--devices", "dp × tp × pp").
+void require_devices_within_site(const SiteProfile& site, std::int64_t devices, const std::string& request);
 
 SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source);
 SiteProfile load_site_profile(const std::filesystem::path& path);

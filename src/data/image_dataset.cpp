@@ -3,7 +3,6 @@
 #include "data/image_dataset.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +13,7 @@
 
 #include "core/check.hpp"
 #include "core/rng.hpp"
+#include "data/data_file.hpp"
 
 namespace sb::data {
 
@@ -21,25 +21,13 @@ namespace {
 
 constexpr std::uint64_t kShuffleStream = 0x1D70'0001;
 
-// The whole file, decompressed when it is gzip (zlib reads plain files unchanged).
-std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
-  SB_USER_CHECK(std::filesystem::is_regular_file(path),
-                "data file '{}' does not exist (run scripts/setup.sh, or set data.path or SB_DATA_DIR)",
-                path.string());
-  gzFile file = gzopen(path.c_str(), "rb");
-  SB_USER_CHECK(file != nullptr, "cannot open data file '{}'", path.string());
-  std::vector<std::uint8_t> bytes;
-  std::array<std::uint8_t, 1 << 16> chunk{};
-  int n = 0;
-  while ((n = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0)
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + n);
-  int error = Z_OK;
-  const std::string message = gzerror(file, &error);  // zlib's text lives in `file`: copy it before closing
-  gzclose(file);
-  SB_USER_CHECK(n == 0 && (error == Z_OK || error == Z_STREAM_END),
-                "data file '{}' is corrupt or truncated ({})", path.string(), message);
-  return bytes;
-}
+// An IDX file's header may promise at most this much: the largest data set read here (MNIST's
+// training images) is 47 MB, and its floats take four times as much memory.
+constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{64} << 20;
+// Bytes read past the promised size to say how padded a file is (a file may be endless).
+constexpr std::uint64_t kPaddingShown = 1 << 16;
+// A digits CSV is 290 KB uncompressed.
+constexpr std::uint64_t kMaxDigitsBytes = std::uint64_t{16} << 20;
 
 std::uint32_t big_endian_u32(const std::vector<std::uint8_t>& b, std::size_t at) {
   return (std::uint32_t{b[at]} << 24) | (std::uint32_t{b[at + 1]} << 16) | (std::uint32_t{b[at + 2]} << 8) | b[at + 3];
@@ -54,25 +42,46 @@ std::string decimal(unsigned __int128 value) {
   return digits;
 }
 
-// Checks an IDX header: magic 0x0000 08 ND and ND dimensions; returns the dimensions.
-std::vector<std::int64_t> idx_dimensions(const std::vector<std::uint8_t>& bytes, const std::filesystem::path& path,
-                                         std::uint32_t expected_rank) {
+struct IdxFile {
+  std::vector<std::int64_t> dims;
+  std::vector<std::uint8_t> bytes;  // header and payload
+};
+
+// An IDX file read against its own header: magic 0x0000 08 ND, ND big-endian uint32
+// dimensions, then exactly their product of bytes. The header is checked before the payload
+// is read, so a header promising more than kMaxIdxBytes is refused without reading it.
+IdxFile read_idx(const std::filesystem::path& path, std::uint32_t expected_rank) {
+  DataFile file(path);
+  IdxFile idx;
+  const std::uint64_t header = 4 + 4 * std::uint64_t{expected_rank};
+  file.read(idx.bytes, header);
+  SB_USER_CHECK(idx.bytes.size() == header, "'{}' is too short ({} bytes) to be an IDX file", path.string(),
+                idx.bytes.size());
   const std::uint32_t expected_magic = 0x00000800u | expected_rank;
-  SB_USER_CHECK(bytes.size() >= 4 + 4 * expected_rank,
-                "'{}' is too short ({} bytes) to be an IDX file", path.string(), bytes.size());
-  const std::uint32_t magic = big_endian_u32(bytes, 0);
+  const std::uint32_t magic = big_endian_u32(idx.bytes, 0);
   SB_USER_CHECK(magic == expected_magic,
                 "'{}' has magic number 0x{:08x} but an IDX {} file starts with 0x{:08x}", path.string(), magic,
                 expected_rank == 3 ? "image" : "label", expected_magic);
-  std::vector<std::int64_t> dims;
-  for (std::uint32_t d = 0; d < expected_rank; ++d) dims.push_back(big_endian_u32(bytes, 4 + 4 * d));
   // Three 32-bit dimensions can overflow 64 bits: the promised size in 128.
-  unsigned __int128 expected_size = 4 + 4 * expected_rank, payload = 1;
-  for (const std::int64_t dim : dims) payload *= static_cast<std::uint64_t>(dim);
-  expected_size += payload;
-  SB_USER_CHECK(expected_size == bytes.size(), "'{}' is truncated or padded: its header promises {} bytes but it holds {}",
-                path.string(), decimal(expected_size), bytes.size());
-  return dims;
+  unsigned __int128 promised = header;
+  std::string shape;
+  for (std::uint32_t d = 0; d < expected_rank; ++d) {
+    idx.dims.push_back(big_endian_u32(idx.bytes, 4 + 4 * d));
+    shape += (d ? " × " : "") + std::to_string(idx.dims.back());
+  }
+  unsigned __int128 payload = 1;
+  for (const std::int64_t dim : idx.dims) payload *= static_cast<std::uint64_t>(dim);
+  promised += payload;
+  SB_USER_CHECK(promised <= kMaxIdxBytes,
+                "'{}' has a header of {} that promises {} bytes, more than the {} MiB an IDX file may hold",
+                path.string(), shape, decimal(promised), kMaxIdxBytes >> 20);
+  const auto expected_size = static_cast<std::uint64_t>(promised);
+  file.read(idx.bytes, expected_size - header + kPaddingShown);
+  const bool endless = idx.bytes.size() == expected_size + kPaddingShown;
+  SB_USER_CHECK(idx.bytes.size() == expected_size,
+                "'{}' is truncated or padded: its header promises {} bytes but it holds {}{}", path.string(),
+                expected_size, endless ? "more than " : "", endless ? expected_size + kPaddingShown - 1 : idx.bytes.size());
+  return idx;
 }
 
 std::filesystem::path first_existing(const std::filesystem::path& dir, const std::string& stem) {
@@ -103,10 +112,12 @@ ImageDataset load_idx_split(const std::string& name, const std::filesystem::path
 
 ImageDataset load_idx_images(const std::string& name, const std::filesystem::path& images_path,
                              const std::filesystem::path& labels_path, double mean, double std) {
-  const auto images = read_maybe_gzip(images_path);
-  const auto labels = read_maybe_gzip(labels_path);
-  const auto image_dims = idx_dimensions(images, images_path, 3);
-  const auto label_dims = idx_dimensions(labels, labels_path, 1);
+  const IdxFile image_file = read_idx(images_path, 3);
+  const IdxFile label_file = read_idx(labels_path, 1);
+  const std::vector<std::uint8_t>& images = image_file.bytes;
+  const std::vector<std::uint8_t>& labels = label_file.bytes;
+  const std::vector<std::int64_t>& image_dims = image_file.dims;
+  const std::vector<std::int64_t>& label_dims = label_file.dims;
   SB_USER_CHECK(image_dims[0] == label_dims[0], "'{}' holds {} images but '{}' holds {} labels",
                 images_path.string(), image_dims[0], labels_path.string(), label_dims[0]);
   ImageDataset d;
@@ -136,7 +147,7 @@ ImageDataset load_fashion_mnist(const std::filesystem::path& dir, const std::str
 
 ImageDataset load_digits(const std::filesystem::path& dir) {
   const auto path = dir / "digits.csv.gz";
-  const auto bytes = read_maybe_gzip(path);
+  const auto bytes = read_data_file(path, kMaxDigitsBytes);
   std::istringstream text(std::string(bytes.begin(), bytes.end()));
   ImageDataset d;
   d.name = "digits";

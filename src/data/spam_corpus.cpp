@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <fstream>
-#include <iterator>
+#include <system_error>
 #include <string_view>
 #include <utility>
 
 #include "core/check.hpp"
 #include "core/rng.hpp"
+#include "data/data_file.hpp"
 
 namespace sb::data {
 
@@ -32,6 +32,10 @@ constexpr std::int64_t kTestEvery = 5;  // index % 5 == 4 of the sorted files is
 // The training order is fixed (not the run's seed): every run of a subset sees the same messages.
 constexpr std::uint64_t kTrainOrderSeed = 0x5BA4'2002;
 constexpr std::uint64_t kTrainOrderStream = 0x5BA4'0001;
+// The corpus's largest message is 512 KB and all of them hold 68 MB: bounds far above both,
+// checked on the files' sizes before they are read.
+constexpr std::uintmax_t kMaxMessageBytes = std::uintmax_t{8} << 20;
+constexpr std::uintmax_t kMaxCorpusBytes = std::uintmax_t{512} << 20;
 
 struct Message {
   std::string text;  // subject_and_body
@@ -56,6 +60,21 @@ EncodedMessages encode(std::string name, const std::vector<Message>& messages,
     e.labels[i] = m.label;
   }
   return e;
+}
+
+// Every message within kMaxMessageBytes and all within kMaxCorpusBytes, from their sizes.
+void check_sizes(const std::filesystem::path& dir, const std::vector<std::pair<std::string, std::int32_t>>& files) {
+  std::uintmax_t total = 0;
+  for (const auto& [name, label] : files) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(dir / name, ec);
+    SB_USER_CHECK(!ec, "cannot read the size of '{}'", (dir / name).string());
+    SB_USER_CHECK(size <= kMaxMessageBytes, "'{}' holds {} bytes, more than the {} MiB a SpamAssassin message may hold",
+                  (dir / name).string(), size, kMaxMessageBytes >> 20);
+    total += size;
+  }
+  SB_USER_CHECK(total <= kMaxCorpusBytes, "'{}' holds {} bytes of messages, more than the {} MiB the SpamAssassin "
+                "corpus may hold; reinstall it with scripts/setup.sh", dir.string(), total, kMaxCorpusBytes >> 20);
 }
 
 }  // namespace
@@ -107,14 +126,14 @@ SpamCorpus load_spam_assassin(const std::filesystem::path& dir, std::int64_t seq
                   "scripts/setup.sh", sub.string(), found, folder.messages);
   }
   std::sort(files.begin(), files.end());
+  check_sizes(dir, files);
   std::vector<Message> messages;
   messages.reserve(files.size());
   std::vector<std::size_t> train, test;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const fs::path file = dir / files[i].first;
-    std::ifstream in(file, std::ios::binary);
-    SB_USER_CHECK(in.good(), "cannot read '{}'", file.string());
-    const std::string raw{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::vector<std::uint8_t> bytes = read_data_file(file, kMaxMessageBytes);
+    const std::string raw(bytes.begin(), bytes.end());
     messages.push_back({subject_and_body(raw), files[i].second});
     (static_cast<std::int64_t>(i) % kTestEvery == kTestEvery - 1 ? test : train).push_back(i);
   }

@@ -3,11 +3,11 @@
 #include "data/text_corpus.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
+#include <system_error>
 
 #include "core/check.hpp"
 #include "core/rng.hpp"
+#include "data/data_file.hpp"
 
 namespace sb::data {
 
@@ -44,21 +44,32 @@ TextCorpus load_sotu(const std::filesystem::path& dir) {
                 "'{}' holds {} speeches (*.txt) but the State of the Union corpus has {}; "
                 "reinstall it with scripts/setup.sh",
                 dir.string(), files.size(), kSotuSpeeches);
+  // Sizes first: a speech that is endless or huge is refused before a byte of it is read.
+  std::uintmax_t text_bytes = 0;
+  for (const auto& file : files) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(file, ec);
+    SB_USER_CHECK(!ec, "cannot read the size of '{}'", file.string());
+    text_bytes += size;
+  }
+  const auto check_size = [&] {
+    SB_USER_CHECK(text_bytes == kSotuTextBytes,
+                  "'{}' holds {} bytes of speeches but the State of the Union corpus has {} "
+                  "(truncated or modified files); reinstall it with scripts/setup.sh",
+                  dir.string(), text_bytes, kSotuTextBytes);
+  };
+  check_size();
   std::vector<std::uint8_t> bytes;
   bytes.reserve(kSotuTextBytes + kSotuSpeeches);
-  std::size_t text_bytes = 0;
+  text_bytes = 0;
   for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    SB_USER_CHECK(in.good(), "cannot read '{}'", file.string());
     if (!bytes.empty()) bytes.push_back('\n');
-    const auto before = bytes.size();
-    bytes.insert(bytes.end(), std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const std::size_t before = bytes.size();
+    // at most what is left of the corpus and one byte: a file that grew since its stat shows as a size mismatch
+    DataFile(file).read(bytes, kSotuTextBytes - std::min<std::uintmax_t>(text_bytes, kSotuTextBytes) + 1);
     text_bytes += bytes.size() - before;
   }
-  SB_USER_CHECK(text_bytes == kSotuTextBytes,
-                "'{}' holds {} bytes of speeches but the State of the Union corpus has {} "
-                "(truncated or modified files); reinstall it with scripts/setup.sh",
-                dir.string(), text_bytes, kSotuTextBytes);
+  check_size();
   return TextCorpus("sotu", std::move(bytes), 0.1);
 }
 

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "core/bounded_file.hpp"
+#include "core/environment.hpp"
 #include "core/check.hpp"
 #include "io/h5_check.hpp"
 #include "io/h5_objects.hpp"
@@ -26,8 +28,8 @@ constexpr const char* kFormat = "scalebench-checkpoint";
 constexpr std::int64_t kVersion = 1;
 
 void pause_if_asked() {
-  const char* pause = std::getenv("SB_CHECKPOINT_WRITE_PAUSE_MS");
-  if (pause && *pause) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(pause)));
+  if (const std::int64_t pause = checkpoint_write_pause_ms(); pause > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
 }
 
 void write_floats(hid_t parent, const std::string& name, const std::vector<float>& values) {
@@ -72,6 +74,11 @@ void sync_to_disk(const std::filesystem::path& path, bool folder) {
 }
 
 }  // namespace
+
+std::int64_t checkpoint_write_pause_ms() {
+  return environment_integer("SB_CHECKPOINT_WRITE_PAUSE_MS", 0, 60'000, "milliseconds to pause after each checkpoint array")
+      .value_or(0);
+}
 
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
   H5QuietErrors quiet;

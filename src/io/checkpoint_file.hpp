@@ -42,6 +42,8 @@ struct Checkpoint {
 // Writes `checkpoint` to `path` atomically (temporary file, fsync, rename). Environment
 // SB_CHECKPOINT_WRITE_PAUSE_MS=N sleeps N ms after each dataset (for the kill-mid-write test).
 void write_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+// That pause: 0 when unset; UserError unless an integer from 0 to 60000.
+std::int64_t checkpoint_write_pause_ms();
 
 // Reads the attributes and every rank's header; the tensors only of the ranks `wanted` accepts
 // (all when it is empty). UserError naming the file when it is not a scalebench checkpoint.

@@ -3,12 +3,10 @@
 #include "parallel/node_placement.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "core/check.hpp"
+#include "core/environment.hpp"
 #include "parallel/mpi_check.hpp"
 
 namespace sb::parallel {
@@ -16,22 +14,14 @@ namespace sb::parallel {
 namespace {
 
 constexpr int kHostBytes = 256;  // HOST_NAME_MAX + 1 on Linux
-constexpr int kMostLocalRanks = 65535;
+constexpr int kMostLocalRanks = 1 << 20;
 
 }  // namespace
 
 std::optional<int> launcher_local_rank() {
-  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
-    const char* value = std::getenv(variable);
-    if (value == nullptr) continue;
-    const std::string_view text(value);
-    int rank = -1;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rank);
-    SB_USER_CHECK(error == std::errc() && end == text.data() + text.size() && rank >= 0 && rank <= kMostLocalRanks,
-                  "{} is '{}', not a node-local rank (an integer from 0 to {})", variable,
-                  text.substr(0, 64), kMostLocalRanks);
-    return rank;
-  }
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"})
+    if (const auto value = environment_integer(variable, 0, kMostLocalRanks, "this process's rank on its node"))
+      return static_cast<int>(*value);
   return std::nullopt;
 }
 

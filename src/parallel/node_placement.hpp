@@ -16,7 +16,7 @@ namespace sb::parallel {
 
 // The node-local rank the launcher gives this process (OMPI_COMM_WORLD_LOCAL_RANK, then
 // SLURM_LOCALID, then MPI_LOCALRANKID), or nullopt when none of them is set. UserError naming
-// the variable when its value is not an integer from 0 to 65535.
+// the variable when its value is not an integer from 0 to 2^20.
 std::optional<int> launcher_local_rank();
 
 // Every rank's node, by world rank (gathered over `world`).

@@ -27,6 +27,10 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// The largest magnitude of any integer key (2^40, about 1.1e12): above every real step count,
+// batch or size, and small enough that a product of two stays inside 64 bits.
+constexpr std::int64_t kMaxConfigInteger = std::int64_t{1} << 40;
+
 // Reads one mapping, rejecting keys it does not know.
 class MapReader {
  public:
@@ -64,6 +68,20 @@ class MapReader {
       throw UserError(fmt::format("{}: '{}' has value '{}', which is not {}", source_,
                                   qualified(key), n.Scalar(), kind<T>()));
     }
+    check_bounded(key, n, value);
+  }
+
+  // Every number finite and every signed integer within kMaxConfigInteger: a value beyond is a
+  // typo, and products of a few of them (tokens per step, bytes) must stay inside 64 bits.
+  template <class T>
+  void check_bounded(const std::string& key, const YAML::Node& n, const T& value) const {
+    if constexpr (std::is_floating_point_v<T>)
+      SB_USER_CHECK(std::isfinite(value), "{}: '{}' has value '{}', which is not a finite number", source_,
+                    qualified(key), n.Scalar());
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+      SB_USER_CHECK(value >= -kMaxConfigInteger && value <= kMaxConfigInteger,
+                    "{}: '{}' has value {}, beyond the {} an integer key may hold", source_, qualified(key), value,
+                    kMaxConfigInteger);
   }
 
   // A list of integers: [2, 1, 1].
@@ -80,6 +98,7 @@ class MapReader {
         throw UserError(fmt::format("{}: '{}' has item '{}', which is not an integer", source_, qualified(key),
                                     item.Scalar()));
       }
+      check_bounded(key, item, values.back());
     }
   }
 
@@ -103,6 +122,11 @@ class MapReader {
 
 void require_positive(std::int64_t value, const std::string& key, const std::string& source) {
   SB_USER_CHECK(value > 0, "{}: '{}' must be a positive integer, got {}", source, key, value);
+}
+// `value` at most `most`, `what` saying what the bound stands for.
+void require_at_most(std::int64_t value, std::int64_t most, const std::string& key, const std::string& source,
+                     const char* what) {
+  SB_USER_CHECK(value <= most, "{}: '{}' is {}, more than the {} it may be ({})", source, key, value, most, what);
 }
 void require_non_negative(std::int64_t value, const std::string& key, const std::string& source) {
   SB_USER_CHECK(value >= 0, "{}: '{}' must be zero or positive, got {}", source, key, value);
@@ -240,6 +264,11 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
     require_positive(c.model.heads, "model.heads", source);
     require_positive(c.model.seq_len, "model.seq_len", source);
     require_positive(c.model.vocab, "model.vocab", source);
+    require_at_most(c.model.layers, 1 << 16, "model.layers", source, "65536 blocks");
+    require_at_most(c.model.hidden, 1 << 20, "model.hidden", source, "a width of 1M");
+    require_at_most(c.model.heads, 1 << 16, "model.heads", source, "65536 heads");
+    require_at_most(c.model.seq_len, 1 << 24, "model.seq_len", source, "16M tokens");
+    require_at_most(c.model.vocab, 1 << 24, "model.vocab", source, "16M tokens");
     SB_USER_CHECK(c.model.hidden % c.model.heads == 0,
                   "{}: model.hidden ({}) must be divisible by model.heads ({})", source,
                   c.model.hidden, c.model.heads);
@@ -298,6 +327,11 @@ void read_strategy(const MapReader& top, TrainConfig& c, const std::string& sour
                               {s.interleave, "strategy.interleave"}})
       require_positive(value, key, source);
     require_non_negative(s.micro_batches, "strategy.micro_batches", source);
+    // ranks beyond any machine, and no more micro-batches than the pipeline simulation walks in a moment
+    for (auto [value, key] : {std::pair{s.dp, "strategy.dp"}, {s.tp, "strategy.tp"}, {s.pp, "strategy.pp"}})
+      require_at_most(value, 1 << 20, key, source, "1M ranks, more than any machine has");
+    require_at_most(s.interleave, 1 << 10, "strategy.interleave", source, "1024 virtual stages");
+    require_at_most(s.micro_batches, 1 << 16, "strategy.micro_batches", source, "65536 per step");
     SB_USER_CHECK(s.zero >= 0 && s.zero <= 3, "{}: 'strategy.zero' must be 0, 1, 2 or 3, got {}", source, s.zero);
     require_one_of(s.schedule, {"gpipe", "1f1b"}, "strategy.schedule", source);
     require_one_of(s.recompute, {"none", "selective", "full"}, "strategy.recompute", source);
@@ -346,6 +380,7 @@ void read_run_keys(const MapReader& top, TrainConfig& c, const std::string& sour
   }
   require_positive(c.global_batch, "batch.global", source);
   require_non_negative(c.micro_batch, "batch.micro", source);
+  require_at_most(c.global_batch, std::int64_t{1} << 32, "batch.global", source, "4G samples per step");
 
   top.read("seq_len", c.seq_len);
   top.read("steps", c.steps);
@@ -368,6 +403,8 @@ void read_run_keys(const MapReader& top, TrainConfig& c, const std::string& sour
   require_positive(c.eval_batches, "eval_batches", source);
   require_positive(c.log_every, "log_every", source);
   require_non_negative(c.threads, "threads", source);
+  require_at_most(c.threads, 1 << 20, "threads", source, "1M threads per rank");
+  require_at_most(c.seq_len, 1 << 24, "seq_len", source, "16M tokens");
   require_one_of(c.device, {"cpu", "cuda"}, "device", source);
 }
 

@@ -86,25 +86,6 @@ std::optional<optim::LossScaler> loss_scaler_of(const plan::PrecisionSpec& p) {
   return optim::LossScaler(config);
 }
 
-// SB_INJECT_OVERFLOW=STEP[:RANK] (STEP 1-based) makes that step's gradients overflow on world
-// rank RANK, or on every rank without it: the test of loss scaling's skipped step. 0 when unset
-// or when this rank is not the one named.
-std::int64_t overflow_step_to_inject(int world_rank) {
-  const char* spec = std::getenv("SB_INJECT_OVERFLOW");
-  if (!spec || !*spec) return 0;
-  char* end = nullptr;
-  const long long step = std::strtoll(spec, &end, 10);
-  long long rank = -1;
-  if (*end == ':') {
-    const char* rank_text = end + 1;
-    rank = std::strtoll(rank_text, &end, 10);
-    if (end == rank_text) rank = -2;
-  }
-  SB_USER_CHECK(*end == '\0' && step >= 1 && rank >= -1,
-                "SB_INJECT_OVERFLOW '{}' is not STEP or STEP:RANK (a 1-based step, a world rank)", spec);
-  return rank < 0 || rank == world_rank ? step : 0;
-}
-
 }  // namespace
 
 DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& task, parallel::ProcessGrid& grid,

@@ -19,4 +19,13 @@ void inject_failure_if_asked(int rank, std::int64_t step);
 // other rank and step, or when unset.
 double slowdown_to_inject(int rank, std::int64_t step);
 
+// SB_INJECT_OVERFLOW=STEP[:RANK] (STEP 1-based) makes that step's gradients overflow on world
+// rank RANK, or on every rank without it: the test of loss scaling's skipped step. 0 when unset
+// or when this rank is not the one named.
+std::int64_t overflow_step_to_inject(int world_rank);
+
+// UserError, naming the variable, when SB_INJECT_FAILURE or SB_INJECT_OVERFLOW is set to
+// something it does not take: read before a command writes anything.
+void check_injection_environment();
+
 }  // namespace sb::train

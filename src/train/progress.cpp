@@ -7,7 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+
+#include "core/environment.hpp"
 
 namespace sb::train {
 
@@ -25,10 +28,9 @@ bool under_a_launcher() {
 }  // namespace
 
 ProgressMode progress_mode() {
-  if (const char* mode = std::getenv("SB_PROGRESS"); mode && *mode) {
-    const std::string m(mode);
-    if (m == "terminal" || m == "tty") return ProgressMode::tty;
-    if (m == "off") return ProgressMode::off;
+  if (const std::optional<std::string> m = environment_choice("SB_PROGRESS", {"terminal", "tty", "lines", "plain", "off"})) {
+    if (*m == "terminal" || *m == "tty") return ProgressMode::tty;
+    if (*m == "off") return ProgressMode::off;
     return ProgressMode::plain;
   }
   if (under_a_launcher()) return ProgressMode::plain;

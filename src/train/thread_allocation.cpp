@@ -4,24 +4,40 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "core/check.hpp"
 #include "core/cpu_affinity.hpp"
+#include "core/environment.hpp"
 
 namespace sb::train {
 
 namespace {
 
-// A positive integer from the environment, 0 when unset or not one.
+// A thread count from the environment, 0 when unset. OMP_NUM_THREADS may be a list ("8,4":
+// per nesting level): its first item. A value that is no count is refused, not ignored: the
+// user meant something by it.
 int positive_from_environment(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return 0;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);  // OMP_NUM_THREADS may be a list: "8,4"
-  return end != text && value > 0 && value < 1 << 20 ? static_cast<int>(value) : 0;
+  const std::optional<std::string> text = environment_text(name);
+  if (!text) return 0;
+  constexpr std::int64_t kMostThreads = 1 << 20;
+  const std::optional<std::int64_t> value = parse_bounded_integer(text->substr(0, text->find(',')), 1, kMostThreads);
+  SB_USER_CHECK(value.has_value(), "environment variable {} is '{}' but must be a thread count from 1 to {}{}; unset it "
+                "or give one", name, text->substr(0, 40), kMostThreads,
+                std::string(name) == "OMP_NUM_THREADS" ? " (or a list such as 8,4)" : "");
+  return static_cast<int>(*value);
 }
+
+}  // namespace
+
+void check_thread_environment() {
+  positive_from_environment("OMP_NUM_THREADS");
+  positive_from_environment("SLURM_CPUS_PER_TASK");
+}
+
+namespace {
 
 // Threads from the configuration or environment; 0 and source "affinity" when none says.
 int stated_threads(std::int64_t configured, int cpus, std::string& source) {

@@ -36,6 +36,10 @@ struct ThreadAllocation {
 //    whose masks are identical (mpirun without binding gives every rank the whole mask).
 // A stated count above the host's CPUs (from the case or the environment) is a UserError naming
 // where it came from (`config_source`: the case's file): Kokkos's OpenMP start-up crashed at 50000.
+// UserError, naming the variable, when OMP_NUM_THREADS or SLURM_CPUS_PER_TASK is set but is no
+// thread count: read before a command writes anything.
+void check_thread_environment();
+
 ThreadAllocation allocate_threads(std::int64_t configured_threads, const std::string& config_source, MPI_Comm world);
 
 // The context attributes (results/README.md): threads_source, cpus_allowed,

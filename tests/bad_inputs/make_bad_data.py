@@ -17,7 +17,7 @@ def folder(name, files):
     path = os.path.join(HERE, name)
     os.makedirs(path, exist_ok=True)
     for old in os.listdir(path):
-        os.remove(os.path.join(path, old))
+        os.remove(os.path.join(path, old))  # a symbolic link too, not its target
     for file_name, data in files.items():
         with open(os.path.join(path, file_name), "wb") as f:
             f.write(data)
@@ -46,6 +46,15 @@ whole = gzip.compress(idx(0x803, [60000, 28, 28], bytes(60000 * 28 * 28)), mtime
 folder("idx_gzip_truncated", {IMAGES + ".gz": whole[: len(whole) // 2], LABELS: good_labels})
 # padded: more bytes than the header promises
 folder("idx_padded", {IMAGES: good_images + b"\x00" * 7, LABELS: good_labels})
+
+# a header promising 2^32-1 images of 65536 x 65536: refused before its payload is read
+folder("idx_header_huge", {IMAGES: idx(0x803, [0xFFFFFFFF, 65536, 65536], b""), LABELS: good_labels})
+# a small gzip file that inflates to 64 MiB past what its header promises: read only so far
+bomb = gzip.compress(good_images + bytes(64 << 20), mtime=0)
+folder("idx_gzip_endless", {IMAGES + ".gz": bomb, LABELS: good_labels})
+# the image file is /dev/zero (a symbolic link): refused unopened, as not a regular file
+folder("idx_images_dev_zero", {LABELS: good_labels})
+os.symlink("/dev/zero", os.path.join(HERE, "idx_images_dev_zero", IMAGES))
 
 # text corpora: an empty folder (no speeches) and one binary speech. A byte-level model reads
 # any bytes (no UTF-8 rule to break); the loader refuses a corpus by speech count and size.

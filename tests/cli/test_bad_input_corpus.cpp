@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bad-input corpus (tests/bad_inputs): every case in cases.tsv runs the real `scalebench
 // train` (or `run`, for suites) on its file and must print one sentence holding the expected
-// text on stderr, exit 2, and leave no result file behind.
+// text on stderr, exit 2 within 10 s, and leave no result file behind.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,10 +59,13 @@ TEST_P(BadInputCorpus, OneSentenceExitTwoNothingWritten) {
   const std::string command = "cd '" + kCorpus.string() + "' && " + SB_EXE + " " + c.command + " " +
                               (c.command == "run" ? "" : "--config ") + config.string() + " " + target + " " +
                               c.args + " >" + out.string() + " 2>" + err.string();
+  const auto start = std::chrono::steady_clock::now();
   const int status = std::system(command.c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ifstream err_in(err);
   const std::string stderr_text((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal: " << stderr_text;
+  EXPECT_LT(seconds, 10.0) << "took " << seconds << " s";
   EXPECT_EQ(WEXITSTATUS(status), 2) << stderr_text;
   EXPECT_NE(stderr_text.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << stderr_text;
   EXPECT_EQ(std::count(stderr_text.begin(), stderr_text.end(), '\n'), 1) << stderr_text;

@@ -53,8 +53,12 @@ CudaContext::CudaContext(int device) : device_(device) {
   SB_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
   SB_CUBLAS_CHECK(cublasSetWorkspace(cublas_, workspace_, workspace_bytes_));
   gemm_plans_ = std::make_unique<GemmPlanCache>();
+  // Inline, not core/environment: this library links before sb_core or sb_kernels_portable.
   const char* autotune = std::getenv("SB_GEMM_AUTOTUNE");
-  gemm_autotune_ = autotune == nullptr || std::string_view(autotune) != "0";
+  const std::string_view value = autotune == nullptr ? "" : autotune;
+  SB_USER_CHECK(value.empty() || value == "0" || value == "1",
+                "environment variable SB_GEMM_AUTOTUNE is '{}' but must be 0 or 1", value.substr(0, 40));
+  gemm_autotune_ = value != "0";
 }
 
 CudaContext::~CudaContext() {
