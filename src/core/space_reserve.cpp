@@ -14,16 +14,18 @@
 
 namespace sb {
 
-SpaceReserve::SpaceReserve(std::filesystem::path path, std::uintmax_t bytes) {
+SpaceReserve::SpaceReserve(const std::filesystem::path& file, std::uintmax_t bytes) {
+  std::filesystem::path path = space_reserve_path(file);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const std::string action = fmt::format("hold back {} KiB for the failure record in", bytes >> 10);
-  if (fd < 0) throw_storage_error(path, errno, action, "open");
+  const std::string action = fmt::format("hold back {} KiB for the failure record of", bytes >> 10);
+  const std::string name = path.filename().string();
+  if (fd < 0) throw_storage_error(file, errno, action, "open of " + name);
   // Blocks, not a sparse length: a full disk must not be able to take them back.
   const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   ::close(fd);
   if (error != 0) {
     ::unlink(path.c_str());
-    throw_storage_error(path, error, action, "posix_fallocate");
+    throw_storage_error(file, error, action, "posix_fallocate of " + name);
   }
   path_ = std::move(path);
 }

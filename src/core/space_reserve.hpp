@@ -17,9 +17,9 @@ class SpaceReserve {
   static constexpr std::uintmax_t kResultFileBytes = std::uintmax_t{1} << 20;
 
   SpaceReserve() = default;
-  // Allocates `bytes` in `path` (replacing a stale reserve a killed run left). StorageError
-  // naming the path when the disk cannot hold them: the writer should not start.
-  SpaceReserve(std::filesystem::path path, std::uintmax_t bytes);
+  // Allocates `bytes` in space_reserve_path(file) (replacing a stale reserve a killed run left).
+  // StorageError naming `file` when its disk cannot hold them: the writer should not start.
+  SpaceReserve(const std::filesystem::path& file, std::uintmax_t bytes);
   SpaceReserve(SpaceReserve&& other) noexcept;
   SpaceReserve& operator=(SpaceReserve&& other) noexcept;
   SpaceReserve(const SpaceReserve&) = delete;

@@ -146,7 +146,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
                 path.string());
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   SB_USER_CHECK(id >= 0, "cannot open checkpoint {}: {}", path.string(), h5_error_stack_message());
-  H5Handle file{id, H5Fclose};
+  H5Handle file{id, h5_close_file};
   SB_USER_CHECK(h5_has_attribute(file.get(), "format") &&
                     h5_read_attribute(file.get(), "format") == AttrValue{std::string(kFormat)},
                 "{} is not a scalebench checkpoint (no format attribute '{}')", path.string(), kFormat);

@@ -24,13 +24,16 @@ herr_t keep_innermost_description(unsigned n, const H5E_error2_t* error, void* o
 }
 
 // The file drivers' system-call failures read "..., filename = 'F', ..., errno = N, ..."
-// (sec2 writes) or "..., errno = N, error message = '...'" (HSYS errors: truncate, open).
+// (sec2 reads and writes) or "..., errno = N, error message = '...'" (HSYS errors: truncate).
 herr_t find_system_error(unsigned, const H5E_error2_t* error, void* out) {
   auto& found = *static_cast<H5SystemError*>(out);
   if (found.error_number != 0 || error == nullptr || error->desc == nullptr) return 0;
   const std::string desc = error->desc;
   const std::size_t at = desc.find("errno = ");
-  if (at == std::string::npos) return 0;
+  // an open or a lock that failed is the caller's to explain (a missing folder, a file in use)
+  if (at == std::string::npos || desc.find("unable to open") != std::string::npos ||
+      desc.find("unable to lock") != std::string::npos)
+    return 0;
   found.error_number = std::atoi(desc.c_str() + at + 8);
   found.reading = desc.find("read failed") != std::string::npos;
   const std::size_t name = desc.find("filename = '");

@@ -12,9 +12,18 @@ namespace sb::io {
 herr_t h5_close_file(hid_t file) {
   H5QuietErrors quiet;
   unsigned intent = 0;
-  if (H5Fget_intent(file, &intent) >= 0 && (intent & H5F_ACC_RDWR) && H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+  if (H5Fget_intent(file, &intent) >= 0 && (intent & H5F_ACC_RDWR) && !h5_flush_retrying(file)) {
     h5_discard_unwritten(file);
+    h5_flush_retrying(file);  // into the scratch file: the close then has nothing left to write
+  }
   return H5Fclose(file);
+}
+
+bool h5_flush_retrying(hid_t file) {
+  H5QuietErrors quiet;
+  for (int attempt = 0; attempt < 3; ++attempt)
+    if (H5Fflush(file, H5F_SCOPE_LOCAL) >= 0) return true;
+  return false;
 }
 
 bool h5_discard_unwritten(hid_t file) {

@@ -17,6 +17,11 @@ namespace sb::io {
 // wrote. A read-only file is closed plainly.
 herr_t h5_close_file(hid_t file);
 
+// H5Fflush, up to three times. HDF5 1.10.8 leaves its metadata cache's skip list enabled after a
+// flush that failed while writing, so the next flush fails at once ("slist already enabled?")
+// and resets it; the one after that writes again. False when no attempt succeeded.
+bool h5_flush_retrying(hid_t file);
+
 // Points the file's descriptor (sec2 driver) at an anonymous memory file: every later write of
 // HDF5 to it, its close included, succeeds and goes nowhere, and the file on disk keeps what was
 // written before. For a temporary that will be removed, or a file whose writes fail. Returns

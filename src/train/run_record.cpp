@@ -59,7 +59,7 @@ io::StepRow step_row(std::int64_t step, const StepResult& r, std::int64_t global
 RunRecord::RunRecord(bool root, const std::filesystem::path& out, bool append, const std::string& run_id,
                      const io::Attributes& attributes, const plan::RunPrediction* prediction) {
   if (!root) return;
-  reserve_ = SpaceReserve(space_reserve_path(out), SpaceReserve::kResultFileBytes);
+  reserve_ = SpaceReserve(out, SpaceReserve::kResultFileBytes);
   file_.emplace(append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out));
   run_.emplace(file_->begin_run(run_id, attributes));
   if (prediction) run_->write_prediction(prediction->attributes);
@@ -96,7 +96,16 @@ void RunRecord::finish_failed(const std::exception& error, int world_size) noexc
       run_->finish(status, reason);
     } catch (const std::exception&) {
       if (!reserve_.release()) throw;
-      run_->finish(status, reason);  // HDF5 writes again what it could not: into the reserve's space
+      // HDF5 writes again what it could not, into the reserve's space; a flush right after a
+      // failed one may fail once more for HDF5's own state (io/h5_file_close.hpp)
+      for (int attempt = 1;; ++attempt) {
+        try {
+          run_->finish(status, reason);
+          break;
+        } catch (const std::exception&) {
+          if (attempt == 3) throw;
+        }
+      }
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scalebench: the failure could not be recorded in %s: %s\n", file_->path().c_str(),

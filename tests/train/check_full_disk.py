@@ -7,7 +7,9 @@
    more): the run ends with exit status 2 or 3 and one sentence naming the file and "no space
    left on device", never a signal or a traceback; the file opens with h5py and `scalebench
    inspect`, with status `failed`, the reason, and the steps recorded before it.
-2. A checkpoint fills the disk (checkpoint.every 2: the first fits, the second does not): the
+2. The trace fills it (`--trace` on the tmpfs, the result file elsewhere): the same sentence
+   naming the trace, the result file failed with the reason, no partial trace left.
+3. A checkpoint fills the disk (checkpoint.every 2: the first fits, the second does not): the
    same, the sentence naming the checkpoint; the checkpoint of step 2 is intact and no temporary
    is left. Then the test frees the space (removes the filler) and runs the same command again:
    it resumes from step 2, and its losses and final checkpoint equal an uninterrupted twin's
@@ -123,7 +125,19 @@ try:
     for name in os.listdir(mount):
         os.remove(os.path.join(mount, name))
 
-    # 2. a checkpoint fills the disk; the twin trains the same steps uninterrupted off the tmpfs
+    # 2. the trace fills the disk (the result file elsewhere): its partial file is removed
+    trace = os.path.join(mount, "trace.json")
+    fill_leaving(4096)
+    traced = os.path.join(a.work, "traced.h5")
+    job = train(traced, 20, ["--trace", trace])
+    check_full_disk_exit(job, trace, "trace on a full disk")
+    check_failed_file(traced, "trace on a full disk", trace)
+    if os.path.exists(trace) or os.path.exists(trace + ".partial"):
+        problems.append(f"trace on a full disk: {trace} or its partial file was left behind")
+    for name in os.listdir(mount):
+        os.remove(os.path.join(mount, name))
+
+    # 3. a checkpoint fills the disk; the twin trains the same steps uninterrupted off the tmpfs
     n = 8
     twin = os.path.join(a.work, "twin.h5")
     job = train(twin, n, ["--set", "checkpoint.every=2"])
