@@ -20,7 +20,8 @@ the step it resumed from. Writes OUT/summary.md and OUT/summary.json; exit 1 on 
 Usage: scripts/soak.py [--minutes N] [--out DIR] [--scalebench PATH] [--cases a,b] [--steps S]
                        [--every K] [--seed N] [--ci]
 --ci: what ctest runs (soak_short, label mpi): three cases (gpt-nano, gpt-nano-dp2,
-resnet-mini-dp1), 8 steps, one pass of each fault kind, about a minute and a half on 2 cores.
+resnet-mini-dp1), 8 steps, one pass of each fault kind (rank 0 after the first checkpoint, a
+3 MiB disk), which must fill the disk and resume every case; about a minute and a half on 2 cores.
 """
 import argparse
 import json
@@ -169,12 +170,13 @@ def fault_pass(number, kind):
     os.makedirs(out)
     inject, detail = None, ""
     if kind == "full_disk":
-        size = rng.randint(3, 10)
+        size = 3 if a.ci else rng.randint(3, 10)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}m", "tmpfs", out], check=True)
         detail = f"tmpfs {size} MiB"
     else:
-        rank = rng.randrange(max(case_ranks.values()))
-        inject = f"{rank}:{rng.randint(2, a.steps - 1)}:{kind}"
+        # --ci: rank 0 (every case) after the first checkpoint, so that every case resumes
+        rank = 0 if a.ci else rng.randrange(max(case_ranks.values()))
+        inject = f"{rank}:{rng.randint(a.every + 1 if a.ci else 2, a.steps - 1)}:{kind}"
         detail = f"SB_INJECT_FAILURE={inject}"
     try:
         start = time.monotonic()
@@ -210,6 +212,9 @@ while order or (not a.ci and time.monotonic() - started < 60 * a.minutes):
     if not a.ci:
         shutil.rmtree(os.path.join(a.out, f"pass{number:03d}-{passes[-1]['kind']}"), ignore_errors=True)
 
+if a.ci and (tally["disk_filled"] < tally["faults"]["full_disk"] or tally["resumed_runs"] < 2 * len(case_names)):
+    problems.append(f"--ci: the disk filled in {tally['disk_filled']} full-disk pass(es) and {tally['resumed_runs']} "
+                    f"run(s) resumed from a checkpoint; every case of the kill and term passes should have resumed")
 summary = dict(tally, seed=seed, minutes=round((time.monotonic() - started) / 60, 2), cases=case_names,
                steps=a.steps, checkpoint_every=a.every, passes=passes, problems=problems)
 with open(os.path.join(a.out, "summary.json"), "w") as f:
