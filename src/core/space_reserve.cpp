@@ -19,13 +19,13 @@ SpaceReserve::SpaceReserve(const std::filesystem::path& file, std::uintmax_t byt
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const std::string action = fmt::format("hold back {} KiB for the failure record of", bytes >> 10);
   const std::string name = path.filename().string();
-  if (fd < 0) throw_storage_error(file, errno, action, "open of " + name);
+  if (fd < 0) throw_storage_error(file, errno, action, fmt::format("open of {}", name));
   // Blocks, not a sparse length: a full disk must not be able to take them back.
   const int error = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   ::close(fd);
   if (error != 0) {
     ::unlink(path.c_str());
-    throw_storage_error(file, error, action, "posix_fallocate of " + name);
+    throw_storage_error(file, error, action, fmt::format("posix_fallocate of {}", name));
   }
   path_ = std::move(path);
 }
@@ -50,7 +50,7 @@ bool SpaceReserve::release() noexcept {
 }
 
 std::filesystem::path space_reserve_path(const std::filesystem::path& path) {
-  return path.parent_path() / ("." + path.filename().string() + ".reserve");
+  return path.parent_path() / fmt::format(".{}.reserve", path.filename().string());
 }
 
 }  // namespace sb
