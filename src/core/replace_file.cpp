@@ -14,14 +14,15 @@ namespace sb {
 
 namespace {
 
-void write_all(int fd, std::string_view contents, const std::filesystem::path& partial, const std::string& action) {
+// Errors name the file the user asked for, not its partial copy (which is removed).
+void write_all(int fd, std::string_view contents, const std::filesystem::path& path, const std::string& action) {
   while (!contents.empty()) {
     const ssize_t written = ::write(fd, contents.data(), contents.size());
     if (written < 0 && errno == EINTR) continue;
-    if (written < 0) throw_storage_error(partial, errno, action, "write");
+    if (written < 0) throw_storage_error(path, errno, action, "write");
     contents.remove_prefix(static_cast<std::size_t>(written));
   }
-  if (::fsync(fd) != 0) throw_storage_error(partial, errno, action, "fsync");
+  if (::fsync(fd) != 0) throw_storage_error(path, errno, action, "fsync");
 }
 
 }  // namespace
@@ -30,11 +31,11 @@ void replace_file(const std::filesystem::path& path, std::string_view contents, 
   const std::string action = "write " + what;
   const std::filesystem::path partial = path.string() + ".partial";
   int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_storage_error(partial, errno, action, "open");
+  if (fd < 0) throw_storage_error(path, errno, action, "open of its .partial file");
   try {
-    write_all(fd, contents, partial, action);
+    write_all(fd, contents, path, action);
     const int closed = ::close(std::exchange(fd, -1));
-    if (closed != 0) throw_storage_error(partial, errno, action, "close");
+    if (closed != 0) throw_storage_error(path, errno, action, "close");
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(partial.c_str());
