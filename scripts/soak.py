@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """Soak: the quickstart suite (shortened: --steps steps a case, 2 evaluation batches, checkpoints every --every steps)
-run again and again for --minutes with a random fault injected into each pass, then requeued
+run again and again for --minutes with a fault injected into each pass (each kind once a round,
+in random order), then requeued
 (the same `scalebench run` again, which resumes every case from its checkpoint), checked from the
 HDF5 files (h5py):
 
@@ -206,9 +207,11 @@ twin = runs_of(os.path.join(twin_out, "soak.h5"))
 tally["runs"] += len(twin)
 number = 0
 order = list(KINDS) if a.ci else []
-while order or (not a.ci and time.monotonic() - started < 60 * a.minutes):
+while (a.ci and order) or (not a.ci and time.monotonic() - started < 60 * a.minutes):
     number += 1
-    fault_pass(number, order.pop(0) if order else rng.choice(KINDS))
+    if not order:  # each kind once per round, in a random order: none is left out by chance
+        order = rng.sample(KINDS, len(KINDS))
+    fault_pass(number, order.pop(0))
     if not a.ci:
         shutil.rmtree(os.path.join(a.out, f"pass{number:03d}-{passes[-1]['kind']}"), ignore_errors=True)
 
