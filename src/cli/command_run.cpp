@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -23,6 +22,7 @@
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
 #include "core/install_paths.hpp"
+#include "core/replace_file.hpp"
 #include "io/copy_run.hpp"
 #include "io/results_file.hpp"
 #include "io/results_reader.hpp"
@@ -241,7 +241,7 @@ std::function<int()> add_run_command(CLI::App& app) {
       const std::string run_id = plan::repeat_run_id(c.id, repeat, c.repeats);
       const fs::path config_path = cases_dir / (file_id_of(c.id) + ".yaml");
       const fs::path result_path = cases_dir / (file_id_of(run_id) + ".h5");
-      std::ofstream(config_path) << plan::yaml_text(configs[i]) << "\n";
+      replace_file(config_path, plan::yaml_text(configs[i]) + "\n", "the case config");
       const std::string which = c.repeats == 1 ? "" : fmt::format(", repeat {}/{}", repeat, c.repeats);
       std::fprintf(log, "\n== case %zu/%zu: %s (%lld rank%s%s) ==\n", n + 1, order.size(), c.id.c_str(),
                    static_cast<long long>(c.world_size), c.world_size == 1 ? "" : "s", which.c_str());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,9 @@
 #include "core/bounded_file.hpp"
 #include "core/environment.hpp"
 #include "core/check.hpp"
+#include "core/storage_error.hpp"
 #include "io/h5_check.hpp"
+#include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
 
 namespace sb::io {
@@ -64,13 +67,51 @@ std::int64_t int_attribute(hid_t object, const char* name, const std::filesystem
   return std::get<std::int64_t>(v);
 }
 
-// Flushes a file's (or a folder's) contents to disk.
+// Flushes a file's (or a folder's) contents to disk; fsync is where a full disk or a network
+// file system may first say that the data cannot be stored.
 void sync_to_disk(const std::filesystem::path& path, bool folder) {
   const int fd = ::open(path.c_str(), folder ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  SB_CHECK(fd >= 0, "cannot open {} to flush it", path.string());
+  if (fd < 0) throw_storage_error(path, errno, "open for fsync", "open");
   const int rc = ::fsync(fd);
+  const int error = errno;
   ::close(fd);
-  SB_CHECK(rc == 0, "fsync of {} failed", path.string());
+  if (rc != 0) throw_storage_error(path, error, "write", "fsync");
+}
+
+// The HDF5 file at `temporary`, complete and flushed. On any failure its unwritten part is
+// discarded before it is closed (a full disk must not fail the close: h5_file_close.hpp).
+void write_checkpoint_file(const std::filesystem::path& temporary, const Checkpoint& checkpoint) {
+  H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_FILE_CREATE)), H5Pclose};
+  SB_H5_CHECK(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
+  const hid_t id = H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT);
+  if (id < 0) {
+    const H5SystemError system = h5_system_error();
+    if (system.error_number > 0) throw_storage_error(temporary, system.error_number, "create", "HDF5 H5Fcreate");
+    throw UserError(fmt::format("cannot create checkpoint {}: {}", temporary.string(), h5_error_stack_message()));
+  }
+  H5Handle file{id, h5_close_file};
+  try {
+    h5_write_attribute(file.get(), "format", std::string(kFormat));
+    h5_write_attribute(file.get(), "version", kVersion);
+    h5_write_attributes(file.get(), checkpoint.attributes);
+    H5Handle ranks = h5_create_group(file.get(), "ranks");
+    for (const CheckpointRank& r : checkpoint.ranks) {
+      H5Handle group = h5_create_group(ranks.get(), std::to_string(r.rank));
+      h5_write_attributes(group.get(), {{"rank", r.rank},
+                                        {"dp_rank", r.dp_rank},
+                                        {"tp_rank", r.tp_rank},
+                                        {"pp_rank", r.pp_rank},
+                                        {"optimizer_begin", r.optimizer_begin}});
+      write_floats(group.get(), "parameters", r.parameters);
+      write_floats(group.get(), "untrained_state", r.untrained_state);
+      H5Handle optimizer = h5_create_group(group.get(), "optimizer");
+      for (const auto& [name, values] : r.optimizer) write_floats(optimizer.get(), name, values);
+    }
+    SB_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+  } catch (...) {
+    h5_discard_unwritten(file.get());  // the temporary is removed: nothing of it needs to reach the disk
+    throw;
+  }
 }
 
 }  // namespace
@@ -86,36 +127,18 @@ void write_checkpoint(const std::filesystem::path& path, const Checkpoint& check
   SB_USER_CHECK(std::filesystem::is_directory(folder), "cannot write checkpoint {}: folder {} does not exist",
                 path.string(), folder.string());
   const std::filesystem::path temporary = path.string() + fmt::format(".tmp-{}", ::getpid());
+  std::error_code ignored;
   try {
-    {
-      H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_FILE_CREATE)), H5Pclose};
-      SB_H5_CHECK(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
-      const hid_t id = H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT);
-      SB_USER_CHECK(id >= 0, "cannot create checkpoint {}: {}", temporary.string(), h5_error_stack_message());
-      H5Handle file{id, H5Fclose};
-      h5_write_attribute(file.get(), "format", std::string(kFormat));
-      h5_write_attribute(file.get(), "version", kVersion);
-      h5_write_attributes(file.get(), checkpoint.attributes);
-      H5Handle ranks = h5_create_group(file.get(), "ranks");
-      for (const CheckpointRank& r : checkpoint.ranks) {
-        H5Handle group = h5_create_group(ranks.get(), std::to_string(r.rank));
-        h5_write_attributes(group.get(), {{"rank", r.rank},
-                                          {"dp_rank", r.dp_rank},
-                                          {"tp_rank", r.tp_rank},
-                                          {"pp_rank", r.pp_rank},
-                                          {"optimizer_begin", r.optimizer_begin}});
-        write_floats(group.get(), "parameters", r.parameters);
-        write_floats(group.get(), "untrained_state", r.untrained_state);
-        H5Handle optimizer = h5_create_group(group.get(), "optimizer");
-        for (const auto& [name, values] : r.optimizer) write_floats(optimizer.get(), name, values);
-      }
-      SB_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
-    }
+    write_checkpoint_file(temporary, checkpoint);
     sync_to_disk(temporary, false);
-    std::filesystem::rename(temporary, path);  // atomic on POSIX: readers see old or new, never half
+    // atomic on POSIX: readers see old or new, never half
+    if (::rename(temporary.c_str(), path.c_str()) != 0) throw_storage_error(path, errno, "write checkpoint", "rename");
     sync_to_disk(folder, true);
+  } catch (const StorageError& e) {
+    std::filesystem::remove(temporary, ignored);  // gives the disk its space back
+    throw StorageError(path, e.error_number(), "write checkpoint", e.where(),
+                       std::filesystem::exists(path, ignored) ? "the checkpoint there before is intact" : "");
   } catch (...) {
-    std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
     throw;
   }
@@ -130,7 +153,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
                 path.string());
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   SB_USER_CHECK(id >= 0, "cannot open checkpoint {}: {}", path.string(), h5_error_stack_message());
-  H5Handle file{id, H5Fclose};
+  H5Handle file{id, h5_close_file};
   SB_USER_CHECK(h5_has_attribute(file.get(), "format") &&
                     h5_read_attribute(file.get(), "format") == AttrValue{std::string(kFormat)},
                 "{} is not a scalebench checkpoint (no format attribute '{}')", path.string(), kFormat);

@@ -6,6 +6,7 @@
 
 #include "core/check.hpp"
 #include "io/h5_check.hpp"
+#include "io/h5_file_close.hpp"
 #include "io/results_file.hpp"
 
 namespace sb::io {
@@ -13,20 +14,17 @@ namespace sb::io {
 void copy_run(const std::filesystem::path& from, const std::filesystem::path& to,
               const std::string& run_id) {
   { ResultsFile::open_or_create(to); }  // root attributes and /runs
-  const hid_t src = H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  SB_USER_CHECK(src >= 0, "cannot open result file '{}'", from.string());
-  const hid_t dst = H5Fopen(to.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (dst < 0) {
-    H5Fclose(src);
-    throw UserError(fmt::format("cannot open result file '{}' for writing", to.string()));
-  }
+  H5QuietErrors quiet;
+  const H5Handle src{H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), h5_close_file};
+  SB_USER_CHECK(src, "cannot open result file '{}'", from.string());
+  // a write that fails (a full disk) is a StorageError naming the file; the close cannot fail after it
+  const H5Handle dst{H5Fopen(to.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), h5_close_file};
+  SB_USER_CHECK(dst, "cannot open result file '{}' for writing", to.string());
   const std::string path = "/runs/" + run_id;
-  herr_t status = 0;
-  if (H5Lexists(dst, path.c_str(), H5P_DEFAULT) > 0) status = H5Ldelete(dst, path.c_str(), H5P_DEFAULT);
-  if (status >= 0) status = H5Ocopy(src, path.c_str(), dst, path.c_str(), H5P_DEFAULT, H5P_DEFAULT);
-  H5Fclose(src);
-  H5Fclose(dst);
-  SB_CHECK(status >= 0, "copying run '{}' from '{}' into '{}' failed", run_id, from.string(), to.string());
+  if (SB_H5_CHECK(H5Lexists(dst.get(), path.c_str(), H5P_DEFAULT)) > 0)
+    SB_H5_CHECK(H5Ldelete(dst.get(), path.c_str(), H5P_DEFAULT));
+  SB_H5_CHECK(H5Ocopy(src.get(), path.c_str(), dst.get(), path.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  SB_H5_CHECK(H5Fflush(dst.get(), H5F_SCOPE_GLOBAL));
 }
 
 }  // namespace sb::io

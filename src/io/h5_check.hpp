@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// HDF5 C API safety: SB_H5_CHECK turns a negative return into sb::Error, H5Handle closes ids
-// by RAII, H5QuietErrors stops HDF5 printing its own error stack. Leaves out MPI-IO (rank 0 writes).
+// HDF5 C API safety: SB_H5_CHECK turns a negative return into sb::Error (sb::StorageError when
+// the system refused a read or write: a full disk), H5Handle closes ids by RAII, H5QuietErrors
+// stops HDF5 printing its own error stack. Leaves out MPI-IO (rank 0 writes).
 #pragma once
 
 #include <hdf5.h>
@@ -15,6 +16,15 @@ namespace sb::io {
 // The most specific description on the calling thread's HDF5 error stack (the function where
 // the error was detected, e.g. "unable to lock file, errno = 11, ..."), or "" when empty.
 std::string h5_error_stack_message();
+
+// The system call failure a file driver put on the calling thread's error stack: its errno (0
+// when there is none), the file it names ("" when the message names none), and whether it read.
+struct H5SystemError {
+  int error_number = 0;
+  std::string path;
+  bool reading = false;
+};
+H5SystemError h5_system_error();
 
 [[noreturn]] void throw_h5_failure(const char* call, const char* file, int line);
 
@@ -79,5 +89,7 @@ class H5QuietErrors {
 }  // namespace sb::io
 
 // Evaluates an HDF5 call once and returns its value; a negative value throws sb::Error
-// "HDF5: <stack message> (call `<call>` failed at file:line, rank R on HOST)".
+// "HDF5: <stack message> (call `<call>` failed at file:line, rank R on HOST)", or, when a
+// system call failed underneath, sb::StorageError "cannot write the HDF5 file F: no space left
+// on device (ENOSPC); ... (HDF5 <call> at file:line, rank R on HOST)".
 #define SB_H5_CHECK(call) ::sb::io::h5_check((call), #call, __FILE__, __LINE__)

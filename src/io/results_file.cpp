@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/bounded_file.hpp"
+#include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
 #include "metrics/run_context.hpp"
 #include "sb_git_revision.hpp"  // SB_GIT_SHA, SB_GIT_DESCRIBE: the commit that built this
@@ -199,7 +200,7 @@ H5Handle open_existing_results_file(const std::filesystem::path& path, unsigned 
                                       "reads it anyway, up to its last flushed step)"
                                     : ""));
   }
-  H5Handle file{id, H5Fclose};
+  H5Handle file{id, h5_close_file};
   if (!h5_has_attribute(file.get(), "schema_version")) {
     throw UserError(fmt::format("{} is not a scalebench result file (no schema_version attribute)",
                                 path.string()));
@@ -232,7 +233,7 @@ ResultsFile ResultsFile::create(const std::filesystem::path& path) {
   if (id < 0) {
     throw UserError(fmt::format("cannot create {}: {}", path.string(), h5_error_stack_message()));
   }
-  H5Handle file{id, H5Fclose};
+  H5Handle file{id, h5_close_file};
   try {
     h5_write_attribute(file.get(), "schema_version", kSchemaVersion);
     h5_write_attribute(file.get(), "generator", generator_string());

@@ -4,9 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-
 #include "core/check.hpp"
+#include "core/replace_file.hpp"
 
 namespace sb::metrics {
 
@@ -28,14 +27,7 @@ void write_chrome_trace(const std::filesystem::path& path, const std::vector<std
   for (const std::string& text : rank_event_arrays)
     for (auto& event : nlohmann::json::parse(text)) all.push_back(std::move(event));
   const nlohmann::json trace = {{"traceEvents", std::move(all)}, {"displayTimeUnit", "ms"}};
-  const auto partial = std::filesystem::path(path.string() + ".partial");
-  {
-    std::ofstream out(partial);
-    SB_USER_CHECK(out, "cannot write the trace file '{}'", partial.string());
-    out << trace.dump() << '\n';
-    SB_USER_CHECK(out.good(), "writing the trace file '{}' failed", partial.string());
-  }
-  std::filesystem::rename(partial, path);
+  replace_file(path, trace.dump() + '\n', "the trace file");
 }
 
 }  // namespace sb::metrics

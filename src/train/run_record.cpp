@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdio>
 
 #include "metrics/run_context.hpp"
 #include "parallel/fault.hpp"
@@ -59,6 +60,7 @@ io::StepRow step_row(std::int64_t step, const StepResult& r, std::int64_t global
 RunRecord::RunRecord(bool root, const std::filesystem::path& out, bool append, const std::string& run_id,
                      const io::Attributes& attributes, const plan::RunPrediction* prediction) {
   if (!root) return;
+  reserve_ = SpaceReserve(out, SpaceReserve::kResultFileBytes);
   file_.emplace(append ? io::ResultsFile::open_or_create(out) : io::ResultsFile::create(out));
   run_.emplace(file_->begin_run(run_id, attributes));
   if (prediction) run_->write_prediction(prediction->attributes);
@@ -80,15 +82,36 @@ void RunRecord::finish_ok() {
   if (run_) run_->finish("ok", "");
 }
 
-void RunRecord::finish_failed(const std::exception& error, int world_size) {
+void RunRecord::finish_failed(const std::exception& error, int world_size) noexcept {
   if (!run_) return;
-  const int signal = parallel::termination_signal();
-  const bool checkpointed = dynamic_cast<const TrainingInterrupted*>(&error) != nullptr;
-  run_->finish(signal == SIGUSR1 || checkpointed ? "interrupted" : "failed",
-               signal == SIGTERM && world_size > 1
-                   ? fmt::format("{} (mpirun or the scheduler ended the job: another rank died, or it was cancelled)",
-                                 error.what())
-                   : std::string(error.what()));
+  try {
+    const int signal = parallel::termination_signal();
+    const bool checkpointed = dynamic_cast<const TrainingInterrupted*>(&error) != nullptr;
+    const std::string status = signal == SIGUSR1 || checkpointed ? "interrupted" : "failed";
+    const std::string reason =
+        signal == SIGTERM && world_size > 1
+            ? fmt::format("{} (mpirun or the scheduler ended the job: another rank died, or it was cancelled)",
+                          error.what())
+            : std::string(error.what());
+    try {
+      run_->finish(status, reason);
+    } catch (const std::exception&) {
+      if (!reserve_.release()) throw;
+      // HDF5 writes again what it could not, into the reserve's space; a flush right after a
+      // failed one may fail once more for HDF5's own state (io/h5_file_close.hpp)
+      for (int attempt = 1;; ++attempt) {
+        try {
+          run_->finish(status, reason);
+          break;
+        } catch (const std::exception&) {
+          if (attempt == 3) throw;
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scalebench: the failure could not be recorded in %s: %s\n", file_->path().c_str(),
+                 e.what());
+  }
 }
 
 }  // namespace sb::train

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "core/space_reserve.hpp"
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
 #include "plan/config.hpp"
@@ -38,8 +39,10 @@ io::StepRow step_row(std::int64_t step, const StepResult& r, std::int64_t global
 
 class RunRecord {
  public:
-  // On rank 0 (root): creates `out` (or, append, opens it or creates it), begins run `run_id`
-  // with `attributes` and writes the prediction when there is one.
+  // On rank 0 (root): holds back SpaceReserve::kResultFileBytes beside `out` for the failure
+  // record (StorageError when the disk has not that much), creates `out` (or, append, opens it
+  // or creates it), begins run `run_id` with `attributes` and writes the prediction when there
+  // is one.
   RunRecord(bool root, const std::filesystem::path& out, bool append, const std::string& run_id,
             const io::Attributes& attributes, const plan::RunPrediction* prediction);
 
@@ -54,10 +57,13 @@ class RunRecord {
   void finish_ok();
   // The status a failure leaves: interrupted after SIGUSR1 (the scheduler's notice before
   // preemption) or a checkpointed stop; failed otherwise, SIGTERM with other ranks saying that
-  // mpirun or the scheduler ended the job.
-  void finish_failed(const std::exception& error, int world_size);
+  // mpirun or the scheduler ended the job. When the disk is full, the reserve is released and
+  // the status written into its space. Never throws: a failure that cannot be recorded is said
+  // on stderr, and the caller goes on with the error it has.
+  void finish_failed(const std::exception& error, int world_size) noexcept;
 
  private:
+  SpaceReserve reserve_;  // released after the file is closed (declared first, destroyed last)
   std::optional<io::ResultsFile> file_;
   std::optional<io::RunWriter> run_;
 };
