@@ -161,6 +161,7 @@ def measured_inter_node_site():
         site = yaml.safe_load(f)
     site["name"] = "two-namespaces"
     site["devices_per_node"] = 2
+    site["nodes"] = 2
     site["links"]["inter_node"] = {"bandwidth": float(bandwidth), "latency": float(latency)}
     site.get("calibrated", {}).get("links", {}).pop("inter_node", None)
     kernels = site.get("calibrated", {}).get("kernel_times")
