@@ -146,6 +146,23 @@ class ImageClassificationTask final : public TrainingTask {
     }
   }
 
+  // The whole test set for accuracy; throughput over its first kTimingImages images, kTimingRounds
+  // passes each way (a few seconds on two cores).
+  std::optional<compress::SparseInferenceReport> sparse_inference(const compress::StoredWeights& stored) override {
+    if constexpr (std::is_same_v<S, float>) {
+      if (memory_device(model_.backend()) != Device::cpu || !model_.has_stem() || !model_.has_head())
+        return std::nullopt;
+      constexpr std::int64_t kTimingRounds = 3, kTimingImages = 2048;
+      const compress::ImageSet test{test_.images.data(), test_.labels.data(), test_.count, test_.image_size()};
+      return compress::sparse_resnet_inference(model_, stored, test, kTimingRounds, kTimingImages);
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::int64_t auxiliary_parameter_bytes() const override {
+    return teacher_ ? 4 * teacher_->parameter_count() : 0;
+  }
+
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
