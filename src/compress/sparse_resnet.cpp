@@ -31,12 +31,12 @@ SparseConv2d folded_sparse_conv(const StoredWeights& stored, const std::map<std:
 
 }  // namespace
 
-void im2col_rows(float* columns, const float* inp, const Conv2dShape& s) {
+void im2col_rows(float* columns, i64 ld, const float* inp, const Conv2dShape& s) {
   const i64 OH = s.OH(), OW = s.OW();
   for (i64 c = 0; c < s.C; ++c)
     for (i64 kh = 0; kh < s.KH; ++kh)
       for (i64 kw = 0; kw < s.KW; ++kw) {
-        float* row = columns + ((c * s.KH + kh) * s.KW + kw) * OH * OW;
+        float* row = columns + ((c * s.KH + kh) * s.KW + kw) * ld;
         for (i64 oh = 0; oh < OH; ++oh) {
           const i64 ih = oh * s.stride - s.pad + kh;
           float* out = row + oh * OW;
@@ -53,12 +53,20 @@ void im2col_rows(float* columns, const float* inp, const Conv2dShape& s) {
       }
 }
 
-void SparseConv2d::forward(float* out, const float* inp, i64 N, float* columns,
+i64 SparseConv2d::images_per_call() const {
+  return std::max<i64>(1, kSparseColumnsPerCall / (shape.OH() * shape.OW()));
+}
+
+void SparseConv2d::forward(float* out, const float* inp, i64 N, const SparseConvScratch& scratch,
                            const kernels::SparseKernelTable& k) const {
-  const i64 in_size = shape.C * shape.H * shape.W, P = shape.OH() * shape.OW();
-  for (i64 n = 0; n < N; ++n) {
-    im2col_rows(columns, inp + n * in_size, shape);
-    weight.multiply(out + n * shape.OC * P, columns, bias.data(), P, k);  // (OC, OH·OW) of image n
+  const i64 in_size = shape.C * shape.H * shape.W, P = shape.OH() * shape.OW(), OC = shape.OC;
+  for (i64 first = 0; first < N; first += images_per_call()) {
+    const i64 G = std::min(images_per_call(), N - first), ld = G * P;
+    for (i64 g = 0; g < G; ++g) im2col_rows(scratch.columns + g * P, ld, inp + (first + g) * in_size, shape);
+    weight.multiply(scratch.rows, scratch.columns, bias.data(), ld, k);  // (OC, G·OH·OW)
+    for (i64 g = 0; g < G; ++g)  // -> (G, OC, OH·OW)
+      for (i64 o = 0; o < OC; ++o)
+        std::copy_n(scratch.rows + o * ld + g * P, P, out + ((first + g) * OC + o) * P);
   }
 }
 
@@ -77,19 +85,24 @@ SparseResnet::SparseResnet(resnet::ResnetModel& model, const StoredWeights& stor
   const Conv2dShape stem{config_.image_channels, size, size, config_.stem_channels, config_.stem_kernel,
                          config_.stem_kernel, config_.stem_stride, pad};
   stem_ = folded_sparse_conv(stored, statistics, "stem.conv", "stem.bn", stem);
-  i64 max_chw = stem.OC * stem.OH() * stem.OW(), max_columns = stem.K() * stem.OH() * stem.OW();
-  const auto note = [&](const Conv2dShape& s) { max_columns = std::max(max_columns, s.K() * s.OH() * s.OW()); };
+  i64 max_chw = stem.OC * stem.OH() * stem.OW(), max_columns = 0, max_rows = 0;
+  const auto note = [&](const SparseConv2d& c) {
+    const i64 ld = std::min(c.images_per_call(), max_batch) * c.shape.OH() * c.shape.OW();
+    max_columns = std::max(max_columns, c.shape.K() * ld);
+    max_rows = std::max(max_rows, c.shape.OC * ld);
+  };
+  note(stem_);
   for (const resnet::ResnetBlockShape& b : resnet::resnet_blocks(config_)) {
     const i64 IC = b.in_channels, OC = b.out_channels, H = b.in_size;
     const Conv2dShape c1{IC, H, H, OC, 3, 3, b.stride, 1}, c2{OC, b.out_size, b.out_size, OC, 3, 3, 1, 1};
     Block block{folded_sparse_conv(stored, statistics, b.name + ".conv1", b.name + ".bn1", c1),
                 folded_sparse_conv(stored, statistics, b.name + ".conv2", b.name + ".bn2", c2), std::nullopt};
-    note(c1);
-    note(c2);
+    note(block.conv1);
+    note(block.conv2);
     if (b.shortcut_conv) {
       const Conv2dShape sc{IC, H, H, OC, 1, 1, b.stride, 0};
       block.shortcut = folded_sparse_conv(stored, statistics, b.name + ".shortcut.conv", b.name + ".shortcut.bn", sc);
-      note(sc);
+      note(*block.shortcut);
     }
     blocks_.push_back(std::move(block));
     max_chw = std::max(max_chw, OC * b.out_size * b.out_size);
@@ -100,6 +113,7 @@ SparseResnet::SparseResnet(resnet::ResnetModel& model, const StoredWeights& stor
   fc_bias_ = stored.at("fc.bias").to_dense();
   acts_.resize(static_cast<std::size_t>(4 * max_batch * max_chw));
   columns_.resize(static_cast<std::size_t>(max_columns));
+  rows_.resize(static_cast<std::size_t>(max_rows));
   pooled_.resize(static_cast<std::size_t>(max_batch * features_));
   pooled_t_.resize(pooled_.size());
   logits_t_.resize(static_cast<std::size_t>(max_batch * config_.classes));
@@ -110,7 +124,7 @@ const float* SparseResnet::forward(const float* images, i64 N) {
   SB_CHECK(N >= 1 && N <= max_batch_, "SparseResnet forward: N = {} outside [1, {}]", N, max_batch_);
   const i64 slot = static_cast<i64>(acts_.size()) / 4;
   float *x = acts_.data(), *t = x + slot, *u = t + slot, *s = u + slot;
-  float* columns = columns_.data();
+  const SparseConvScratch columns{columns_.data(), rows_.data()};
   stem_.forward(x, images, N, columns, sparse_k_);
   k_.relu_forward(x, x, N * stem_.shape.OC * stem_.shape.OH() * stem_.shape.OW());
   for (const Block& b : blocks_) {

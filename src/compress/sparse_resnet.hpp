@@ -19,18 +19,32 @@
 
 namespace sb::compress {
 
+// Output pixels one CSR product covers: images are unfolded side by side until about this many
+// columns, so that each kernel call (one parallel region) has enough work to share out; one
+// region per image costs more in thread hand-offs than the image's work on a loaded machine.
+inline constexpr std::int64_t kSparseColumnsPerCall = 8192;
+
+// Host scratch of one convolution forward, sized for the largest layer.
+struct SparseConvScratch {
+  float* columns;  // (C·KH·KW, G·OH·OW)
+  float* rows;     // (OC, G·OH·OW)
+};
+
 // One convolution with its BatchNorm folded: weight (OC, C·KH·KW) in CSR, bias (OC).
 struct SparseConv2d {
   Conv2dShape shape;
   CsrMatrix weight;
   std::vector<float> bias;
-  // inp (N, C, H, W) -> out (N, OC, OH, OW); columns: scratch of (C·KH·KW, OH·OW) floats.
-  void forward(float* out, const float* inp, std::int64_t N, float* columns, const kernels::SparseKernelTable& k) const;
+  // Images per CSR product (G): kSparseColumnsPerCall columns, at least one image.
+  std::int64_t images_per_call() const;
+  // inp (N, C, H, W) -> out (N, OC, OH, OW).
+  void forward(float* out, const float* inp, std::int64_t N, const SparseConvScratch& scratch,
+               const kernels::SparseKernelTable& k) const;
 };
 
-// inp (C, H, W), one image -> columns (C·KH·KW, OH·OW): row (c, kh, kw) holds that tap over
-// every output pixel, zeros where it falls in the padding.
-void im2col_rows(float* columns, const float* inp, const Conv2dShape& s);
+// inp (C, H, W), one image -> columns (C·KH·KW rows of stride ld): row (c, kh, kw) holds that
+// tap over every output pixel (OH·OW <= ld of them), zeros where it falls in the padding.
+void im2col_rows(float* columns, std::int64_t ld, const float* inp, const Conv2dShape& s);
 
 class SparseResnet {
  public:
@@ -62,7 +76,7 @@ class SparseResnet {
   std::vector<float> fc_bias_;
   std::int64_t features_ = 0, last_hw_ = 0;
   std::vector<float> acts_;     // 4 × (max_batch, largest C·H·W)
-  std::vector<float> columns_;  // (largest C·KH·KW, OH·OW) of one image
+  std::vector<float> columns_, rows_;  // SparseConvScratch of the largest layer
   std::vector<float> pooled_, pooled_t_, logits_t_, logits_;  // (N, F), (F, N), (classes, N), (N, classes)
 };
 
