@@ -159,9 +159,7 @@ class ImageClassificationTask final : public TrainingTask {
       return std::nullopt;
     }
   }
-  std::int64_t auxiliary_parameter_bytes() const override {
-    return teacher_ ? 4 * teacher_->parameter_count() : 0;
-  }
+  std::int64_t auxiliary_parameter_bytes() const override { return teacher_bytes_; }
 
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
@@ -197,6 +195,7 @@ class ImageClassificationTask final : public TrainingTask {
     std::copy(saved.parameters.begin(), saved.parameters.end(), parameters.begin());
     std::copy(saved.untrained_state.begin(), saved.untrained_state.end(), statistics.begin());
     teacher_->sync_storage_parameters();
+    teacher_bytes_ = static_cast<std::int64_t>(4 * (parameters.size() + statistics.size()));
     teacher_logits_.resize(static_cast<std::size_t>(micro_ * model_config_.classes));
   }
 
@@ -279,6 +278,7 @@ class ImageClassificationTask final : public TrainingTask {
   // distillation only
   std::optional<resnet::ResnetModel> teacher_;
   std::vector<float> teacher_logits_;  // (micro, classes) of the current micro-batch
+  std::int64_t teacher_bytes_ = 0;     // its tracked parameters and running statistics, fp32
   // pipeline parallel only
   std::optional<ResnetPipelineStageT<S>> stage_;
   std::unique_ptr<PipelineExecutor> executor_;

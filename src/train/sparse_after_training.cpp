@@ -21,6 +21,12 @@ compress::StoredWeights stored_parameters(TrainingTask& task) {
   };
   std::vector<compress::NamedTensor> tensors;
   for (const optim::ParameterSlice& s : task.parameter_slices()) tensors.push_back({s.name, on_host(s.param), s.numel});
+  // BatchNorm running statistics are not trained but inference needs them: stored dense beside
+  // the parameters, as an unpruned run's tracked parameter bytes count them
+  const std::span<float> state = task.untrained_state_flat();
+  const std::vector<float> host_state = copy_to_host(std::span<const float>(state), task.device());
+  if (!host_state.empty())
+    tensors.push_back({"untrained_state", host_state.data(), static_cast<std::int64_t>(host_state.size())});
   std::vector<compress::WeightMatrix> matrices = task.weight_matrices();
   for (compress::WeightMatrix& m : matrices) m.values = on_host(m.values);
   return compress::store_weights(tensors, matrices);

@@ -20,7 +20,8 @@
 
 namespace sb::train {
 
-// The task's parameters as stored (read to the host wherever they live).
+// The task's parameters and untrained state (BatchNorm running statistics, one dense tensor
+// "untrained_state") as stored, read to the host wherever they live.
 compress::StoredWeights stored_parameters(TrainingTask& task);
 
 // The compression group's attributes of a pruned run; `inference` when it ran.

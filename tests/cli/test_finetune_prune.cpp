@@ -152,7 +152,6 @@ TEST_F(FinetunePrune, NinetyPercentPrunedIsStoredOverThreeTimesSmallerAndInfersA
   const double stored = io::read_number_attribute(out, group, "weight_bytes_sparse");
   const double parameters =
       static_cast<double>(resnet::resnet_parameter_count(resnet::resnet_config_by_name("resnet-mini")));
-  EXPECT_EQ(dense, 4 * parameters);
   EXPECT_LT(3 * stored, dense) << io::read_string_attribute(out, group, "sparse_layouts");
   EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "weight_bytes"), stored);
   EXPECT_DOUBLE_EQ(io::read_number_attribute(out, group, "weight_bytes_sparse_ratio"), dense / stored);
@@ -172,7 +171,10 @@ TEST_F(FinetunePrune, NinetyPercentPrunedIsStoredOverThreeTimesSmallerAndInfersA
 
   const auto plain = finetune("plain", "", 2);
   ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
-  EXPECT_EQ(io::read_number_attribute(path("plain.h5"), run + "/summary", "weight_bytes"), 4 * parameters);
+  // the parameters and the BatchNorm running statistics, fp32: the unpruned run's stored size
+  const double plain_bytes = io::read_number_attribute(path("plain.h5"), run + "/summary", "weight_bytes");
+  EXPECT_EQ(plain_bytes, dense);
+  EXPECT_GT(plain_bytes, 4 * parameters);
 }
 
 TEST_F(FinetunePrune, FrozenBackboneStaysBitForBitWhileTheHeadTrainsOnASubset) {
@@ -221,13 +223,16 @@ TEST_F(FinetunePrune, DistillationMixesTheTeachersSoftTargetsIntoTheLoss) {
   ASSERT_EQ(mixed.size(), 4u);
   EXPECT_NE(mixed, losses("alone"));
   for (double loss : mixed) EXPECT_TRUE(std::isfinite(loss));
-  // weight_bytes counts the student this run produces, not the teacher it reads
-  const double student_bytes =
-      4.0 * static_cast<double>(resnet::resnet_parameter_count(resnet::resnet_config_by_name("resnet-micro")));
-  for (const std::string name : {"alone", "taught"})
-    EXPECT_EQ(io::read_number_attribute(path(name + ".h5"), "/runs/resnet-micro/summary", "weight_bytes"),
-              student_bytes)
-        << name;
+  // weight_bytes counts the student this run produces (its parameters and BatchNorm statistics,
+  // fp32), not the teacher it reads
+  const auto weight_bytes = [&](const std::string& name) {
+    return io::read_number_attribute(path(name + ".h5"), "/runs/resnet-micro/summary", "weight_bytes");
+  };
+  const double student_parameters =
+      static_cast<double>(resnet::resnet_parameter_count(resnet::resnet_config_by_name("resnet-micro")));
+  EXPECT_EQ(weight_bytes("taught"), weight_bytes("alone"));
+  EXPECT_GT(weight_bytes("alone"), 4 * student_parameters);
+  EXPECT_LT(weight_bytes("alone"), 4.1 * student_parameters);
   const auto wrong = student("wrong", " --set distill.teacher=" + base_.string() +
                                           " --set distill.teacher_model=resnet-micro");
   EXPECT_EQ(wrong.exit_code, 2);
