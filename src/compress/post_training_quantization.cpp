@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "compress/image_accuracy.hpp"
 #include "compress/quantized_gpt.hpp"
 #include "compress/quantized_resnet.hpp"
 #include "core/check.hpp"
@@ -19,21 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Top-1 accuracy of logits_of(images, N) -> (N, classes) over the set, in batches.
-template <class Logits>
-double top1_accuracy(const ImageSet& set, i64 batch, i64 classes, Logits logits_of) {
-  i64 correct = 0;
-  for (i64 first = 0; first < set.count; first += batch) {
-    const i64 N = std::min(batch, set.count - first);
-    const float* logits = logits_of(set.images + first * set.image_size, N);
-    for (i64 n = 0; n < N; ++n) {
-      const float* row = logits + n * classes;
-      correct += std::max_element(row, row + classes) - row == set.labels[first + n];
-    }
-  }
-  return static_cast<double>(correct) / static_cast<double>(set.count);
 }
 
 }  // namespace

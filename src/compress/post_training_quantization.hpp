@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "compress/image_accuracy.hpp"
 #include "kernels/kernels.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/resnet/resnet.hpp"
@@ -25,12 +26,6 @@ struct QuantizationReport {
   double fp32_tokens_per_s = 0, int8_tokens_per_s = 0;    // text; 0 for images
 };
 
-// Labelled images (count, image_size) in host memory.
-struct ImageSet {
-  const float* images = nullptr;
-  const std::int32_t* labels = nullptr;
-  std::int64_t count = 0, image_size = 0;
-};
 
 // model: trained fp32 resnet, whole network, host back-end. Calibrates on the first
 // calibration_batches × model.max_batch() images of `calibration`, evaluates top-1 accuracy on

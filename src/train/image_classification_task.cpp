@@ -146,6 +146,21 @@ class ImageClassificationTask final : public TrainingTask {
     }
   }
 
+  // The whole test set for accuracy; throughput over its first kTimingImages images, kTimingRounds
+  // passes each way (a few seconds on two cores).
+  std::optional<compress::SparseInferenceReport> sparse_inference(const compress::StoredWeights& stored) override {
+    if constexpr (std::is_same_v<S, float>) {
+      if (memory_device(model_.backend()) != Device::cpu || !model_.has_stem() || !model_.has_head())
+        return std::nullopt;
+      constexpr std::int64_t kTimingRounds = 3, kTimingImages = 2048;
+      const compress::ImageSet test{test_.images.data(), test_.labels.data(), test_.count, test_.image_size()};
+      return compress::sparse_resnet_inference(model_, stored, test, kTimingRounds, kTimingImages);
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::int64_t auxiliary_parameter_bytes() const override { return teacher_bytes_; }
+
  private:
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
@@ -180,6 +195,7 @@ class ImageClassificationTask final : public TrainingTask {
     std::copy(saved.parameters.begin(), saved.parameters.end(), parameters.begin());
     std::copy(saved.untrained_state.begin(), saved.untrained_state.end(), statistics.begin());
     teacher_->sync_storage_parameters();
+    teacher_bytes_ = static_cast<std::int64_t>(4 * (parameters.size() + statistics.size()));
     teacher_logits_.resize(static_cast<std::size_t>(micro_ * model_config_.classes));
   }
 
@@ -262,6 +278,7 @@ class ImageClassificationTask final : public TrainingTask {
   // distillation only
   std::optional<resnet::ResnetModel> teacher_;
   std::vector<float> teacher_logits_;  // (micro, classes) of the current micro-batch
+  std::int64_t teacher_bytes_ = 0;     // its tracked parameters and running statistics, fp32
   // pipeline parallel only
   std::optional<ResnetPipelineStageT<S>> stage_;
   std::unique_ptr<PipelineExecutor> executor_;

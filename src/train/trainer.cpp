@@ -33,6 +33,7 @@
 #include "train/distributed_step.hpp"
 #include "train/failure_injection.hpp"
 #include "train/int8_after_training.hpp"
+#include "train/sparse_after_training.hpp"
 #include "train/memory_fit.hpp"
 #include "train/non_finite_check.hpp"
 #include "train/parameter_constraints.hpp"
@@ -290,6 +291,7 @@ class TrainingLoop {
   TrainOutcome finish() {
     const std::optional<compress::QuantizationReport> quantized =
         quantize_int8_if_asked(s_.c, *s_.task, record_, progress_);
+    const std::optional<std::int64_t> sparse_bytes = store_pruned_if_asked(s_.c, *s_.task, record_, progress_);
     const std::vector<io::TimelineRow> timeline = gather_timeline(*s_.world, tally_.timeline());
     const std::vector<io::RankRow> ranks = rank_rows(timeline, s_.grid);
     const std::vector<io::MemoryRow> memory = memory_rows(*s_.world, s_.tracker);
@@ -302,7 +304,7 @@ class TrainingLoop {
       run.write_memory(memory);
       run.write_ranks(ranks);
       run.append_timeline(timeline);
-      run.write_summary(summary_attributes(totals(quantized), tally_, outcome_, memory,
+      run.write_summary(summary_attributes(totals(quantized, sparse_bytes), tally_, outcome_, memory,
                                            s_.constraints ? &*s_.constraints : nullptr, prediction_));
       if (prediction_ && prediction_->feasible) run.write_prediction(prediction_errors(*prediction_, outcome_, memory));
       record_.finish_ok();
@@ -310,13 +312,23 @@ class TrainingLoop {
     return outcome_;
   }
 
-  RunTotals totals(const std::optional<compress::QuantizationReport>& quantized) const {
+  RunTotals totals(const std::optional<compress::QuantizationReport>& quantized,
+                   const std::optional<std::int64_t>& sparse_bytes) const {
     return {.global_batch = s_.c.global_batch, .tokens_per_step = tokens_per_step(),
             .parameters = s_.task->parameter_count(), .steps = s_.steps,
             .skipped_steps = s_.distributed.skipped_steps(),
-            .weight_bytes = quantized ? quantized->weight_bytes_int8
-                                      : s_.tracker.usage().peak_of(MemoryCategory::params),
+            .weight_bytes = stored_weight_bytes(quantized, sparse_bytes),
             .flops_per_step = s_.task->flops_per_step(), .world_size = s_.world->size()};
+  }
+
+  // The weights this run produces, as stored: the int8 model's after quantisation, else the
+  // sparse layouts' after pruning, else the tracked parameter bytes less a distillation
+  // teacher's (read, not produced).
+  std::int64_t stored_weight_bytes(const std::optional<compress::QuantizationReport>& quantized,
+                                   const std::optional<std::int64_t>& sparse_bytes) const {
+    if (quantized) return quantized->weight_bytes_int8;
+    if (sparse_bytes) return *sparse_bytes;
+    return s_.tracker.usage().peak_of(MemoryCategory::params) - s_.task->auxiliary_parameter_bytes();
   }
 
   RankSetup& s_;

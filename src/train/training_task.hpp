@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <span>
@@ -13,6 +14,8 @@
 
 #include "compress/magnitude_pruning.hpp"
 #include "compress/post_training_quantization.hpp"
+#include "compress/sparse_inference.hpp"
+#include "compress/sparse_storage.hpp"
 #include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
@@ -97,6 +100,15 @@ class TrainingTask {
   // fp32 model (the config reader checks tp, pp, precision and device); no communication.
   virtual compress::QuantizationReport quantize_int8(std::int64_t calibration_batches) = 0;
   virtual std::vector<NamedValues> gradient_values();
+  // Sparse inference of the pruned trained model from its stored weights (prune), measured
+  // against its dense inference (compress/sparse_inference.hpp); none where the task has no
+  // sparse model (GPT, mixed precision, the GPU, a pipeline stage). Rank 0, no communication.
+  virtual std::optional<compress::SparseInferenceReport> sparse_inference(const compress::StoredWeights& /*stored*/) {
+    return std::nullopt;
+  }
+  // Tracked parameter bytes of models the run reads but does not produce (a distillation
+  // teacher): left out of summary.weight_bytes.
+  virtual std::int64_t auxiliary_parameter_bytes() const { return 0; }
   // The GEMM weight matrices that magnitude pruning ranks, pointing into parameters_flat()
   // (ResNet: every convolution and fc; GPT: qkv, attention projection, fc and fc projection of
   // every layer, not the embeddings); empty when the task does not list them.

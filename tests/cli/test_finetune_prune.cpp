@@ -139,6 +139,44 @@ TEST_F(FinetunePrune, GlobalUnstructuredPrunesTheSmallestStartingWeightsOfEveryM
               static_cast<double>(pruned) / static_cast<double>(magnitudes.size()), 1e-12);
 }
 
+// 90% global unstructured: the stored weights (each matrix in its smallest sparse layout) are
+// over 3× smaller than dense and are summary.weight_bytes; sparse inference from them classifies
+// the test set as the dense model does, both timed in the same run. A fine-tuned run without
+// pruning keeps the dense fp32 bytes.
+TEST_F(FinetunePrune, NinetyPercentPrunedIsStoredOverThreeTimesSmallerAndInfersAsDense) {
+  const auto r = finetune("sparse90", " --set prune.sparsity=0.9", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const std::filesystem::path out = path("sparse90.h5");
+  const std::string run = "/runs/resnet-mini", group = run + "/compression";
+  const double dense = io::read_number_attribute(out, group, "weight_bytes_dense");
+  const double stored = io::read_number_attribute(out, group, "weight_bytes_sparse");
+  const double parameters =
+      static_cast<double>(resnet::resnet_parameter_count(resnet::resnet_config_by_name("resnet-mini")));
+  EXPECT_LT(3 * stored, dense) << io::read_string_attribute(out, group, "sparse_layouts");
+  EXPECT_EQ(io::read_number_attribute(out, run + "/summary", "weight_bytes"), stored);
+  EXPECT_DOUBLE_EQ(io::read_number_attribute(out, group, "weight_bytes_sparse_ratio"), dense / stored);
+  EXPECT_EQ(io::read_string_attribute(out, group, "prune"), "unstructured");
+  // the test set's accuracy: 10,000 images, so one differing near-tie would show as 1e-4
+  const double accuracy_dense = io::read_number_attribute(out, group, "accuracy_dense");
+  EXPECT_NEAR(io::read_number_attribute(out, group, "accuracy_sparse"), accuracy_dense, 1.5e-4);
+  const auto evals = io::read_column(out, run + "/eval", "accuracy");
+  const auto splits = io::read_string_column(out, run + "/eval", "split");
+  const auto last_test = std::find(splits.rbegin(), splits.rend(), "test");
+  ASSERT_NE(last_test, splits.rend());
+  EXPECT_NEAR(accuracy_dense, evals[static_cast<std::size_t>(splits.rend() - last_test - 1)], 1e-9)
+      << "the dense side is the run's own last test evaluation";
+  EXPECT_GT(io::read_number_attribute(out, group, "samples_per_s_dense"), 0);
+  EXPECT_GT(io::read_number_attribute(out, group, "samples_per_s_sparse"), 0);
+  EXPECT_EQ(io::read_number_attribute(out, group, "sparse_timing_rounds"), 3);
+
+  const auto plain = finetune("plain", "", 2);
+  ASSERT_EQ(plain.exit_code, 0) << plain.stderr_text;
+  // the parameters and the BatchNorm running statistics, fp32: the unpruned run's stored size
+  const double plain_bytes = io::read_number_attribute(path("plain.h5"), run + "/summary", "weight_bytes");
+  EXPECT_EQ(plain_bytes, dense);
+  EXPECT_GT(plain_bytes, 4 * parameters);
+}
+
 TEST_F(FinetunePrune, FrozenBackboneStaysBitForBitWhileTheHeadTrainsOnASubset) {
   const auto r = finetune("frozen", " --set finetune.freeze=backbone --set data.dataset=fashion-mnist"
                                     " --set data.train_samples=64");
@@ -185,6 +223,16 @@ TEST_F(FinetunePrune, DistillationMixesTheTeachersSoftTargetsIntoTheLoss) {
   ASSERT_EQ(mixed.size(), 4u);
   EXPECT_NE(mixed, losses("alone"));
   for (double loss : mixed) EXPECT_TRUE(std::isfinite(loss));
+  // weight_bytes counts the student this run produces (its parameters and BatchNorm statistics,
+  // fp32), not the teacher it reads
+  const auto weight_bytes = [&](const std::string& name) {
+    return io::read_number_attribute(path(name + ".h5"), "/runs/resnet-micro/summary", "weight_bytes");
+  };
+  const double student_parameters =
+      static_cast<double>(resnet::resnet_parameter_count(resnet::resnet_config_by_name("resnet-micro")));
+  EXPECT_EQ(weight_bytes("taught"), weight_bytes("alone"));
+  EXPECT_GT(weight_bytes("alone"), 4 * student_parameters);
+  EXPECT_LT(weight_bytes("alone"), 4.1 * student_parameters);
   const auto wrong = student("wrong", " --set distill.teacher=" + base_.string() +
                                           " --set distill.teacher_model=resnet-micro");
   EXPECT_EQ(wrong.exit_code, 2);
