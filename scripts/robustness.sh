@@ -86,7 +86,11 @@ if [[ $do_fuzz == 1 ]]; then
     phase_start=$SECONDS
     seeds="$out/seeds"
     rm -rf "$seeds"
-    /usr/bin/python3 "$root/fuzz/make_seeds.py" "$root" "$seeds"
+    if ! /usr/bin/python3 "$root/fuzz/make_seeds.py" "$root" "$seeds"; then
+      echo "the seed corpora could not be made (fuzz/make_seeds.py failed)" >&2
+      echo "**seed corpora failed** (fuzz/make_seeds.py)" >> "$summary"
+      status=1
+    fi
     mkdir -p "$seeds/fuzz_results_reader"
     "$root/build-fuzz/write_example_results" "$seeds/fuzz_results_reader/example.h5" > /dev/null
     for h5 in "$root"/models/*/*.h5 "$root"/tests/precision/*.h5; do
@@ -116,6 +120,10 @@ if [[ $do_fuzz == 1 ]]; then
       rate=$(( ${executions:-0} / (fuzz_seconds > 0 ? fuzz_seconds : 1) ))
       echo "| $target | ${executions:-0} | $rate | $(ls "$corpus" | wc -l) | $crashes | $target.log |" >> "$summary"
       [[ $crashes -gt 0 ]] && status=1
+      if [[ ${executions:-0} -eq 0 ]]; then  # a target that never ran tested nothing
+        echo "$target ran no inputs: $log" >&2
+        status=1
+      fi
     done
     echo >> "$summary"
     echo "Fuzzing: $((SECONDS - phase_start)) s" >> "$summary"
