@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -303,21 +304,20 @@ std::string summarize_timeline(const OpenResults& results, const std::string& ru
                             rank = numeric_column(results, timeline, "rank");
   const double first_step = *std::min_element(step.begin(), step.end());
   const bool several_steps = *std::max_element(step.begin(), step.end()) > first_step;
-  const double ranks = *std::max_element(rank.begin(), rank.end()) + 1;
   std::string text = "  time per step (median, mean over ranks):";
   const char* sep = " ";
   for (const char* part : {"compute_s", "tp_comm_s", "p2p_s", "bubble_s", "dp_comm_s", "optimizer_s"}) {
     const std::vector<double> values = numeric_column(results, timeline, part);
+    // grouped by the ranks the rows name (never counted up to the largest: a corrupt file's
+    // rank column may hold 1e18)
+    std::map<double, std::vector<double>> by_rank;
+    for (std::size_t i = 0; i < values.size() && i < rank.size() && i < step.size(); ++i)
+      if (!several_steps || step[i] > first_step) by_rank[rank[i]].push_back(values[i]);
     double total = 0;
-    for (double r = 0; r < ranks; ++r) {
-      std::vector<double> mine;
-      for (std::size_t i = 0; i < values.size(); ++i)
-        if (rank[i] == r && (!several_steps || step[i] > first_step)) mine.push_back(values[i]);
-      if (!mine.empty()) total += median(mine);
-    }
+    for (auto& [r, mine] : by_rank) total += median(mine);
     const std::string name(part, std::string_view(part).size() - 2);
     text += fmt::format("{}{} {}", sep, name == "tp_comm" ? "tp comm" : name == "dp_comm" ? "dp comm" : name,
-                        human_seconds(total / ranks));
+                        human_seconds(by_rank.empty() ? 0.0 : total / static_cast<double>(by_rank.size())));
     sep = ", ";
   }
   return text + "\n";
