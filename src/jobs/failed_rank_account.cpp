@@ -37,14 +37,13 @@ std::string recorded_host(const std::filesystem::path& file, const std::string& 
   }
 }
 
-}  // namespace
-
 std::string failed_rank_account(const std::filesystem::path& result_file, const std::string& run_id,
-                                const std::string& launcher_output, const std::string& ending) {
-  const std::optional<launch::LauncherFailure> failure = launch::launcher_failure(launcher_output);
+                                const std::optional<launch::LauncherFailure>& failure, const std::string& ending) {
   if (!failure) return "a rank of the case's MPI job ended abnormally " + ending;
   return fmt::format("{} {}", launch::describe(*failure, recorded_host(result_file, run_id, failure->rank)), ending);
 }
+
+}  // namespace
 
 bool record_failed_rank(const std::filesystem::path& result_file, const std::string& run_id,
                         const std::string& launcher_output, const std::string& ending, bool only_when_named) {
@@ -55,7 +54,7 @@ bool record_failed_rank(const std::filesystem::path& result_file, const std::str
   const std::string recorded = io::read_string_attribute(result_file, run, "error");
   // interrupted with a reason: stopped on purpose at a checkpoint (a requeue resumes it)
   if (status == "interrupted" && !recorded.empty()) return false;
-  std::string error = failed_rank_account(result_file, run_id, launcher_output, ending);
+  std::string error = failed_rank_account(result_file, run_id, failure, ending);
   if (status != "interrupted") {
     if (!failure || recorded.find(fmt::format("rank {} on", failure->rank)) != std::string::npos) return false;
     if (!recorded.empty()) error += "; rank 0 recorded: " + recorded;

@@ -11,19 +11,15 @@
 
 namespace sb::jobs {
 
-// "rank 1 on host sb-node-b (the launcher's node 10.0.0.2) ended abnormally (signal 9
-// (Killed)) <ending>", or "a rank of the case's MPI job ended abnormally <ending>" when the
-// launcher named none.
-std::string failed_rank_account(const std::filesystem::path& result_file, const std::string& run_id,
-                                const std::string& launcher_output, const std::string& ending);
-
-// After a case's job failed: a run still "interrupted" with no reason (killed before it could
-// give one; one stopped at a checkpoint says so and is left for its requeue) becomes "failed"
-// with the account; a run
-// its rank 0 already marked failed without naming the rank the launcher names (a rank 0 ended by
-// mpirun's SIGTERM says only that) gets the account put before its own error. A run that
-// finished "ok" is left alone; so is every run when `only_when_named` and the launcher named no
-// rank (a job still running leaves its run "interrupted" too). Returns whether it wrote.
+// After a case's job failed, the account "rank 1 on host sb-node-b (the launcher's node
+// 10.0.0.2) ended abnormally (signal 9 (Killed)) <ending>" ("a rank of the case's MPI job ended
+// abnormally <ending>" when the launcher named none) goes into the result file: a run still
+// "interrupted" with no reason (killed before it could give one; one stopped at a checkpoint
+// says so and is left for its requeue) becomes "failed" with it; a run its rank 0 already marked
+// failed without naming the rank the launcher names (a rank 0 ended by mpirun's SIGTERM says only
+// that) gets it put before its own error. A run that finished "ok" is left alone; so is every
+// run when `only_when_named` and the launcher named no rank (a job still running leaves its run
+// "interrupted" too). Returns whether it wrote.
 bool record_failed_rank(const std::filesystem::path& result_file, const std::string& run_id,
                         const std::string& launcher_output, const std::string& ending, bool only_when_named);
 

@@ -269,13 +269,11 @@ signal.signal(signal.SIGTERM, cleanup)
 try:
     make_cluster()
     agent = write_agent()
-    site_file_two_nodes = site_file  # replaced by the measured one below
     site_file_two_nodes = measured_inter_node_site()
 
     reference_out = os.path.join(workdir, "one-rank.h5")
-    for path in [reference_out]:
-        if os.path.exists(path):
-            os.remove(path)
+    if os.path.exists(reference_out):
+        os.remove(reference_out)
     one = subprocess.run(train_args(reference_out, []), capture_output=True, text=True, timeout=120,
                          env=mpi_env(agent, 1))
     if one.returncode != 0:
