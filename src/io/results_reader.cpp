@@ -81,6 +81,24 @@ void check_fields_inside_row(const OpenResults& results, const Table& table, con
   }
 }
 
+// A table's dataspace may claim any number of rows: a damaged file of 150 KB claimed enough for
+// reading one column to exhaust memory (fuzz_results_reader found it). scalebench writes its
+// tables uncompressed, so the rows claimed must fit in the bytes the file holds; 64 times as many
+// are allowed (a user's compressed rewrite), and 64 MiB whatever the file.
+void check_rows_held(const OpenResults& results, const Table& table, const std::string& table_path) {
+  constexpr double kCompressionAllowance = 64.0, kFloorBytes = 64.0 * 1024 * 1024;
+  const std::size_t row_bytes = std::max<std::size_t>(H5Tget_size(table.type.get()), 1);
+  std::error_code error;
+  const auto file_bytes = std::filesystem::file_size(results.file_path, error);
+  const double held = error ? 0.0 : static_cast<double>(file_bytes);
+  const double claimed = static_cast<double>(table.rows) * static_cast<double>(row_bytes);
+  if (table.rows < 0 || claimed > std::max(kFloorBytes, held * kCompressionAllowance)) {
+    throw UserError(fmt::format("{} is damaged: {} claims {} rows of {} bytes ({:.3g} GB) in a file of {} bytes",
+                                results.file_path.string(), table_path, table.rows, row_bytes, claimed / 1e9,
+                                file_bytes));
+  }
+}
+
 Table open_table(const OpenResults& results, const std::string& table) {
   Table opened{open_object(results, table), {}, 0};
   const bool is_dataset = H5Iget_type(opened.dataset.get()) == H5I_DATASET;
@@ -91,8 +109,9 @@ Table open_table(const OpenResults& results, const std::string& table) {
     if (H5Tget_class(opened.type.get()) == H5T_COMPOUND &&
         SB_H5_CHECK(H5Sget_simple_extent_ndims(space.get())) == 1) {
       SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), &rows, nullptr));
-      opened.rows = static_cast<std::int64_t>(rows);
+      opened.rows = rows > static_cast<hsize_t>(INT64_MAX) ? -1 : static_cast<std::int64_t>(rows);
       check_fields_inside_row(results, opened, table);
+      check_rows_held(results, opened, table);
       return opened;
     }
   }

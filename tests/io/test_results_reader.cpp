@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "example_run.hpp"
+#include "io/h5_check.hpp"
 #include "io/results_reader.hpp"
 
 namespace sb::io {
@@ -161,6 +162,29 @@ TEST(ResultsReader, RefusesATableWhoseFieldLiesPastItsRow) {
     }
   }
   EXPECT_EQ(refused, 2) << "one table, both fields refused";
+}
+
+// fuzz_results_reader found it: a 150 KB file whose table claimed enough rows for reading one
+// column to exhaust memory. A table that claims more rows than the file can hold (uncompressed,
+// as scalebench writes them, with room for a compressed rewrite) is refused before any read.
+TEST(ResultsReader, RefusesATableClaimingMoreRowsThanTheFileHolds) {
+  const ScratchFile scratch("reader_huge_rows");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  constexpr hsize_t kClaimed = 1'000'000'000;
+  {
+    H5Handle file{H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose};
+    ASSERT_GE(file.get(), 0);
+    H5Handle steps{H5Dopen2(file.get(), "/runs/gpt-nano-dp2/steps", H5P_DEFAULT), H5Dclose};
+    ASSERT_GE(steps.get(), 0);
+    ASSERT_GE(H5Dset_extent(steps.get(), &kClaimed), 0);  // the rows past the written four: fill values
+  }
+  const std::string message = user_error_of([&] { read_column(path, "/runs/gpt-nano-dp2/steps", "loss"); });
+  EXPECT_EQ(message.rfind(path.string() + " is damaged: /runs/gpt-nano-dp2/steps claims 1000000000 rows of ", 0), 0)
+      << message;
+  EXPECT_NE(user_error_of([&] { summarize_results(path); }).find("claims 1000000000 rows"), std::string::npos);
+  EXPECT_EQ(read_column(path, "/runs/gpt-nano-dp2/timeline", "rank").size(), testing::example_timeline().size())
+      << "the tables that were not changed still read";
 }
 
 TEST(ResultsReader, SummaryCoversEveryRun) {
