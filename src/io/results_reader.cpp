@@ -26,12 +26,14 @@ using std::filesystem::path;
 // An open file with error printing off; every public function starts with one.
 struct OpenResults {
   explicit OpenResults(const path& file_path)
-      : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)) {
+      : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)),
+        file_bytes(std::filesystem::file_size(file_path)) {
     check_global_heap_collections(file_path);  // before libhdf5 reads a variable-length string
   }
   H5QuietErrors quiet;
   path file_path;
   H5Handle file;
+  std::uintmax_t file_bytes;  // what the rows a table claims must fit in
 };
 
 H5Handle open_object(const OpenResults& results, const std::string& object) {
@@ -85,17 +87,14 @@ void check_fields_inside_row(const OpenResults& results, const Table& table, con
 // reading one column to exhaust memory (fuzz_results_reader found it). scalebench writes its
 // tables uncompressed, so the rows claimed must fit in the bytes the file holds; 64 times as many
 // are allowed (a user's compressed rewrite), and 64 MiB whatever the file.
-void check_rows_held(const OpenResults& results, const Table& table, const std::string& table_path) {
+void check_rows_held(const OpenResults& results, const Table& table, hsize_t rows, const std::string& table_path) {
   constexpr double kCompressionAllowance = 64.0, kFloorBytes = 64.0 * 1024 * 1024;
   const std::size_t row_bytes = std::max<std::size_t>(H5Tget_size(table.type.get()), 1);
-  std::error_code error;
-  const auto file_bytes = std::filesystem::file_size(results.file_path, error);
-  const double held = error ? 0.0 : static_cast<double>(file_bytes);
-  const double claimed = static_cast<double>(table.rows) * static_cast<double>(row_bytes);
-  if (table.rows < 0 || claimed > std::max(kFloorBytes, held * kCompressionAllowance)) {
+  const double claimed = static_cast<double>(rows) * static_cast<double>(row_bytes);
+  if (claimed > std::max(kFloorBytes, static_cast<double>(results.file_bytes) * kCompressionAllowance)) {
     throw UserError(fmt::format("{} is damaged: {} claims {} rows of {} bytes ({:.3g} GB) in a file of {} bytes",
-                                results.file_path.string(), table_path, table.rows, row_bytes, claimed / 1e9,
-                                file_bytes));
+                                results.file_path.string(), table_path, rows, row_bytes, claimed / 1e9,
+                                results.file_bytes));
   }
 }
 
@@ -109,9 +108,9 @@ Table open_table(const OpenResults& results, const std::string& table) {
     if (H5Tget_class(opened.type.get()) == H5T_COMPOUND &&
         SB_H5_CHECK(H5Sget_simple_extent_ndims(space.get())) == 1) {
       SB_H5_CHECK(H5Sget_simple_extent_dims(space.get(), &rows, nullptr));
-      opened.rows = rows > static_cast<hsize_t>(INT64_MAX) ? -1 : static_cast<std::int64_t>(rows);
+      check_rows_held(results, opened, rows, table);  // before the count is narrowed: it fits in the file
+      opened.rows = static_cast<std::int64_t>(rows);
       check_fields_inside_row(results, opened, table);
-      check_rows_held(results, opened, table);
       return opened;
     }
   }
