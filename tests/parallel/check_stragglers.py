@@ -33,8 +33,8 @@ scalebench, mpiexec, config, out_dir = sys.argv[1:5]
 problems = []
 
 
-def inspect(out, *threshold):
-    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json", *threshold], capture_output=True,
+def inspect(out):
+    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json"], capture_output=True,
                                        text=True, check=True).stdout)
     return answer["runs"][0]
 
