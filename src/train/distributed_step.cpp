@@ -21,18 +21,11 @@
 #include "train/device_staging.hpp"
 #include "train/failure_injection.hpp"
 #include "train/lr_schedule.hpp"
+#include "train/slowed_gradient_sync.hpp"
 
 namespace sb::train {
 
 namespace {
-
-// Busy work on this thread until it has run that much CPU time (however long the wall takes).
-void spin_for_cpu_seconds(double seconds) {
-  const double until = thread_cpu_seconds() + seconds;
-  volatile double sink = 1.0;
-  while (thread_cpu_seconds() < until)
-    for (int i = 0; i < 1000; ++i) sink = sink * 1.0000001 + 1e-9;
-}
 
 using parallel::comm_clock_seconds;
 
@@ -127,9 +120,22 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   }
   if (config.strategy.batchnorm == "sync" && dp.size() > 1)
     task.synchronise_batchnorm([&dp](std::span<double> values) { dp.all_reduce(values); });
+  slow_the_exchange_if_asked(task);
   optimizer_state_.begin = zero_ ? std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(parameters.size())) : 0;
   optimizer_step_ =
       make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
+}
+
+// A rank named by SB_INJECT_FAILURE=R:S:slowP hands its gradients to the exchange through the
+// slowed sync, which adds the work at the end of its backward.
+void DistributedStep::slow_the_exchange_if_asked(TrainingTask& task) {
+  if (slowdown_to_inject(world_rank_, std::numeric_limits<std::int64_t>::max()) <= 0 || (!all_reduce_ && !zero_))
+    return;
+  GradientSync& inner = zero_ ? static_cast<GradientSync&>(*zero_) : static_cast<GradientSync&>(*all_reduce_);
+  slowed_sync_ = std::make_unique<SlowedGradientSync>(inner, [this] {
+    return (zero_ ? zero_->last_step() : all_reduce_->last_step()).cpu_in_backward_s;
+  });
+  task.set_gradient_sync(slowed_sync_.get());
 }
 
 // Before a timestamp: the host threads' work and the GPU's queued work are done.
@@ -145,8 +151,11 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank works that much longer, in
   // CPU time, before its first collective, as a slower device would (a sleep would be no work:
   // the scheduler's share, not the rank, would then set how much longer it takes).
+  // With a data-parallel exchange it works at the end of its backward (slowed_gradient_sync.hpp);
+  // without one, here, a share of its last step's compute.
   const double slowdown = slowdown_to_inject(world_rank_, step + 1);
-  const double extra_cpu_s = slowdown > 0 ? slowdown * unslowed_compute_cpu_s_ : 0.0;
+  if (slowed_sync_) slowed_sync_->arm(slowdown, r.cpu_start_s);
+  double extra_cpu_s = slowdown > 0 && !slowed_sync_ ? slowdown * unslowed_compute_cpu_s_ : 0.0;
   if (extra_cpu_s > 0) spin_for_cpu_seconds(extra_cpu_s);
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
@@ -191,6 +200,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
   // what the next step's slowdown is a share of: the CPU compute without the added work
+  if (slowed_sync_) extra_cpu_s = slowed_sync_->injected_cpu_s();
   const double own_cpu = r.own_cpu_s();
   unslowed_compute_cpu_s_ = own_cpu > 0 ? r.compute_cpu_s() * std::max(0.0, own_cpu - extra_cpu_s) / own_cpu : 0.0;
   return r;

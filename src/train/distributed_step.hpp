@@ -23,6 +23,7 @@
 #include "parallel/process_grid.hpp"
 #include "plan/config.hpp"
 #include "train/data_parallel.hpp"
+#include "train/slowed_gradient_sync.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
@@ -108,6 +109,7 @@ class DistributedStep {
 
  private:
   void finish_queued_work() const;
+  void slow_the_exchange_if_asked(TrainingTask& task);
 
   const plan::TrainConfig& config_;
   TrainingTask& task_;
@@ -116,6 +118,7 @@ class DistributedStep {
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroSharding> zero_;
+  std::unique_ptr<SlowedGradientSync> slowed_sync_;  // SB_INJECT_FAILURE=R:S:slowP on this rank (tests)
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;
   OptimizerState optimizer_state_;
