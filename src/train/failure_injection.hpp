@@ -15,7 +15,8 @@ void inject_failure_if_asked(int rank, std::int64_t step);
 
 // A straggler on demand: with SB_INJECT_FAILURE="RANK:STEP:slow" (or slowP, P percent; 30 by
 // default), the fraction (0.3) by which that rank's compute is slowed from that step (1-based)
-// on (the trainer adds that share of its own CPU work, as a slower device would); 0 for every
+// on (the trainer adds that share of the step's own CPU work, at the end of its backward where it
+// exchanges gradients: slowed_gradient_sync.hpp; as a slower device would); 0 for every
 // other rank and step, or when unset.
 double slowdown_to_inject(int rank, std::int64_t step);
 
