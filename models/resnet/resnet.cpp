@@ -23,6 +23,7 @@ using detail::for_each_statistic;
 using detail::Layout;
 using detail::layout_of;
 using detail::point_views;
+using detail::recompute_scratch_bytes;
 using detail::whole_network;
 
 namespace {
@@ -41,18 +42,18 @@ std::vector<ParameterSpec> resnet_parameter_specs(const ResnetConfig& config) {
 }
 
 template <class S>
-i64 resnet_slot_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition) {
+i64 resnet_slot_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition, Recompute recompute) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
-  return count_bytes<ActivationTensorsT<S>>(layout_of(config, blocks, partition), N);
+  return count_bytes<ActivationTensorsT<S>>(layout_of(config, blocks, partition, recompute), N);
 }
 
 template <class S>
 i64 resnet_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition,
-                            i64 slots) {
+                            i64 slots, Recompute recompute) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
-  const Layout l = layout_of(config, blocks, partition);
+  const Layout l = layout_of(config, blocks, partition, recompute);
   return slots * count_bytes<ActivationTensorsT<S>>(l, N) +
-         static_cast<i64>(sizeof(S)) * N * l.max_image_floats();
+         static_cast<i64>(sizeof(S)) * N * l.max_image_floats() + recompute_scratch_bytes<S>(l, N);
 }
 
 template <class S>
@@ -64,7 +65,8 @@ i64 resnet_activation_gradient_bytes(const ResnetConfig& config, i64 N, ResnetPa
 template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
                               MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
-                              kernels::KernelRecorder* recorder, Residency gradient_residency)
+                              kernels::KernelRecorder* recorder, Residency gradient_residency,
+                              Recompute recompute)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -82,9 +84,10 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   SB_USER_CHECK(activation_slots > 0, "resnet '{}': activation slots must be positive, got {}",
                 config_.name, activation_slots);
   blocks_ = resnet_blocks(config_);
-  const Layout l = layout_of(config_, blocks_, partition);
+  const Layout l = layout_of(config_, blocks_, partition, recompute);
   first_unit_ = l.first;
   end_unit_ = l.end;
+  full_recompute_ = l.full_recompute;
   input_floats_ = l.in_floats(l.first);
   output_floats_ = l.out_floats(l.end - 1);
   {
@@ -142,6 +145,8 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   scratch_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
                                   static_cast<i64>(sizeof(S)) * max_batch * l.max_image_floats(),
                                   "resnet shortcut scratch");
+  recompute_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, recompute_scratch_bytes<S>(l, max_batch),
+                                    "resnet one block's recomputed tensors");
   const i64 label_count = l.head() ? activation_slots * max_batch : 0;
   labels_memory_ = TrackedBuffer(tracker, MemoryCategory::activations,
                                  label_count * static_cast<i64>(sizeof(std::int32_t)),
@@ -149,8 +154,8 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   acts_grads_memory_ = TrackedBuffer(tracker, MemoryCategory::workspace,
                                      count_bytes<ActivationGradientsT<S>>(l, max_batch),
                                      "resnet activation grads");
-  SB_CHECK(acts_memory_.bytes() + scratch_memory_.bytes() ==
-               resnet_activation_bytes<S>(config_, max_batch, partition, activation_slots),
+  SB_CHECK(acts_memory_.bytes() + scratch_memory_.bytes() + recompute_memory_.bytes() ==
+               resnet_activation_bytes<S>(config_, max_batch, partition, activation_slots, recompute),
            "resnet activation layout and resnet_activation_bytes disagree");
 
   const auto point = [&]<class T>(ParameterTensorsT<T>& views, T* base) {
@@ -195,7 +200,7 @@ void ResnetModelT<S>::reset_running_statistics() {
 
 template <class S>
 void ResnetModelT<S>::init_weights(std::uint64_t seed) {
-  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   // k: the tensor's index over the whole network, its random stream
   for_each_parameter(master_, l, [&](const ParameterSpec& spec, float*& view, std::uint64_t k) {
     float* p = view;
@@ -302,6 +307,36 @@ void ResnetModelT<S>::block_forward(const ActivationTensorsT<S>& acts, std::size
 }
 
 template <class S>
+void ResnetModelT<S>::point_recomputed_views(ActivationTensorsT<S>& a, i64 N) {
+  if (!full_recompute_) return;
+  std::byte* base = k_.runs_kernels() ? recompute_memory_.as<std::byte>() : recording_placeholder_.data();
+  for (std::size_t b = 0; b < blocks_.size(); ++b) {
+    if (!has_block(b)) continue;
+    i64 offset = 0;
+    detail::for_each_recomputed_view(a.blocks[b], blocks_[b], N, [&](S*& view, i64 numel) {
+      view = reinterpret_cast<S*>(base + offset);
+      if (k_.runs_kernels()) offset += numel * static_cast<i64>(sizeof(S));
+    });
+  }
+}
+
+// The block's forward again up to what its backward reads (bn2's output is the kept `out`),
+// with the batch statistics of the training forward: the same values, no reduction.
+template <class S>
+void ResnetModelT<S>::recompute_block(const ActivationTensorsT<S>& acts, std::size_t b, const S* inp, i64 N) {
+  const ResnetBlockShape& s = blocks_[b];
+  const BlockTensorsT<S>& p = params_.blocks[b];
+  const BlockActivationsT<S>& a = acts.blocks[b];
+  const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
+  if (s.shortcut_conv)
+    k_.conv2d_forward(a.shortcut_conv, inp, p.shortcut_conv, nullptr, N, IC, H, H, OC, 1, 1, s.stride, 0);
+  k_.conv2d_forward(a.conv1, inp, p.conv1, nullptr, N, IC, H, H, OC, 3, 3, s.stride, 1);
+  k_.batchnorm2d_forward_apply(a.relu1, a.conv1, a.bn1.mean, a.bn1.rstd, p.bn1.weight, p.bn1.bias, nullptr, true, N,
+                               OC, OH * OH);
+  k_.conv2d_forward(a.conv2, a.relu1, p.conv2, nullptr, N, OC, OH, OH, OC, 3, 3, 1, 1);
+}
+
+template <class S>
 float ResnetModelT<S>::forward(i64 slot, const float* input, const std::int32_t* labels, i64 N, bool training) {
   return forward_from(slot, input, labels, N, training);
 }
@@ -326,12 +361,13 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
              "resnet forward: label {} at {} outside [0, {})", labels[i], i, classes);
   }
   Slot& st = slots_[static_cast<std::size_t>(slot)];
-  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   const bool runs = k_.runs_kernels();
   if (runs)
     point_views(st.acts, acts_memory_.as<std::byte>() + slot * count_bytes<ActivationTensorsT<S>>(l, max_batch_), l, N);
   else
     point_views(st.acts, recording_placeholder_.data(), l, N, false);
+  point_recomputed_views(st.acts, N);
   if (!runs) {  // only recording: nothing to copy
   } else if constexpr (std::is_same_v<In, S>) {
     std::copy(input, input + N * input_floats_, st.acts.input);
@@ -460,7 +496,7 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   const ParameterTensors& g = grads_;
   const ActivationTensorsT<S>& a = st.acts;
   ActivationGradientsT<S>& d = acts_grads_;
-  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   const bool runs = k_.runs_kernels();
   point_views(d, runs ? acts_grads_memory_.as<std::byte>() : recording_placeholder_.data(), l, N, runs);
   constexpr i64 kS = static_cast<i64>(sizeof(S));
@@ -495,6 +531,7 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
     const bool first_here = static_cast<i64>(b) + 1 == first_unit_;
     const S* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
     k_.begin_unit("block");
+    if (full_recompute_) recompute_block(a, b, inp, N);
     k_.zero(din, N * s.in_channels * s.in_size * s.in_size * kS);
     block_backward(a, b, din, dout, inp, N);
     std::swap(din, dout);
@@ -520,7 +557,7 @@ template <class S>
 std::vector<ParameterView> ResnetModelT<S>::parameter_views() {
   std::vector<ParameterView> views;
   float* grad = grads_memory_.as<float>();
-  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   for_each_parameter(master_, l, [&](const ParameterSpec& spec, float*& param, std::uint64_t) {
     views.push_back({spec.name, param, grad, spec.shape.numel()});
     grad += spec.shape.numel();
@@ -531,7 +568,7 @@ std::vector<ParameterView> ResnetModelT<S>::parameter_views() {
 template <class S>
 std::vector<StatisticsView> ResnetModelT<S>::statistics_views() {
   std::vector<StatisticsView> views;
-  const Layout l{config_, blocks_, first_unit_, end_unit_};
+  const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   for_each_statistic(statistics_, l, [&](const std::string& name, i64 C, float*& values) {
     views.push_back({name, values, C});
   });
@@ -558,8 +595,8 @@ void ResnetModelT<S>::set_soft_targets(const SoftTargets& targets) {
 
 #define SB_INSTANTIATE_RESNET(S)                                                                      \
   template class ResnetModelT<S>;                                                                    \
-  template i64 resnet_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition, i64);          \
-  template i64 resnet_slot_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition);          \
+  template i64 resnet_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition, i64, Recompute); \
+  template i64 resnet_slot_activation_bytes<S>(const ResnetConfig&, i64, ResnetPartition, Recompute); \
   template i64 resnet_activation_gradient_bytes<S>(const ResnetConfig&, i64, ResnetPartition);
 SB_INSTANTIATE_RESNET(float)
 SB_INSTANTIATE_RESNET(bf16)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/memory.hpp"
+#include "core/recompute.hpp"
 #include "core/tensor.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/storage_kernels.hpp"
@@ -177,12 +178,17 @@ using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64
 // that every block of every slot reuses; and of the backward scratch for N images; storage S
 // (float32 by default; BatchNorm statistics and losses are float in every precision).
 // Each slot more adds resnet_slot_activation_bytes: one micro-batch's activation set.
+// Under full recomputation (recompute full) a slot keeps each block's output and BatchNorm
+// statistics, and one recompute scratch, held once, holds the largest block's other tensors.
+// Recompute selective is refused: it drops attention probabilities, which a ResNet has none of.
 template <class S = float>
 std::int64_t resnet_activation_bytes(const ResnetConfig& config, std::int64_t N,
-                                     ResnetPartition partition = {}, std::int64_t slots = 1);
+                                     ResnetPartition partition = {}, std::int64_t slots = 1,
+                                     Recompute recompute = Recompute::none);
 template <class S = float>
 std::int64_t resnet_slot_activation_bytes(const ResnetConfig& config, std::int64_t N,
-                                          ResnetPartition partition = {});
+                                          ResnetPartition partition = {},
+                                          Recompute recompute = Recompute::none);
 template <class S = float>
 std::int64_t resnet_activation_gradient_bytes(const ResnetConfig& config, std::int64_t N,
                                               ResnetPartition partition = {});
@@ -197,11 +203,13 @@ class ResnetModelT {
   // With a recorder every kernel call is logged there (kernels/kernel_recorder.hpp), in units
   // "stem", "block" (one per block) and "head"; a record_only recorder makes a model that
   // allocates nothing and runs no kernel or copy, whose training forward and backward only
-  // record (losses NaN).
+  // record (losses NaN). recompute full: each block's forward runs again in its backward, from
+  // the block's input and the BatchNorm statistics its forward kept (no second reduction or
+  // running-statistics update), so the gradients are those of recompute none, bit for bit.
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
                std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr,
-               Residency gradient_residency = Residency::allocated);
+               Residency gradient_residency = Residency::allocated, Recompute recompute = Recompute::none);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -326,6 +334,11 @@ class ResnetModelT {
   float forward_from(std::int64_t slot, const In* input, const std::int32_t* labels, std::int64_t N, bool training);
   void block_forward(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N,
                      bool training);
+  // Full recomputation: points the blocks' dropped views of `a` into the recompute scratch for N
+  // images (the placeholder when only recording); and, before block b's backward, writes them
+  // again from its input inp and the statistics its training forward kept.
+  void point_recomputed_views(ActivationTensorsT<S>& a, std::int64_t N);
+  void recompute_block(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N);
   void block_backward(const ActivationTensorsT<S>& a, std::size_t b, S* dinp, const S* dout,
                       const S* inp, std::int64_t N);
   bool has_block(std::size_t b) const {
@@ -350,6 +363,7 @@ class ResnetModelT {
   double loss_scale_ = 1.0;
   SoftTargets soft_targets_;
   std::int64_t first_unit_ = 0, end_unit_ = 0;  // the partition
+  bool full_recompute_ = false;
   std::int64_t input_floats_ = 0, output_floats_ = 0;
 
   TrackedBuffer params_memory_;      // params: the weights the kernels read (S)
@@ -358,6 +372,7 @@ class ResnetModelT {
   TrackedBuffer statistics_memory_;  // params: running mean and variance, 2·(BN channels)
   TrackedBuffer acts_memory_;        // activations: every slot's set
   TrackedBuffer scratch_memory_;     // activations: the shortcut scratch (N, max C·H·W)
+  TrackedBuffer recompute_memory_;   // activations: one block's recomputed tensors (full recompute)
   TrackedBuffer labels_memory_;      // activations: labels, int32 (slots, N), with the head
   TrackedBuffer acts_grads_memory_;  // workspace
   ParameterTensorsT<S> params_{};

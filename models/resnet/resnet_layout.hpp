@@ -26,6 +26,9 @@ struct Layout {
   const ResnetConfig& c;
   const std::vector<ResnetBlockShape>& blocks;
   i64 first, end;
+  // strategy.recompute full: a slot keeps each block's output and BatchNorm statistics only; the
+  // block's other tensors live in the recompute scratch (for_each_recomputed_view)
+  bool full_recompute = false;
 
   i64 units() const { return static_cast<i64>(blocks.size()) + 2; }
   bool stem() const { return first == 0; }
@@ -69,14 +72,17 @@ inline Layout whole_network(const ResnetConfig& c, const std::vector<ResnetBlock
 
 // Resolves kResnetAllUnits and checks the range.
 inline Layout layout_of(const ResnetConfig& c, const std::vector<ResnetBlockShape>& blocks,
-                 ResnetPartition partition) {
+                 ResnetPartition partition, Recompute recompute = Recompute::none) {
   const i64 units = static_cast<i64>(blocks.size()) + 2;
   const i64 end = partition.end == kResnetAllUnits ? units : partition.end;
   SB_USER_CHECK(partition.first >= 0 && partition.first < end && end <= units,
                 "resnet '{}': the partition [{}, {}) is not a non-empty range of its {} units "
                 "(the stem, {} blocks, the head)",
                 c.name, partition.first, end, units, units - 2);
-  return {c, blocks, partition.first, end};
+  SB_USER_CHECK(recompute != Recompute::selective,
+                "resnet '{}': recompute selective drops attention probabilities, which a ResNet has none of; "
+                "use none or full", c.name);
+  return {c, blocks, partition.first, end, recompute == Recompute::full};
 }
 
 // Calls f(spec, view, k) for every parameter tensor of the layout's units in storage order, k
@@ -167,13 +173,14 @@ void for_each_view(ActivationTensorsT<S>& a, const Layout& l, i64 N, F&& f) {
     const ResnetBlockShape& s = l.blocks[i];
     BlockActivationsT<S>& b = a.blocks[i];
     const i64 n = N * s.out_channels * s.out_size * s.out_size;
-    f(b.conv1, n);
+    const bool kept = !l.full_recompute;  // dropped: pointed into the recompute scratch instead
+    if (kept) f(b.conv1, n);
     statistics(b.bn1, s.out_channels);
-    f(b.relu1, n);
-    f(b.conv2, n);
+    if (kept) f(b.relu1, n);
+    if (kept) f(b.conv2, n);
     statistics(b.bn2, s.out_channels);
     if (s.shortcut_conv) {
-      f(b.shortcut_conv, n);
+      if (kept) f(b.shortcut_conv, n);
       statistics(b.shortcut_bn, s.out_channels);
     }
     f(b.out, n);
@@ -184,6 +191,32 @@ void for_each_view(ActivationTensorsT<S>& a, const Layout& l, i64 N, F&& f) {
     f(a.probs, N * c.classes);
     f(a.losses, N);
   }
+}
+
+// Under full recomputation, block b's dropped tensors (its convolutions' outputs and the ReLU
+// between them), in the recompute scratch that every block of every slot reuses: the forward
+// writes them there and the backward writes them again before reading them.
+template <class S, class F>
+void for_each_recomputed_view(BlockActivationsT<S>& b, const ResnetBlockShape& s, i64 N, F&& f) {
+  const i64 n = N * s.out_channels * s.out_size * s.out_size;
+  f(b.conv1, n);
+  f(b.relu1, n);
+  f(b.conv2, n);
+  if (s.shortcut_conv) f(b.shortcut_conv, n);
+}
+
+// The recompute scratch's bytes: the largest block's dropped tensors (0 without full recomputation).
+template <class S>
+i64 recompute_scratch_bytes(const Layout& l, i64 N) {
+  i64 most = 0;
+  for (std::size_t i = 0; l.full_recompute && i < l.blocks.size(); ++i) {
+    if (!l.block(i)) continue;
+    BlockActivationsT<S> views{};
+    i64 bytes = 0;
+    for_each_recomputed_view(views, l.blocks[i], N, [&](S*&, i64 numel) { bytes += numel * static_cast<i64>(sizeof(S)); });
+    most = std::max(most, bytes);
+  }
+  return most;
 }
 
 // The same for the backward scratch.

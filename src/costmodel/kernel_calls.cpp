@@ -64,13 +64,14 @@ KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, b
 
 template <class S>
 KernelCalls record_resnet_stage(const resnet::ResnetConfig& config, std::size_t unit_begin, std::size_t unit_end,
-                                i64 N) {
+                                i64 N, Recompute recompute) {
   KernelRecorder recorder(KernelRecorder::Mode::record_only);
   MemoryTracker tracker;
   const std::size_t units = resnet::resnet_pipeline_units(config).size();
   const resnet::ResnetPartition partition{static_cast<i64>(unit_begin),
                                           unit_end == units ? resnet::kResnetAllUnits : static_cast<i64>(unit_end)};
-  resnet::ResnetModelT<S> model(config, N, kernels::Backend::cpu, tracker, partition, 1, &recorder);
+  resnet::ResnetModelT<S> model(config, N, kernels::Backend::cpu, tracker, partition, 1, &recorder,
+                                Residency::allocated, recompute);
   const std::vector<std::int32_t> labels(static_cast<std::size_t>(N), 0);
   const float image_placeholder = 0.0f;  // never read while recording
   const S placeholder{};
@@ -104,13 +105,14 @@ bool resnet_kernel_calls_known(const resnet::ResnetConfig& config) {
 }
 
 KernelCalls resnet_stage_kernel_calls(const resnet::ResnetConfig& config, std::size_t unit_begin,
-                                      std::size_t unit_end, i64 n, const std::string& precision) {
+                                      std::size_t unit_end, i64 n, const std::string& precision,
+                                      Recompute recompute) {
   SB_USER_CHECK(resnet_kernel_calls_known(config),
                 "resnet '{}': its kernel calls are known only for basic blocks without a stem max pool "
                 "(the networks the trainer runs)", config.name);
-  if (precision == "fp32") return record_resnet_stage<float>(config, unit_begin, unit_end, n);
-  if (precision == "bf16") return record_resnet_stage<bf16>(config, unit_begin, unit_end, n);
-  if (precision == "fp16") return record_resnet_stage<fp16>(config, unit_begin, unit_end, n);
+  if (precision == "fp32") return record_resnet_stage<float>(config, unit_begin, unit_end, n, recompute);
+  if (precision == "bf16") return record_resnet_stage<bf16>(config, unit_begin, unit_end, n, recompute);
+  if (precision == "fp16") return record_resnet_stage<fp16>(config, unit_begin, unit_end, n, recompute);
   SB_USER_CHECK(false, "unknown precision '{}' (fp32, bf16, fp16)", precision);
   return {};
 }

@@ -34,10 +34,12 @@ KernelCalls gpt_stage_kernel_calls(const gpt::GptConfig& config, std::int64_t tp
                                    bool last, std::int64_t b, std::int64_t t, const std::string& precision,
                                    Recompute recompute = Recompute::none, bool sequence_parallel = false);
 
-// Units [unit_begin, unit_end) of resnet_pipeline_units (stem, the blocks, head) for n images.
+// Units [unit_begin, unit_end) of resnet_pipeline_units (stem, the blocks, head) for n images;
+// under recompute full the backward holds each block's recomputed forward calls.
 // UserError for a configuration the trainer does not run (bottleneck blocks, a stem max pool).
 KernelCalls resnet_stage_kernel_calls(const resnet::ResnetConfig& config, std::size_t unit_begin,
-                                      std::size_t unit_end, std::int64_t n, const std::string& precision);
+                                      std::size_t unit_end, std::int64_t n, const std::string& precision,
+                                      Recompute recompute = Recompute::none);
 
 // Whether the trainer runs this ResNet (basic blocks, no stem max pool), so its calls are known.
 bool resnet_kernel_calls_known(const resnet::ResnetConfig& config);

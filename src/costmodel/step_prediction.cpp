@@ -184,24 +184,35 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   return stages;
 }
 
-std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescription& d) {
+// Under full recomputation (recompute full) a block keeps its output; its forward runs again
+// before its backward, writing its tensors again into a scratch held once (the largest block's).
+std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescription& d, Recompute recompute) {
   const std::vector<i64>& sizes = plan.stages;
+  const bool full = recompute == Recompute::full;
   std::vector<StageCost> stages;
   std::size_t unit = 0;
   for (i64 size : sizes) {
     StageCost st;
     st.unit_begin = unit;
     st.unit_end = unit + static_cast<std::size_t>(size);
-    double forward = 0;
+    double forward = 0, recomputed = 0, largest_dropped = 0;
     for (i64 k = 0; k < size; ++k, ++unit) {
-      forward += d.units[unit].forward_flops();
-      st.parameters += d.units[unit].parameters();
-      st.activation_bytes += d.units[unit].activation_bytes();
-      // BatchNorm, ReLU, pools, residual adds: forward write, backward read and gradient write
-      st.elementwise_bytes += 3.0 * d.units[unit].activation_bytes();
-      st.boundary_bytes = d.units[unit].output_bytes;
+      const UnitCost& u = d.units[unit];
+      const bool block = unit != 0 && unit + 1 != d.units.size();
+      forward += u.forward_flops();
+      st.parameters += u.parameters();
+      st.activation_bytes += full && block ? u.output_bytes : u.activation_bytes();
+      if (full && block) {
+        recomputed += u.forward_flops();
+        largest_dropped = std::max(largest_dropped, u.activation_bytes() - u.output_bytes);
+      }
+      // BatchNorm, ReLU, pools, residual adds: forward write, backward read and gradient write,
+      // and a recomputed block's forward writes again
+      st.elementwise_bytes += (full && block ? 4.0 : 3.0) * u.activation_bytes();
+      st.boundary_bytes = u.output_bytes;
     }
-    st.executed_flops = 3.0 * forward;
+    st.shared_activation_bytes = largest_dropped;
+    st.executed_flops = 3.0 * forward + recomputed;
     st.forward_flops = forward;
     st.forward_elementwise_bytes = st.elementwise_bytes / 3.0;
     for (std::size_t u = st.unit_begin; u < st.unit_end; ++u)
@@ -213,8 +224,9 @@ std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescr
                                          st.unit_end == d.units.size() ? resnet::kResnetAllUnits
                                                                        : static_cast<i64>(st.unit_end)};
       const auto bytes = [&](i64 slots) {
-        return d.element_bytes == 4.0 ? resnet::resnet_activation_bytes<float>(d.resnet, d.micro_batch, part, slots)
-                                      : resnet::resnet_activation_bytes<bf16>(d.resnet, d.micro_batch, part, slots);
+        return d.element_bytes == 4.0
+                   ? resnet::resnet_activation_bytes<float>(d.resnet, d.micro_batch, part, slots, recompute)
+                   : resnet::resnet_activation_bytes<bf16>(d.resnet, d.micro_batch, part, slots, recompute);
       };
       const double slot = static_cast<double>(bytes(2) - bytes(1));
       st.activation_bytes = slot + static_cast<double>(d.micro_batch) * 4.0;
@@ -235,7 +247,8 @@ struct TimedStage {
 
 KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, const plan::TrainConfig& c) {
   if (d.family == ModelFamily::resnet)
-    return resnet_stage_kernel_calls(d.resnet, st.unit_begin, st.unit_end, d.micro_batch, c.precision.dtype);
+    return resnet_stage_kernel_calls(d.resnet, st.unit_begin, st.unit_end, d.micro_batch, c.precision.dtype,
+                                     recompute_from_string(c.strategy.recompute));
   // units: the embedding, the blocks, the head
   const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
   const i64 blocks = static_cast<i64>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
@@ -258,11 +271,10 @@ std::optional<double> timed_seconds(const std::vector<KernelCall>& calls, const 
 
 std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>& stages, const ModelDescription& d,
                                                     const plan::TrainConfig& c, const KernelProfile& times,
-                                                    int devices, int ranks, Recompute recompute) {
+                                                    int devices, int ranks) {
   const std::string& precision = c.precision.dtype;
-  // the GPT's recorded backward holds its recomputed calls; the ResNet is refused recompute earlier
-  if (!times.covers(precision, devices, ranks) || (recompute != Recompute::none && d.family != ModelFamily::gpt))
-    return std::nullopt;
+  // each model's recorded backward holds its recomputed calls
+  if (!times.covers(precision, devices, ranks)) return std::nullopt;
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
   if (d.family == ModelFamily::gpt && d.gpt.block != gpt::GptBlock::gpt2) return std::nullopt;  // not the trainer's
   if (c.model.attention != "unfused") return std::nullopt;  // the trainer's attention is unfused
@@ -327,9 +339,8 @@ StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, 
                          Recompute recompute) {
   StagedModel m;
   if (plan.resnet) {
-    SB_USER_CHECK(recompute == Recompute::none, "{}: 'strategy.recompute' is modelled for the GPT only", c.source);
     m.description = describe_resnet(resnet::resnet_config_by_name(c.model.name), plan.micro_batch, element_bytes);
-    m.stages = resnet_stages(plan, m.description);
+    m.stages = resnet_stages(plan, m.description, recompute);
   } else {
     m.description = describe_gpt(plan::gpt_config_of(c), plan.micro_batch, plan.seq_len, element_bytes);
     m.stages = gpt_stages(c, plan, m.description, recompute);
@@ -514,14 +525,14 @@ struct KernelTiming {
   std::optional<std::vector<TimedStage>> stages;
 };
 KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, const SiteProfile& site,
-                           const StagedModel& m, Recompute recompute) {
+                           const StagedModel& m) {
   KernelTiming k;
   k.rank_devices = std::max(1, static_cast<int>(std::lround(p.devices_per_rank)));
   k.node_ranks = std::min(p.devices, p.placement_observed ? p.ranks_per_node
                                                          : std::max(1, site.devices_per_node / k.rank_devices));
   if (!site.kernel_times) return k;
   if (!site.kernel_times->covers(c.precision.dtype, k.rank_devices, k.node_ranks)) k.node_ranks = 1;
-  k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks, recompute);
+  k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks);
   return k;
 }
 
@@ -653,7 +664,7 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   p.tp_link = rates.tp.level;
   p.dp_link = rates.dp.level;
   p.pp_link = rates.pp.level;
-  const KernelTiming timing = kernel_timing(c, p, site, m, recompute);
+  const KernelTiming timing = kernel_timing(c, p, site, m);
   p.kernel_timed = timing.stages.has_value();
   take_step_time(p, simulate_step(simulation_input(c, plan, p, site, m, rates, timing, element_bytes)));
   take_rates(p, plan, m, site);

@@ -223,6 +223,9 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   p.seq_len = p.resnet ? 0 : (c.seq_len > 0 ? c.seq_len : gpt_config_of(c).max_seq_len);
   p.stage_rule = s.stages.empty() ? s.stage_rule : "list";
   if (!s.stages.empty() && s.pp * s.interleave <= p.units) check_stage_list(c, p.units);
+  SB_USER_CHECK(!p.resnet || s.recompute != "selective",
+                "{}: strategy.recompute selective recomputes attention, which model {} (a ResNet) has none of; use "
+                "recompute none or full", c.source, c.model.name);
   if (s.world_size() != p.world_size)
     return refused(std::move(p), Refusal::devices,
                    fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given", s.dp, s.tp, s.pp,

@@ -106,9 +106,6 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.precision.main_grads == "fp32",
                 "{}: the trainer keeps fp32 main gradients; precision.main_grads '{}' is for the cost model "
                 "(predict/plan)", c.source, c.precision.main_grads);
-  SB_USER_CHECK(c.strategy.recompute == "none" || !plan::trains_resnet(c),
-                "{}: strategy.recompute '{}' is built for the GPT; the trainer runs model '{}' (a ResNet) with "
-                "recompute none", c.source, c.strategy.recompute, c.model.name);
   if (c.device == "cuda") check_supported_on_cuda(c);
 }
 

@@ -85,9 +85,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "model: resnet-mini\ndata: mnist\nsteps: 2\nbatch: {global: 4}\n"
                  "strategy: {pp: 2, interleave: 2, micro_batches: 2}\n", "",
                  "model resnet-mini is modelled by predict and plan with it but the trainer runs it with interleave 1"},
-        BadInput{"recompute_on_resnet", "model: resnet-mini\ndata: mnist\nsteps: 2\nstrategy: {recompute: full}\n", "",
-                 "strategy.recompute 'full' is built for the GPT; the trainer runs model 'resnet-mini' (a ResNet) "
-                 "with recompute none"},
+        BadInput{"selective_recompute_on_resnet",
+                 "model: resnet-mini\ndata: mnist\nsteps: 2\nstrategy: {recompute: selective}\n", "",
+                 "strategy.recompute selective recomputes attention, which model resnet-mini (a ResNet) has none of; "
+                 "use recompute none or full"},
         BadInput{"recompute_unknown_mode", std::string(kGoodCase) + "strategy: {recompute: partial}\n", "",
                  "'strategy.recompute' is 'partial' but must be one of: none, selective, full"},
         // "not compiled: cuda (...; use device: cpu)" without CUDA; with it and no GPU, "no CUDA

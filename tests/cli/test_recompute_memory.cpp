@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,13 +21,14 @@ namespace {
 constexpr double kClosurePct = 5.0;
 const std::vector<std::string> kCategories = {"params", "grads", "optimizer", "activations"};
 
-// Trains `extra` on gpt-nano for 2 steps and returns the tracked bytes per category of the rank
+// Trains `extra` on gpt-nano (or `model`) for 2 steps and returns the tracked bytes per category of the rank
 // the prediction describes (the most loaded one), after checking each against the prediction.
+const std::string kGptNano = "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\n";
+const std::string kResnetMini = "model: resnet-mini\ndata: {dataset: mnist}\nbatch: {global: 16}\n";
+
 std::map<std::string, double> trained_memory(const Scratch& scratch, const std::string& name, const std::string& extra,
-                                             int ranks) {
-  const auto config = scratch.write(name + ".yaml",
-                                    "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nsteps: 2\n"
-                                    "eval_batches: 1\nthreads: 1\n" + extra);
+                                             int ranks, const std::string& model = kGptNano) {
+  const auto config = scratch.write(name + ".yaml", model + "steps: 2\neval_batches: 1\nthreads: 1\n" + extra);
   const auto out = scratch.path(name + ".h5");
   const std::string args = "train --config " + config.string() + " --out " + out.string();
   const CommandResult r = ranks == 1 ? scratch.run(args)
@@ -69,6 +71,28 @@ TEST(RecomputeMemory, PredictionEqualsTrackedMemoryOnATensorAndPipelineGrid) {
                                        "strategy: {tp: 2, pp: 2, micro_batches: 4, recompute: " + mode + "}\n",
                                        4)["activations"];
   EXPECT_LT(activations["full"], activations["selective"]);
+}
+
+// The ResNet recomputes whole blocks (full); selective, which drops attention, is refused by
+// train and predict alike with one sentence, before any file is written.
+TEST(RecomputeMemory, ResnetFullRecomputationKeepsLessAsPredicted) {
+  Scratch scratch;
+  const double none = trained_memory(scratch, "resnet_none", "", 1, kResnetMini)["activations"];
+  const double full =
+      trained_memory(scratch, "resnet_full", "strategy: {recompute: full}\n", 1, kResnetMini)["activations"];
+  EXPECT_LT(full, 0.6 * none);
+  const auto config = scratch.write("resnet_selective.yaml", kResnetMini + "steps: 2\nstrategy: {recompute: selective}\n");
+  const auto out = scratch.path("resnet_selective.h5");
+  for (const std::string command : {"train --config " + config.string() + " --out " + out.string(),
+                                    "predict --config " + config.string() + " --site this-machine"}) {
+    const CommandResult r = scratch.run(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.stderr_text.find("strategy.recompute selective recomputes attention, which model resnet-mini (a "
+                                 "ResNet) has none of"),
+              std::string::npos)
+        << r.stderr_text;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace

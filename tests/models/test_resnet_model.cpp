@@ -299,6 +299,49 @@ TEST_P(ResnetBackends, BatchNormModesAndBackwardPreconditions) {
   EXPECT_THROW(model.forward(images.data(), labels.data(), N + 1, true), Error);
 }
 
+// Full recomputation: each block's forward again before its backward, from the block's input and
+// the batch statistics its forward kept, gives the same logits, running statistics and gradients
+// as keeping everything, bit for bit, also with two slots in flight and after a smaller batch
+// in between (the scratch then holds another batch's tensors); it keeps each block's output and
+// one block's recomputed tensors.
+TEST_P(ResnetBackends, FullRecomputationGivesTheSameGradientsBitForBit) {
+  const ResnetConfig config = resnet_config_by_name("resnet-mini");
+  const std::int64_t N = 3;
+  std::vector<float> images, other;
+  std::vector<std::int32_t> labels, other_labels;
+  random_batch(N, images, labels);
+  random_batch(2, other, other_labels);
+  MemoryTracker kept_tracker, recomputed_tracker;
+  ResnetModel kept(config, N, GetParam(), kept_tracker, {}, 2);
+  ResnetModel recomputed(config, N, GetParam(), recomputed_tracker, {}, 2, nullptr, Residency::allocated,
+                         Recompute::full);
+  kept.init_weights(13);
+  recomputed.init_weights(13);
+  for (ResnetModel* m : {&kept, &recomputed}) {
+    m->zero_grad();
+    m->forward(0, images.data(), labels.data(), N, true);
+    m->forward(1, other.data(), other_labels.data(), 2, true);
+    m->backward(1, nullptr);
+    m->backward(0, nullptr);
+  }
+  EXPECT_TRUE(std::ranges::equal(kept.running_statistics_flat(), recomputed.running_statistics_flat()));
+  EXPECT_TRUE(std::ranges::equal(kept.gradients_flat(), recomputed.gradients_flat()));
+  EXPECT_TRUE(std::ranges::any_of(recomputed.gradients_flat(), [](float g) { return g != 0; }));
+
+  const auto activations = [](const MemoryTracker& t) { return t.usage().of(MemoryCategory::activations); };
+  EXPECT_EQ(activations(recomputed_tracker),
+            resnet_activation_bytes(config, N, {}, 2, Recompute::full) + 4 * 2 * N);  // + int32 labels
+  // per image and slot a block keeps its output only; the scratch holds the largest block's conv1,
+  // relu1 and conv2 (16, 28, 28) once
+  const std::int64_t big = 16 * 28 * 28, mid = 32 * 14 * 14, small = 64 * 7 * 7;
+  const std::int64_t dropped = 2 * 3 * big + (3 + 4) * mid + (3 + 4) * small;  // stages 2 and 3: one shortcut conv
+  EXPECT_EQ(resnet_activation_bytes(config, N, {}, 2) - resnet_activation_bytes(config, N, {}, 2, Recompute::full),
+            4 * N * (2 * dropped - 3 * big));
+  EXPECT_THROW(ResnetModel(config, N, GetParam(), recomputed_tracker, {}, 1, nullptr, Residency::allocated,
+                           Recompute::selective),
+               UserError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ResnetBackends,
                          ::testing::Values(Backend::reference, Backend::cpu),
                          kernels::BackendName{});
