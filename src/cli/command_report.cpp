@@ -4,7 +4,10 @@
 // with the arguments as an argv (no shell, so no file name is ever interpreted); it names the
 // stragglers by running this executable's `inspect --json`. Leaves out the figures themselves
 // (the Python).
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -64,6 +67,12 @@ std::function<int()> add_report_command(CLI::App& app) {
     const auto target = std::filesystem::status(o->out, ec);
     SB_USER_CHECK(!std::filesystem::exists(target) || std::filesystem::is_regular_file(target),
                   "report: cannot write -o '{}': it is {}, not a regular file", o->out, file_kind(target));
+    // the analysis takes seconds: an output that cannot be created is refused before it runs
+    const bool existed = std::filesystem::exists(target);
+    std::FILE* probe = std::fopen(o->out.c_str(), "a");
+    SB_USER_CHECK(probe != nullptr, "report: cannot write -o '{}': {}", o->out, std::strerror(errno));
+    std::fclose(probe);
+    if (!existed) std::filesystem::remove(o->out, ec);
     const std::filesystem::path script = resource_dir() / "analysis" / "report.py";
     SB_USER_CHECK(std::filesystem::is_regular_file(script), "report: '{}' is missing", script.string());
     std::vector<std::string> args = {python(), script.string()};
