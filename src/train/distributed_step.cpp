@@ -131,10 +131,8 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
 void DistributedStep::slow_the_exchange_if_asked(TrainingTask& task) {
   if (slowdown_to_inject(world_rank_, std::numeric_limits<std::int64_t>::max()) <= 0 || (!all_reduce_ && !zero_))
     return;
-  GradientSync& inner = zero_ ? static_cast<GradientSync&>(*zero_) : static_cast<GradientSync&>(*all_reduce_);
-  slowed_sync_ = std::make_unique<SlowedGradientSync>(inner, [this] {
-    return (zero_ ? zero_->last_step() : all_reduce_->last_step()).cpu_in_backward_s;
-  });
+  slowed_sync_ = zero_ ? std::make_unique<SlowedGradientSync>(*zero_, zero_->last_step())
+                       : std::make_unique<SlowedGradientSync>(*all_reduce_, all_reduce_->last_step());
   task.set_gradient_sync(slowed_sync_.get());
 }
 
@@ -149,13 +147,13 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.start_s = comm_clock_seconds();
   r.cpu_start_s = process_cpu_seconds();
   // A straggler on demand (SB_INJECT_FAILURE=R:S:slow): this rank works that much longer, in
-  // CPU time, before its first collective, as a slower device would (a sleep would be no work:
-  // the scheduler's share, not the rank, would then set how much longer it takes).
-  // With a data-parallel exchange it works at the end of its backward (slowed_gradient_sync.hpp);
-  // without one, here, a share of its last step's compute.
+  // CPU time, as a slower device would (a sleep would be no work: the scheduler's share, not the
+  // rank, would then set how much longer it takes). With a data-parallel exchange it works at the
+  // end of its backward (slowed_gradient_sync.hpp); without one, here, a share of its last step's
+  // compute.
   const double slowdown = slowdown_to_inject(world_rank_, step + 1);
   if (slowed_sync_) slowed_sync_->arm(slowdown, r.cpu_start_s);
-  double extra_cpu_s = slowdown > 0 && !slowed_sync_ ? slowdown * unslowed_compute_cpu_s_ : 0.0;
+  const double extra_cpu_s = slowdown > 0 && !slowed_sync_ ? slowdown * unslowed_compute_cpu_s_ : 0.0;
   if (extra_cpu_s > 0) spin_for_cpu_seconds(extra_cpu_s);
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
@@ -199,8 +197,8 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (!r.skipped) task_.parameters_updated();
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
-  // what the next step's slowdown is a share of: the CPU compute without the added work
-  if (slowed_sync_) extra_cpu_s = slowed_sync_->injected_cpu_s();
+  // what the next step's slowdown is a share of (without an exchange): the CPU compute without
+  // the added work
   const double own_cpu = r.own_cpu_s();
   unslowed_compute_cpu_s_ = own_cpu > 0 ? r.compute_cpu_s() * std::max(0.0, own_cpu - extra_cpu_s) / own_cpu : 0.0;
   return r;

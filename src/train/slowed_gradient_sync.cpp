@@ -17,9 +17,8 @@ void spin_for_cpu_seconds(double seconds) {
 
 void SlowedGradientSync::finish(double local_scale) {
   if (slowdown_ > 0) {
-    const double own_cpu_s = std::max(0.0, process_cpu_seconds() - step_cpu_start_s_ - exchange_cpu_s_());
-    injected_cpu_s_ = slowdown_ * own_cpu_s;
-    spin_for_cpu_seconds(injected_cpu_s_);
+    const double own_cpu_s = std::max(0.0, process_cpu_seconds() - step_cpu_start_s_ - figures_.cpu_in_backward_s);
+    spin_for_cpu_seconds(slowdown_ * own_cpu_s);
   }
   inner_.finish(local_scale);
 }

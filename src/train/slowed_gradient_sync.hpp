@@ -4,8 +4,7 @@
 // judging stragglers (validate/stragglers.hpp).
 #pragma once
 
-#include <functional>
-
+#include "train/data_parallel.hpp"
 #include "train/gradient_sync.hpp"
 
 namespace sb::train {
@@ -21,18 +20,15 @@ void spin_for_cpu_seconds(double seconds);
 // slowed them too on shared cores, and lagged a step behind the figure it was a share of.
 class SlowedGradientSync final : public GradientSync {
  public:
-  // inner: the real exchange; exchange_cpu_s(): its calls' CPU time so far in this step.
-  SlowedGradientSync(GradientSync& inner, std::function<double()> exchange_cpu_s)
-      : inner_(inner), exchange_cpu_s_(std::move(exchange_cpu_s)) {}
+  // inner: the real exchange; figures: what it has measured so far in this step (its
+  // cpu_in_backward_s: its calls' CPU time), which inner keeps up to date.
+  SlowedGradientSync(GradientSync& inner, const GradientExchangeFigures& figures) : inner_(inner), figures_(figures) {}
 
   // This step's slowdown (0: none) and the process CPU time at its start.
   void arm(double slowdown, double step_cpu_start_s) {
     slowdown_ = slowdown;
     step_cpu_start_s_ = step_cpu_start_s;
-    injected_cpu_s_ = 0;
   }
-  // The CPU seconds the last finish() added.
-  double injected_cpu_s() const { return injected_cpu_s_; }
 
   void ready(std::int64_t offset, std::int64_t count) override { inner_.ready(offset, count); }
   bool reduces_every_micro_batch() const override { return inner_.reduces_every_micro_batch(); }
@@ -41,8 +37,8 @@ class SlowedGradientSync final : public GradientSync {
 
  private:
   GradientSync& inner_;
-  std::function<double()> exchange_cpu_s_;
-  double slowdown_ = 0, step_cpu_start_s_ = 0, injected_cpu_s_ = 0;
+  const GradientExchangeFigures& figures_;
+  double slowdown_ = 0, step_cpu_start_s_ = 0;
 };
 
 }  // namespace sb::train
