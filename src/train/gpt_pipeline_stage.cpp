@@ -63,12 +63,20 @@ void GptPipelineStageT<S>::set_batch(const std::int32_t* tokens, const std::int3
 
 template <class S>
 std::int64_t GptPipelineStageT<S>::input_bytes() const {
-  return model_.shard().embedding ? 0 : B_ * T_ * model_.shard().C * static_cast<std::int64_t>(sizeof(S));
+  return model_.shard().embedding ? 0 : boundary_bytes();
 }
 
 template <class S>
 std::int64_t GptPipelineStageT<S>::output_bytes() const {
-  return model_.shard().head ? 0 : B_ * T_ * model_.shard().C * static_cast<std::int64_t>(sizeof(S));
+  return model_.shard().head ? 0 : boundary_bytes();
+}
+
+// The residual stream between stages: (B, T, C), or under sequence parallelism this tp rank's
+// B·T/tp rows of it (Megatron-LM's scatter-gather of the boundary comes for free).
+template <class S>
+std::int64_t GptPipelineStageT<S>::boundary_bytes() const {
+  const gpt::GptShard& s = model_.shard();
+  return s.residual_rows(B_ * T_) * s.C * static_cast<std::int64_t>(sizeof(S));
 }
 
 template <class S>

@@ -52,6 +52,7 @@ class GptPipelineStageT final : public PipelineStage {
 
  private:
   bool staged() const { return model_.device() != Device::cpu; }
+  std::int64_t boundary_bytes() const;  // one message between stages, either way
   // A host message of `bytes` as the model reads it: itself on the cpu, else its device copy.
   const S* on_device(const void* message, std::int64_t bytes);
 

@@ -19,6 +19,7 @@
 #include "train/gpt_pipeline_stage.hpp"
 #include "train/model_parallel_plumbing.hpp"
 #include "train/pipeline_executor.hpp"
+#include "train/sequence_parallel_gradient_sum.hpp"
 #include "train/training_task.hpp"
 
 namespace sb::train {
@@ -182,6 +183,7 @@ class LanguageModelTask final : public TrainingTask {
   // Every rank draws the same global batch of windows and trains its own rows of it.
   double forward_backward(std::int64_t step) override {
     train_windows_.training_batch(step, tokens_.data(), targets_.data());
+    sum_sequence_parallel_gradients_in_the_sync();
     if (!reduces_every_micro_batch(sync_)) for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.zero_grad(); });
     const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
@@ -196,8 +198,7 @@ class LanguageModelTask final : public TrainingTask {
       model_.set_gradient_ready_callback({});
       if (sync_ && m + 1 < accumulation) sync_->micro_batch_done();
     }
-    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
-    sum_over_tensor_parallel(grid_.tp_comm(), model_.sequence_parallel_gradients());
+    finish_gradients_over_both_groups(accumulation);
     return loss / static_cast<double>(accumulation);
   }
 
@@ -233,10 +234,32 @@ class LanguageModelTask final : public TrainingTask {
                             chunk_sync_around_last_backward(chunk(k), chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
-    finish_gradients(sync_, kernels_, gradients_flat(), accumulation);
+    finish_gradients_over_both_groups(accumulation);
     if (holds_tied_embedding())
       sum_tied_gradient(grid_.pp_comm(), tied_chunk().tied_embedding_gradient(), model_.device(), tied_scratch_);
     return from_last_stage(grid_.pp_comm(), figures.loss);
+  }
+
+  // Under sequence parallelism the LayerNorm gradients (each tp rank's from its own rows) are
+  // summed over the tp ranks: by the wrapped data-parallel sync as backward reports them
+  // (sequence_parallel_gradient_sum.hpp), or without one after backward.
+  void finish_gradients_over_both_groups(std::int64_t accumulation) {
+    finish_gradients(sync_, kernels_, gradients_flat(), accumulation);
+    if (sync_) return;
+    for_each_chunk([this](gpt::GptModelT<S>& chunk) {
+      sum_over_tensor_parallel(grid_.tp_comm(), chunk.sequence_parallel_gradients());
+    });
+  }
+  // The data-parallel sync wrapped once in the tp sum of the sequence-parallel gradients.
+  void sum_sequence_parallel_gradients_in_the_sync() {
+    if (!model_.shard().sequence_parallel || !sync_ || sync_ == sequence_parallel_sum_.get()) return;
+    std::vector<std::span<float>> summed;
+    for_each_chunk([&summed](gpt::GptModelT<S>& chunk) {
+      for (const std::span<float>& range : chunk.sequence_parallel_gradients()) summed.push_back(range);
+    });
+    sequence_parallel_sum_ =
+        std::make_unique<SequenceParallelGradientSum>(grid_.tp_comm(), *sync_, gradients_flat(), summed);
+    sync_ = sequence_parallel_sum_.get();
   }
 
   // sync_around_last_backward for a chunk whose gradients start `offset` floats into
@@ -343,6 +366,7 @@ class LanguageModelTask final : public TrainingTask {
   plan::TrainConfig config_;
   plan::RunPlan plan_;
   DataShard shard_;
+  std::unique_ptr<SequenceParallelGradientSum> sequence_parallel_sum_;  // wraps sync_ under tp with sp
   parallel::ProcessGrid& grid_;
   gpt::GptConfig model_config_;
   std::int64_t T_, micro_;
