@@ -8,14 +8,17 @@
 #
 #   scripts/robustness.sh [--fuzz-seconds N] [--jobs J] [--out DIR] [--no-fuzz] [--no-asan]
 #                         [--asan-labels REGEX] [--asan-tests REGEX] [--asan-targets "test_a test_b"]
-#                         [--targets "fuzz_a fuzz_b"] [--ci]
+#                         [--targets "fuzz_a fuzz_b"] [--asan-in-fuzz-tree] [--ci]
 #
 # Defaults: 600 s per fuzz target, J = every core, DIR = build-robustness, labels: all,
 # sanitizer build: every target, fuzz targets: all four. --ci (what .ci/run calls): 20 s per
 # fuzz target, and under the sanitizers only the binaries of the input readers' unit tests
 # (--asan-targets "$ci_asan_targets") and of those tests only the readers' (--asan-tests
 # "$ci_asan_tests": plan, result file, checkpoint, site and kernel-table readers, job-script
-# quoting): every unit test under ASan is far beyond CI's budget on two cores.
+# quoting): every unit test under ASan is far beyond CI's budget on two cores. Under --ci those
+# binaries are built in the fuzz tree (clang-14, whose libraries already carry ASan and UBSan),
+# beside the fuzz targets, instead of in a second sanitizer build of the same libraries
+# (--asan-in-fuzz-tree; the full run keeps the gcc preset asan for every test).
 # Exit status 0 when no fuzz target crashed and the sanitizer suite passed; 1 otherwise.
 # Sanitizer options: ASan and UBSan halt on the first finding. LeakSanitizer: the fuzz targets
 # run with it (scripts/sanitizers/lsan.supp drops libhdf5's own leaks on corrupt files); the
@@ -34,6 +37,7 @@ asan_labels=""
 asan_targets=""
 targets="fuzz_config fuzz_idx fuzz_text_corpus fuzz_results_reader"
 asan_tests=""
+asan_in_fuzz_tree=0
 # --ci's sanitizer build: the readers' unit-test binaries, not scalebench or test_cli (with them
 # the cold ASan build passed 1600 s of CPU here and was stopped unfinished: the whole trainer and
 # CLI); the bad-input corpus runs under the sanitizers in the full robustness.sh run.
@@ -51,11 +55,18 @@ while [[ $# -gt 0 ]]; do
     --asan-targets) asan_targets="$2"; shift 2 ;;
     --asan-tests) asan_tests="$2"; shift 2 ;;
     --targets) targets="$2"; shift 2 ;;
-    --ci) fuzz_seconds=20; asan_labels=unit; asan_targets=$ci_asan_targets; asan_tests=$ci_asan_tests; shift ;;
-    -h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+    --asan-in-fuzz-tree) asan_in_fuzz_tree=1; shift ;;
+    --ci) fuzz_seconds=20; asan_labels=unit; asan_targets=$ci_asan_targets; asan_tests=$ci_asan_tests
+          asan_in_fuzz_tree=1; shift ;;
+    -h|--help) sed -n '3,/^# (OMPI_MCA/p' "$0"; exit 0 ;;
     *) echo "robustness.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [[ $asan_in_fuzz_tree == 1 && ( $do_fuzz == 0 || -z $asan_targets ) ]]; then
+  echo "robustness.sh: --asan-in-fuzz-tree builds the --asan-targets binaries beside the fuzz targets;" \
+    "it needs both (no --no-fuzz)" >&2
+  exit 2
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: the fuzz and test steps run in other folders
 summary="$out/summary.md"
@@ -74,8 +85,14 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stac
 if [[ $do_fuzz == 1 ]]; then
   echo "== fuzz targets: build (preset fuzz, build-fuzz) =="
   phase_start=$SECONDS
-  (cd "$root" && cmake --preset fuzz > "$out/fuzz-configure.log" 2>&1 &&
-    cmake --build build-fuzz -j "$jobs" --target fuzz_targets > "$out/fuzz-build.log" 2>&1)
+  fuzz_build_targets=(fuzz_targets)
+  fuzz_tests=(-DSB_BUILD_TESTS=OFF)
+  if [[ $asan_in_fuzz_tree == 1 && $do_asan == 1 ]]; then
+    fuzz_build_targets+=($asan_targets)
+    fuzz_tests=(-DSB_BUILD_TESTS=ON -DSB_TEST_TIMEOUT_SCALE=4)
+  fi
+  (cd "$root" && cmake --preset fuzz "${fuzz_tests[@]}" > "$out/fuzz-configure.log" 2>&1 &&
+    cmake --build build-fuzz -j "$jobs" --target "${fuzz_build_targets[@]}" > "$out/fuzz-build.log" 2>&1)
   if [[ $? -ne 0 ]]; then
     echo "fuzz build failed: $out/fuzz-build.log" >&2
     echo "**fuzz build failed** (see fuzz-build.log)" >> "$summary"
@@ -137,15 +154,23 @@ if [[ $do_fuzz == 1 ]]; then
 fi
 
 if [[ $do_asan == 1 ]]; then
-  echo "== sanitizer build (preset asan, build-asan) =="
   phase_start=$SECONDS
-  target_args=()
-  [[ -n $asan_targets ]] && target_args=(--target $asan_targets)
-  (cd "$root" && cmake --preset asan > "$out/asan-configure.log" 2>&1 &&
-    cmake --build build-asan -j "$jobs" "${target_args[@]}" > "$out/asan-build.log" 2>&1)
+  if [[ $asan_in_fuzz_tree == 1 ]]; then  # built with the fuzz targets above
+    asan_dir="$root/build-fuzz"
+    build_log="$out/fuzz-build.log"
+    [[ -x $asan_dir/write_example_results ]]
+  else
+    echo "== sanitizer build (preset asan, build-asan) =="
+    asan_dir="$root/build-asan"
+    build_log="$out/asan-build.log"
+    target_args=()
+    [[ -n $asan_targets ]] && target_args=(--target $asan_targets)
+    (cd "$root" && cmake --preset asan > "$out/asan-configure.log" 2>&1 &&
+      cmake --build build-asan -j "$jobs" "${target_args[@]}" > "$out/asan-build.log" 2>&1)
+  fi
   if [[ $? -ne 0 ]]; then
-    echo "sanitizer build failed: $out/asan-build.log" >&2
-    echo "**sanitizer build failed** (see asan-build.log)" >> "$summary"
+    echo "sanitizer build failed: $build_log" >&2
+    echo "**sanitizer build failed** (see $(basename "$build_log"))" >> "$summary"
     status=1
   else
     # The long accuracy tests (minutes each even unsanitised) are left out.
@@ -158,17 +183,19 @@ if [[ $do_asan == 1 ]]; then
     [[ -n $asan_tests ]] && label_args+=(-R "$asan_tests")
     export ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}"
     echo "== sanitizer tests: all but mpi =="
-    (cd "$root/build-asan" && ctest -j "$jobs" --timeout 1800 -E "$long_tests" -LE mpi "${label_args[@]}" \
+    (cd "$asan_dir" && ctest -j "$jobs" --timeout 1800 -E "$long_tests" -LE mpi "${label_args[@]}" \
       --output-on-failure --output-log "$out/asan-tests.log" > "$out/asan-tests.out" 2>&1)
     rc_plain=$?
     echo "== sanitizer tests: mpi =="
-    (cd "$root/build-asan" && ctest -j "$jobs" --timeout 1800 -E "$long_tests" -L mpi "${label_args[@]}" \
+    (cd "$asan_dir" && ctest -j "$jobs" --timeout 1800 -E "$long_tests" -L mpi "${label_args[@]}" \
       --output-on-failure --output-log "$out/asan-mpi-tests.log" > "$out/asan-mpi-tests.out" 2>&1)
     rc_mpi=$?
     {
       echo "## Sanitizer build of the tests (address + undefined)"
       echo
-      echo "- build: $asan_build_s s (${asan_targets:-every target}); tests: $((SECONDS - phase_start)) s"
+      where="build-asan, gcc"
+      [[ $asan_in_fuzz_tree == 1 ]] && where="build-fuzz, clang-14, built with the fuzz targets" && asan_build_s=0
+      echo "- build: $asan_build_s s (${asan_targets:-every target}; $where); tests: $((SECONDS - phase_start)) s"
       for part in asan-tests asan-mpi-tests; do
         echo "- $part: $(grep -E 'tests passed|No tests were found' "$out/$part.out" | tail -1)"
       done
