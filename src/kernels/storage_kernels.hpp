@@ -44,40 +44,13 @@ template <> constexpr const char* storage_name<float>() { return "fp32"; }
 template <> constexpr const char* storage_name<bf16>() { return "bf16"; }
 template <> constexpr const char* storage_name<fp16>() { return "fp16"; }
 
-// The GPT's kernels with S storage as a back-end implements them natively: the signatures of
-// StorageKernels' members of the same names (16-bit activations and weights, fp32 parameter
-// gradients and statistics), semantics as kernels.hpp's. Declared once here; the cuda tree
-// provides them for bf16 and fp16 (kernels/cuda/storage_*.cu).
-#define SB_FOR_EACH_NATIVE_STORAGE_KERNEL(X)                                                             \
-  X(matmul_forward, void (*)(S * out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C, i64 OC)) \
-  X(matmul_backward, void (*)(S * dinp, float* dweight, float* dbias, const S* dout, const S* inp,          \
-                              const S* weight, i64 BT, i64 C, i64 OC))                                       \
-  X(embedding_forward,                                                                                    \
-    void (*)(S * out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B, i64 T, i64 C))          \
-  X(embedding_backward,                                                                                   \
-    void (*)(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens, i64 B, i64 T, i64 C))     \
-  X(layernorm_forward, void (*)(S * out, float* mean, float* rstd, const S* inp, const S* weight,          \
-                                const S* bias, i64 N, i64 C))                                               \
-  X(layernorm_backward, void (*)(S * dinp, float* dweight, float* dbias, const S* dout, const S* inp,      \
-                                 const S* weight, const float* mean, const float* rstd, i64 N, i64 C))     \
-  X(attention_forward, void (*)(S * out, S * att, const S* qkv, i64 B, i64 T, i64 C, i64 NH))              \
-  X(attention_backward,                                                                                   \
-    void (*)(S * dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T, i64 C, i64 NH))             \
-  X(gelu_forward, void (*)(S * out, const S* inp, i64 N))                                                  \
-  X(gelu_backward, void (*)(S * dinp, const S* inp, const S* dout, i64 N))                                 \
-  X(residual_forward, void (*)(S * out, const S* a, const S* b, i64 N))                                    \
-  X(residual_backward, void (*)(S * da, S * db, const S* dout, i64 N))                                     \
-  X(crossentropy_forward, void (*)(float* losses, S* probs, const S* logits, const std::int32_t* targets, \
-                                   i64 BT, i64 V))                                                          \
-  X(crossentropy_backward, void (*)(S * dlogits, const S* probs, const std::int32_t* targets,              \
-                                    const float* dlosses, i64 BT, i64 V))
-
-template <class T>
-using SpelledType = T;  // lets a function-pointer type stand before a member's name
-
+// The GPT's kernels with S storage as a back-end implements them natively
+// (kernels.hpp's SB_FOR_EACH_NATIVE_STORAGE_KERNEL, declared there once with (S, float)): one
+// pointer per kernel, of the type of cuda::native::name<S>. The cuda tree provides them for bf16
+// and fp16 (kernels/cuda/storage_*.cu).
 template <class S>
 struct NativeStorageKernels {
-#define SB_NATIVE_STORAGE_MEMBER(name, POINTER) SpelledType<POINTER> name;
+#define SB_NATIVE_STORAGE_MEMBER(name, DECLARE) decltype(&cuda::native::name<S>) name;
   SB_FOR_EACH_NATIVE_STORAGE_KERNEL(SB_NATIVE_STORAGE_MEMBER)
 #undef SB_NATIVE_STORAGE_MEMBER
 };
@@ -144,57 +117,13 @@ class StorageKernels {
   void widen(float* out, const S* inp, i64 N) const;
   void narrow(S* out, const float* inp, i64 N) const;
 
-  // The kernels of kernels.hpp with S storage; shapes and semantics as there. Parameter
-  // gradients (dweight, dbias, dwte, dwpe) and statistics (mean, rstd, losses, dlosses, row_max,
-  // sumexp, target_logit) are float.
-  void matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT, i64 C, i64 OC);
-  void matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
-                       i64 BT, i64 C, i64 OC);
-  void embedding_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 B, i64 T, i64 C);
-  void embedding_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens, i64 B, i64 T,
-                          i64 C);
-  void layernorm_forward(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
-                         i64 C);
-  void layernorm_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
-                          const float* mean, const float* rstd, i64 N, i64 C);
-  void attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T, i64 C, i64 NH);
-  void attention_backward(S* dqkv, const S* dout, const S* qkv, const S* att, i64 B, i64 T, i64 C, i64 NH);
-  void gelu_forward(S* out, const S* inp, i64 N);
-  void gelu_backward(S* dinp, const S* inp, const S* dout, i64 N);
-  void residual_forward(S* out, const S* a, const S* b, i64 N);
-  void residual_backward(S* da, S* db, const S* dout, i64 N);
-  void crossentropy_forward(float* losses, S* probs, const S* logits, const std::int32_t* targets, i64 BT, i64 V);
-  void crossentropy_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses,
-                             i64 BT, i64 V);
-  void embedding_shard_forward(S* out, const std::int32_t* tokens, const S* wte, const S* wpe, i64 vocab_begin,
-                               i64 V, i64 B, i64 T, i64 C);
-  void embedding_shard_backward(float* dwte, float* dwpe, const S* dout, const std::int32_t* tokens,
-                                i64 vocab_begin, i64 V, i64 B, i64 T, i64 C);
-  void crossentropy_shard_max(float* row_max, const S* logits, i64 BT, i64 V);
-  void crossentropy_shard_partials(float* sumexp, float* target_logit, const S* logits, const float* row_max,
-                                   const std::int32_t* targets, i64 vocab_begin, i64 BT, i64 V);
-  void crossentropy_shard_finish(float* losses, S* probs, const S* logits, const float* row_max,
-                                 const float* sumexp, const float* target_logit, i64 BT, i64 V);
-  void crossentropy_shard_backward(S* dlogits, const S* probs, const std::int32_t* targets, const float* dlosses,
-                                   i64 vocab_begin, i64 BT, i64 V);
-  // the convolutional network's (BatchNorm batch statistics mean/rstd and running statistics float)
-  void conv2d_forward(S* out, const S* inp, const S* weight, const S* bias, i64 N, i64 C, i64 H, i64 W, i64 OC,
-                      i64 KH, i64 KW, i64 stride, i64 pad);
-  void conv2d_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight, i64 N,
-                       i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
-  void batchnorm2d_channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW);
-  void batchnorm2d_statistics(float* mean, float* rstd, float* running_mean, float* running_var, const double* sums,
-                              double count, i64 C, double momentum, double eps);
-  void batchnorm2d_forward_apply(S* out, const S* inp, const float* mean, const float* rstd, const S* weight,
-                                 const S* bias, const S* residual, bool relu, i64 N, i64 C, i64 HW);
-  void batchnorm2d_backward_sums(double* sums, float* dweight, float* dbias, const S* dout, const S* relu_out,
-                                 const S* inp, const float* mean, const float* rstd, i64 N, i64 C, i64 HW);
-  void batchnorm2d_backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp, const S* weight,
-                                  const float* mean, const float* rstd, const double* sums, double count, i64 N,
-                                  i64 C, i64 HW);
-  void relu_backward(S* dinp, const S* out, const S* dout, i64 N);
-  void global_avgpool_forward(S* out, const S* inp, i64 N, i64 C, i64 HW);
-  void global_avgpool_backward(S* dinp, const S* dout, i64 N, i64 C, i64 HW);
+  // The kernels of kernels.hpp with S storage (SB_FOR_EACH_STORAGE_KERNEL, each declared from
+  // its SB_DECLARE_ macro with (S, float)); shapes and semantics as there. Parameter gradients
+  // (dweight, dbias, dwte, dwpe) and statistics (mean, rstd, running statistics, losses,
+  // dlosses, row_max, sumexp, target_logit) are float; BatchNorm's channel sums double.
+#define SB_STORAGE_KERNEL_MEMBER(name, DECLARE) DECLARE(S, float);
+  SB_FOR_EACH_STORAGE_KERNEL(SB_STORAGE_KERNEL_MEMBER)
+#undef SB_STORAGE_KERNEL_MEMBER
 
  private:
   const KernelTable* k_;

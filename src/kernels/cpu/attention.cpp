@@ -61,7 +61,7 @@ void sgemm(CBLAS_TRANSPOSE trans_a, CBLAS_TRANSPOSE trans_b, i64 m, i64 n, i64 k
 // Per (b, h): att = softmax(scale q k^T) masked causally, out_h = att v. q, k, v of head h
 // are (T, hs) column slices of qkv with row stride 3C; sgemm reads them in place. OpenBLAS
 // runs single-threaded inside the Kokkos region (it detects the enclosing OpenMP team).
-SB_DECLARE_ATTENTION_FORWARD(float) {
+SB_DECLARE_ATTENTION_FORWARD(float, float) {
   check_heads(C, NH);
   const i64 hs = C / NH, C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -88,7 +88,7 @@ SB_DECLARE_ATTENTION_FORWARD(float) {
 //   dk += dpreatt^T q, dv += att^T dy.
 // One task owns all of head h of batch b, so the accumulations into dk/dv from every later
 // query position never race, and each is summed in a fixed order.
-SB_DECLARE_ATTENTION_BACKWARD(float) {
+SB_DECLARE_ATTENTION_BACKWARD(float, float) {
   check_heads(C, NH);
   const i64 hs = C / NH, C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));

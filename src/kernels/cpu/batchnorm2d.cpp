@@ -57,7 +57,7 @@ void backward_row(float* dx, const float* dy, const float* x, float m, float s, 
 
 // Per channel: mean, then the centred sum of squares (two passes, as the reference), then the
 // output. Running statistics are blended in double and rounded once.
-SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float, float) {
   const i64 M = N * HW;
   SB_CHECK(M > 1, "batchnorm2d_forward_train: needs more than one value per channel, got N={} "
            "HW={}", N, HW);
@@ -82,7 +82,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float) {
   });
 }
 
-SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float, float) {
   parallel_for_each("sb::batchnorm2d_forward_eval", N * C, [=](i64 nc) {
     const i64 c = nc % C;
     const float scale = weight[c] / std::sqrt(running_var[c] + static_cast<float>(eps));
@@ -92,7 +92,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float) {
 
 // Per channel: sum(dy) and sum(dy norm) over N·HW, then dinp row by row; dweight and dbias
 // of a channel are written by its task alone.
-SB_DECLARE_BATCHNORM2D_BACKWARD(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD(float, float) {
   const double M = static_cast<double>(N * HW);
   parallel_for_each("sb::batchnorm2d_backward", C, [=](i64 c) {
     const float m = mean[c], s = rstd[c];

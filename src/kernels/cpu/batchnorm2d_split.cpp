@@ -80,7 +80,7 @@ void backward_apply_row(float* dx, const float* dy, const float* relu_out, const
 
 }  // namespace
 
-SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float) {
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) {
   parallel_for_each("sb::batchnorm2d_channel_sums", C, [=](i64 c) {
     double sum = 0, sum_sq = 0;
     for (i64 n = 0; n < N; ++n) {
@@ -95,7 +95,7 @@ SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float) {
 }
 
 // C values: one thread, double, rounded once (as the reference).
-SB_DECLARE_BATCHNORM2D_STATISTICS(float) {
+SB_DECLARE_BATCHNORM2D_STATISTICS(float, float) {
   SB_CHECK(count > 1, "batchnorm2d_statistics: needs more than one value per channel, got {}",
            count);
   for (i64 c = 0; c < C; ++c) {
@@ -109,7 +109,7 @@ SB_DECLARE_BATCHNORM2D_STATISTICS(float) {
   }
 }
 
-SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float, float) {
   parallel_for_each("sb::batchnorm2d_forward_apply", N * C, [=](i64 nc) {
     const i64 c = nc % C;
     apply_row(out + nc * HW, inp + nc * HW, mean[c], rstd[c] * weight[c], bias[c],
@@ -117,7 +117,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float) {
   });
 }
 
-SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
   parallel_for_each("sb::batchnorm2d_backward_sums", C, [=](i64 c) {
     const float m = mean[c];
     double dy_sum = 0, dy_centred_sum = 0;
@@ -137,7 +137,7 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float) {
 }
 
 // dx = rstd (dy weight - dnorm_mean - (x - m) rstd dnorm_norm_mean), constants per channel.
-SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float, float) {
   parallel_for_each("sb::batchnorm2d_backward_apply", N * C, [=](i64 nc) {
     const i64 c = nc % C;
     const double s = rstd[c], w = weight[c];

@@ -510,11 +510,11 @@ void conv2d_backward_paths(float* dinp, float* dweight, float* dbias, const floa
 
 }  // namespace
 
-SB_DECLARE_CONV2D_FORWARD(float) {
+SB_DECLARE_CONV2D_FORWARD(float, float) {
   conv2d_forward_paths(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad, true);
 }
 
-SB_DECLARE_CONV2D_BACKWARD(float) {
+SB_DECLARE_CONV2D_BACKWARD(float, float) {
   conv2d_backward_paths(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride,
                         pad, true);
 }

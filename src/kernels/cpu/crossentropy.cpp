@@ -29,7 +29,7 @@ float crossentropy_forward_row(float* probs, const float* x, std::int32_t target
 
 }  // namespace
 
-SB_DECLARE_CROSSENTROPY_FORWARD(float) {
+SB_DECLARE_CROSSENTROPY_FORWARD(float, float) {
   // Checked before the parallel region, which cannot throw.
   for (i64 r = 0; r < BT; ++r) {
     SB_CHECK(targets[r] >= 0 && targets[r] < V,
@@ -40,7 +40,7 @@ SB_DECLARE_CROSSENTROPY_FORWARD(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_BACKWARD(float) {
+SB_DECLARE_CROSSENTROPY_BACKWARD(float, float) {
   parallel_for_each("sb::crossentropy_backward", BT, [=](i64 r) {
     const float* p = probs + r * V;
     float* dx = dlogits + r * V;

@@ -10,7 +10,7 @@ namespace {
 constexpr i64 kEmbeddingColumnBlock = 16;
 }  // namespace
 
-SB_DECLARE_EMBEDDING_FORWARD(float) {
+SB_DECLARE_EMBEDDING_FORWARD(float, float) {
   parallel_for_each("sb::embedding_forward", B * T_, [=](i64 bt) {
     const i64 t = bt % T_;
     float* out_row = out + bt * C;
@@ -23,7 +23,7 @@ SB_DECLARE_EMBEDDING_FORWARD(float) {
 // dwpe: task t owns row t and adds the B rows of dout in batch order. dwte: a token may
 // repeat anywhere in the batch, so a task owns a block of columns of every dwte row and walks
 // all tokens in order - race free and independent of the thread count.
-SB_DECLARE_EMBEDDING_BACKWARD(float) {
+SB_DECLARE_EMBEDDING_BACKWARD(float, float) {
   parallel_for_each("sb::embedding_backward::dwpe", T_, [=](i64 t) {
     float* dwpe_row = dwpe + t * C;
     for (i64 b = 0; b < B; ++b) {

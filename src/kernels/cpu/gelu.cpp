@@ -34,13 +34,13 @@ void gelu_backward_chunk(float* dinp, const float* inp, const float* dout, i64 n
 
 }  // namespace
 
-SB_DECLARE_GELU_FORWARD(float) {
+SB_DECLARE_GELU_FORWARD(float, float) {
   parallel_for_chunks("sb::gelu_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     gelu_forward_chunk(out + begin, inp + begin, end - begin);
   });
 }
 
-SB_DECLARE_GELU_BACKWARD(float) {
+SB_DECLARE_GELU_BACKWARD(float, float) {
   parallel_for_chunks("sb::gelu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     gelu_backward_chunk(dinp + begin, inp + begin, dout + begin, end - begin);
   });

@@ -50,13 +50,13 @@ void layernorm_backward_row(float* dx, const float* dy, const float* x, const fl
 
 }  // namespace
 
-SB_DECLARE_LAYERNORM_FORWARD(float) {
+SB_DECLARE_LAYERNORM_FORWARD(float, float) {
   parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
     layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
   });
 }
 
-SB_DECLARE_LAYERNORM_BACKWARD(float) {
+SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
   parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
     layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
   });

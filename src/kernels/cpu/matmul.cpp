@@ -23,7 +23,7 @@ void check_blas_extents(i64 BT, i64 C, i64 OC) {
 
 // out = inp . weight^T (+ bias): bias is copied into every row of out first, then sgemm
 // accumulates with beta = 1, so out is written once and read once.
-SB_DECLARE_MATMUL_FORWARD(float) {
+SB_DECLARE_MATMUL_FORWARD(float, float) {
   check_blas_extents(BT, C, OC);
   if (bias) {
     parallel_for_each("sb::matmul_forward::bias", BT,
@@ -40,7 +40,7 @@ SB_DECLARE_MATMUL_FORWARD(float) {
 }
 
 // dinp += dout . weight, dweight += dout^T . inp (beta = 1), dbias += column sums of dout.
-SB_DECLARE_MATMUL_BACKWARD(float) {
+SB_DECLARE_MATMUL_BACKWARD(float, float) {
   check_blas_extents(BT, C, OC);
   if (BT == 0 || OC == 0) return;
   const int bt = static_cast<int>(BT), c = static_cast<int>(C), oc = static_cast<int>(OC);

@@ -7,7 +7,7 @@ namespace sb::kernels::cpu {
 
 // Chunks are summed in double with a vectorised loop; Kokkos joins the per-thread partials in
 // thread order, so the result is reproducible for a given thread count.
-SB_DECLARE_SQUARED_NORM(float) {
+SB_DECLARE_SQUARED_NORM(float, float) {
   require_parallel_runtime("sb::squared_norm");
   const i64 chunks = (N + kElementwiseChunk - 1) / kElementwiseChunk;
   double total = 0;
@@ -26,7 +26,7 @@ SB_DECLARE_SQUARED_NORM(float) {
   return total;
 }
 
-SB_DECLARE_SCALE_INPLACE(float) {
+SB_DECLARE_SCALE_INPLACE(float, float) {
   parallel_for_chunks("sb::scale_inplace", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) x[i] = static_cast<float>(x[i] * factor);
   });

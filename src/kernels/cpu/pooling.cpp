@@ -22,12 +22,12 @@ void row_add(float* x, float value, i64 n) {
 
 }  // namespace
 
-SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(float) {
+SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(float, float) {
   parallel_for_each("sb::global_avgpool_forward", N * C,
                     [=](i64 nc) { out[nc] = row_mean(inp + nc * HW, HW); });
 }
 
-SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD(float) {
+SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD(float, float) {
   parallel_for_each("sb::global_avgpool_backward", N * C, [=](i64 nc) {
     row_add(dinp + nc * HW, dout[nc] / static_cast<float>(HW), HW);
   });

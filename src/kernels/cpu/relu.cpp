@@ -20,13 +20,13 @@ void relu_backward_chunk(float* dinp, const float* out, const float* dout, i64 n
 
 }  // namespace
 
-SB_DECLARE_RELU_FORWARD(float) {
+SB_DECLARE_RELU_FORWARD(float, float) {
   parallel_for_chunks("sb::relu_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     relu_forward_chunk(out + begin, inp + begin, end - begin);
   });
 }
 
-SB_DECLARE_RELU_BACKWARD(float) {
+SB_DECLARE_RELU_BACKWARD(float, float) {
   parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
   });

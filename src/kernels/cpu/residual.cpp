@@ -5,13 +5,13 @@
 
 namespace sb::kernels::cpu {
 
-SB_DECLARE_RESIDUAL_FORWARD(float) {
+SB_DECLARE_RESIDUAL_FORWARD(float, float) {
   parallel_for_chunks("sb::residual_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) out[i] = a[i] + b[i];
   });
 }
 
-SB_DECLARE_RESIDUAL_BACKWARD(float) {
+SB_DECLARE_RESIDUAL_BACKWARD(float, float) {
   parallel_for_chunks("sb::residual_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     for (i64 i = begin; i < end; ++i) {
       da[i] += dout[i];

@@ -28,7 +28,7 @@ void sgd_chunk(float* params, const float* grads, float* buf, i64 n, float lr, f
 
 }  // namespace
 
-SB_DECLARE_SGD_UPDATE(float) {
+SB_DECLARE_SGD_UPDATE(float, float) {
   SB_CHECK(step >= 1, "sgd_update: step must start at 1, got {}", step);
   const float learning_rate = static_cast<float>(lr), mu = static_cast<float>(momentum);
   const float decay = static_cast<float>(weight_decay);

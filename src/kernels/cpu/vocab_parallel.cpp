@@ -11,7 +11,7 @@ namespace {
 constexpr i64 kEmbeddingColumnBlock = 16;  // dwte columns per backward task, one cache line
 }  // namespace
 
-SB_DECLARE_EMBEDDING_SHARD_FORWARD(float) {
+SB_DECLARE_EMBEDDING_SHARD_FORWARD(float, float) {
   parallel_for_each("sb::embedding_shard_forward", B * T_, [=](i64 bt) {
     const i64 row = static_cast<i64>(tokens[bt]) - vocab_begin;
     const bool mine = row >= 0 && row < V;
@@ -26,7 +26,7 @@ SB_DECLARE_EMBEDDING_SHARD_FORWARD(float) {
 }
 
 // As embedding_backward: tasks own rows of dwpe and column blocks of dwte, tokens in order.
-SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float) {
+SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float, float) {
   if (dwpe) {
     parallel_for_each("sb::embedding_shard_backward::dwpe", T_, [=](i64 t) {
       float* dwpe_row = dwpe + t * C;
@@ -50,7 +50,7 @@ SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_MAX(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_MAX(float, float) {
   parallel_for_each("sb::crossentropy_shard_max", BT, [=](i64 r) {
     const float* x = logits + r * V;
     float m = -INFINITY;
@@ -59,7 +59,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_MAX(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float, float) {
   for (i64 r = 0; r < BT; ++r) {  // checked before the parallel region, which cannot throw
     SB_CHECK(targets[r] >= 0, "crossentropy_shard: negative target {} at row {}", targets[r], r);
   }
@@ -73,7 +73,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float, float) {
   parallel_for_each("sb::crossentropy_shard_finish", BT, [=](i64 r) {
     const float* x = logits + r * V;
     float* p = probs + r * V;
@@ -83,7 +83,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(float, float) {
   parallel_for_each("sb::crossentropy_shard_backward", BT, [=](i64 r) {
     const float* p = probs + r * V;
     float* dx = dlogits + r * V;

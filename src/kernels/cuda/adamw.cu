@@ -8,7 +8,7 @@
 
 namespace sb::kernels::cuda {
 
-SB_DECLARE_ADAMW_UPDATE(float) {
+SB_DECLARE_ADAMW_UPDATE(float, float) {
   SB_CHECK(step >= 1, "adamw_update: step must start at 1, got {}", step);
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));

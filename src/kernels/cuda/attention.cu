@@ -62,7 +62,7 @@ void batched_sgemm(CudaContext& ctx, cublasOperation_t op_a, cublasOperation_t o
 // Per batch element b, head h (column-major views of row-major tensors): Qc, Kc, Vc = Q, K, V
 // transposed (hs,T), ld 3C, heads hs apart; attc = attᵀ (T,T), ld T; outc = outᵀ (hs,T), ld C.
 //   attc = scale Kcᵀ Qc;  softmax;  outc = Vc attc
-SB_DECLARE_ATTENTION_FORWARD(float) {
+SB_DECLARE_ATTENTION_FORWARD(float, float) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
   if (B * T_ == 0) return;
   CudaContext& ctx = default_context();
@@ -84,7 +84,7 @@ SB_DECLARE_ATTENTION_FORWARD(float) {
 
 //   dattc = Vcᵀ dyc;  dpre = softmax backward (scale folded in);
 //   dqc += Kc dprec;  dkc += Qc dprecᵀ;  dvc += dyc attcᵀ
-SB_DECLARE_ATTENTION_BACKWARD(float) {
+SB_DECLARE_ATTENTION_BACKWARD(float, float) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
   if (B * T_ == 0) return;
   CudaContext& ctx = default_context();

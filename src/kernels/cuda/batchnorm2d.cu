@@ -69,7 +69,7 @@ __global__ void batchnorm2d_backward_channels(float* dinp, float* dweight, float
 
 }  // namespace
 
-SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float, float) {
   SB_CHECK(N * HW > 1, "batchnorm2d_forward_train: needs more than one value per channel, got "
            "N={} HW={}", N, HW);
   if (C == 0) return;
@@ -80,7 +80,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float, float) {
   const float epsilon = static_cast<float>(eps);
   for_each_index(N * C * HW, [=] __device__(i64 index) {
     const i64 c = (index / HW) % C;
@@ -89,7 +89,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float) {
   });
 }
 
-SB_DECLARE_BATCHNORM2D_BACKWARD(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD(float, float) {
   if (C == 0 || N * HW == 0) return;
   CudaContext& ctx = default_context();
   batchnorm2d_backward_channels<<<static_cast<unsigned>(C), kThreads, 0, ctx.stream()>>>(

@@ -48,7 +48,7 @@ __global__ void backward_channel_sums(double* sums, float* dweight, float* dbias
 
 }  // namespace
 
-SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float) {
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) {
   if (C == 0) return;
   CudaContext& ctx = default_context();
   channel_sums<<<static_cast<unsigned>(C), kThreads, 0, ctx.stream()>>>(sums, inp, N, C, HW);
@@ -56,7 +56,7 @@ SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float) {
 }
 
 // var = Σx²/count − mean², clamped at 0, in double as the reference.
-SB_DECLARE_BATCHNORM2D_STATISTICS(float) {
+SB_DECLARE_BATCHNORM2D_STATISTICS(float, float) {
   SB_CHECK(count > 1, "batchnorm2d_statistics: needs more than one value per channel, got {}", count);
   for_each_index(C, [=] __device__(i64 c) {
     const double m = sums[c] / count;
@@ -69,7 +69,7 @@ SB_DECLARE_BATCHNORM2D_STATISTICS(float) {
   });
 }
 
-SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float) {
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float, float) {
   for_each_index(N * C * HW, [=] __device__(i64 index) {
     const i64 c = (index / HW) % C;
     float y = (inp[index] - mean[c]) * rstd[c] * weight[c] + bias[c];
@@ -78,7 +78,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float) {
   });
 }
 
-SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
   if (C == 0) return;
   CudaContext& ctx = default_context();
   backward_channel_sums<<<static_cast<unsigned>(C), kThreads, 0, ctx.stream()>>>(
@@ -86,7 +86,7 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float, float) {
   for_each_index(N * C * HW, [=] __device__(i64 index) {
     const i64 c = (index / HW) % C;
     const float dnorm_mean = static_cast<float>(weight[c] * sums[c] / count);

@@ -19,7 +19,7 @@ i64 conv2d_output_extent(const char* label, i64 in, i64 kernel, i64 stride, i64 
 
 }  // namespace
 
-SB_DECLARE_CONV2D_FORWARD(float) {
+SB_DECLARE_CONV2D_FORWARD(float, float) {
   const i64 OH = conv2d_output_extent("conv2d_forward", H, KH, stride, pad);
   const i64 OW = conv2d_output_extent("conv2d_forward", W, KW, stride, pad);
   for_each_index(N * OC * OH * OW, [=] __device__(i64 index) {
@@ -40,7 +40,7 @@ SB_DECLARE_CONV2D_FORWARD(float) {
   });
 }
 
-SB_DECLARE_CONV2D_BACKWARD(float) {
+SB_DECLARE_CONV2D_BACKWARD(float, float) {
   const i64 OH = conv2d_output_extent("conv2d_backward", H, KH, stride, pad);
   const i64 OW = conv2d_output_extent("conv2d_backward", W, KW, stride, pad);
   if (dbias) {

@@ -33,7 +33,7 @@ __global__ void crossentropy_forward_rows(float* losses, float* probs, const flo
 
 }  // namespace
 
-SB_DECLARE_CROSSENTROPY_FORWARD(float) {
+SB_DECLARE_CROSSENTROPY_FORWARD(float, float) {
   if (BT == 0) return;
   CudaContext& ctx = default_context();
   crossentropy_forward_rows<<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
@@ -42,7 +42,7 @@ SB_DECLARE_CROSSENTROPY_FORWARD(float) {
 }
 
 // dlogits += probs dloss, then -= dloss at the target: the reference's two roundings.
-SB_DECLARE_CROSSENTROPY_BACKWARD(float) {
+SB_DECLARE_CROSSENTROPY_BACKWARD(float, float) {
   for_each_index(BT * V, [=] __device__(i64 i) {
     const i64 r = i / V;
     const float d = dlosses[r];

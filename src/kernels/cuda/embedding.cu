@@ -38,7 +38,7 @@ __global__ void embedding_backward_wpe(float* dwpe, const float* dout, i64 B, i6
 
 }  // namespace
 
-SB_DECLARE_EMBEDDING_FORWARD(float) {
+SB_DECLARE_EMBEDDING_FORWARD(float, float) {
   if (B * T_ * C == 0) return;
   CudaContext& ctx = default_context();
   embedding_forward_kernel<<<blocks_for(B * T_ * C), kThreads, 0, ctx.stream()>>>(out, tokens, wte,
@@ -46,7 +46,7 @@ SB_DECLARE_EMBEDDING_FORWARD(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_EMBEDDING_BACKWARD(float) {
+SB_DECLARE_EMBEDDING_BACKWARD(float, float) {
   if (B * T_ * C == 0) return;
   CudaContext& ctx = default_context();
   embedding_backward_wte<<<blocks_for(C, 64), 64, 0, ctx.stream()>>>(dwte, dout, tokens, B * T_, C);

@@ -11,14 +11,14 @@ constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 }  // namespace
 
-SB_DECLARE_GELU_FORWARD(float) {
+SB_DECLARE_GELU_FORWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) {
     const float x = inp[i];
     out[i] = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
   });
 }
 
-SB_DECLARE_GELU_BACKWARD(float) {
+SB_DECLARE_GELU_BACKWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) {
     const float x = inp[i];
     const float tanh_u = tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x));

@@ -72,7 +72,7 @@ __global__ void layernorm_backward_params(float* dweight, float* dbias, const fl
 
 }  // namespace
 
-SB_DECLARE_LAYERNORM_FORWARD(float) {
+SB_DECLARE_LAYERNORM_FORWARD(float, float) {
   if (N == 0) return;
   CudaContext& ctx = default_context();
   layernorm_forward_rows<<<static_cast<unsigned>(N), kRowThreads, 0, ctx.stream()>>>(
@@ -80,7 +80,7 @@ SB_DECLARE_LAYERNORM_FORWARD(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_LAYERNORM_BACKWARD(float) {
+SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
   if (N == 0) return;
   CudaContext& ctx = default_context();
   layernorm_backward_rows<<<static_cast<unsigned>(N), kRowThreads, 0, ctx.stream()>>>(

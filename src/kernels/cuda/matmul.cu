@@ -30,7 +30,7 @@ __global__ void accumulate_column_sums(float* dbias, const float* dout, i64 BT, 
 
 // Row-major X (r,c) is column-major Xᵀ (c,r) with leading dimension c, so every product below
 // is written for the transposes: out ᵀ (OC,BT) = weight ᵀ-of-(C,OC) · inp ᵀ (C,BT).
-SB_DECLARE_MATMUL_FORWARD(float) {
+SB_DECLARE_MATMUL_FORWARD(float, float) {
   if (BT == 0 || OC == 0) return;
   CudaContext& ctx = default_context();
   const float one = 1.0f, zero = 0.0f;
@@ -43,7 +43,7 @@ SB_DECLARE_MATMUL_FORWARD(float) {
 }
 
 // dinp (BT,C) += dout (BT,OC) · weight (OC,C); dweight (OC,C) += dout ᵀ · inp: beta = 1.
-SB_DECLARE_MATMUL_BACKWARD(float) {
+SB_DECLARE_MATMUL_BACKWARD(float, float) {
   if (BT == 0 || OC == 0 || C == 0) return;
   CudaContext& ctx = default_context();
   const float one = 1.0f;

@@ -29,7 +29,7 @@ __global__ void sum_partials(double* result, const double* partials, int count) 
 
 }  // namespace
 
-SB_DECLARE_SQUARED_NORM(float) {
+SB_DECLARE_SQUARED_NORM(float, float) {
   if (N <= 0) return 0.0;
   CudaContext& ctx = default_context();
   auto* partials = static_cast<double*>(ctx.scratch((kNormBlocks + 1) * sizeof(double)));
@@ -46,7 +46,7 @@ SB_DECLARE_SQUARED_NORM(float) {
   return result;
 }
 
-SB_DECLARE_SCALE_INPLACE(float) {
+SB_DECLARE_SCALE_INPLACE(float, float) {
   for_each_index(N, [=] __device__(i64 i) {
     x[i] = static_cast<float>(static_cast<double>(x[i]) * factor);
   });

@@ -7,7 +7,7 @@
 namespace sb::kernels::cuda {
 
 // One thread per (n, c), positions summed in order as the reference.
-SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(float) {
+SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(float, float) {
   for_each_index(N * C, [=] __device__(i64 nc) {
     float sum = 0.0f;
     for (i64 i = 0; i < HW; ++i) sum += inp[nc * HW + i];
@@ -15,7 +15,7 @@ SB_DECLARE_GLOBAL_AVGPOOL_FORWARD(float) {
   });
 }
 
-SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD(float) {
+SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD(float, float) {
   for_each_index(N * C * HW, [=] __device__(i64 i) {
     dinp[i] += dout[i / HW] / static_cast<float>(HW);
   });

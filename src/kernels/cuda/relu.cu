@@ -6,11 +6,11 @@
 
 namespace sb::kernels::cuda {
 
-SB_DECLARE_RELU_FORWARD(float) {
+SB_DECLARE_RELU_FORWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) { out[i] = inp[i] > 0.0f ? inp[i] : 0.0f; });
 }
 
-SB_DECLARE_RELU_BACKWARD(float) {
+SB_DECLARE_RELU_BACKWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) {
     if (out[i] > 0.0f) dinp[i] += dout[i];
   });

@@ -6,11 +6,11 @@
 
 namespace sb::kernels::cuda {
 
-SB_DECLARE_RESIDUAL_FORWARD(float) {
+SB_DECLARE_RESIDUAL_FORWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) { out[i] = a[i] + b[i]; });
 }
 
-SB_DECLARE_RESIDUAL_BACKWARD(float) {
+SB_DECLARE_RESIDUAL_BACKWARD(float, float) {
   for_each_index(N, [=] __device__(i64 i) {
     da[i] += dout[i];
     db[i] += dout[i];

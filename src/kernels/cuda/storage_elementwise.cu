@@ -5,7 +5,7 @@
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/native_storage.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels/cuda/storage_types.cuh"
 
 namespace sb::kernels::cuda::native {

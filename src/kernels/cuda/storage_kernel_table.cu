@@ -2,7 +2,7 @@
 // NativeStorageKernels<bf16> and <fp16> of the cuda back-end: the table StorageKernels<S> calls
 // for the GPT's kernels on Backend::cuda. Leaves out float (StorageKernels<float> calls the
 // float KernelTable directly).
-#include "kernels/cuda/native_storage.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels/storage_kernels.hpp"
 
 namespace sb::kernels::cuda {

@@ -4,7 +4,7 @@
 // rounding per stored value; weight
 // and bias gradients as deterministic fp32 column sums. Leaves out the fused residual +
 // LayerNorm kernel and one-warp-per-row variants.
-#include "kernels/cuda/native_storage.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels/cuda/storage_column_sums.cuh"
 
 namespace sb::kernels::cuda::native {

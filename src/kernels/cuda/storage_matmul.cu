@@ -7,7 +7,7 @@
 // the same types and accumulation, with the bias copied into the output first and
 // added by the GEMM (beta 1), so the sum is rounded once. Leaves out the GELU epilogue.
 #include "kernels/cuda/gemm.hpp"
-#include "kernels/cuda/native_storage.hpp"
+#include "kernels/kernels.hpp"
 #include "kernels/cuda/storage_column_sums.cuh"
 
 namespace sb::kernels::cuda::native {

@@ -47,7 +47,7 @@ __global__ void crossentropy_shard_partials_rows(float* sumexp, float* target_lo
 
 }  // namespace
 
-SB_DECLARE_EMBEDDING_SHARD_FORWARD(float) {
+SB_DECLARE_EMBEDDING_SHARD_FORWARD(float, float) {
   const i64 n = B * T_ * C;
   for_each_index(n, [=] __device__(i64 i) {
     const i64 bt = i / C, c = i % C;
@@ -58,7 +58,7 @@ SB_DECLARE_EMBEDDING_SHARD_FORWARD(float) {
   });
 }
 
-SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float) {
+SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float, float) {
   if (B * T_ * C == 0) return;
   CudaContext& ctx = default_context();
   embedding_shard_backward_wte<<<blocks_for(C, 64), 64, 0, ctx.stream()>>>(
@@ -74,7 +74,7 @@ SB_DECLARE_EMBEDDING_SHARD_BACKWARD(float) {
   }
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_MAX(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_MAX(float, float) {
   if (BT == 0) return;
   CudaContext& ctx = default_context();
   crossentropy_shard_max_rows<<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
@@ -82,7 +82,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_MAX(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float, float) {
   if (BT == 0) return;
   CudaContext& ctx = default_context();
   crossentropy_shard_partials_rows<<<static_cast<unsigned>(BT), kThreads, 0, ctx.stream()>>>(
@@ -90,7 +90,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(float) {
   SB_CUDA_CHECK_LAUNCH();
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float, float) {
   for_each_index(BT * V, [=] __device__(i64 i) {
     const i64 r = i / V;
     probs[i] = expf(logits[i] - row_max[r]) / sumexp[r];
@@ -98,7 +98,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_FINISH(float) {
   });
 }
 
-SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(float) {
+SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(float, float) {
   for_each_index(BT * V, [=] __device__(i64 i) {
     const i64 r = i / V;
     const float d = dlosses[r];

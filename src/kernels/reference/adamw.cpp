@@ -12,7 +12,7 @@ namespace sb::kernels::reference {
 // p -= (lr / (1 - b1^step)) m / (sqrt(v) / sqrt(1 - b2^step) + eps). Scalars are formed in
 // double and rounded once to T, as PyTorch does with Python floats.
 template <class T>
-SB_DECLARE_ADAMW_UPDATE(T) {
+SB_DECLARE_ADAMW_UPDATE(T, T) {
   SB_CHECK(step >= 1, "adamw_update: step must start at 1, got {}", step);
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
@@ -32,7 +32,7 @@ SB_DECLARE_ADAMW_UPDATE(T) {
   }
 }
 
-template SB_DECLARE_ADAMW_UPDATE(float);
-template SB_DECLARE_ADAMW_UPDATE(double);
+template SB_DECLARE_ADAMW_UPDATE(float, float);
+template SB_DECLARE_ADAMW_UPDATE(double, double);
 
 }  // namespace sb::kernels::reference

@@ -11,7 +11,7 @@
 namespace sb::kernels::reference {
 
 template <class T>
-SB_DECLARE_ATTENTION_FORWARD(T) {
+SB_DECLARE_ATTENTION_FORWARD(T, T) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
   const i64 hs = C / NH, C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));
@@ -50,7 +50,7 @@ SB_DECLARE_ATTENTION_FORWARD(T) {
 // Per row: datt = dout . v; dpreatt = att (datt - sum(att datt)) (softmax backward), times
 // scale; then dq += dpreatt k, dk += dpreatt q, dv += att dout.
 template <class T>
-SB_DECLARE_ATTENTION_BACKWARD(T) {
+SB_DECLARE_ATTENTION_BACKWARD(T, T) {
   SB_CHECK(NH > 0 && C % NH == 0, "attention: C={} is not a multiple of NH={}", C, NH);
   const i64 hs = C / NH, C3 = 3 * C;
   const T scale = T(1) / std::sqrt(static_cast<T>(hs));
@@ -88,9 +88,9 @@ SB_DECLARE_ATTENTION_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_ATTENTION_FORWARD(float);
-template SB_DECLARE_ATTENTION_FORWARD(double);
-template SB_DECLARE_ATTENTION_BACKWARD(float);
-template SB_DECLARE_ATTENTION_BACKWARD(double);
+template SB_DECLARE_ATTENTION_FORWARD(float, float);
+template SB_DECLARE_ATTENTION_FORWARD(double, double);
+template SB_DECLARE_ATTENTION_BACKWARD(float, float);
+template SB_DECLARE_ATTENTION_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

@@ -12,7 +12,7 @@ namespace sb::kernels::reference {
 // whole batch in double so that reference<float> stays a ground truth for them. rstd uses the
 // biased variance (sum_sq / M); running_var takes the unbiased one (sum_sq / (M - 1)).
 template <class T>
-SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(T) {
+SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(T, T) {
   const i64 M = N * HW;
   SB_CHECK(M > 1, "batchnorm2d_forward_train: needs more than one value per channel, got N={} "
            "HW={}", N, HW);
@@ -44,7 +44,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(T) {
 }
 
 template <class T>
-SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(T) {
+SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(T, T) {
   for (i64 n = 0; n < N; ++n)
     for (i64 c = 0; c < C; ++c) {
       const T s = T(1) / std::sqrt(running_var[c] + static_cast<T>(eps));
@@ -59,7 +59,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(T) {
 // dx = rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), the batch statistics' share
 // included; dweight = sum(dout norm), dbias = sum(dout).
 template <class T>
-SB_DECLARE_BATCHNORM2D_BACKWARD(T) {
+SB_DECLARE_BATCHNORM2D_BACKWARD(T, T) {
   const double M = static_cast<double>(N * HW);
   for (i64 c = 0; c < C; ++c) {
     double dout_sum = 0, dout_norm_sum = 0;
@@ -82,11 +82,11 @@ SB_DECLARE_BATCHNORM2D_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float);
-template SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(double);
-template SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float);
-template SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(double);
-template SB_DECLARE_BATCHNORM2D_BACKWARD(float);
-template SB_DECLARE_BATCHNORM2D_BACKWARD(double);
+template SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(float, float);
+template SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN(double, double);
+template SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(float, float);
+template SB_DECLARE_BATCHNORM2D_FORWARD_EVAL(double, double);
+template SB_DECLARE_BATCHNORM2D_BACKWARD(float, float);
+template SB_DECLARE_BATCHNORM2D_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

@@ -10,7 +10,7 @@
 namespace sb::kernels::reference {
 
 template <class T>
-SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(T) {
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(T, T) {
   for (i64 c = 0; c < C; ++c) {
     double sum = 0, sum_sq = 0;
     for (i64 n = 0; n < N; ++n)
@@ -26,7 +26,7 @@ SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(T) {
 
 // var = Σx²/count - mean², clamped at 0 against rounding; formed in double, rounded once.
 template <class T>
-SB_DECLARE_BATCHNORM2D_STATISTICS(T) {
+SB_DECLARE_BATCHNORM2D_STATISTICS(T, T) {
   SB_CHECK(count > 1, "batchnorm2d_statistics: needs more than one value per channel, got {}",
            count);
   for (i64 c = 0; c < C; ++c) {
@@ -41,7 +41,7 @@ SB_DECLARE_BATCHNORM2D_STATISTICS(T) {
 }
 
 template <class T>
-SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(T) {
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(T, T) {
   for (i64 n = 0; n < N; ++n)
     for (i64 c = 0; c < C; ++c)
       for (i64 i = 0; i < HW; ++i) {
@@ -53,7 +53,7 @@ SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(T) {
 }
 
 template <class T>
-SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(T) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(T, T) {
   for (i64 c = 0; c < C; ++c) {
     double dy_sum = 0, dy_norm_sum = 0;
     for (i64 n = 0; n < N; ++n)
@@ -71,7 +71,7 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(T) {
 }
 
 template <class T>
-SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(T) {
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(T, T) {
   for (i64 n = 0; n < N; ++n)
     for (i64 c = 0; c < C; ++c) {
       const T dnorm_mean = static_cast<T>(weight[c] * sums[c] / count);
@@ -86,8 +86,8 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(T) {
 }
 
 #define SB_INSTANTIATE(DECLARE) \
-  template DECLARE(float);      \
-  template DECLARE(double);
+  template DECLARE(float, float);    \
+  template DECLARE(double, double);
 SB_INSTANTIATE(SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS)
 SB_INSTANTIATE(SB_DECLARE_BATCHNORM2D_STATISTICS)
 SB_INSTANTIATE(SB_DECLARE_BATCHNORM2D_FORWARD_APPLY)

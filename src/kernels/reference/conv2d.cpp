@@ -22,7 +22,7 @@ i64 conv2d_output_extent(const char* label, i64 in, i64 kernel, i64 stride, i64 
 // out[n,o,y,x] = bias[o] + sum over c, kh, kw of inp[n,c,y·stride-pad+kh, x·stride-pad+kw] ·
 // weight[o,c,kh,kw], taps outside the input reading zero.
 template <class T>
-SB_DECLARE_CONV2D_FORWARD(T) {
+SB_DECLARE_CONV2D_FORWARD(T, T) {
   const i64 OH = conv2d_output_extent("conv2d_forward", H, KH, stride, pad);
   const i64 OW = conv2d_output_extent("conv2d_forward", W, KW, stride, pad);
   for (i64 n = 0; n < N; ++n)
@@ -49,7 +49,7 @@ SB_DECLARE_CONV2D_FORWARD(T) {
 // (N·OH·OW terms), accumulated in double so that reference<float> stays a ground truth for
 // them; dinp gathers at most OC·KH·KW terms per element and is scattered in T.
 template <class T>
-SB_DECLARE_CONV2D_BACKWARD(T) {
+SB_DECLARE_CONV2D_BACKWARD(T, T) {
   const i64 OH = conv2d_output_extent("conv2d_backward", H, KH, stride, pad);
   const i64 OW = conv2d_output_extent("conv2d_backward", W, KW, stride, pad);
   auto dout_at = [&](i64 n, i64 o, i64 y, i64 x) { return dout[((n * OC + o) * OH + y) * OW + x]; };
@@ -100,9 +100,9 @@ SB_DECLARE_CONV2D_BACKWARD(T) {
         }
 }
 
-template SB_DECLARE_CONV2D_FORWARD(float);
-template SB_DECLARE_CONV2D_FORWARD(double);
-template SB_DECLARE_CONV2D_BACKWARD(float);
-template SB_DECLARE_CONV2D_BACKWARD(double);
+template SB_DECLARE_CONV2D_FORWARD(float, float);
+template SB_DECLARE_CONV2D_FORWARD(double, double);
+template SB_DECLARE_CONV2D_BACKWARD(float, float);
+template SB_DECLARE_CONV2D_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

@@ -14,7 +14,7 @@ namespace sb::kernels::reference {
 // that reference<float> stays a ground truth at GPT-2's V = 50304: a float running sum near 1
 // drops every term below half its ulp (exp(-17) and smaller), 1e-4 relative in all.
 template <class T>
-SB_DECLARE_CROSSENTROPY_FORWARD(T) {
+SB_DECLARE_CROSSENTROPY_FORWARD(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const std::int32_t target = targets[r];
     SB_CHECK(target >= 0 && target < V, "crossentropy: target {} at row {} is outside [0, {})",
@@ -34,7 +34,7 @@ SB_DECLARE_CROSSENTROPY_FORWARD(T) {
 }
 
 template <class T>
-SB_DECLARE_CROSSENTROPY_BACKWARD(T) {
+SB_DECLARE_CROSSENTROPY_BACKWARD(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const T* p = probs + r * V;
     T* dx = dlogits + r * V;
@@ -44,9 +44,9 @@ SB_DECLARE_CROSSENTROPY_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_CROSSENTROPY_FORWARD(float);
-template SB_DECLARE_CROSSENTROPY_FORWARD(double);
-template SB_DECLARE_CROSSENTROPY_BACKWARD(float);
-template SB_DECLARE_CROSSENTROPY_BACKWARD(double);
+template SB_DECLARE_CROSSENTROPY_FORWARD(float, float);
+template SB_DECLARE_CROSSENTROPY_FORWARD(double, double);
+template SB_DECLARE_CROSSENTROPY_BACKWARD(float, float);
+template SB_DECLARE_CROSSENTROPY_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

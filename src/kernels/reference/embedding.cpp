@@ -6,7 +6,7 @@
 namespace sb::kernels::reference {
 
 template <class T>
-SB_DECLARE_EMBEDDING_FORWARD(T) {
+SB_DECLARE_EMBEDDING_FORWARD(T, T) {
   for (i64 b = 0; b < B; ++b) {
     for (i64 t = 0; t < T_; ++t) {
       T* out_row = out + (b * T_ + t) * C;
@@ -18,7 +18,7 @@ SB_DECLARE_EMBEDDING_FORWARD(T) {
 }
 
 template <class T>
-SB_DECLARE_EMBEDDING_BACKWARD(T) {
+SB_DECLARE_EMBEDDING_BACKWARD(T, T) {
   for (i64 b = 0; b < B; ++b) {
     for (i64 t = 0; t < T_; ++t) {
       const T* dout_row = dout + (b * T_ + t) * C;
@@ -32,9 +32,9 @@ SB_DECLARE_EMBEDDING_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_EMBEDDING_FORWARD(float);
-template SB_DECLARE_EMBEDDING_FORWARD(double);
-template SB_DECLARE_EMBEDDING_BACKWARD(float);
-template SB_DECLARE_EMBEDDING_BACKWARD(double);
+template SB_DECLARE_EMBEDDING_FORWARD(float, float);
+template SB_DECLARE_EMBEDDING_FORWARD(double, double);
+template SB_DECLARE_EMBEDDING_BACKWARD(float, float);
+template SB_DECLARE_EMBEDDING_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

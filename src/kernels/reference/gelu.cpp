@@ -13,7 +13,7 @@ constexpr double kGeluCubic = 0.044715;
 }  // namespace
 
 template <class T>
-SB_DECLARE_GELU_FORWARD(T) {
+SB_DECLARE_GELU_FORWARD(T, T) {
   const T s = static_cast<T>(kSqrt2OverPi), a = static_cast<T>(kGeluCubic);
   for (i64 i = 0; i < N; ++i) {
     const T x = inp[i];
@@ -23,7 +23,7 @@ SB_DECLARE_GELU_FORWARD(T) {
 
 // d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 a x^2), u = s (x + a x^3).
 template <class T>
-SB_DECLARE_GELU_BACKWARD(T) {
+SB_DECLARE_GELU_BACKWARD(T, T) {
   const T s = static_cast<T>(kSqrt2OverPi), a = static_cast<T>(kGeluCubic);
   for (i64 i = 0; i < N; ++i) {
     const T x = inp[i];
@@ -34,9 +34,9 @@ SB_DECLARE_GELU_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_GELU_FORWARD(float);
-template SB_DECLARE_GELU_FORWARD(double);
-template SB_DECLARE_GELU_BACKWARD(float);
-template SB_DECLARE_GELU_BACKWARD(double);
+template SB_DECLARE_GELU_FORWARD(float, float);
+template SB_DECLARE_GELU_FORWARD(double, double);
+template SB_DECLARE_GELU_BACKWARD(float, float);
+template SB_DECLARE_GELU_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

@@ -12,7 +12,7 @@ constexpr double kLayernormEps = 1e-5;
 }
 
 template <class T>
-SB_DECLARE_LAYERNORM_FORWARD(T) {
+SB_DECLARE_LAYERNORM_FORWARD(T, T) {
   for (i64 n = 0; n < N; ++n) {
     const T* x = inp + n * C;
     T sum = 0;
@@ -32,7 +32,7 @@ SB_DECLARE_LAYERNORM_FORWARD(T) {
 // With norm = (x - mean) rstd and dnorm = dout * weight:
 // dx = rstd (dnorm - mean(dnorm) - norm * mean(dnorm * norm)).
 template <class T>
-SB_DECLARE_LAYERNORM_BACKWARD(T) {
+SB_DECLARE_LAYERNORM_BACKWARD(T, T) {
   for (i64 n = 0; n < N; ++n) {
     const T* x = inp + n * C;
     const T* dy = dout + n * C;
@@ -57,9 +57,9 @@ SB_DECLARE_LAYERNORM_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_LAYERNORM_FORWARD(float);
-template SB_DECLARE_LAYERNORM_FORWARD(double);
-template SB_DECLARE_LAYERNORM_BACKWARD(float);
-template SB_DECLARE_LAYERNORM_BACKWARD(double);
+template SB_DECLARE_LAYERNORM_FORWARD(float, float);
+template SB_DECLARE_LAYERNORM_FORWARD(double, double);
+template SB_DECLARE_LAYERNORM_BACKWARD(float, float);
+template SB_DECLARE_LAYERNORM_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

@@ -6,7 +6,7 @@
 namespace sb::kernels::reference {
 
 template <class T>
-SB_DECLARE_MATMUL_FORWARD(T) {
+SB_DECLARE_MATMUL_FORWARD(T, T) {
   for (i64 bt = 0; bt < BT; ++bt) {
     const T* inp_row = inp + bt * C;
     for (i64 o = 0; o < OC; ++o) {
@@ -19,7 +19,7 @@ SB_DECLARE_MATMUL_FORWARD(T) {
 }
 
 template <class T>
-SB_DECLARE_MATMUL_BACKWARD(T) {
+SB_DECLARE_MATMUL_BACKWARD(T, T) {
   for (i64 bt = 0; bt < BT; ++bt) {
     const T* inp_row = inp + bt * C;
     T* dinp_row = dinp + bt * C;
@@ -36,9 +36,9 @@ SB_DECLARE_MATMUL_BACKWARD(T) {
   }
 }
 
-template SB_DECLARE_MATMUL_FORWARD(float);
-template SB_DECLARE_MATMUL_FORWARD(double);
-template SB_DECLARE_MATMUL_BACKWARD(float);
-template SB_DECLARE_MATMUL_BACKWARD(double);
+template SB_DECLARE_MATMUL_FORWARD(float, float);
+template SB_DECLARE_MATMUL_FORWARD(double, double);
+template SB_DECLARE_MATMUL_BACKWARD(float, float);
+template SB_DECLARE_MATMUL_BACKWARD(double, double);
 
 }  // namespace sb::kernels::reference

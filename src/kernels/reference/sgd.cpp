@@ -10,7 +10,7 @@ namespace sb::kernels::reference {
 // buf = momentum buf + g; p -= lr buf. Scalars are rounded once to T, as PyTorch does with
 // Python floats.
 template <class T>
-SB_DECLARE_SGD_UPDATE(T) {
+SB_DECLARE_SGD_UPDATE(T, T) {
   SB_CHECK(step >= 1, "sgd_update: step must start at 1, got {}", step);
   const T learning_rate = static_cast<T>(lr), mu = static_cast<T>(momentum);
   const T decay = static_cast<T>(weight_decay);
@@ -21,7 +21,7 @@ SB_DECLARE_SGD_UPDATE(T) {
   }
 }
 
-template SB_DECLARE_SGD_UPDATE(float);
-template SB_DECLARE_SGD_UPDATE(double);
+template SB_DECLARE_SGD_UPDATE(float, float);
+template SB_DECLARE_SGD_UPDATE(double, double);
 
 }  // namespace sb::kernels::reference

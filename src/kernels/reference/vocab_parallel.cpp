@@ -11,7 +11,7 @@
 namespace sb::kernels::reference {
 
 template <class T>
-SB_DECLARE_EMBEDDING_SHARD_FORWARD(T) {
+SB_DECLARE_EMBEDDING_SHARD_FORWARD(T, T) {
   for (i64 bt = 0; bt < B * T_; ++bt) {
     const i64 row = static_cast<i64>(tokens[bt]) - vocab_begin;
     const bool mine = row >= 0 && row < V;
@@ -25,7 +25,7 @@ SB_DECLARE_EMBEDDING_SHARD_FORWARD(T) {
 }
 
 template <class T>
-SB_DECLARE_EMBEDDING_SHARD_BACKWARD(T) {
+SB_DECLARE_EMBEDDING_SHARD_BACKWARD(T, T) {
   for (i64 bt = 0; bt < B * T_; ++bt) {
     const i64 row = static_cast<i64>(tokens[bt]) - vocab_begin;
     const T* dout_row = dout + bt * C;
@@ -37,7 +37,7 @@ SB_DECLARE_EMBEDDING_SHARD_BACKWARD(T) {
 }
 
 template <class T>
-SB_DECLARE_CROSSENTROPY_SHARD_MAX(T) {
+SB_DECLARE_CROSSENTROPY_SHARD_MAX(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const T* x = logits + r * V;
     T m = -INFINITY;
@@ -47,7 +47,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_MAX(T) {
 }
 
 template <class T>
-SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(T) {
+SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const T* x = logits + r * V;
     double sum = 0;
@@ -60,7 +60,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS(T) {
 }
 
 template <class T>
-SB_DECLARE_CROSSENTROPY_SHARD_FINISH(T) {
+SB_DECLARE_CROSSENTROPY_SHARD_FINISH(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const T* x = logits + r * V;
     T* p = probs + r * V;
@@ -70,7 +70,7 @@ SB_DECLARE_CROSSENTROPY_SHARD_FINISH(T) {
 }
 
 template <class T>
-SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(T) {
+SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(T, T) {
   for (i64 r = 0; r < BT; ++r) {
     const T* p = probs + r * V;
     T* dx = dlogits + r * V;
@@ -82,8 +82,8 @@ SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD(T) {
 }
 
 #define SB_INSTANTIATE(name, DECLARE) \
-  template DECLARE(float);            \
-  template DECLARE(double);
+  template DECLARE(float, float);          \
+  template DECLARE(double, double);
 SB_INSTANTIATE(embedding_shard_forward, SB_DECLARE_EMBEDDING_SHARD_FORWARD)
 SB_INSTANTIATE(embedding_shard_backward, SB_DECLARE_EMBEDDING_SHARD_BACKWARD)
 SB_INSTANTIATE(crossentropy_shard_max, SB_DECLARE_CROSSENTROPY_SHARD_MAX)
