@@ -39,6 +39,13 @@ std::string conv2d_implementation(const std::string& precision) {
   return "widened+" + fp32;
 }
 
+bool onednn_has_int8_dot_products() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return includes(isa, dnnl_cpu_isa_avx512_core_vnni) || includes(isa, dnnl_cpu_isa_avx2_vnni);
+}
+
+std::string int8_matmul_implementation() { return onednn_has_int8_dot_products() ? "onednn" : "own"; }
+
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}.{}.{} ({})", v->major, v->minor, v->patch, v->hash);

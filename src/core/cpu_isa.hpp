@@ -28,6 +28,12 @@ bool onednn_runs_fp32_conv2d();
 // "widened+onednn" / "widened+own" (operands widened to fp32 for those).
 std::string conv2d_implementation(const std::string& precision);
 
+// True where oneDNN runs int8 dot-product instructions that sum exactly (AVX512-VNNI, AVX-VNNI,
+// AMX-INT8): the cpu back-end's int8 GEMM sums on oneDNN then (kernels/cpu/onednn_int8_matmul.hpp);
+// below that oneDNN's int8 kernels saturate 16-bit intermediates and the own kernel sums.
+bool onednn_has_int8_dot_products();
+// The int8 inference GEMM as runs record it (context.int8_matmul): "onednn" or "own".
+std::string int8_matmul_implementation();
 // "2.6.3 (a1b2c3d)": the oneDNN library this process runs.
 std::string onednn_version();
 

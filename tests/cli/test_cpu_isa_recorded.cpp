@@ -27,6 +27,7 @@ TEST(CpuIsaRecorded, Bf16RunRecordsTheIsaOneDnnDispatchesTo) {
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "onednn"), onednn_version());
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), conv2d_implementation("fp32"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), conv2d_implementation("bf16"));
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "int8_matmul"), int8_matmul_implementation());
 }
 
 TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {
@@ -37,6 +38,7 @@ TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "cpu_isa"), "avx2");
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), "own");
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), "widened+own");
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "int8_matmul"), "own");  // no VNNI at AVX2
 }
 
 }  // namespace

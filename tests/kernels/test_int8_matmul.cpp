@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The int8 inference kernels: the cpu quantiser and int8 GEMM equal the reference bit for bit
 // over shapes that are not multiples of the cpu tiles (2 rows × 4 channels, 32-row blocks),
-// with and without bias, at full ±127 range; the reference against hand-computed values; the
-// dispatch tables hold them. Leaves out cuda (tests/cuda) and the quantisers (tests/compress).
+// with and without bias, at full ±127 range, on oneDNN's VNNI/AMX sums where the CPU has them
+// and on the own kernel below (int8_matmul_isa_* cap the ISA); the reference against
+// hand-computed values; the dispatch tables hold them. Leaves out cuda (tests/cuda) and the
+// quantisers (tests/compress).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -10,7 +12,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cpu_isa.hpp"
 #include "core/rng.hpp"
+#include "kernels/cpu/onednn_int8_matmul.hpp"
 #include "kernels/kernels.hpp"
 
 namespace sb::kernels::testing {
@@ -103,6 +107,24 @@ TEST(QuantizeInt8, CpuEqualsReferenceAndSaturates) {
   EXPECT_EQ(expected[2], 0);     // 0.5 rounds to even
   EXPECT_EQ(expected[3], 2);     // 1.5 rounds to even
   for (i64 i = 5; i < n; ++i) EXPECT_GE(expected[i], -127);
+}
+
+// Where oneDNN runs VNNI or AMX-INT8 (this CPU, or the cap ONEDNN_MAX_CPU_ISA set for the
+// int8_matmul_isa_* tests) it sums every shape above, else it declines and the own kernel sums.
+TEST(Int8Matmul, OnednnSumsExactlyWhereItHasInt8DotProducts) {
+  const i64 BT = 65, C = 257, OC = 31;
+  const auto inp = random_int8(BT * C, 7), weight = random_int8(OC * C, 8);
+  std::vector<std::int32_t> sums(BT * OC, -1);
+  const bool summed = cpu::onednn_int8_sums(sums.data(), inp.data(), weight.data(), BT, C, OC);
+  EXPECT_EQ(summed, onednn_has_int8_dot_products()) << "oneDNN ISA " << onednn_cpu_isa();
+  EXPECT_EQ(int8_matmul_implementation(), summed ? "onednn" : "own");
+  if (!summed) return;
+  for (i64 r = 0; r < BT; ++r)
+    for (i64 o = 0; o < OC; ++o) {
+      std::int32_t expected = 0;
+      for (i64 c = 0; c < C; ++c) expected += inp[r * C + c] * weight[o * C + c];
+      ASSERT_EQ(sums[r * OC + o], expected) << "row " << r << " channel " << o;
+    }
 }
 
 TEST(Int8Matmul, DispatchTablesHoldTheInt8Kernels) {

@@ -2,13 +2,15 @@
 // int8 inference kernels on the host: quantisation over Kokkos chunks, and the int8 GEMM as
 // register tiles of 2 rows × 4 output channels over operands widened to int16 once, so that
 // GCC turns the int32 sums into vpmaddwd (AVX2 clone; baseline clone beside it). Bit-identical
-// to the reference: integer sums are exact and the dequantisation is the same fma.
-// Leaves out VNNI/AMX instructions and an int8 BLAS: the machines we target have neither.
+// to the reference: integer sums are exact and the dequantisation is the same fma. Where oneDNN
+// has VNNI or AMX-INT8 instructions the sums come from its matmul instead
+// (onednn_int8_matmul.hpp), dequantised by the same fma; this kernel is the fallback below them.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/host_parallel.hpp"
+#include "kernels/cpu/onednn_int8_matmul.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -69,6 +71,19 @@ SB_DECLARE_QUANTIZE_INT8 {
 
 SB_DECLARE_INT8_MATMUL_FORWARD {
   if (BT == 0 || OC == 0) return;
+  if (C > 0) {  // oneDNN's VNNI or AMX sums where it has them, dequantised as below
+    thread_local std::vector<std::int32_t> sums;
+    if (static_cast<i64>(sums.size()) < BT * OC) sums.resize(static_cast<std::size_t>(BT * OC));
+    std::int32_t* acc = sums.data();
+    if (onednn_int8_sums(acc, inp, weight, BT, C, OC)) {
+      parallel_for_each("sb::int8_matmul_forward::dequantise", BT, [=](i64 r) {
+        for (i64 o = 0; o < OC; ++o)
+          out[r * OC + o] =
+              std::fma(static_cast<float>(acc[r * OC + o]), inp_scale * weight_scale[o], bias ? bias[o] : 0.0f);
+      });
+      return;
+    }
+  }
   std::vector<std::int16_t> weight16(static_cast<std::size_t>(OC * C));  // (OC,C)
   std::int16_t* w16 = weight16.data();
   parallel_for_each("sb::int8_matmul_forward::widen", OC,
