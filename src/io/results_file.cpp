@@ -13,6 +13,8 @@
 #include <type_traits>
 
 #include "core/bounded_file.hpp"
+#include "core/storage_error.hpp"
+#include "io/h5_check.hpp"
 #include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
 #include "metrics/run_context.hpp"
@@ -229,9 +231,15 @@ ResultsFile ResultsFile::create(const std::filesystem::path& path) {
   SB_H5_CHECK(H5Pset_attr_creation_order(creation.get(),
                                          H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
   H5Handle access = file_access_list();
+  const bool existed = std::filesystem::exists(path, ignored);
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, creation.get(), access.get());
   if (id < 0) {
-    throw UserError(fmt::format("cannot create {}: {}", path.string(), h5_error_stack_message()));
+    // a full disk can fail the superblock's write after the file is made: nothing could read it
+    const H5SystemError system = h5_system_error();
+    const std::string stack = h5_error_stack_message();
+    if (!existed && std::filesystem::is_regular_file(path, ignored)) std::filesystem::remove(path, ignored);
+    if (system.error_number > 0) throw_storage_error(path, system.error_number, "create", "HDF5 H5Fcreate");
+    throw UserError(fmt::format("cannot create {}: {}", path.string(), stack));
   }
   H5Handle file{id, h5_close_file};
   try {

@@ -3,6 +3,8 @@
 """A disk that fills during `scalebench train`, on a 4 MiB tmpfs (8 with dp 2) in a private mount namespace
 (root: `unshare -m`, then `mount -t tmpfs`; unmounted at the end, whatever happens).
 
+0. The disk is full before the result file is made, or holds only its failure record's reserve:
+   the same sentence, naming the file, and nothing left behind.
 1. The result file fills the disk (a filler file leaves the result file's reserve and a little
    more): the run ends with exit status 2 or 3 and one sentence naming the file and "no space
    left on device", never a signal or a traceback; the file opens with h5py and `scalebench
@@ -116,6 +118,21 @@ def check_failed_file(out, label, reason_names):
 
 
 try:
+    # 0. the disk is full before the result file exists: the same sentence, and no file left
+    # (H5Fcreate on a full disk can leave a file without a superblock, which nothing can read)
+    # room for nothing, then for the failure record's reserve alone (the file itself does not fit)
+    for room, label in ((0, "result file created on a full disk"),
+                        (RESERVE, "result file created beside only its reserve")):
+        out = os.path.join(mount, "never.h5")
+        fill_leaving(room)
+        job = train(out, 2)
+        check_full_disk_exit(job, out, label)
+        left = [n for n in os.listdir(mount) if n != "filler"]
+        if left:
+            problems.append(f"{label}: left behind {left}")
+        for name in os.listdir(mount):
+            os.remove(os.path.join(mount, name))
+
     # 1. the result file fills the disk
     out = os.path.join(mount, "results.h5")
     fill_leaving(RESERVE + 48 * 1024)  # fills within the first few hundred steps
