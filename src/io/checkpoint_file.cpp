@@ -84,11 +84,7 @@ void write_checkpoint_file(const std::filesystem::path& temporary, const Checkpo
   H5Handle creation{SB_H5_CHECK(H5Pcreate(H5P_FILE_CREATE)), H5Pclose};
   SB_H5_CHECK(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
   const hid_t id = H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT);
-  if (id < 0) {
-    const H5SystemError system = h5_system_error();
-    if (system.error_number > 0) throw_storage_error(temporary, system.error_number, "create", "HDF5 H5Fcreate");
-    throw UserError(fmt::format("cannot create checkpoint {}: {}", temporary.string(), h5_error_stack_message()));
-  }
+  if (id < 0) throw_h5_create_failure(temporary, "checkpoint ");
   H5Handle file{id, h5_close_file};
   try {
     h5_write_attribute(file.get(), "format", std::string(kFormat));

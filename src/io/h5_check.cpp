@@ -75,4 +75,10 @@ void throw_h5_failure(const char* call, const char* file, int line) {
                           where_am_i()));
 }
 
+void throw_h5_create_failure(const std::filesystem::path& path, const std::string& what) {
+  const H5SystemError system = h5_system_error();
+  if (system.error_number > 0) throw_storage_error(path, system.error_number, "create", "HDF5 H5Fcreate");
+  throw UserError(fmt::format("cannot create {}{}: {}", what, path.string(), h5_error_stack_message()));
+}
+
 }  // namespace sb::io

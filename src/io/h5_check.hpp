@@ -6,6 +6,7 @@
 
 #include <hdf5.h>
 
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -27,6 +28,10 @@ struct H5SystemError {
 H5SystemError h5_system_error();
 
 [[noreturn]] void throw_h5_failure(const char* call, const char* file, int line);
+
+// After a failed H5Fcreate of `path`: a StorageError naming the file and the errno a file
+// driver reported (a full disk), else a UserError "cannot create <what><path>: <HDF5's reason>".
+[[noreturn]] void throw_h5_create_failure(const std::filesystem::path& path, const std::string& what);
 
 template <class T>
 T h5_check(T value, const char* call, const char* file, int line) {

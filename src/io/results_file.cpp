@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "core/bounded_file.hpp"
-#include "core/storage_error.hpp"
 #include "io/h5_check.hpp"
 #include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
@@ -235,11 +234,8 @@ ResultsFile ResultsFile::create(const std::filesystem::path& path) {
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, creation.get(), access.get());
   if (id < 0) {
     // a full disk can fail the superblock's write after the file is made: nothing could read it
-    const H5SystemError system = h5_system_error();
-    const std::string stack = h5_error_stack_message();
     if (!existed && std::filesystem::is_regular_file(path, ignored)) std::filesystem::remove(path, ignored);
-    if (system.error_number > 0) throw_storage_error(path, system.error_number, "create", "HDF5 H5Fcreate");
-    throw UserError(fmt::format("cannot create {}: {}", path.string(), stack));
+    throw_h5_create_failure(path, "");
   }
   H5Handle file{id, h5_close_file};
   try {

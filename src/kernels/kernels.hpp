@@ -371,83 +371,13 @@ inline KernelWork convert_work(i64 N) { return {0.0, 6.0 * as_double(N), as_doub
                            float inp_scale, const float* weight_scale, const float* bias, i64 BT, \
                            i64 C, i64 OC)
 
-// X-macro over all kernels: X(name, DECLARE_MACRO)
-#define SB_FOR_EACH_KERNEL(X)                          \
-  X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)         \
-  X(matmul_backward, SB_DECLARE_MATMUL_BACKWARD)       \
-  X(embedding_forward, SB_DECLARE_EMBEDDING_FORWARD)   \
-  X(embedding_backward, SB_DECLARE_EMBEDDING_BACKWARD) \
-  X(layernorm_forward, SB_DECLARE_LAYERNORM_FORWARD)   \
-  X(layernorm_backward, SB_DECLARE_LAYERNORM_BACKWARD) \
-  X(attention_forward, SB_DECLARE_ATTENTION_FORWARD)   \
-  X(attention_backward, SB_DECLARE_ATTENTION_BACKWARD) \
-  X(gelu_forward, SB_DECLARE_GELU_FORWARD)             \
-  X(gelu_backward, SB_DECLARE_GELU_BACKWARD)           \
-  X(residual_forward, SB_DECLARE_RESIDUAL_FORWARD)     \
-  X(residual_backward, SB_DECLARE_RESIDUAL_BACKWARD)   \
-  X(crossentropy_forward, SB_DECLARE_CROSSENTROPY_FORWARD)   \
-  X(crossentropy_backward, SB_DECLARE_CROSSENTROPY_BACKWARD) \
-  X(embedding_shard_forward, SB_DECLARE_EMBEDDING_SHARD_FORWARD)         \
-  X(embedding_shard_backward, SB_DECLARE_EMBEDDING_SHARD_BACKWARD)       \
-  X(crossentropy_shard_max, SB_DECLARE_CROSSENTROPY_SHARD_MAX)           \
-  X(crossentropy_shard_partials, SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS) \
-  X(crossentropy_shard_finish, SB_DECLARE_CROSSENTROPY_SHARD_FINISH)     \
-  X(crossentropy_shard_backward, SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD) \
-  X(adamw_update, SB_DECLARE_ADAMW_UPDATE)             \
-  X(squared_norm, SB_DECLARE_SQUARED_NORM)             \
-  X(scale_inplace, SB_DECLARE_SCALE_INPLACE)           \
-  X(conv2d_forward, SB_DECLARE_CONV2D_FORWARD)         \
-  X(conv2d_backward, SB_DECLARE_CONV2D_BACKWARD)       \
-  X(batchnorm2d_forward_train, SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN) \
-  X(batchnorm2d_forward_eval, SB_DECLARE_BATCHNORM2D_FORWARD_EVAL)   \
-  X(batchnorm2d_backward, SB_DECLARE_BATCHNORM2D_BACKWARD)           \
-  X(batchnorm2d_channel_sums, SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS)   \
-  X(batchnorm2d_statistics, SB_DECLARE_BATCHNORM2D_STATISTICS)       \
-  X(batchnorm2d_forward_apply, SB_DECLARE_BATCHNORM2D_FORWARD_APPLY) \
-  X(batchnorm2d_backward_sums, SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS) \
-  X(batchnorm2d_backward_apply, SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY) \
-  X(relu_forward, SB_DECLARE_RELU_FORWARD)             \
-  X(relu_backward, SB_DECLARE_RELU_BACKWARD)           \
-  X(global_avgpool_forward, SB_DECLARE_GLOBAL_AVGPOOL_FORWARD)   \
-  X(global_avgpool_backward, SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD) \
-  X(sgd_update, SB_DECLARE_SGD_UPDATE)
+// X-macros over the kernels, in groups: X(name, DECLARE_MACRO). Every kernel is in exactly one
+// group; SB_FOR_EACH_KERNEL is all of them, SB_FOR_EACH_STORAGE_KERNEL those a model calls with
+// S storage (storage_kernels.hpp's StorageKernels<S> members, each declared from its SB_DECLARE_
+// macro with (S, float)).
 
-// X-macro over the kernels without a precision parameter: X(name, DECLARE), DECLARE a plain
-// declaration (no T). The reference implements them as plain functions, not templates.
-#define SB_FOR_EACH_CONVERSION_KERNEL(X)                   \
-  X(convert_f32_to_bf16, SB_DECLARE_CONVERT_F32_TO_BF16)   \
-  X(convert_bf16_to_f32, SB_DECLARE_CONVERT_BF16_TO_F32)   \
-  X(convert_f32_to_fp16, SB_DECLARE_CONVERT_F32_TO_FP16)   \
-  X(convert_fp16_to_f32, SB_DECLARE_CONVERT_FP16_TO_F32)
-
-// X-macro over the int8 inference kernels: X(name, DECLARE), DECLARE a plain declaration.
-#define SB_FOR_EACH_INT8_KERNEL(X)             \
-  X(quantize_int8, SB_DECLARE_QUANTIZE_INT8)   \
-  X(int8_matmul_forward, SB_DECLARE_INT8_MATMUL_FORWARD)
-
-// X-macro over the kernels a model calls with S storage (storage_kernels.hpp's StorageKernels<S>
-// members, each declared from its SB_DECLARE_ macro with (S, float)): X(name, DECLARE).
-#define SB_FOR_EACH_STORAGE_KERNEL(X)                                    \
-  SB_FOR_EACH_NATIVE_STORAGE_KERNEL(X)                                   \
-  X(embedding_shard_forward, SB_DECLARE_EMBEDDING_SHARD_FORWARD)         \
-  X(embedding_shard_backward, SB_DECLARE_EMBEDDING_SHARD_BACKWARD)       \
-  X(crossentropy_shard_max, SB_DECLARE_CROSSENTROPY_SHARD_MAX)           \
-  X(crossentropy_shard_partials, SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS) \
-  X(crossentropy_shard_finish, SB_DECLARE_CROSSENTROPY_SHARD_FINISH)     \
-  X(crossentropy_shard_backward, SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD) \
-  X(conv2d_forward, SB_DECLARE_CONV2D_FORWARD)                           \
-  X(conv2d_backward, SB_DECLARE_CONV2D_BACKWARD)                         \
-  X(batchnorm2d_channel_sums, SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS)       \
-  X(batchnorm2d_statistics, SB_DECLARE_BATCHNORM2D_STATISTICS)           \
-  X(batchnorm2d_forward_apply, SB_DECLARE_BATCHNORM2D_FORWARD_APPLY)     \
-  X(batchnorm2d_backward_sums, SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS)     \
-  X(batchnorm2d_backward_apply, SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY)   \
-  X(relu_backward, SB_DECLARE_RELU_BACKWARD)                             \
-  X(global_avgpool_forward, SB_DECLARE_GLOBAL_AVGPOOL_FORWARD)           \
-  X(global_avgpool_backward, SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD)
-
-// X-macro over the GPT's kernels that a back-end may implement natively for 16-bit S (the cuda
-// tree: 16-bit operands on tensor cores, float math in registers; cuda::native below).
+// The GPT's kernels, which a back-end may implement natively for 16-bit S (the cuda tree:
+// 16-bit operands on tensor cores, float math in registers; cuda::native below).
 #define SB_FOR_EACH_NATIVE_STORAGE_KERNEL(X)                 \
   X(matmul_forward, SB_DECLARE_MATMUL_FORWARD)               \
   X(matmul_backward, SB_DECLARE_MATMUL_BACKWARD)             \
@@ -463,6 +393,57 @@ inline KernelWork convert_work(i64 N) { return {0.0, 6.0 * as_double(N), as_doub
   X(residual_backward, SB_DECLARE_RESIDUAL_BACKWARD)         \
   X(crossentropy_forward, SB_DECLARE_CROSSENTROPY_FORWARD)   \
   X(crossentropy_backward, SB_DECLARE_CROSSENTROPY_BACKWARD)
+
+// The GPT's vocabulary-parallel embedding and cross-entropy (tensor parallelism).
+#define SB_FOR_EACH_VOCAB_PARALLEL_KERNEL(X)                             \
+  X(embedding_shard_forward, SB_DECLARE_EMBEDDING_SHARD_FORWARD)         \
+  X(embedding_shard_backward, SB_DECLARE_EMBEDDING_SHARD_BACKWARD)       \
+  X(crossentropy_shard_max, SB_DECLARE_CROSSENTROPY_SHARD_MAX)           \
+  X(crossentropy_shard_partials, SB_DECLARE_CROSSENTROPY_SHARD_PARTIALS) \
+  X(crossentropy_shard_finish, SB_DECLARE_CROSSENTROPY_SHARD_FINISH)     \
+  X(crossentropy_shard_backward, SB_DECLARE_CROSSENTROPY_SHARD_BACKWARD)
+
+// The convolutional network's kernels that the ResNet calls with S storage.
+#define SB_FOR_EACH_CNN_STORAGE_KERNEL(X)                                \
+  X(conv2d_forward, SB_DECLARE_CONV2D_FORWARD)                           \
+  X(conv2d_backward, SB_DECLARE_CONV2D_BACKWARD)                         \
+  X(batchnorm2d_channel_sums, SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS)       \
+  X(batchnorm2d_statistics, SB_DECLARE_BATCHNORM2D_STATISTICS)           \
+  X(batchnorm2d_forward_apply, SB_DECLARE_BATCHNORM2D_FORWARD_APPLY)     \
+  X(batchnorm2d_backward_sums, SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS)     \
+  X(batchnorm2d_backward_apply, SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY)   \
+  X(relu_backward, SB_DECLARE_RELU_BACKWARD)                             \
+  X(global_avgpool_forward, SB_DECLARE_GLOBAL_AVGPOOL_FORWARD)           \
+  X(global_avgpool_backward, SB_DECLARE_GLOBAL_AVGPOOL_BACKWARD)
+
+// The unsplit BatchNorm2d and the forward ReLU (float only: the models call the split kernels
+// above), and the optimizer's kernels (fp32 main parameters and gradients).
+#define SB_FOR_EACH_FLOAT_ONLY_KERNEL(X)                                 \
+  X(batchnorm2d_forward_train, SB_DECLARE_BATCHNORM2D_FORWARD_TRAIN)     \
+  X(batchnorm2d_forward_eval, SB_DECLARE_BATCHNORM2D_FORWARD_EVAL)       \
+  X(batchnorm2d_backward, SB_DECLARE_BATCHNORM2D_BACKWARD)               \
+  X(relu_forward, SB_DECLARE_RELU_FORWARD)                               \
+  X(adamw_update, SB_DECLARE_ADAMW_UPDATE)                               \
+  X(squared_norm, SB_DECLARE_SQUARED_NORM)                               \
+  X(scale_inplace, SB_DECLARE_SCALE_INPLACE)                             \
+  X(sgd_update, SB_DECLARE_SGD_UPDATE)
+
+#define SB_FOR_EACH_STORAGE_KERNEL(X) \
+  SB_FOR_EACH_NATIVE_STORAGE_KERNEL(X) SB_FOR_EACH_VOCAB_PARALLEL_KERNEL(X) SB_FOR_EACH_CNN_STORAGE_KERNEL(X)
+#define SB_FOR_EACH_KERNEL(X) SB_FOR_EACH_STORAGE_KERNEL(X) SB_FOR_EACH_FLOAT_ONLY_KERNEL(X)
+
+// X-macro over the kernels without a precision parameter: X(name, DECLARE), DECLARE a plain
+// declaration (no T). The reference implements them as plain functions, not templates.
+#define SB_FOR_EACH_CONVERSION_KERNEL(X)                   \
+  X(convert_f32_to_bf16, SB_DECLARE_CONVERT_F32_TO_BF16)   \
+  X(convert_bf16_to_f32, SB_DECLARE_CONVERT_BF16_TO_F32)   \
+  X(convert_f32_to_fp16, SB_DECLARE_CONVERT_F32_TO_FP16)   \
+  X(convert_fp16_to_f32, SB_DECLARE_CONVERT_FP16_TO_F32)
+
+// X-macro over the int8 inference kernels: X(name, DECLARE), DECLARE a plain declaration.
+#define SB_FOR_EACH_INT8_KERNEL(X)             \
+  X(quantize_int8, SB_DECLARE_QUANTIZE_INT8)   \
+  X(int8_matmul_forward, SB_DECLARE_INT8_MATMUL_FORWARD)
 
 // ---- backends ---------------------------------------------------------------------------
 namespace reference {  // templates, instantiated for float and double in reference/*.cpp

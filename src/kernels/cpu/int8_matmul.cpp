@@ -53,6 +53,11 @@ void tile_2x4(std::int32_t* acc, const std::int16_t* __restrict a0, const std::i
   acc[4] = s10, acc[5] = s11, acc[6] = s12, acc[7] = s13;
 }
 
+// The reference's dequantisation of output channel o's int32 sum, whichever kernel summed it.
+inline float dequantised(std::int32_t sum, float inp_scale, const float* weight_scale, const float* bias, i64 o) {
+  return std::fma(static_cast<float>(sum), inp_scale * weight_scale[o], bias ? bias[o] : 0.0f);
+}
+
 // The edges: one row · one output channel.
 SB_CPU_VECTOR_CLONES
 std::int32_t dot(const std::int16_t* __restrict a, const std::int16_t* __restrict w, i64 C) {
@@ -77,9 +82,7 @@ SB_DECLARE_INT8_MATMUL_FORWARD {
     std::int32_t* acc = sums.data();
     if (onednn_int8_sums(acc, inp, weight, BT, C, OC)) {
       parallel_for_each("sb::int8_matmul_forward::dequantise", BT, [=](i64 r) {
-        for (i64 o = 0; o < OC; ++o)
-          out[r * OC + o] =
-              std::fma(static_cast<float>(acc[r * OC + o]), inp_scale * weight_scale[o], bias ? bias[o] : 0.0f);
+        for (i64 o = 0; o < OC; ++o) out[r * OC + o] = dequantised(acc[r * OC + o], inp_scale, weight_scale, bias, o);
       });
       return;
     }
@@ -97,8 +100,7 @@ SB_DECLARE_INT8_MATMUL_FORWARD {
     std::int16_t* a16 = scratch.data();  // (rows,C)
     widen(a16, inp + r0 * C, rows * C);
     auto store = [=](i64 r, i64 o, std::int32_t sum) {
-      out[(r0 + r) * OC + o] =
-          std::fma(static_cast<float>(sum), inp_scale * weight_scale[o], bias ? bias[o] : 0.0f);
+      out[(r0 + r) * OC + o] = dequantised(sum, inp_scale, weight_scale, bias, o);
     };
     const i64 rows2 = rows - rows % 2, oc4 = OC - OC % 4;
     for (i64 r = 0; r < rows2; r += 2) {

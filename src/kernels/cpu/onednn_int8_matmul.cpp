@@ -8,7 +8,6 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
-#include <vector>
 
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
