@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -264,9 +265,13 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   const bool owned = storage.params == nullptr;
   SB_CHECK(owned == (storage.grads == nullptr) && (owned || !mixed || storage.master != nullptr),
            "gpt: parameter storage given in part");
+  const bool gathered = partition.parameter_residency == Residency::resident_pages;
+  SB_CHECK(!gathered || (owned && !mixed), "gpt: gathered (ZeRO-3) parameters are fp32 and the model's own");
   if (owned) {
-    params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * flat,
-                                   mixed ? "gpt 16-bit params" : "gpt params", device_);
+    params_memory_ = TrackedBuffer(tracker, gathered ? MemoryCategory::comm : MemoryCategory::params,
+                                   static_cast<i64>(sizeof(S)) * flat,
+                                   mixed ? "gpt 16-bit params" : gathered ? "gpt gathered params" : "gpt params",
+                                   device_, partition.parameter_residency);
     if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
       master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
                                      "gpt fp32 master params", device_);
@@ -338,6 +343,51 @@ void GptModelT<S>::init_weights(std::uint64_t seed) {
 template <class S>
 void GptModelT<S>::sync_storage_parameters() {
   if constexpr (!std::is_same_v<S, float>) k_.narrow(params_.wte, master_.wte, static_cast<i64>(flat_size()));
+}
+
+template <class S>
+std::vector<FlatRange> GptModelT<S>::unit_parameter_ranges(Unit unit, i64 l) const {
+  SB_CHECK(unit != Unit::block || (l >= 0 && l < shard_.L), "gpt: block {} outside [0, {})", l, shard_.L);
+  const auto shapes = gpt_shard_shapes(config_, shard_);
+  // tensor k's range: the whole tensor, or for the (L, ...) tensors (ln1w .. fcprojb) layer l's
+  constexpr int kFirstLayered = 2, kLastLayered = 13, kWte = 0, kWpe = 1, kLnfw = 14, kLnfb = 15;
+  std::array<FlatRange, kParameterTensorCount> tensors{};
+  i64 offset = 0;
+  for (int k = 0; k < kParameterTensorCount; ++k) {
+    const i64 numel = shapes[static_cast<std::size_t>(k)].numel();
+    tensors[static_cast<std::size_t>(k)] = {offset, numel};
+    offset += numel;
+  }
+  std::vector<FlatRange> ranges;
+  const auto add = [&](int k) {
+    if (tensors[static_cast<std::size_t>(k)].count > 0) ranges.push_back(tensors[static_cast<std::size_t>(k)]);
+  };
+  switch (unit) {
+    case Unit::embedding: add(kWte); add(kWpe); break;
+    case Unit::head: add(kWte); add(kLnfw); add(kLnfb); break;
+    case Unit::block:
+      for (int k = kFirstLayered; k <= kLastLayered; ++k) {
+        const FlatRange whole = tensors[static_cast<std::size_t>(k)];
+        const i64 per_layer = whole.count / shard_.L;
+        if (per_layer > 0) ranges.push_back({whole.offset + l * per_layer, per_layer});
+      }
+      break;
+  }
+  return ranges;
+}
+
+template <class S>
+GptModelT<S>::HeldUnit::HeldUnit(GptModelT& model, Unit unit, i64 l, std::optional<std::pair<Unit, i64>> next)
+    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr) {
+  if (!gather_) return;
+  ranges_ = model.unit_parameter_ranges(unit, l);
+  gather_->gather(ranges_);
+  if (next) gather_->prefetch(model.unit_parameter_ranges(next->first, next->second));
+}
+
+template <class S>
+GptModelT<S>::HeldUnit::~HeldUnit() {
+  if (gather_) gather_->release(ranges_);
 }
 
 template <class S>
@@ -553,6 +603,11 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
   if (s.embedding) k_.begin_unit("embedding");
   S* scratch = recomputed_.gathered;  // (B, T, C) under sequence parallelism
+  using Next = std::optional<std::pair<Unit, i64>>;
+  const Next after_blocks = s.head ? Next{{Unit::head, 0}} : std::nullopt;
+  const auto after_block = [&](i64 l) { return l + 1 < L ? Next{{Unit::block, l + 1}} : after_blocks; };
+  std::optional<HeldUnit> embedding_weights;
+  if (s.embedding) embedding_weights.emplace(*this, Unit::embedding, 0, L > 0 ? Next{{Unit::block, 0}} : after_blocks);
   if (!s.embedding) {
     if (runs) copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(R * C) * sizeof(S));
   } else if (!tp) {
@@ -563,14 +618,17 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
                                 s.vocab_begin, Vr, B, T, C);
     sum_partial_rows(a.encoded, encoded, BT);
   }
+  embedding_weights.reset();
   for (i64 l = 0; l < L; ++l) {
     k_.begin_unit("block");
+    const HeldUnit weights(*this, Unit::block, l, after_block(l));
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C): (B,T,C) without sp
     forward_block(l, block_activations(slot, l), residual, a.residual3 + l * R * C, B, T);
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
   k_.begin_unit("head");
+  const HeldUnit head_weights(*this, Unit::head, 0, std::nullopt);
   const S* last_residual = a.residual3 + (L - 1) * R * C;  // (R, C)
   k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, R, C);
   if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
@@ -694,6 +752,10 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   };
 
   k_.begin_unit(s.head ? "head" : "boundary");
+  std::optional<HeldUnit> head_weights;
+  if (s.head)
+    head_weights.emplace(*this, Unit::head, 0,
+                         L > 0 ? std::optional<std::pair<Unit, i64>>{{Unit::block, L - 1}} : std::nullopt);
   k_.zero(d.dlosses, head_bytes);
   if (s.head && dhidden) {  // the caller's head on the hidden states: d(lnf) given
     if (runs) copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
@@ -722,11 +784,14 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     if (runs) copy_device_bytes(d.dresidual_out, device_, doutput, device_, static_cast<std::size_t>(R * C) * sizeof(S));
   }
 
+  head_weights.reset();
   // the blocks, last to first; dout is the gradient of block l's output, din of its input
   S* dout = d.dresidual_out;
   S* din = d.dresidual_in;
   for (i64 l = L - 1; l >= 0; --l) {
     k_.begin_unit("block");
+    const HeldUnit weights(*this, Unit::block, l,
+                           l > 0 ? std::optional<std::pair<Unit, i64>>{{Unit::block, l - 1}} : std::nullopt);
     k_.zero(din, R * C * static_cast<i64>(sizeof(S)));
     k_.zero(d.dln1, block_scratch_bytes);
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C)

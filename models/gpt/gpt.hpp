@@ -17,13 +17,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/finite_scan.hpp"
 #include "core/memory.hpp"
 #include "core/tensor.hpp"
+#include "core/unit_parameter_gather.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
@@ -264,6 +267,18 @@ class GptModelT {
   using GradientReadyCallback = std::function<void(std::int64_t offset, std::int64_t count)>;
   void set_gradient_ready_callback(GradientReadyCallback callback) { gradient_ready_ = std::move(callback); }
 
+  // ZeRO-3: the weights of each unit come through `gather` (null: the model holds them all, the
+  // default). Forward gathers the embedding, each block and the head in turn, prefetching the
+  // next, and releases each after it; backward the head and the blocks again, last to first (the
+  // embedding's backward reads no weights). The model's parameter buffer is then only where
+  // gathered units land (GptPartition::parameter_residency). It must outlive the model's calls.
+  void set_unit_parameter_gather(UnitParameterGather* gather) { unit_gather_ = gather; }
+  // A unit's ranges of parameters_flat(), sorted by offset (empty tensors left out): the
+  // embedding wte and wpe; block l (0 <= l < shard().L) its layer of each (L, ...) tensor; the
+  // head lnfw, lnfb and wte (tied).
+  enum class Unit { embedding, block, head };
+  std::vector<FlatRange> unit_parameter_ranges(Unit unit, std::int64_t l = 0) const;
+
   const GptConfig& config() const { return config_; }
   const GptShard& shard() const { return shard_; }
   kernels::Backend backend() const { return backend_; }
@@ -290,6 +305,8 @@ class GptModelT {
   std::span<float> gradients_flat() { return {grads_.wte, flat_size()}; }
   // The buffer behind gradients_flat() when the model owns it (empty for given storage).
   TrackedBuffer& gradient_memory() { return grads_memory_; }
+  // The buffer behind params() when the model owns it (empty for given storage).
+  TrackedBuffer& parameter_memory() { return params_memory_; }
   // The tensors this rank holds (empty ones left out), in storage order; param is the fp32 master.
   std::vector<ParameterView> parameter_views();
   // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the
@@ -360,6 +377,20 @@ class GptModelT {
   S* partial_rows_target(S* out, S* scratch) const { return shard_.sequence_parallel ? scratch : out; }
   void sum_partial_rows(S* out, const S* partial, std::int64_t BT);
 
+  // ZeRO-3: holds a unit's weights gathered for as long as it lives (nothing without a gather);
+  // `next` is prefetched.
+  class HeldUnit {
+   public:
+    HeldUnit(GptModelT& model, Unit unit, std::int64_t l, std::optional<std::pair<Unit, std::int64_t>> next);
+    HeldUnit(const HeldUnit&) = delete;
+    HeldUnit& operator=(const HeldUnit&) = delete;
+    ~HeldUnit();
+
+   private:
+    UnitParameterGather* gather_;
+    std::vector<FlatRange> ranges_;
+  };
+
   GptConfig config_;
   GptShard shard_;
   TensorParallelGroup tp_;
@@ -389,6 +420,7 @@ class GptModelT {
   // A record-only model's views all point here: passed to the kernels, never read or written.
   alignas(64) std::array<std::byte, 64> recording_placeholder_{};
   GradientReadyCallback gradient_ready_;
+  UnitParameterGather* unit_gather_ = nullptr;
 };
 
 using GptModel = GptModelT<float>;

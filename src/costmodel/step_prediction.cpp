@@ -497,24 +497,36 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
 }
 
 // The data-parallel gradient reduction of a stage: buckets of strategy.bucket_mb, or one
-// reduction of everything without overlap; ZeRO-3 gathers each bucket's parameters again.
+// reduction of everything without overlap.
 void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
                           double grad_bytes_per_parameter, const GroupComm& dp) {
   if (p.dp <= 1) return;
   const auto& s = c.strategy;
   const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
   const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
-  const auto bucket_seconds = [&](double size) {
-    double seconds = dp.seconds(parallel::Collective::all_reduce, size);
-    if (s.zero == 3) seconds += dp.seconds(parallel::Collective::all_gather, size);
-    return seconds;
-  };
+  const auto bucket_seconds = [&](double size) { return dp.seconds(parallel::Collective::all_reduce, size); };
   const double full_bucket_s = bucket_seconds(std::min(bucket, gradient_bytes));  // every bucket but the last
   for (double done = 0; done < gradient_bytes; done += bucket) {
     const double size = std::min(bucket, gradient_bytes - done);
     op.bucket_bytes.push_back(size);
     op.bucket_s.push_back(size == bucket || size == gradient_bytes ? full_bucket_s : bucket_seconds(size));
   }
+}
+
+// ZeRO-3: every forward and every backward of a micro-batch gathers the stage's parameters
+// from the dp ranks' shards, unit by unit (the embedding, each block, the head), each unit's
+// gather prefetched behind the compute of the one before. What waits: the first unit's gather,
+// and whatever of the rest the pass's compute does not cover.
+void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
+                           double param_bytes_per_parameter, const GroupComm& dp) {
+  if (c.strategy.zero < 3 || p.dp <= 1) return;
+  const double units = std::max(1.0, static_cast<double>(st.unit_end - st.unit_begin));
+  const double gather = dp.seconds(parallel::Collective::all_gather, st.parameters * param_bytes_per_parameter);
+  const auto exposed = [&](double compute) {
+    return gather / units + std::max(0.0, gather * (units - 1.0) / units - compute);
+  };
+  op.forward_gather_s = exposed(op.forward_compute_s + op.forward_tp_s);
+  op.backward_gather_s = exposed(op.backward_compute_s + op.backward_tp_s);
 }
 
 // A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
@@ -563,6 +575,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     if (i + 1 < stages.size()) op.send_forward_s = r.pp.send_seconds(st.boundary_bytes);
     if (i > 0) op.send_backward_s = r.pp.send_seconds(stages[i - 1].boundary_bytes);
     add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp);
+    add_parameter_gathers(op, c, p, st, state_bytes(c, element_bytes).param, r.dp);
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
     if (k.stages) {
@@ -582,7 +595,7 @@ void take_step_time(Prediction& p, const StepSimulation& sim) {
   p.compute_s = critical.compute_s;
   p.tp_comm_s = critical.tp_s;
   p.p2p_s = critical.p2p_s;
-  p.dp_comm_s = critical.dp_exposed_s;
+  p.dp_comm_s = critical.dp_exposed_s + critical.gather_s;
   p.optimizer_s = critical.optimizer_s;
   p.bubble_s = critical.bubble_s;
   p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;

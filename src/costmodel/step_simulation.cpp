@@ -81,11 +81,13 @@ void run_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, double
   const bool forward = op.kind == plan::PipelineOpKind::forward;
   const double compute = forward ? cost.forward_compute_s : cost.backward_compute_s;
   const double tp = forward ? cost.forward_tp_s : cost.backward_tp_s;
+  const double gather = forward ? cost.forward_gather_s : cost.backward_gather_s;
   const TimelineOp done{forward ? TimelineOpKind::forward : TimelineOpKind::backward, op.micro, ready,
-                        ready + compute + tp, op.chunk};
+                        ready + compute + tp + gather, op.chunk};
   tl.compute.push_back(done);
   tl.compute_s += compute;
   tl.tp_s += tp;
+  tl.gather_s += gather;
   double end = done.end;
   if (forward) st.forwarded[s][i] = true;
   if (!forward && op.micro == st.m - 1) st.last_backward[s][chunk] = done;
@@ -134,7 +136,7 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
   SB_CHECK(st.ops[s].back() == (plan::PipelineOp{plan::PipelineOpKind::backward, m - 1, 0}),
            "stage {} does not end with the last micro-batch's backward", s);
   tl.pipeline_end = st.free_at[s];
-  tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s);
+  tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s);
   tl.peak_in_flight = plan::count_peak_in_flight(st.ops[s]);
   std::vector<std::size_t> chunks(st.v);
   for (std::size_t c = 0; c < st.v; ++c) chunks[c] = c;
@@ -194,7 +196,7 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
   sim.idle_s.resize(p);
   for (std::size_t s = 0; s < p; ++s) {
     const StageTimeline& tl = sim.stages[s];
-    sim.idle_s[s] = sim.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s);
+    sim.idle_s[s] = sim.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s);
   }
   return sim;
 }

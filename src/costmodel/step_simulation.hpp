@@ -27,6 +27,9 @@ namespace sb::costmodel {
 struct StageOpCosts {
   double forward_compute_s = 0, backward_compute_s = 0;  // GEMMs and element-wise work
   double forward_tp_s = 0, backward_tp_s = 0;            // tp collectives inside the op (blocking)
+  // ZeRO-3: the op's waits for its units' parameter gathers, the part the prefetch behind each
+  // unit's compute does not hide
+  double forward_gather_s = 0, backward_gather_s = 0;
   double send_forward_s = 0;   // α + S/B of the activation to stage + 1 (0 on the last stage)
   double send_backward_s = 0;  // α + S/B of the input gradient to stage − 1 (0 on the first)
   // The dp reduction of this stage's gradients, bucket by bucket in the order the backward
@@ -60,6 +63,7 @@ struct StageTimeline {
   std::vector<TimelineOp> compute;  // compute stream: forwards, backwards, sends, optimizer
   std::vector<TimelineOp> comm;     // dp stream: gradient buckets
   double compute_s = 0, tp_s = 0, p2p_s = 0;  // compute-stream busy time by part
+  double gather_s = 0;                          // ... and ZeRO-3's exposed parameter gathers
   double pipeline_end = 0;    // end of the stage's last backward
   double bubble_s = 0;        // compute stream idle before pipeline_end
   double dp_s = 0;            // the buckets' total time

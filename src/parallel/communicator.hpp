@@ -77,6 +77,10 @@ class Communicator {
   // send may alias recv's own block (in place).
   virtual void all_gather(const void* send, void* recv, std::int64_t send_count, DataType type) = 0;
   virtual Request iall_gather(const void* send, void* recv, std::int64_t send_count, DataType type) = 0;
+  // Blocks of different sizes, in place: rank r's counts[r] elements lie in recv after the
+  // blocks of the ranks before it, each rank's own block already there (MPI_Allgatherv with
+  // MPI_IN_PLACE; on GPUs one NCCL broadcast per rank, grouped). ZeRO-3's unit gathers.
+  virtual Request iall_gatherv_in_place(void* recv, std::span<const std::int64_t> counts, DataType type) = 0;
   // data (count) from root to every rank
   virtual void broadcast(void* data, std::int64_t count, DataType type, int root) = 0;
   virtual void send(const void* data, std::int64_t count, DataType type, int dest, int tag) = 0;

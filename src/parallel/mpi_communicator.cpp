@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <climits>
+#include <vector>
 
 #include "parallel/bandwidth.hpp"
 #include "parallel/communicator.hpp"
@@ -78,6 +79,9 @@ class MpiRequest final : public Request::Impl {
  public:
   MpiRequest(CommStats& stats, CommRecord record, MPI_Request request)
       : stats_(stats), record_(std::move(record)), request_(request) {}
+  // A call whose count and displacement arrays MPI reads until it completes: they live here.
+  MpiRequest(CommStats& stats, CommRecord record, MPI_Request request, std::vector<int> arrays)
+      : stats_(stats), record_(std::move(record)), request_(request), arrays_(std::move(arrays)) {}
 
   bool test() override {
     if (!done_) {
@@ -109,6 +113,7 @@ class MpiRequest final : public Request::Impl {
   CommStats& stats_;
   CommRecord record_;
   MPI_Request request_;
+  std::vector<int> arrays_;
   bool done_ = false;
 };
 
@@ -149,6 +154,24 @@ class MpiCommunicator final : public Communicator {
   Request iall_gather(const void* send, void* recv, std::int64_t send_count,
                       DataType type) override {
     return boxed(start_all_gather(send, recv, send_count, type, false));
+  }
+  Request iall_gatherv_in_place(void* recv, std::span<const std::int64_t> counts, DataType type) override {
+    SB_CHECK(static_cast<int>(counts.size()) == size_, "iall_gatherv on '{}': {} counts for {} ranks", name_,
+             counts.size(), size_);
+    std::vector<int> arrays(2 * counts.size());  // counts, then displacements
+    std::int64_t total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      arrays[r] = mpi_count(counts[r]);
+      arrays[counts.size() + r] = mpi_count(total);
+      total += counts[r];
+    }
+    mpi_count(total);
+    CommRecord record = begin(Collective::all_gather, 0, type, false);
+    record.bytes = total * static_cast<std::int64_t>(size_of(type));
+    MPI_Request request = MPI_REQUEST_NULL;
+    SB_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, arrays.data(),
+                                 arrays.data() + counts.size(), mpi_type(type), comm_, &request));
+    return Request(std::make_unique<MpiRequest>(stats_, std::move(record), request, std::move(arrays)));
   }
   void broadcast(void* data, std::int64_t count, DataType type, int root) override {
     CommRecord record = begin(Collective::broadcast, count, type, true);

@@ -259,6 +259,28 @@ class NcclCommunicator final : public Communicator {
       return on_host_async(mpi_->iall_gather(send, recv, send_count, type));
     return boxed(start_all_gather(send, recv, send_count, type, false));
   }
+  Request iall_gatherv_in_place(void* recv, std::span<const std::int64_t> counts, DataType type) override {
+    if (!on_device(recv, device_)) return on_host_async(mpi_->iall_gatherv_in_place(recv, counts, type));
+    SB_CHECK(static_cast<int>(counts.size()) == size(), "iall_gatherv on '{}': {} counts for {} ranks", name(),
+             counts.size(), size());
+    std::int64_t total = 0;
+    for (const std::int64_t count : counts) total += count;
+    CommRecord record = begin(Collective::all_gather, 0, type, false);
+    record.bytes = total * static_cast<std::int64_t>(size_of(type));
+    const std::size_t element = size_of(type);
+    return boxed(launch_collective(std::move(record), [&] {  // NCCL has no all-gatherv: a broadcast per rank
+      SB_NCCL_CHECK(ncclGroupStart());
+      std::int64_t at = 0;
+      for (int root = 0; root < size(); ++root) {
+        void* block = static_cast<char*>(recv) + static_cast<std::size_t>(at) * element;
+        const std::int64_t count = counts[static_cast<std::size_t>(root)];
+        if (count > 0)
+          SB_NCCL_CHECK(ncclBroadcast(block, block, nccl_count(count), nccl_type(type), root, comm_, stream_));
+        at += count;
+      }
+      SB_NCCL_CHECK(ncclGroupEnd());
+    }));
+  }
   void broadcast(void* data, std::int64_t count, DataType type, int root) override {
     if (!on_device(data, device_))
       return on_host([&] { mpi_->broadcast(data, count, type, root); });

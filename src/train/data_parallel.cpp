@@ -148,9 +148,11 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
       shard_((static_cast<std::int64_t>(parameters.size()) + dp.size() - 1) / dp.size()),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       tracker_(tracker),
-      padded_(tracker, MemoryCategory::comm, shard_ * dp.size() * static_cast<std::int64_t>(sizeof(float)),
-              fmt::format("zero-{} padded exchange", stage)) {
-  SB_CHECK(stage == 1 || stage == 2, "ZeRO stage {} is not sharded here", stage);
+      padded_(stage <= 2 ? TrackedBuffer(tracker, MemoryCategory::comm,
+                                         shard_ * dp.size() * static_cast<std::int64_t>(sizeof(float)),
+                                         fmt::format("zero-{} padded exchange", stage))
+                         : TrackedBuffer()) {
+  SB_CHECK(stage >= 1 && stage <= 3, "ZeRO stage {} is not sharded here", stage);
   SB_CHECK(parameters.size() == gradients.size(), "zero-{}: {} parameters but {} gradients", stage,
            parameters.size(), gradients.size());
   if (stage_ == 1) return;
@@ -158,9 +160,19 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
                gradient_pages_->as<float>() == gradients.data(),
            "zero-2: the model's gradients must be a buffer charged by resident pages");
   shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
-                               "zero-2 gradient shard");
+                               fmt::format("zero-{} gradient shard", stage));
   const std::int64_t page = resident_page_bytes();
   copied_.assign(static_cast<std::size_t>((gradient_pages_->bytes() + page - 1) / page), 0);
+  if (stage_ < 3) return;
+  parameter_shard_ = TrackedBuffer(tracker, MemoryCategory::params, shard_ * static_cast<std::int64_t>(sizeof(float)),
+                                   "zero-3 parameter shard");
+  if (shard_begin() < owned_end())
+    std::copy(parameters_.data() + shard_begin(), parameters_.data() + owned_end(), parameter_shard_.as<float>());
+}
+
+std::span<float> ZeroSharding::parameter_shard() const {
+  SB_CHECK(stage_ == 3, "zero-{}: only ZeRO-3 holds a parameter shard of its own", stage_);
+  return {parameter_shard_.as<float>(), static_cast<std::size_t>(std::max<std::int64_t>(0, owned_end() - shard_begin()))};
 }
 
 std::int64_t ZeroSharding::owned_end() const {
@@ -169,7 +181,7 @@ std::int64_t ZeroSharding::owned_end() const {
 
 std::span<float> ZeroSharding::shard_gradients() const {
   const std::int64_t count = std::max<std::int64_t>(0, owned_end() - shard_begin());
-  float* data = stage_ == 2 ? shard_grads_.as<float>() : gradients_.data() + std::min(shard_begin(), owned_end());
+  float* data = stage_ >= 2 ? shard_grads_.as<float>() : gradients_.data() + std::min(shard_begin(), owned_end());
   return {data, static_cast<std::size_t>(count)};
 }
 
@@ -297,13 +309,13 @@ void ZeroSharding::finish(double local_scale) {
   const double t0 = comm_clock_seconds();
   figures_.cpu_at_backward_end_s = process_cpu_seconds();
   const float scale = static_cast<float>(local_scale / dp_.size());
-  if (stage_ == 2) {
-    SB_CHECK(step_open_, "zero-2: backward reported no gradients this step");
+  if (stage_ >= 2) {
+    SB_CHECK(step_open_, "zero-{}: backward reported no gradients this step", stage_);
     start_open_bucket();
     complete_buckets(true);
     gradient_pages_->recharge_resident();
     SB_CHECK(std::all_of(copied_.begin(), copied_.end(), [](std::int64_t c) { return c == 0; }),
-             "zero-2: backward did not report every gradient of the model");
+             "zero-{}: backward did not report every gradient of the model", stage_);
     float* shard = shard_grads_.as<float>();
     for (std::int64_t i = 0; i < owned_end() - shard_begin(); ++i) shard[i] *= scale;
     step_open_ = false;
@@ -336,13 +348,14 @@ std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
              "zero-{}: parameter '{}' is not inside the model's flat parameters", stage_, slice.name);
     const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
     if (lo >= hi) continue;
-    shard.push_back({slice.name, parameters_.data() + lo, shard_grads + (lo - begin), hi - lo, slice.weight_decay,
-                     slice.replica});
+    float* param = stage_ == 3 ? parameter_shard_.as<float>() + (lo - begin) : parameters_.data() + lo;
+    shard.push_back({slice.name, param, shard_grads + (lo - begin), hi - lo, slice.weight_decay, slice.replica});
   }
   return shard;
 }
 
 void ZeroSharding::gather_parameters() {
+  if (stage_ == 3) return;  // the model gathers each unit as it needs it (zero3_unit_gather.hpp)
   const double t0 = comm_clock_seconds();
   float* padded = padded_.as<float>();
   const std::int64_t begin = shard_begin(), end = owned_end();

@@ -79,7 +79,7 @@ class BucketedAllReduce final : public GradientSync {
   GradientExchangeFigures figures_;
 };
 
-// ZeRO stages 1 and 2 over the data-parallel ranks: rank r owns the contiguous shard
+// ZeRO stages 1, 2 and 3 over the data-parallel ranks: rank r owns the contiguous shard
 // [r·shard, (r+1)·shard) of the flat parameters (shard = ceil(N / dp), the last one shorter);
 // the optimizer steps only that shard (its state is 1/dp of the whole), and
 // gather_parameters() all-gathers the updated shards into every rank's full parameters.
@@ -90,20 +90,28 @@ class BucketedAllReduce final : public GradientSync {
 // back as soon as every float on them is copied (`gradient_pages`: the model's gradients, a
 // buffer charged by resident pages); a full bucket starts, overlapping backward, one reduction
 // per piece (an all-reduce: see start_open_bucket), whose owner adds it into its gradient shard (category grads,
-// ceil(N / dp) floats). Two buckets at most are in flight (a third waits for them).
+// ceil(N / dp) floats). Two buckets at most are in flight (a third waits for them). Stage 3
+// reduces gradients as stage 2 and also keeps the parameters sharded: the shard lives here
+// (category params) and the optimizer steps it; the model gathers each unit's parameters from
+// the shards as it needs them (Zero3UnitGather).
 class ZeroSharding final : public GradientSync {
  public:
   ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
                TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker);
   void ready(std::int64_t offset, std::int64_t count) override;
-  bool reduces_every_micro_batch() const override { return stage_ == 2; }
+  bool reduces_every_micro_batch() const override { return stage_ >= 2; }
   void micro_batch_done() override;
   void finish(double local_scale) override;
   // The model's slices cut to this rank's shard, gradients pointing into the reduced shard.
   std::vector<optim::ParameterSlice> shard_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
   // The reduced gradients of this rank's shard (what the optimizer reads).
   std::span<float> shard_gradients() const;
+  // Stages 1 and 2: every rank's updated shard into every rank's parameters. Stage 3: nothing
+  // (the model gathers each unit before it reads it).
   void gather_parameters();
+  // Stage 3: this rank's parameters, [shard_begin(), + size) of the flat ones, held here (the
+  // model's buffer holds only gathered units); what the optimizer steps.
+  std::span<float> parameter_shard() const;
   std::int64_t shard_begin() const { return shard_ * dp_.rank(); }
   std::int64_t shard_size() const { return shard_; }
   const GradientExchangeFigures& last_step() const { return figures_; }
@@ -133,7 +141,8 @@ class ZeroSharding final : public GradientSync {
   std::int64_t shard_, bucket_elements_;
   MemoryTracker& tracker_;
   TrackedBuffer padded_;       // comm: (dp · shard) stage 1's gradients out and both stages' parameters in
-  TrackedBuffer shard_grads_;  // grads: (shard) stage 2's reduced gradients
+  TrackedBuffer shard_grads_;  // grads: (shard) stage 2's and 3's reduced gradients
+  TrackedBuffer parameter_shard_;  // params: (shard) stage 3's parameters
   std::vector<Bucket> buckets_;         // stage 2: the open one last, then those in flight
   std::vector<TrackedBuffer> spare_;    // stage 2: staging buffers of finished buckets, reused
   std::vector<std::int64_t> copied_;    // stage 2: per gradient page, bytes copied this micro-batch

@@ -22,6 +22,7 @@
 #include "train/failure_injection.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/slowed_gradient_sync.hpp"
+#include "train/zero3_unit_gather.hpp"
 
 namespace sb::train {
 
@@ -107,6 +108,7 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
                                            task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker);
     task.set_gradient_sync(zero_.get());
     slices = zero_->shard_slices(slices);
+    if (config.strategy.zero == 3) shard_parameters(task);
     reduce_norm = [&dp, &mp](double squared) {
       squared = dp.all_reduce_value(squared);
       return mp.size() > 1 ? mp.all_reduce_value(squared) : squared;
@@ -124,6 +126,33 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   optimizer_state_.begin = zero_ ? std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(parameters.size())) : 0;
   optimizer_step_ =
       make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
+}
+
+// ZeRO-3: from here on the model holds only the units it is reading; the shard the
+// ZeroSharding copied is the parameters' one home.
+void DistributedStep::shard_parameters(TrainingTask& task) {
+  TrackedBuffer* pages = task.parameter_pages();
+  SB_USER_CHECK(pages != nullptr, "{}: strategy.zero 3 shards the parameters of the GPT language model without "
+                "pipeline stages; model {} keeps its parameters whole (use zero 0, 1 or 2)", config_.source,
+                task.model_name());
+  unit_gather_ = std::make_unique<Zero3UnitGather>(dp_, *pages, zero_->parameter_shard(), zero_->shard_size());
+  task.set_unit_parameter_gather(unit_gather_.get());
+}
+
+void DistributedStep::gather_all_parameters() {
+  if (unit_gather_) unit_gather_->gather_everything();
+}
+
+void DistributedStep::release_all_parameters() {
+  if (unit_gather_) unit_gather_->release_everything();
+}
+
+void DistributedStep::parameters_loaded() {
+  if (!unit_gather_) return;
+  const std::span<float> full = task_.parameters_flat(), shard = zero_->parameter_shard();
+  const auto begin = static_cast<std::size_t>(std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(full.size())));
+  std::copy_n(full.begin() + static_cast<std::ptrdiff_t>(begin), shard.size(), shard.begin());
+  unit_gather_->release_everything();
 }
 
 // A rank named by SB_INJECT_FAILURE=R:S:slowP hands its gradients to the exchange through the
@@ -158,6 +187,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   const std::size_t tp_first = tp_.stats().records().size();
   if (scaler_) task_.set_loss_scale(scaler_->scale());
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0;
+  if (unit_gather_) unit_gather_->take_figures();  // evaluation's gathers are not this step's
   const double local_loss = task_.forward_backward(step);
   if (step + 1 == inject_overflow_step_) {
     // every gradient of this rank: also those the norm leaves out (a pipeline's second copy of
@@ -178,6 +208,12 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.pipeline_ops = std::move(pipeline.ops);
   if (all_reduce_) r.exchange = all_reduce_->last_step();
   if (zero_) r.exchange = zero_->last_step();
+  if (unit_gather_) {  // ZeRO-3's parameter gathers inside forward and backward: not compute
+    const UnitGatherFigures gathers = unit_gather_->take_figures();
+    r.exchange.in_backward_s += gathers.wait_s;
+    r.exchange.cpu_in_backward_s += gathers.cpu_wait_s;
+    r.exchange.bytes += gathers.bytes;
+  }
   r.loss = dp_.size() > 1 ? dp_.all_reduce_value(local_loss) / dp_.size() : local_loss;
   r.loss_end_s = comm_clock_seconds();
   r.lr = learning_rate_at(config_.optimizer, step, config_.warmup_steps, total_steps);

@@ -25,6 +25,7 @@
 #include "train/data_parallel.hpp"
 #include "train/slowed_gradient_sync.hpp"
 #include "train/training_task.hpp"
+#include "train/zero3_unit_gather.hpp"
 
 namespace sb::train {
 
@@ -106,10 +107,17 @@ class DistributedStep {
   // fp16 loss scaling: a non-finite gradient norm skips the step; otherwise run() leaves it in
   // StepResult::grad_norm (skipped, no update) for the caller to stop on.
   bool scales_loss() const { return scaler_.has_value(); }
+  // ZeRO-3 (nothing otherwise): every parameter gathered into parameters_flat() for a reader of
+  // all of them (a checkpoint's write), and given back after it; parameters_loaded() takes this
+  // rank's shard from parameters_flat() once something wrote all of them (a resume).
+  void gather_all_parameters();
+  void release_all_parameters();
+  void parameters_loaded();
 
  private:
   void finish_queued_work() const;
   void slow_the_exchange_if_asked(TrainingTask& task);
+  void shard_parameters(TrainingTask& task);
 
   const plan::TrainConfig& config_;
   TrainingTask& task_;
@@ -118,6 +126,7 @@ class DistributedStep {
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroSharding> zero_;
+  std::unique_ptr<Zero3UnitGather> unit_gather_;  // ZeRO-3: the model's units from the shards
   std::unique_ptr<SlowedGradientSync> slowed_sync_;  // SB_INJECT_FAILURE=R:S:slowP on this rank (tests)
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;

@@ -36,6 +36,7 @@ gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& 
   p.recompute = recompute_from_string(c.strategy.recompute);
   p.sequence_parallel = c.strategy.sequence_parallel;
   p.gradient_residency = gradient_residency(c);
+  p.parameter_residency = parameter_residency(c);
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   const plan::StagePlan& chunk = run_plan.chunk(stage, k);
@@ -167,6 +168,14 @@ class LanguageModelTask final : public TrainingTask {
   TrackedBuffer* gradient_pages() override {
     TrackedBuffer& own = model_.gradient_memory();
     return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
+  TrackedBuffer* parameter_pages() override {
+    TrackedBuffer& own = model_.parameter_memory();
+    return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
+  void set_unit_parameter_gather(UnitParameterGather* gather) override {
+    SB_CHECK(more_chunks_.empty(), "zero-3 with {} model chunks", more_chunks_.size() + 1);
+    model_.set_unit_parameter_gather(gather);
   }
   void parameters_updated() override {
     for_each_chunk([](gpt::GptModelT<S>& chunk) { chunk.sync_storage_parameters(); });

@@ -90,10 +90,15 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
                 "{}: strategy.zero {} shards over the data-parallel ranks of one stage; with pp {} use zero 0",
                 c.source, c.strategy.zero, c.strategy.pp);
-  SB_USER_CHECK(c.strategy.zero <= 2,
-                "{}: the trainer shards optimizer state and gradients (strategy.zero 1 and 2) but not parameters; "
-                "zero {} is for the cost model (predict/plan)",
-                c.source, c.strategy.zero);
+  SB_USER_CHECK(c.strategy.zero < 3 || (!plan::trains_resnet(c) && c.data.dataset == "sotu"),
+                "{}: strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu), gathered "
+                "block by block; model {} on {} trains with zero 0, 1 or 2", c.source, c.model.name, c.data.dataset);
+  SB_USER_CHECK(c.strategy.zero < 3 || c.precision.dtype == "fp32",
+                "{}: strategy.zero 3 gathers fp32 parameters; with precision.dtype {} use zero 0, 1 or 2 (the 16-bit "
+                "copies are not sharded yet)", c.source, c.precision.dtype);
+  SB_USER_CHECK(c.strategy.zero < 3 || c.compress.quantize == "none",
+                "{}: compress.quantize {} reads every weight after training, which strategy.zero 3 keeps sharded over "
+                "the data-parallel ranks; use zero 0, 1 or 2", c.source, c.compress.quantize);
   SB_USER_CHECK(c.strategy.zero < 2 || plan::trains_resnet(c) || c.data.dataset == "sotu",
                 "{}: strategy.zero 2 trains the GPT language model (data.dataset sotu) and the ResNets; sequence "
                 "classification on {} trains with zero 0 or 1", c.source, c.data.dataset);
@@ -242,10 +247,11 @@ class TrainingLoop {
   }
 
   // Every replica holds the same weights: replica 0's ranks evaluate, rank 0 records and says it.
+  // Under ZeRO-3 every replica's ranks run it: each forward gathers its blocks from them all.
   void evaluate(std::int64_t step) {
     const double t0 = comm_clock_seconds();
     std::vector<EvalResult> results;
-    if (s_.grid.dp_rank() == 0) results = s_.task->evaluate();
+    if (s_.grid.dp_rank() == 0 || s_.c.strategy.zero == 3) results = s_.task->evaluate();
     if (s_.root()) {
       std::string line = fmt::format("eval at step {}:", step);
       for (const EvalResult& e : results) {

@@ -26,6 +26,14 @@ Residency gradient_residency(const plan::TrainConfig& config) {
   return config.strategy.zero >= 2 ? Residency::resident_pages : Residency::allocated;
 }
 
+Residency parameter_residency(const plan::TrainConfig& config) {
+  return config.strategy.zero >= 3 ? Residency::resident_pages : Residency::allocated;
+}
+
+void TrainingTask::set_unit_parameter_gather(UnitParameterGather*) {
+  throw UserError(fmt::format("strategy.zero 3 gathers a model's parameters unit by unit; {} does not", model_name()));
+}
+
 bool reports_gradients(const GradientSync* sync, std::int64_t m, std::int64_t accumulation) {
   return sync && (m + 1 == accumulation || sync->reduces_every_micro_batch());
 }

@@ -18,6 +18,7 @@
 #include "compress/sparse_storage.hpp"
 #include "core/finite_scan.hpp"
 #include "core/memory.hpp"
+#include "core/unit_parameter_gather.hpp"
 #include "kernels/kernels.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "optim/parameter_slice.hpp"
@@ -75,6 +76,11 @@ class TrainingTask {
   // gradients_flat()'s buffer where it is charged by resident pages (ZeRO-2: strategy.zero 2
   // builds the model so), otherwise null.
   virtual TrackedBuffer* gradient_pages() { return nullptr; }
+  // ZeRO-3 (strategy.zero 3): parameters_flat()'s buffer, charged by resident pages, and where
+  // the model's units get their weights from (train/zero3_unit_gather.hpp); a task that cannot
+  // shard its parameters returns null and refuses.
+  virtual TrackedBuffer* parameter_pages() { return nullptr; }
+  virtual void set_unit_parameter_gather(UnitParameterGather* gather);
   // Model state that is not trained but must survive a checkpoint (ResNet's BatchNorm running
   // statistics); empty for models without any.
   virtual std::span<float> untrained_state_flat() { return {}; }
@@ -170,6 +176,9 @@ void average_accumulated_gradients(const kernels::KernelTable& kernels, std::spa
 // How the model builds its gradient buffer for this run: charged by resident pages under
 // ZeRO-2 (strategy.zero 2), whose reduction gives each reduced range's pages back.
 Residency gradient_residency(const plan::TrainConfig& config);
+// ... and its parameter buffer: charged by resident pages under ZeRO-3 (strategy.zero 3), where
+// it holds only the units gathered at the moment.
+Residency parameter_residency(const plan::TrainConfig& config);
 
 // Whether micro-batch m of `accumulation` reports its gradient ranges to `sync` as backward
 // finishes them: the last one, or every one when the sync reduces each micro-batch (ZeRO-2).

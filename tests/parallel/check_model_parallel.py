@@ -13,9 +13,9 @@ same, records interleave, and every rank's tracked memory (activations in partic
 holds its own micro-batches in flight) is the prediction's for that stage within MEMORY_TOL.
 Activation recomputation (selective, full) trains the same loss on one rank and on tp, pp and dp
 grids, with less tracked activation memory. Sequence parallelism (tp 2, tp 4, dp 2 × tp 2, with
-full and selective recomputation, with pp 2 plain and interleaved, with ZeRO-1 and 2) trains the same,
-holds fewer activations than tp alone, and tracks the predicted memory. ZeRO 0, 1 and 2 at dp 2 and 4 train the same and hold exactly the
-ZeRO formulas' model state. resnet-mini's full recomputation (one rank, dp 2, pp 2) trains the
+full and selective recomputation, with pp 2 plain and interleaved, with ZeRO-1, 2 and 3) trains the
+same, holds fewer activations than tp alone, and tracks the predicted memory. ZeRO 0 to 3 at dp 2 and 4
+train the same and hold exactly the ZeRO formulas' model state. resnet-mini's full recomputation (one rank, dp 2, pp 2) trains the
 same, tracks its stage's predicted memory and keeps under 60% of the activations. Reads the HDF5
 files, never stdout.
 
@@ -170,7 +170,9 @@ for name, dp, tp, pp, extra in [
         # with ZeRO-1 and ZeRO-2: the LayerNorm gradients summed over tp as backward reports them,
         # before the exchange over dp reduces them (ZeRO-2: every micro-batch's, into a shard)
         ("gpt_2x2x1_sp_zero1", 2, 2, 1, ["--set", "strategy.zero=1"]),
-        ("gpt_2x2x1_sp_zero2", 2, 2, 1, ["--set", "strategy.zero=2"])]:
+        ("gpt_2x2x1_sp_zero2", 2, 2, 1, ["--set", "strategy.zero=2"]),
+        # ZeRO-3: each tp rank's parameters sharded over dp, gathered block by block
+        ("gpt_2x2x1_sp_zero3", 2, 2, 1, ["--set", "strategy.zero=3"])]:
     run = train(name, GPT, dp, tp, pp, "1f1b", SP + extra)
     compare(name, run, gpt_one, dp, tp, pp)
     if tp <= 2:  # this machine's site keeps tp inside a node of 2 devices: no prediction for tp 4
@@ -182,32 +184,34 @@ if not sp_memory["gpt_tp2_sp"] < tp2_activations:
     problems.append(f"tp 2 with sequence parallelism tracks {sp_memory['gpt_tp2_sp']} B of activations, not fewer "
                     f"than tp 2 without it ({tp2_activations})")
 
-# ZeRO 0, 1 and 2 at dp 2 and 4 (2 micro-batches a rank: ZeRO-2 reduces each one's gradients as
-# backward finishes them): the one-rank loss within REL_TOL, and every rank's model state exactly
-# the ZeRO formulas for fp32 gradients and AdamW: params 4N; grads 4N (stages 0, 1) or 4 ceil(N/dp)
-# (stage 2, the padded shard); optimizer 8N (stage 0) or 8 times the rank's shard (stages 1, 2);
-# and the prediction's bytes per category within MEMORY_TOL where the site holds the ranks.
+# ZeRO 0 to 3 at dp 2 and 4 (2 micro-batches a rank: ZeRO-2 and 3 reduce each one's gradients
+# as backward finishes them; ZeRO-3 gathers each block's parameters before its forward and again
+# before its backward): the one-rank loss within REL_TOL, and every rank's model state exactly
+# the ZeRO formulas for fp32 gradients and AdamW: params 4N (stages 0-2) or 4 ceil(N/dp) (stage 3,
+# the padded shard; the gathered blocks are comm); grads 4N (stages 0, 1) or 4 ceil(N/dp) (2, 3);
+# optimizer 8N (stage 0) or 8 times the rank's shard (stages 1-3); and the prediction's bytes per
+# category within MEMORY_TOL where the site holds the ranks.
 N = int(gpt_one["memory"]["params"][0]) // 4
 zero_state = {}
 for dp in (2, 4):
     shard = -(-N // dp)
-    for zero in (0, 1, 2):
+    for zero in (0, 1, 2, 3):
         name = f"gpt_dp{dp}_zero{zero}"
         run = train(name, GPT, dp, 1, 1, "1f1b", ["--set", f"strategy.zero={zero}"])
         compare(name, run, gpt_one, dp, 1, 1)
         for row in run["memory"]:
             mine = min(shard, N - shard * int(row["rank"]))
-            want = {"params": 4 * N, "grads": 4 * shard if zero == 2 else 4 * N,
+            want = {"params": 4 * shard if zero == 3 else 4 * N, "grads": 4 * shard if zero >= 2 else 4 * N,
                     "optimizer": 8 * mine if zero >= 1 else 8 * N}
             for part, expected in want.items():
                 if int(row[part]) != expected:
                     problems.append(f"{name}: rank {row['rank']} tracks {int(row[part])} B of {part}, the ZeRO "
                                     f"formula says {expected}")
-        zero_state[name] = {part: int(run["memory"][part][0]) for part in ("params", "grads", "optimizer")}
+        zero_state[name] = {part: int(run["memory"][part][0]) for part in ("params", "grads", "optimizer", "comm")}
         if dp <= 2:
             check_interleaved_memory(name, run, 1, dp, 1)
-print("rank-0 model state (params, grads, optimizer B) per ZeRO stage: " +
-      ", ".join(f"{k} {v['params']}/{v['grads']}/{v['optimizer']}" for k, v in zero_state.items()))
+print("rank-0 model state (params, grads, optimizer; comm) B per ZeRO stage: " +
+      ", ".join(f"{k} {v['params']}/{v['grads']}/{v['optimizer']}; {v['comm']}" for k, v in zero_state.items()))
 
 resnet_one = train("resnet_one", RESNET)
 # The ResNet's ZeRO-2 against plain dp 2 (local BatchNorm statistics per rank: dp 2 is its own
