@@ -266,7 +266,7 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
   SB_CHECK(owned == (storage.grads == nullptr) && (owned || !mixed || storage.master != nullptr),
            "gpt: parameter storage given in part");
   const bool gathered = partition.parameter_residency == Residency::resident_pages;
-  SB_CHECK(!gathered || (owned && !mixed), "gpt: gathered (ZeRO-3) parameters are fp32 and the model's own");
+  SB_CHECK(!gathered || owned, "gpt: gathered (ZeRO-3) parameters are the model's own");
   if (owned) {
     params_memory_ = TrackedBuffer(tracker, gathered ? MemoryCategory::comm : MemoryCategory::params,
                                    static_cast<i64>(sizeof(S)) * flat,
@@ -274,7 +274,7 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
                                    device_, partition.parameter_residency);
     if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
       master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
-                                     "gpt fp32 master params", device_);
+                                     "gpt fp32 master params", device_, partition.parameter_residency);
     grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(partition.gradient_residency), kFloat * flat,
                                   "gpt grads", device_,
                                   partition.gradient_residency);
@@ -342,7 +342,16 @@ void GptModelT<S>::init_weights(std::uint64_t seed) {
 
 template <class S>
 void GptModelT<S>::sync_storage_parameters() {
+  if (unit_gather_) return;  // ZeRO-3: the shards' owner rounds its 16-bit shard; units are gathered from it
   if constexpr (!std::is_same_v<S, float>) k_.narrow(params_.wte, master_.wte, static_cast<i64>(flat_size()));
+}
+
+template <class S>
+void GptModelT<S>::narrow_to_storage(std::span<const float> in, S* out) const {
+  if constexpr (std::is_same_v<S, float>)
+    copy_device_bytes(out, device_, in.data(), device_, in.size_bytes());
+  else
+    k_.narrow(out, in.data(), static_cast<i64>(in.size()));
 }
 
 template <class S>

@@ -206,7 +206,8 @@ class GptModelT {
 
   // Mixed precision: rounds the fp32 master weights into the 16-bit weights the kernels read;
   // call after every change of parameters_flat() (an optimizer step, a broadcast). Nothing to
-  // do in fp32, where the two are one.
+  // do in fp32, where the two are one, nor under ZeRO-3 (set_unit_parameter_gather), where the
+  // 16-bit weights come from the gathers.
   void sync_storage_parameters();
   // The factor d(loss)/d(loss) starts backward with (fp16 loss scaling); 1 by default. The
   // parameter gradients then carry this factor until the optimizer divides it out.
@@ -307,6 +308,10 @@ class GptModelT {
   TrackedBuffer& gradient_memory() { return grads_memory_; }
   // The buffer behind params() when the model owns it (empty for given storage).
   TrackedBuffer& parameter_memory() { return params_memory_; }
+  // The fp32 master weights' buffer (mixed precision, owned; empty in fp32).
+  TrackedBuffer& master_memory() { return master_memory_; }
+  // Rounds fp32 values into the 16-bit storage (a ZeRO-3 shard's); fp32: copies.
+  void narrow_to_storage(std::span<const float> in, S* out) const;
   // The tensors this rank holds (empty ones left out), in storage order; param is the fp32 master.
   std::vector<ParameterView> parameter_views();
   // The same for optimizers; `replica` marks a tp-replicated tensor on tp ranks > 0 and the

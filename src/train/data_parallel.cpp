@@ -139,7 +139,7 @@ void BucketedAllReduce::finish(double local_scale) {
 
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
-                           MemoryTracker& tracker)
+                           MemoryTracker& tracker, MemoryCategory parameter_shard_category)
     : stage_(stage),
       dp_(dp),
       parameters_(parameters),
@@ -164,8 +164,8 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
   const std::int64_t page = resident_page_bytes();
   copied_.assign(static_cast<std::size_t>((gradient_pages_->bytes() + page - 1) / page), 0);
   if (stage_ < 3) return;
-  parameter_shard_ = TrackedBuffer(tracker, MemoryCategory::params, shard_ * static_cast<std::int64_t>(sizeof(float)),
-                                   "zero-3 parameter shard");
+  parameter_shard_ = TrackedBuffer(tracker, parameter_shard_category,
+                                   shard_ * static_cast<std::int64_t>(sizeof(float)), "zero-3 fp32 parameter shard");
   if (shard_begin() < owned_end())
     std::copy(parameters_.data() + shard_begin(), parameters_.data() + owned_end(), parameter_shard_.as<float>());
 }

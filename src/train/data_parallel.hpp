@@ -96,8 +96,11 @@ class BucketedAllReduce final : public GradientSync {
 // the shards as it needs them (Zero3UnitGather).
 class ZeroSharding final : public GradientSync {
  public:
+  // Stage 3: the parameter shard is charged to `parameter_shard_category` (params; optimizer
+  // under mixed precision, where it is the fp32 master copy beside a 16-bit shard of the owner's).
   ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
-               TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker);
+               TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker,
+               MemoryCategory parameter_shard_category = MemoryCategory::params);
   void ready(std::int64_t offset, std::int64_t count) override;
   bool reduces_every_micro_batch() const override { return stage_ >= 2; }
   void micro_batch_done() override;

@@ -104,11 +104,13 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   if (mp.size() > 1) reduce_norm = [&mp](double squared) { return mp.all_reduce_value(squared); };
   if (config.strategy.zero >= 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
+    const bool mixed = config.precision.dtype != "fp32";
     zero_ = std::make_unique<ZeroSharding>(static_cast<int>(config.strategy.zero), dp, parameters,
-                                           task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker);
+                                           task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker,
+                                           mixed ? MemoryCategory::optimizer : MemoryCategory::params);
     task.set_gradient_sync(zero_.get());
     slices = zero_->shard_slices(slices);
-    if (config.strategy.zero == 3) shard_parameters(task);
+    if (config.strategy.zero == 3) shard_parameters(task, tracker);
     reduce_norm = [&dp, &mp](double squared) {
       squared = dp.all_reduce_value(squared);
       return mp.size() > 1 ? mp.all_reduce_value(squared) : squared;
@@ -130,21 +132,47 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
 
 // ZeRO-3: from here on the model holds only the units it is reading; the shard the
 // ZeroSharding copied is the parameters' one home.
-void DistributedStep::shard_parameters(TrainingTask& task) {
+// Under mixed precision the units gather a 16-bit shard, rounded from the fp32 one after every
+// update; checkpoints gather the fp32 master weights.
+void DistributedStep::shard_parameters(TrainingTask& task, MemoryTracker& tracker) {
   TrackedBuffer* pages = task.parameter_pages();
   SB_USER_CHECK(pages != nullptr, "{}: strategy.zero 3 shards the parameters of the GPT language model without "
                 "pipeline stages; model {} keeps its parameters whole (use zero 0, 1 or 2)", config_.source,
                 task.model_name());
-  unit_gather_ = std::make_unique<Zero3UnitGather>(dp_, *pages, zero_->parameter_shard(), zero_->shard_size());
+  const auto parameters = static_cast<std::int64_t>(task.parameters_flat().size());
+  const std::int64_t element_bytes = pages->bytes() / std::max<std::int64_t>(1, parameters);
+  const std::span<const std::byte> fp32_shard = std::as_bytes(zero_->parameter_shard());
+  if (element_bytes == static_cast<std::int64_t>(sizeof(float))) {
+    unit_gather_ = std::make_unique<Zero3UnitGather>(dp_, *pages, fp32_shard, zero_->shard_size(), element_bytes);
+  } else {
+    TrackedBuffer* master = task.master_pages();
+    SB_CHECK(master != nullptr, "zero-3 with {}-byte weights needs the fp32 master weights' pages", element_bytes);
+    storage_shard_ = TrackedBuffer(tracker, MemoryCategory::params, zero_->shard_size() * element_bytes,
+                                   "zero-3 16-bit parameter shard");
+    round_storage_shard();
+    unit_gather_ = std::make_unique<Zero3UnitGather>(
+        dp_, *pages,
+        std::span<const std::byte>(storage_shard_.as<std::byte>(), zero_->parameter_shard().size() * element_bytes),
+        zero_->shard_size(), element_bytes);
+    master_gather_ = std::make_unique<Zero3UnitGather>(dp_, *master, fp32_shard, zero_->shard_size(), 4);
+  }
   task.set_unit_parameter_gather(unit_gather_.get());
 }
 
+void DistributedStep::round_storage_shard() {
+  if (storage_shard_.data()) task_.narrow_to_storage(zero_->parameter_shard(), storage_shard_.as<std::byte>());
+}
+
+Zero3UnitGather* DistributedStep::master_gather() const {
+  return master_gather_ ? master_gather_.get() : unit_gather_.get();
+}
+
 void DistributedStep::gather_all_parameters() {
-  if (unit_gather_) unit_gather_->gather_everything();
+  if (Zero3UnitGather* master = master_gather()) master->gather_everything();
 }
 
 void DistributedStep::release_all_parameters() {
-  if (unit_gather_) unit_gather_->release_everything();
+  if (Zero3UnitGather* master = master_gather()) master->release_everything();
 }
 
 void DistributedStep::parameters_loaded() {
@@ -152,7 +180,9 @@ void DistributedStep::parameters_loaded() {
   const std::span<float> full = task_.parameters_flat(), shard = zero_->parameter_shard();
   const auto begin = static_cast<std::size_t>(std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(full.size())));
   std::copy_n(full.begin() + static_cast<std::ptrdiff_t>(begin), shard.size(), shard.begin());
+  round_storage_shard();
   unit_gather_->release_everything();
+  if (master_gather_) master_gather_->release_everything();
 }
 
 // A rank named by SB_INJECT_FAILURE=R:S:slowP hands its gradients to the exchange through the
@@ -230,7 +260,10 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
     r.exchange = zero_->last_step();  // the all-gather's time and bytes added
   }
   if (constraints_ && !r.skipped) constraints_->constrain_parameters(task_.parameters_flat());
-  if (!r.skipped) task_.parameters_updated();
+  if (!r.skipped) {
+    task_.parameters_updated();
+    round_storage_shard();
+  }
   finish_queued_work();  // the 16-bit weights' rounding is the step's work too
   r.end_s = comm_clock_seconds();
   // what the next step's slowdown is a share of (without an exchange): the CPU compute without

@@ -117,7 +117,9 @@ class DistributedStep {
  private:
   void finish_queued_work() const;
   void slow_the_exchange_if_asked(TrainingTask& task);
-  void shard_parameters(TrainingTask& task);
+  void shard_parameters(TrainingTask& task, MemoryTracker& tracker);
+  void round_storage_shard();  // ZeRO-3, mixed precision: the fp32 shard into the 16-bit one
+  Zero3UnitGather* master_gather() const;  // what gathers the fp32 master weights whole
 
   const plan::TrainConfig& config_;
   TrainingTask& task_;
@@ -127,6 +129,8 @@ class DistributedStep {
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroSharding> zero_;
   std::unique_ptr<Zero3UnitGather> unit_gather_;  // ZeRO-3: the model's units from the shards
+  TrackedBuffer storage_shard_;                    // ZeRO-3, mixed precision: the 16-bit shard
+  std::unique_ptr<Zero3UnitGather> master_gather_;  // ... and the fp32 master weights, whole, for checkpoints
   std::unique_ptr<SlowedGradientSync> slowed_sync_;  // SB_INJECT_FAILURE=R:S:slowP on this rank (tests)
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;

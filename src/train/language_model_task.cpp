@@ -173,6 +173,14 @@ class LanguageModelTask final : public TrainingTask {
     TrackedBuffer& own = model_.parameter_memory();
     return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
   }
+  TrackedBuffer* master_pages() override {
+    TrackedBuffer& master = model_.master_memory();
+    return !chunk_parameters_.shared() && master.data() && master.residency() == Residency::resident_pages ? &master
+                                                                                                          : nullptr;
+  }
+  void narrow_to_storage(std::span<const float> in, std::byte* out) override {
+    model_.narrow_to_storage(in, reinterpret_cast<S*>(out));
+  }
   void set_unit_parameter_gather(UnitParameterGather* gather) override {
     SB_CHECK(more_chunks_.empty(), "zero-3 with {} model chunks", more_chunks_.size() + 1);
     model_.set_unit_parameter_gather(gather);

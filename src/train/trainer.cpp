@@ -93,9 +93,6 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.strategy.zero < 3 || (!plan::trains_resnet(c) && c.data.dataset == "sotu"),
                 "{}: strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu), gathered "
                 "block by block; model {} on {} trains with zero 0, 1 or 2", c.source, c.model.name, c.data.dataset);
-  SB_USER_CHECK(c.strategy.zero < 3 || c.precision.dtype == "fp32",
-                "{}: strategy.zero 3 gathers fp32 parameters; with precision.dtype {} use zero 0, 1 or 2 (the 16-bit "
-                "copies are not sharded yet)", c.source, c.precision.dtype);
   SB_USER_CHECK(c.strategy.zero < 3 || c.compress.quantize == "none",
                 "{}: compress.quantize {} reads every weight after training, which strategy.zero 3 keeps sharded over "
                 "the data-parallel ranks; use zero 0, 1 or 2", c.source, c.compress.quantize);

@@ -30,6 +30,10 @@ Residency parameter_residency(const plan::TrainConfig& config) {
   return config.strategy.zero >= 3 ? Residency::resident_pages : Residency::allocated;
 }
 
+void TrainingTask::narrow_to_storage(std::span<const float>, std::byte*) {
+  throw UserError(fmt::format("strategy.zero 3 shards 16-bit weights of the GPT only; {} does not", model_name()));
+}
+
 void TrainingTask::set_unit_parameter_gather(UnitParameterGather*) {
   throw UserError(fmt::format("strategy.zero 3 gathers a model's parameters unit by unit; {} does not", model_name()));
 }

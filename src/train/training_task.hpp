@@ -81,6 +81,11 @@ class TrainingTask {
   // shard its parameters returns null and refuses.
   virtual TrackedBuffer* parameter_pages() { return nullptr; }
   virtual void set_unit_parameter_gather(UnitParameterGather* gather);
+  // ... under mixed precision: the fp32 master weights' buffer (parameters_flat()), charged by
+  // resident pages, and the rounding of fp32 values into parameter_pages()' 16-bit type (out:
+  // in.size() elements of it). Null / unused in fp32, where parameter_pages() is the master.
+  virtual TrackedBuffer* master_pages() { return nullptr; }
+  virtual void narrow_to_storage(std::span<const float> in, std::byte* out);
   // Model state that is not trained but must survive a checkpoint (ResNet's BatchNorm running
   // statistics); empty for models without any.
   virtual std::span<float> untrained_state_flat() { return {}; }

@@ -10,16 +10,18 @@
 
 namespace sb::train {
 
-namespace {
-constexpr std::int64_t kFloatBytes = static_cast<std::int64_t>(sizeof(float));
-}  // namespace
-
-Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full, std::span<const float> shard,
-                                 std::int64_t shard_size)
-    : dp_(dp), full_(full), shard_(shard), shard_size_(shard_size), parameters_(full.bytes() / kFloatBytes) {
+Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full, std::span<const std::byte> shard,
+                                 std::int64_t shard_size, std::int64_t element_bytes)
+    : dp_(dp),
+      full_(full),
+      shard_(shard),
+      shard_size_(shard_size),
+      element_bytes_(element_bytes),
+      parameters_(full.bytes() / element_bytes) {
+  SB_CHECK(element_bytes == 2 || element_bytes == 4, "zero-3: gathers of {}-byte elements", element_bytes);
   SB_CHECK(full.residency() == Residency::resident_pages, "zero-3: the model's parameters must be a buffer charged "
            "by resident pages");
-  SB_CHECK(shard_size >= 1 && shard_size * dp.size() >= parameters_, "zero-3: shards of {} floats over {} ranks "
+  SB_CHECK(shard_size >= 1 && shard_size * dp.size() >= parameters_, "zero-3: shards of {} elements over {} ranks "
            "for {} parameters", shard_size, dp.size(), parameters_);
   release_everything();
 }
@@ -35,7 +37,8 @@ bool Zero3UnitGather::overlaps_in_flight(std::int64_t begin, std::int64_t end) c
 // fills it; this rank's piece is copied from its shard first.
 void Zero3UnitGather::start(std::span<const FlatRange> unit, InFlight& into) {
   into.unit.assign(unit.begin(), unit.end());
-  float* full = full_.as<float>();
+  std::byte* full = full_.as<std::byte>();
+  const std::int64_t e = element_bytes_;
   const std::int64_t mine_begin = shard_size_ * dp_.rank();
   std::vector<std::int64_t> counts(static_cast<std::size_t>(dp_.size()));
   for (const FlatRange& r : unit) {
@@ -44,11 +47,12 @@ void Zero3UnitGather::start(std::span<const FlatRange> unit, InFlight& into) {
     for (int q = 0; q < dp_.size(); ++q) {
       const std::int64_t lo = std::max(r.offset, q * shard_size_);
       const std::int64_t hi = std::min({r.offset + r.count, (q + 1) * shard_size_, parameters_});
-      counts[static_cast<std::size_t>(q)] = std::max<std::int64_t>(0, hi - lo);
-      if (q == dp_.rank() && hi > lo) std::copy(shard_.begin() + (lo - mine_begin), shard_.begin() + (hi - mine_begin), full + lo);
+      counts[static_cast<std::size_t>(q)] = std::max<std::int64_t>(0, hi - lo) * e;  // bytes
+      if (q == dp_.rank() && hi > lo)
+        std::copy(shard_.begin() + (lo - mine_begin) * e, shard_.begin() + (hi - mine_begin) * e, full + lo * e);
     }
-    figures_.bytes += r.count * kFloatBytes;
-    if (r.count > 0) into.requests.push_back(dp_.iall_gatherv_in_place(full + r.offset, counts, parallel::DataType::f32));
+    figures_.bytes += r.count * e;
+    if (r.count > 0) into.requests.push_back(dp_.iall_gatherv_in_place(full + r.offset * e, counts, parallel::DataType::u8));
   }
   ++figures_.gathers;
 }
@@ -88,11 +92,12 @@ void Zero3UnitGather::prefetch(std::span<const FlatRange> unit) {
 void Zero3UnitGather::release(std::span<const FlatRange> unit) {
   const std::int64_t page = resident_page_bytes();
   for (const FlatRange& r : unit) {
-    const std::int64_t first = (r.offset * kFloatBytes + page - 1) / page;  // pages wholly inside the range
-    const std::int64_t last = (r.offset + r.count) * kFloatBytes / page;    // one past
+    const std::int64_t e = element_bytes_;
+    const std::int64_t first = (r.offset * e + page - 1) / page;  // pages wholly inside the range
+    const std::int64_t last = (r.offset + r.count) * e / page;    // one past
     std::int64_t run = first;  // the first page of the run of pages to give back, [run, p)
     for (std::int64_t p = first; p <= last; ++p) {
-      const bool keep = p == last || overlaps_in_flight(p * page / kFloatBytes, (p + 1) * page / kFloatBytes);
+      const bool keep = p == last || overlaps_in_flight(p * page / e, (p + 1) * page / e);
       if (!keep) continue;
       if (p > run) full_.discard(run * page, (p - run) * page);
       run = p + 1;

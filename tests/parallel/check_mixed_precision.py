@@ -71,7 +71,8 @@ def train(name, precision, dp=1, tp=1, steps=5, extra=(), env=None, expect_failu
                 "grad_norm": run["steps"]["grad_norm"][:], "eval": evals["loss"], "eval_step": evals["step"],
                 "eval_split": [s.decode() if isinstance(s, bytes) else s for s in evals["split"]],
                 "skipped": run["summary"].attrs["skipped_steps"], "precision": run.attrs["precision"],
-                "activations": run["memory"]["activations"][:], "comm_memory": run["memory"]["comm"][:]}
+                "activations": run["memory"]["activations"][:], "comm_memory": run["memory"]["comm"][:],
+                "state": {part: run["memory"][part][:] for part in ("params", "grads", "optimizer")}}
 
 
 def relative_gap(a, b):
@@ -100,6 +101,22 @@ for precision in ["bf16", "fp16"]:
                                                 relative_gap(run["eval"], one["eval"]))
         if gap > REL_TOL_16:
             problems.append(f"{precision} {name}: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    # ZeRO-3 in 16 bits: the units gathered in 16 bits from a shard rounded from the fp32 master
+    # shard after each update; model state per rank the ZeRO formulas' 2, 4 and 12 bytes per
+    # parameter over dp (fp32 main gradients; the master weights with the optimizer)
+    run = train(f"{precision}_dp2_zero3", precision, 2, extra=["--set", "strategy.zero=3"])
+    gaps[f"{precision} dp2 zero3"] = gap = max(relative_gap(run["loss"], one["loss"]),
+                                               relative_gap(run["eval"], one["eval"]))
+    if gap > REL_TOL_16:
+        problems.append(f"{precision} dp2 zero3: loss or eval differs from one rank by {gap:.2e} (> {REL_TOL_16})")
+    n = int(one["state"]["params"][0]) // 2  # one rank's 2N bytes of 16-bit weights
+    shard = -(-n // 2)  # ceil(N / dp), the padded shard; the optimizer's moments cover the rank's own part
+    for rank in range(2):
+        mine = min(shard, n - shard * rank)
+        for part, expected in (("params", 2 * shard), ("grads", 4 * shard), ("optimizer", 4 * shard + 8 * mine)):
+            if int(run["state"][part][rank]) != expected:
+                problems.append(f"{precision} dp2 zero3: rank {rank} tracks {int(run['state'][part][rank])} B of "
+                                f"{part}, the ZeRO-3 formula says {expected}")
     # sequence parallelism in 16 bits: the reduce-scatters sum in fp32 as the all-reduces do
     run = train(f"{precision}_tp2_sp", precision, 1, 2, extra=["--set", "strategy.sequence_parallel=true"])
     gaps[f"{precision} tp2 sequence parallel"] = gap = max(relative_gap(run["loss"], one["loss"]),
