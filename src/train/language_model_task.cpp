@@ -251,10 +251,19 @@ class LanguageModelTask final : public TrainingTask {
                             chunk_sync_around_last_backward(chunk(k), chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
+    // The two copies of the tied embedding take the sum of their gradients: after the
+    // data-parallel exchange, whose buckets took each copy's as backward finished it; before it
+    // under ZeRO-1, which leaves each rank only its shard of the reduced gradients (the sums
+    // commute).
+    const bool sharded = config_.strategy.zero >= 1;
+    if (sharded) sum_tied_gradient_if_held();
     finish_gradients_over_both_groups(accumulation);
+    if (!sharded) sum_tied_gradient_if_held();
+    return from_last_stage(grid_.pp_comm(), figures.loss);
+  }
+  void sum_tied_gradient_if_held() {
     if (holds_tied_embedding())
       sum_tied_gradient(grid_.pp_comm(), tied_chunk().tied_embedding_gradient(), model_.device(), tied_scratch_);
-    return from_last_stage(grid_.pp_comm(), figures.loss);
   }
 
   // Under sequence parallelism the LayerNorm gradients (each tp rank's from its own rows) are

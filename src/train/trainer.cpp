@@ -87,8 +87,10 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(!c.strategy.sequence_parallel || c.data.dataset == "sotu",
                 "{}: strategy.sequence_parallel trains the GPT language model (data.dataset sotu), not {}", c.source,
                 c.data.dataset);
-  SB_USER_CHECK(c.strategy.zero == 0 || c.strategy.pp == 1,
-                "{}: strategy.zero {} shards over the data-parallel ranks of one stage; with pp {} use zero 0",
+  SB_USER_CHECK(c.strategy.zero <= 1 || c.strategy.pp == 1,
+                "{}: strategy.zero {} with pp {}: ZeRO-2 and 3 reduce (and gather) every micro-batch's gradients "
+                "(and parameters) as its backward ends, which pipeline stages interleave; as DeepSpeed's pipeline "
+                "engine, the trainer shards only the optimizer state across pipeline stages: use zero 0 or 1",
                 c.source, c.strategy.zero, c.strategy.pp);
   SB_USER_CHECK(c.strategy.zero < 3 || (!plan::trains_resnet(c) && c.data.dataset == "sotu"),
                 "{}: strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu), gathered "

@@ -120,6 +120,14 @@ def check_interleaved_memory(name, run, tp, dp, v):
                                 f"stage {stage} says {predicted:.0f} (> {MEMORY_TOL:.0%} apart)")
 
 
+# ZeRO-1 with pipeline stages: each stage's optimizer state sharded over its dp ranks (plain and interleaved): the tied embedding's
+# two copies summed before the reduce-scatter leaves each rank only its shard
+for name, dp, pp, extra in [("gpt_2x1x2_zero1", 2, 2, []),
+                            ("gpt_2x1x2_v2_zero1", 2, 2, ["--set", "strategy.interleave=2"])]:
+    run = train(name, GPT, dp, 1, pp, "1f1b", ["--set", "strategy.zero=1"] + extra)
+    compare(name, run, gpt_one, dp, 1, pp)
+    check_interleaved_memory(name, run, 1, dp, 2 if "_v2" in name else 1)
+
 # Interleaved 1F1B: 4 blocks in pp·v = 4 chunks of one (rank 0 holds blocks 0 and 2).
 V2 = ["--set", "strategy.interleave=2"]
 for name, dp, tp, pp in [("gpt_pp2_v2", 1, 1, 2), ("gpt_2x1x2_v2", 2, 1, 2), ("gpt_1x2x2_v2", 1, 2, 2)]:
@@ -225,6 +233,9 @@ compare("resnet_dp2_zero2", resnet_dp2_zero2, resnet_dp2, 2, 1, 1, RESNET_TOL)
 if not int(resnet_dp2_zero2["memory"]["grads"][0]) * 2 <= int(resnet_dp2["memory"]["grads"][0]) + 8:
     problems.append(f"resnet_dp2_zero2 tracks {int(resnet_dp2_zero2['memory']['grads'][0])} B of grads, not half "
                     f"of plain dp 2's {int(resnet_dp2['memory']['grads'][0])}")
+resnet_dp2_pp2_zero1 = train("resnet_dp2_pp2_zero1", RESNET, 2, 1, 2, "1f1b", ["--set", "strategy.zero=1"])
+compare("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, resnet_dp2, 2, 1, 2, RESNET_TOL)
+check_interleaved_memory("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, 1, 2, 1)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),
                            ("resnet_pp4_gpipe", 4, "gpipe"), ("resnet_pp4_1f1b", 4, "1f1b")]:
     compare(name, train(name, RESNET, 1, 1, pp, schedule), resnet_one, 1, 1, pp)
