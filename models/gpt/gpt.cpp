@@ -387,11 +387,23 @@ std::vector<FlatRange> GptModelT<S>::unit_parameter_ranges(Unit unit, i64 l) con
 
 template <class S>
 GptModelT<S>::HeldUnit::HeldUnit(GptModelT& model, Unit unit, i64 l, std::optional<std::pair<Unit, i64>> next)
-    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr) {
+    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr), params_base_(model.params_.wte) {
   if (!gather_) return;
   ranges_ = model.unit_parameter_ranges(unit, l);
-  gather_->gather(ranges_);
+  gathered_ = reinterpret_cast<const S*>(gather_->gather(ranges_));
   if (next) gather_->prefetch(model.unit_parameter_ranges(next->first, next->second));
+}
+
+template <class S>
+const S* GptModelT<S>::HeldUnit::w(const S* in_params) const {
+  if (!gather_) return in_params;
+  const i64 offset = in_params - params_base_;
+  i64 packed = 0;
+  for (const FlatRange& r : ranges_) {
+    if (offset >= r.offset && offset < r.offset + r.count) return gathered_ + packed + (offset - r.offset);
+    packed += r.count;
+  }
+  SB_CHECK(false, "gpt: a weight at parameter {} read outside the gathered unit", offset);
 }
 
 template <class S>
@@ -530,24 +542,24 @@ typename GptModelT<S>::BlockActivations GptModelT<S>::block_activations(const Sl
 
 template <class S>
 void GptModelT<S>::forward_block(i64 l, const BlockActivations& b, const S* residual, S* residual_out, i64 B,
-                                 i64 T) {
+                                 i64 T, const HeldUnit& held) {
   const GptShard& s = shard_;
   const i64 C = s.C, NH = s.NH_tp, Ct = s.C_tp, F = s.F_tp, BT = B * T;
   const bool tp_lead = s.tp_rank == 0;  // adds the replicated terms before a partial-sum reduce
-  // this block's weights (this rank's shard of them)
+  // this block's weights (this rank's shard of them), where a ZeRO-3 gather put them
   const ParameterTensorsT<S>& p = params_;
-  const S* ln1w = p.ln1w + l * C;
-  const S* ln1b = p.ln1b + l * C;
-  const S* qkvw = p.qkvw + l * 3 * Ct * C;
-  const S* qkvb = p.qkvb + l * 3 * Ct;
-  const S* attprojw = p.attprojw + l * C * Ct;
-  const S* attprojb = p.attprojb + l * C;
-  const S* ln2w = p.ln2w + l * C;
-  const S* ln2b = p.ln2b + l * C;
-  const S* fcw = p.fcw + l * F * C;
-  const S* fcb = p.fcb + l * F;
-  const S* fcprojw = p.fcprojw + l * C * F;
-  const S* fcprojb = p.fcprojb + l * C;
+  const S* ln1w = held.w(p.ln1w + l * C);
+  const S* ln1b = held.w(p.ln1b + l * C);
+  const S* qkvw = held.w(p.qkvw + l * 3 * Ct * C);
+  const S* qkvb = held.w(p.qkvb + l * 3 * Ct);
+  const S* attprojw = held.w(p.attprojw + l * C * Ct);
+  const S* attprojb = held.w(p.attprojb + l * C);
+  const S* ln2w = held.w(p.ln2w + l * C);
+  const S* ln2b = held.w(p.ln2b + l * C);
+  const S* fcw = held.w(p.fcw + l * F * C);
+  const S* fcb = held.w(p.fcb + l * F);
+  const S* fcprojw = held.w(p.fcprojw + l * C * F);
+  const S* fcprojb = held.w(p.fcprojb + l * C);
 
   // Row-parallel linears: each rank's partial product, the bias on tp rank 0 only (so it
   // counts once in the sum), then the sum over the tp group (Megatron's g): all-reduced, or
@@ -620,11 +632,11 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
   if (!s.embedding) {
     if (runs) copy_device_bytes(a.encoded, device_, input, device_, static_cast<std::size_t>(R * C) * sizeof(S));
   } else if (!tp) {
-    k_.embedding_forward(a.encoded, slot.tokens, p.wte, p.wpe, B, T, C);
+    k_.embedding_forward(a.encoded, slot.tokens, embedding_weights->w(p.wte), embedding_weights->w(p.wpe), B, T, C);
   } else {  // vocabulary-parallel lookup: zero rows off the shard, wpe once, then the sum
     S* encoded = partial_rows_target(a.encoded, scratch);
-    k_.embedding_shard_forward(encoded, slot.tokens, p.wte, tp_lead ? p.wpe : nullptr,
-                                s.vocab_begin, Vr, B, T, C);
+    k_.embedding_shard_forward(encoded, slot.tokens, embedding_weights->w(p.wte),
+                                tp_lead ? embedding_weights->w(p.wpe) : nullptr, s.vocab_begin, Vr, B, T, C);
     sum_partial_rows(a.encoded, encoded, BT);
   }
   embedding_weights.reset();
@@ -632,17 +644,18 @@ float GptModelT<S>::forward_slot(i64 slot_index, const std::int32_t* tokens, con
     k_.begin_unit("block");
     const HeldUnit weights(*this, Unit::block, l, after_block(l));
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C): (B,T,C) without sp
-    forward_block(l, block_activations(slot, l), residual, a.residual3 + l * R * C, B, T);
+    forward_block(l, block_activations(slot, l), residual, a.residual3 + l * R * C, B, T, weights);
   }
   if (!s.head) return std::numeric_limits<float>::quiet_NaN();
 
   k_.begin_unit("head");
   const HeldUnit head_weights(*this, Unit::head, 0, std::nullopt);
   const S* last_residual = a.residual3 + (L - 1) * R * C;  // (R, C)
-  k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, p.lnfw, p.lnfb, R, C);
+  k_.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last_residual, head_weights.w(p.lnfw), head_weights.w(p.lnfb),
+                       R, C);
   if (!lm_head) return std::numeric_limits<float>::quiet_NaN();
   const S* lnf = tp_all_gather_rows(scratch, a.lnf, BT);  // (B,T,C)
-  k_.matmul_forward(a.logits, lnf, p.wte, nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
+  k_.matmul_forward(a.logits, lnf, head_weights.w(p.wte), nullptr, BT, C, Vr);  // head tied to wte (V_r,C)
 
   if (!read_targets) return std::numeric_limits<float>::quiet_NaN();
   if (!tp) {
@@ -769,7 +782,7 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
   if (s.head && dhidden) {  // the caller's head on the hidden states: d(lnf) given
     if (runs) copy_device_bytes(d.dlnf, device_, dhidden, device_, static_cast<std::size_t>(BT * C) * sizeof(S));
     k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
-                           a.residual3 + (L - 1) * R * C, p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
+                           a.residual3 + (L - 1) * R * C, head_weights->w(p.lnfw), a.lnf_mean, a.lnf_rstd, R, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
   } else if (s.head) {  // the head: mean loss -> logits -> final LayerNorm
@@ -782,10 +795,10 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
                                       BT, Vr);
     }
     S* dlnf = partial_input_gradient(d.dlnf);
-    k_.matmul_backward(dlnf, g.wte, nullptr, d.dlogits, activation_rows(a.lnf), p.wte, BT, C, Vr);
+    k_.matmul_backward(dlnf, g.wte, nullptr, d.dlogits, activation_rows(a.lnf), head_weights->w(p.wte), BT, C, Vr);
     sum_partial_rows(d.dlnf, dlnf, BT);  // the head is column-parallel over the vocabulary
     k_.layernorm_backward(d.dresidual_out, g.lnfw, g.lnfb, d.dlnf,
-                           a.residual3 + (L - 1) * R * C, p.lnfw, a.lnf_mean, a.lnf_rstd, R, C);
+                           a.residual3 + (L - 1) * R * C, head_weights->w(p.lnfw), a.lnf_mean, a.lnf_rstd, R, C);
     ready(g.lnfw, C);
     ready(g.lnfb, C);
     if (!s.embedding) ready(g.wte, Vr * C);  // the head's copy of the tied weight is final
@@ -804,12 +817,12 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     k_.zero(din, R * C * static_cast<i64>(sizeof(S)));
     k_.zero(d.dln1, block_scratch_bytes);
     const S* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * R * C;  // (R, C)
-    const S* ln1w = p.ln1w + l * C;
-    const S* qkvw = p.qkvw + l * 3 * Ct * C;
-    const S* attprojw = p.attprojw + l * C * Ct;
-    const S* ln2w = p.ln2w + l * C;
-    const S* fcw = p.fcw + l * F * C;
-    const S* fcprojw = p.fcprojw + l * C * F;
+    const S* ln1w = weights.w(p.ln1w + l * C);
+    const S* qkvw = weights.w(p.qkvw + l * 3 * Ct * C);
+    const S* attprojw = weights.w(p.attprojw + l * C * Ct);
+    const S* ln2w = weights.w(p.ln2w + l * C);
+    const S* fcw = weights.w(p.fcw + l * F * C);
+    const S* fcprojw = weights.w(p.fcprojw + l * C * F);
     float* dln1w = g.ln1w + l * C;
     float* dln1b = g.ln1b + l * C;
     float* dqkvw = g.qkvw + l * 3 * Ct * C;
@@ -825,7 +838,7 @@ void GptModelT<S>::backward_slot(i64 slot_index, const S* doutput, const S* dhid
     const BlockActivations b = block_activations(slot, l);
     // full: the block's forward again from its kept input, into the scratch (its output, kept,
     // is not rewritten)
-    if (drops_block_internals(s.recompute)) forward_block(l, b, residual, nullptr, B, T);
+    if (drops_block_internals(s.recompute)) forward_block(l, b, residual, nullptr, B, T, weights);
 
     // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))). The output gradient is
     // replicated over the tp group (gathered from the ranks' rows under sequence parallelism),

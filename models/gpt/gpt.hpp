@@ -325,6 +325,23 @@ class GptModelT {
   std::vector<NamedValues> gradient_values();
 
  private:
+  // ZeRO-3: holds a unit's weights gathered for as long as it lives (nothing without a gather);
+  // `next` is prefetched. w() maps a weight pointer into params() to where the gather put it.
+  class HeldUnit {
+   public:
+    HeldUnit(GptModelT& model, Unit unit, std::int64_t l, std::optional<std::pair<Unit, std::int64_t>> next);
+    HeldUnit(const HeldUnit&) = delete;
+    HeldUnit& operator=(const HeldUnit&) = delete;
+    ~HeldUnit();
+    const S* w(const S* in_params) const;
+
+   private:
+    UnitParameterGather* gather_;
+    const S* params_base_;
+    const S* gathered_ = nullptr;
+    std::vector<FlatRange> ranges_;
+  };
+
   // One micro-batch's activations and inputs.
   struct Slot {
     std::byte* base = nullptr;  // activations of this slot: slot bytes from here
@@ -359,8 +376,9 @@ class GptModelT {
   void point_recompute_scratch(std::int64_t B, std::int64_t T);
   // Block l's forward from its input residual (B, T, C) into b; writes its output into
   // residual_out, or with residual_out nullptr (a recomputation in the backward) stops before it.
+  // Its weights are read through `held` (the block's ZeRO-3 gather, or params() without one).
   void forward_block(std::int64_t l, const BlockActivations& b, const S* residual, S* residual_out,
-                     std::int64_t B, std::int64_t T);
+                     std::int64_t B, std::int64_t T, const HeldUnit& held);
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_ + appended_parameters_); }
   std::size_t appended_size() const { return static_cast<std::size_t>(appended_parameters_); }
   Slot& slot_at(std::int64_t slot);
@@ -381,20 +399,6 @@ class GptModelT {
   // itself (then all-reduced); sum_partial_rows does the one or the other.
   S* partial_rows_target(S* out, S* scratch) const { return shard_.sequence_parallel ? scratch : out; }
   void sum_partial_rows(S* out, const S* partial, std::int64_t BT);
-
-  // ZeRO-3: holds a unit's weights gathered for as long as it lives (nothing without a gather);
-  // `next` is prefetched.
-  class HeldUnit {
-   public:
-    HeldUnit(GptModelT& model, Unit unit, std::int64_t l, std::optional<std::pair<Unit, std::int64_t>> next);
-    HeldUnit(const HeldUnit&) = delete;
-    HeldUnit& operator=(const HeldUnit&) = delete;
-    ~HeldUnit();
-
-   private:
-    UnitParameterGather* gather_;
-    std::vector<FlatRange> ranges_;
-  };
 
   GptConfig config_;
   GptShard shard_;

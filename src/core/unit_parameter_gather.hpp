@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // How a model reads weights it does not hold whole (ZeRO-3, fully sharded parameters): before a
-// unit's forward, and again before its backward, it asks for the unit's parameter ranges; it
-// names the unit it will read next, so their gather can overlap this unit's compute (FSDP's
-// prefetch); and it hands the ranges back when done. Leaves out how they travel and where the
-// shards live (train/zero3_unit_gather.hpp).
+// unit's forward, and again before its backward, it asks for the unit's parameter ranges and
+// reads them where the answer says; it names the unit it will read next, so their gather can
+// overlap this unit's compute (FSDP's prefetch); and it hands the unit back when done. Leaves
+// out how they travel and where the shards live (train/zero3_unit_gather.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -20,12 +21,12 @@ struct FlatRange {
 class UnitParameterGather {
  public:
   virtual ~UnitParameterGather() = default;
-  // On return the flat parameters hold the unit's values in all of its ranges (sorted by
-  // offset, disjoint).
-  virtual void gather(std::span<const FlatRange> unit) = 0;
+  // The unit's values (ranges sorted by offset, disjoint), packed one range after another in
+  // their order, in the model's parameter type; valid until release(unit).
+  virtual const std::byte* gather(std::span<const FlatRange> unit) = 0;
   // Starts gathering the unit that will be read next (gather() then waits for it).
   virtual void prefetch(std::span<const FlatRange> unit) = 0;
-  // The unit's values are no longer read: its memory may go.
+  // The unit's values are no longer read: their memory may be reused.
   virtual void release(std::span<const FlatRange> unit) = 0;
 };
 

@@ -190,15 +190,25 @@ std::span<float> ZeroSharding::shard_gradients() const {
 void ZeroSharding::give_back_pages(std::int64_t begin, std::int64_t end) {
   const std::int64_t page = resident_page_bytes(), total = gradient_pages_->bytes();
   const std::int64_t byte_begin = begin * 4, byte_end = end * 4;
+  std::int64_t run_begin = -1, run_end = -1;  // consecutive whole pages, given back in one call
+  const auto give_back_run = [&] {
+    if (run_begin >= 0) gradient_pages_->discard(run_begin, run_end - run_begin);
+    run_begin = run_end = -1;
+  };
   for (std::int64_t p = byte_begin / page; p * page < byte_end; ++p) {
     const std::int64_t lo = std::max(byte_begin, p * page), hi = std::min(byte_end, (p + 1) * page);
     std::int64_t& copied = copied_[static_cast<std::size_t>(p)];
     copied += hi - lo;
     const std::int64_t capacity = std::min(page, total - p * page);
-    if (copied < capacity) continue;
-    gradient_pages_->discard(p * page, capacity);
+    if (copied < capacity) {
+      give_back_run();
+      continue;
+    }
+    if (run_begin < 0) run_begin = p * page;
+    run_end = p * page + capacity;
     copied = 0;
   }
+  give_back_run();
 }
 
 // Stage 2: gradients [begin, end) (one owner's) copied into the open bucket, opening one as

@@ -143,7 +143,8 @@ void DistributedStep::shard_parameters(TrainingTask& task, MemoryTracker& tracke
   const std::int64_t element_bytes = pages->bytes() / std::max<std::int64_t>(1, parameters);
   const std::span<const std::byte> fp32_shard = std::as_bytes(zero_->parameter_shard());
   if (element_bytes == static_cast<std::int64_t>(sizeof(float))) {
-    unit_gather_ = std::make_unique<Zero3UnitGather>(dp_, *pages, fp32_shard, zero_->shard_size(), element_bytes);
+    unit_gather_ =
+        std::make_unique<Zero3UnitGather>(dp_, *pages, fp32_shard, zero_->shard_size(), element_bytes, tracker);
   } else {
     TrackedBuffer* master = task.master_pages();
     SB_CHECK(master != nullptr, "zero-3 with {}-byte weights needs the fp32 master weights' pages", element_bytes);
@@ -153,8 +154,8 @@ void DistributedStep::shard_parameters(TrainingTask& task, MemoryTracker& tracke
     unit_gather_ = std::make_unique<Zero3UnitGather>(
         dp_, *pages,
         std::span<const std::byte>(storage_shard_.as<std::byte>(), zero_->parameter_shard().size() * element_bytes),
-        zero_->shard_size(), element_bytes);
-    master_gather_ = std::make_unique<Zero3UnitGather>(dp_, *master, fp32_shard, zero_->shard_size(), 4);
+        zero_->shard_size(), element_bytes, tracker);
+    master_gather_ = std::make_unique<Zero3UnitGather>(dp_, *master, fp32_shard, zero_->shard_size(), 4, tracker);
   }
   task.set_unit_parameter_gather(unit_gather_.get());
 }

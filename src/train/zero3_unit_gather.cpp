@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ZeRO-3's per-unit gathers: in place into the model's parameter buffer, one all-gatherv per
-// range, pages given back on release.
+// ZeRO-3's per-unit gathers: one all-gatherv per range into a unit buffer of two, in place.
 #include "train/zero3_unit_gather.hpp"
 
 #include <algorithm>
@@ -10,14 +9,23 @@
 
 namespace sb::train {
 
+namespace {
+std::int64_t elements_of(std::span<const FlatRange> unit) {
+  std::int64_t n = 0;
+  for (const FlatRange& r : unit) n += r.count;
+  return n;
+}
+}  // namespace
+
 Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full, std::span<const std::byte> shard,
-                                 std::int64_t shard_size, std::int64_t element_bytes)
+                                 std::int64_t shard_size, std::int64_t element_bytes, MemoryTracker& tracker)
     : dp_(dp),
       full_(full),
       shard_(shard),
       shard_size_(shard_size),
       element_bytes_(element_bytes),
-      parameters_(full.bytes() / element_bytes) {
+      parameters_(full.bytes() / element_bytes),
+      tracker_(tracker) {
   SB_CHECK(element_bytes == 2 || element_bytes == 4, "zero-3: gathers of {}-byte elements", element_bytes);
   SB_CHECK(full.residency() == Residency::resident_pages, "zero-3: the model's parameters must be a buffer charged "
            "by resident pages");
@@ -26,18 +34,9 @@ Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full
   release_everything();
 }
 
-bool Zero3UnitGather::overlaps_in_flight(std::int64_t begin, std::int64_t end) const {
-  for (const InFlight& unit : in_flight_)
-    for (const FlatRange& r : unit.unit)
-      if (r.offset < end && begin < r.offset + r.count) return true;
-  return false;
-}
-
 // Each range: the ranks' pieces are consecutive in rank order, so one all-gatherv in place
-// fills it; this rank's piece is copied from its shard first.
-void Zero3UnitGather::start(std::span<const FlatRange> unit, InFlight& into) {
-  into.unit.assign(unit.begin(), unit.end());
-  std::byte* full = full_.as<std::byte>();
+// fills it; this rank's piece is copied from its shard first. `into`: the ranges packed.
+void Zero3UnitGather::start(std::span<const FlatRange> unit, std::byte* into, std::vector<parallel::Request>& requests) {
   const std::int64_t e = element_bytes_;
   const std::int64_t mine_begin = shard_size_ * dp_.rank();
   std::vector<std::int64_t> counts(static_cast<std::size_t>(dp_.size()));
@@ -49,71 +48,76 @@ void Zero3UnitGather::start(std::span<const FlatRange> unit, InFlight& into) {
       const std::int64_t hi = std::min({r.offset + r.count, (q + 1) * shard_size_, parameters_});
       counts[static_cast<std::size_t>(q)] = std::max<std::int64_t>(0, hi - lo) * e;  // bytes
       if (q == dp_.rank() && hi > lo)
-        std::copy(shard_.begin() + (lo - mine_begin) * e, shard_.begin() + (hi - mine_begin) * e, full + lo * e);
+        std::copy(shard_.begin() + (lo - mine_begin) * e, shard_.begin() + (hi - mine_begin) * e,
+                  into + (lo - r.offset) * e);
     }
     figures_.bytes += r.count * e;
-    if (r.count > 0) into.requests.push_back(dp_.iall_gatherv_in_place(full + r.offset * e, counts, parallel::DataType::u8));
+    if (r.count > 0) requests.push_back(dp_.iall_gatherv_in_place(into, counts, parallel::DataType::u8));
+    into += r.count * e;
   }
   ++figures_.gathers;
 }
 
-void Zero3UnitGather::finish(InFlight& unit) {
-  parallel::wait_all(unit.requests);
-  unit.requests.clear();
+Zero3UnitGather::Slot* Zero3UnitGather::slot_of(std::span<const FlatRange> unit, SlotState state) {
+  for (Slot& slot : slots_)
+    if (slot.state == state && std::equal(unit.begin(), unit.end(), slot.unit.begin(), slot.unit.end())) return &slot;
+  return nullptr;
 }
 
-void Zero3UnitGather::gather(std::span<const FlatRange> unit) {
+// A free unit buffer of at least `bytes`, grown if it is smaller.
+Zero3UnitGather::Slot& Zero3UnitGather::free_slot(std::int64_t bytes) {
+  const auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == SlotState::free; });
+  SB_CHECK(free != slots_.end(), "zero-3: both unit buffers are in use (a unit gathered or prefetched without a "
+           "release)");
+  if (free->buffer.bytes() < bytes)
+    free->buffer = TrackedBuffer(tracker_, MemoryCategory::comm, bytes, "zero-3 gathered unit");
+  return *free;
+}
+
+const std::byte* Zero3UnitGather::gather(std::span<const FlatRange> unit) {
   const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
-  // units prefetched before this one, then this one (prefetched or not)
-  bool found = false;
-  while (!in_flight_.empty() && !found) {
-    found = std::equal(unit.begin(), unit.end(), in_flight_.front().unit.begin(), in_flight_.front().unit.end());
-    finish(in_flight_.front());
-    in_flight_.erase(in_flight_.begin());
+  Slot* slot = slot_of(unit, SlotState::in_flight);
+  if (!slot) {
+    slot = &free_slot(elements_of(unit) * element_bytes_);
+    slot->unit.assign(unit.begin(), unit.end());
+    start(unit, slot->buffer.as<std::byte>(), slot->requests);
   }
-  if (!found) {
-    InFlight now;
-    start(unit, now);
-    finish(now);
-  }
-  full_.recharge_resident();
+  parallel::wait_all(slot->requests);
+  slot->requests.clear();
+  slot->state = SlotState::held;
   figures_.wait_s += parallel::comm_clock_seconds() - t0;
   figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
+  return slot->buffer.as<std::byte>();
 }
 
 void Zero3UnitGather::prefetch(std::span<const FlatRange> unit) {
   const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
-  in_flight_.emplace_back();
-  start(unit, in_flight_.back());
+  Slot& slot = free_slot(elements_of(unit) * element_bytes_);
+  slot.unit.assign(unit.begin(), unit.end());
+  slot.state = SlotState::in_flight;
+  start(unit, slot.buffer.as<std::byte>(), slot.requests);
   figures_.wait_s += parallel::comm_clock_seconds() - t0;
   figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
 }
 
 void Zero3UnitGather::release(std::span<const FlatRange> unit) {
-  const std::int64_t page = resident_page_bytes();
-  for (const FlatRange& r : unit) {
-    const std::int64_t e = element_bytes_;
-    const std::int64_t first = (r.offset * e + page - 1) / page;  // pages wholly inside the range
-    const std::int64_t last = (r.offset + r.count) * e / page;    // one past
-    std::int64_t run = first;  // the first page of the run of pages to give back, [run, p)
-    for (std::int64_t p = first; p <= last; ++p) {
-      const bool keep = p == last || overlaps_in_flight(p * page / e, (p + 1) * page / e);
-      if (!keep) continue;
-      if (p > run) full_.discard(run * page, (p - run) * page);
-      run = p + 1;
-    }
-  }
-  full_.recharge_resident();
+  Slot* slot = slot_of(unit, SlotState::held);
+  SB_CHECK(slot != nullptr, "zero-3: release of a unit that is not gathered");
+  slot->state = SlotState::free;
 }
 
 void Zero3UnitGather::gather_everything() {
-  SB_CHECK(in_flight_.empty(), "zero-3: gathering everything with {} unit(s) in flight", in_flight_.size());
+  const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
   const FlatRange all{0, parameters_};
-  gather(std::span<const FlatRange>(&all, 1));
+  std::vector<parallel::Request> requests;
+  start(std::span<const FlatRange>(&all, 1), full_.as<std::byte>(), requests);
+  parallel::wait_all(requests);
+  full_.recharge_resident();
+  figures_.wait_s += parallel::comm_clock_seconds() - t0;
+  figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
 }
 
 void Zero3UnitGather::release_everything() {
-  SB_CHECK(in_flight_.empty(), "zero-3: releasing everything with {} unit(s) in flight", in_flight_.size());
   full_.discard(0, full_.bytes());
   full_.recharge_resident();
 }

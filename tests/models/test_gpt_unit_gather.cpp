@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -27,21 +28,30 @@ using Unit = GptModel::Unit;
 constexpr i64 kB = 2, kT = 16;
 constexpr std::uint64_t kSeed = 23;
 
-// Gathers by copying from a full copy of the parameters; a release poisons the unit's ranges
-// with NaN, so a read of weights the model does not hold shows in its loss.
+// Gathers by packing a unit's ranges from a full copy of the parameters into one of two
+// buffers; a release poisons its buffer with NaN, so a read of weights the model no longer
+// holds shows in its loss.
 class PoisoningGather final : public UnitParameterGather {
  public:
-  PoisoningGather(std::vector<float> source, float* parameters) : source_(std::move(source)), parameters_(parameters) {}
-  void gather(std::span<const FlatRange> unit) override {
+  explicit PoisoningGather(std::vector<float> source) : source_(std::move(source)) {}
+  const std::byte* gather(std::span<const FlatRange> unit) override {
     log.push_back("gather " + name(unit));
-    for (const FlatRange& r : unit)
-      std::copy_n(source_.begin() + r.offset, r.count, parameters_ + r.offset);
+    std::vector<float>& packed = buffers_[next_++ % 2];
+    packed.clear();
+    for (const FlatRange& r : unit) packed.insert(packed.end(), source_.begin() + r.offset, source_.begin() + r.offset + r.count);
+    held_.push_back({std::vector<FlatRange>(unit.begin(), unit.end()), &packed});
+    return reinterpret_cast<const std::byte*>(packed.data());
   }
   void prefetch(std::span<const FlatRange> unit) override { log.push_back("prefetch " + name(unit)); }
   void release(std::span<const FlatRange> unit) override {
-    for (const FlatRange& r : unit)
-      std::fill_n(parameters_ + r.offset, r.count, std::numeric_limits<float>::quiet_NaN());
+    const auto held = std::find_if(held_.begin(), held_.end(), [&](const auto& h) {
+      return std::equal(unit.begin(), unit.end(), h.first.begin(), h.first.end());
+    });
+    ASSERT_NE(held, held_.end()) << "release of a unit not gathered";
+    std::fill(held->second->begin(), held->second->end(), std::numeric_limits<float>::quiet_NaN());
+    held_.erase(held);
   }
+  bool holds_nothing() const { return held_.empty(); }
   std::vector<std::string> log;
   std::vector<std::pair<std::string, std::vector<FlatRange>>> names;
 
@@ -52,7 +62,9 @@ class PoisoningGather final : public UnitParameterGather {
     return "?";
   }
   std::vector<float> source_;
-  float* parameters_;
+  std::array<std::vector<float>, 2> buffers_;
+  std::size_t next_ = 0;
+  std::vector<std::pair<std::vector<FlatRange>, std::vector<float>*>> held_;
 };
 
 std::vector<std::int32_t> tokens(i64 vocab, std::uint64_t stream) {
@@ -100,7 +112,7 @@ TEST(GptUnitGather, AModelHoldingOnlyGatheredUnitsTrainsAsTheWholeOne) {
   whole.init_weights(kSeed);
   gathered.init_weights(kSeed);
   const std::span<float> flat = gathered.parameters_flat();
-  PoisoningGather gather(std::vector<float>(flat.begin(), flat.end()), flat.data());
+  PoisoningGather gather(std::vector<float>(flat.begin(), flat.end()));
   gather.names.push_back({"embedding", gathered.unit_parameter_ranges(Unit::embedding)});
   for (i64 l = 0; l < config.layers; ++l)
     gather.names.push_back({"block" + std::to_string(l), gathered.unit_parameter_ranges(Unit::block, l)});
@@ -120,7 +132,9 @@ TEST(GptUnitGather, AModelHoldingOnlyGatheredUnitsTrainsAsTheWholeOne) {
   }
   const std::span<float> want = whole.gradients_flat(), got = gathered.gradients_flat();
   for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "gradient " << i;
-  // nothing left gathered, and the order of the asks: forward, then backward last to first
+  // nothing left gathered nor read from the model's own (poisoned) buffer, and the order of the
+  // asks: forward, then backward last to first
+  EXPECT_TRUE(gather.holds_nothing());
   EXPECT_TRUE(std::all_of(flat.begin(), flat.end(), [](float v) { return std::isnan(v); }));
   const std::vector<std::string> one_step{
       "gather embedding", "prefetch block0", "gather block0", "prefetch block1", "gather block1", "prefetch head",
