@@ -5,6 +5,7 @@
 // recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
 // efficiency of the largest residual add on every core.
 #include "calibrate/calibrate_site.hpp"
+#include "calibrate/page_refault.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -198,6 +199,8 @@ int calibrate_site(const SiteCalibrationOptions& options) {
                          std::min(1.0, bandwidth / (base.memory_bandwidth * all)), t->size, all, bandwidth / 1e9);
   }
 
+  const PageRefault refault = measure_page_refault();
+
   // ---- write SITE.kernels.csv and SITE.yaml ---------------------------------------------------
   const fs::path table = fs::path(out).replace_extension(".kernels.csv");
   profile.save(table);
@@ -218,6 +221,10 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     for (const auto& [precision, line] : gemm) yaml += fmt::format("    {}: {}\n", precision, line);
   }
   if (!memory.empty()) yaml += fmt::format("  memory_efficiency: {}\n", memory);
+  yaml += fmt::format("  # ZeRO-2 and 3 give each reduced gradient page back and fault it in again\n"
+                      "  page_refault_s: {:.4g}   # madvise(MADV_DONTNEED) and one write, per {}-byte page: "
+                      "median of {} rounds over {} pages\n",
+                      refault.seconds_per_page, refault.page_bytes, refault.rounds, refault.pages);
   if (link)
     yaml += fmt::format(
         "  links:\n    intra_node:   # ping-pong between two ranks: {}\n      alpha: {:.4g}\n      beta: {:.4g}\n",

@@ -306,10 +306,12 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   p.power_watts = top.positive("power_watts");
   if (top.has("calibrated")) {
     const Mapping c(top.child("calibrated"), "calibrated", source,
-                    {"gemm_efficiency", "memory_efficiency", "links", "kernel_times", "date", "command"});
+                    {"gemm_efficiency", "memory_efficiency", "page_refault_s", "links", "kernel_times", "date",
+                     "command"});
     if (c.has("gemm_efficiency"))
       p.gemm_efficiency = read_per_precision(c, "gemm_efficiency", source, false, true);
     p.memory_efficiency = c.optional_positive("memory_efficiency");
+    p.page_refault_s = c.optional_positive("page_refault_s");
     SB_USER_CHECK(!p.memory_efficiency || *p.memory_efficiency <= 1.0,
                   "{}: 'calibrated.memory_efficiency' must lie in (0, 1], got {}", source,
                   p.memory_efficiency.value_or(0));

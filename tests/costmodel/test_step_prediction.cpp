@@ -177,6 +177,30 @@ TEST(StepPrediction, RecomputationTradesMemoryForCompute) {
   EXPECT_LT(predict_step(c, a100).memory.activations, none.memory.activations);
 }
 
+// ZeRO-2 and 3 give each micro-batch's reduced gradient pages back and fault them in again: a
+// calibrated per-page cost adds the stage's gradient pages to every backward; ZeRO-1 pays none,
+// and ZeRO-3's parameter gathers, on top, make it the slowest of the three.
+TEST(StepPrediction, ZeroStagesPayForTheirGradientPagesAndGathers) {
+  SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = named("gpt-1.3b", 8, 1, 1, 8);
+  c.precision.main_grads = "fp32";
+  const auto step_with = [&](int zero, std::optional<double> refault) {
+    a100.page_refault_s = refault;
+    c.strategy.zero = zero;
+    const Prediction p = predict_step(c, a100);
+    EXPECT_TRUE(p.feasible) << p.reason;
+    return p;
+  };
+  const double refault = 2e-6;
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(gpt::gpt_config_by_name("gpt-1.3b")));
+  const double micro_batches = 1.0;  // global 8 over dp 8, micro-batch 1
+  EXPECT_NEAR(step_with(2, refault).compute_s - step_with(2, std::nullopt).compute_s,
+              micro_batches * 4.0 * psi / 4096.0 * refault, 1e-9);
+  EXPECT_EQ(step_with(1, refault).compute_s, step_with(1, std::nullopt).compute_s);
+  EXPECT_GT(step_with(3, refault).step_time_s, step_with(2, refault).step_time_s);
+  EXPECT_GT(step_with(3, refault).dp_comm_s, step_with(2, refault).dp_comm_s);
+}
+
 TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
   const SiteProfile a100 = site("a100-80gb-dgx");
   plan::TrainConfig c = named("gpt-1.3b", 16, 1, 1, 64);
