@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The closed loop on time for the strategies that trade memory for time: calibrates this machine
+# into a scratch site directory, trains gpt-tiny (global batch 16, 8 steps, one thread per rank,
+# at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
+# and without sequence parallelism, and pp 2 plain and interleaved, each run predicted by the
+# calibrated profile before it trains, then prints every run's prediction error and fails when
+# one is off by more than 15% (step time) or 5% (memory). A benchmark, not a test: run it on a
+# quiet machine. Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+out=${2:-$(mktemp -d -t scalebench-closed-loop.XXXXXX)}
+mkdir -p "$out/sites"
+export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMP_PROC_BIND=false
+"$build/scalebench" calibrate --out "$out/sites/this-machine.yaml" --threads 1 --precision fp32 --max-batch 16
+export SB_SITES_DIR=$out/sites
+launch=(mpirun)
+if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
+run() {
+  local name=$1 ranks=$2
+  shift 2
+  echo "[closed loop] $name ($ranks rank(s))"
+  "${launch[@]}" -np "$ranks" "$build/scalebench" train --config "$root/models/gpt/configs/gpt-nano-sotu.yaml" \
+    --set model=gpt-tiny --set batch.global=16 --set steps=8 --set threads=1 --set eval_every=0 \
+    --set eval_batches=1 "$@" --out "$out/$name.h5" --force >"$out/$name.log" 2>&1
+}
+run recompute-none 1
+run recompute-selective 1 --set strategy.recompute=selective
+run recompute-full 1 --set strategy.recompute=full
+for zero in 0 1 2 3; do run "dp2-zero$zero" 2 --set strategy.dp=2 --set "strategy.zero=$zero"; done
+run tp2 2 --set strategy.tp=2
+run tp2-sequence-parallel 2 --set strategy.tp=2 --set strategy.sequence_parallel=true
+run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
+run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
+/usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.h5 --step-time-pct 15 --memory-pct 5
