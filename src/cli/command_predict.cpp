@@ -21,6 +21,7 @@
 #include "costmodel/site_profile.hpp"
 #include "costmodel/step_prediction.hpp"
 #include "costmodel/validation_set.hpp"
+#include "train/trainer.hpp"
 
 namespace sb::cli {
 
@@ -186,8 +187,11 @@ std::function<int()> add_predict_command(CLI::App& app) {
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
     const std::optional<costmodel::PredictionBand> band =
         p.feasible ? costmodel::prediction_band(site, p.step_time_s) : std::nullopt;
+    const std::optional<std::string> refusal = train::trainer_refusal(config);
     if (options->json) {
       nlohmann::json j = costmodel::prediction_json(p);
+      // why `train` would refuse this case (null: it trains it)
+      j["trainer_refusal"] = refusal ? nlohmann::json(*refusal) : nlohmann::json(nullptr);
       // the step time's interval from the shipped validation rows on the site's device; null
       // when no published row runs on it
       j["band"] = band ? nlohmann::json{{"step_time_low_s", band->low_s},   {"step_time_high_s", band->high_s},
@@ -204,6 +208,8 @@ std::function<int()> add_predict_command(CLI::App& app) {
                                    band->low_s, band->high_s, band->low_ratio, band->high_ratio, band->rows,
                                    band->device, band->sets)
                      : fmt::format("band          none: no shipped validation row runs on {}\n", site.device);
+      text += refusal ? fmt::format("trainer       refuses it: {}\n", *refusal)
+                      : std::string("trainer       trains it (`scalebench train` with this case)\n");
       std::fputs(text.c_str(), stdout);
     }
     return p.feasible ? 0 : 1;

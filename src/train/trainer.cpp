@@ -110,6 +110,20 @@ void check_supported(const plan::TrainConfig& c) {
   if (c.device == "cuda") check_supported_on_cuda(c);
 }
 
+}  // namespace
+
+std::optional<std::string> trainer_refusal(const plan::TrainConfig& config) {
+  try {
+    plan::runnable_plan(config);
+    check_supported(config);
+  } catch (const UserError& refusal) {
+    return std::string(refusal.what());
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // Other runs' checkpoints this one starts from or learns from, as files (run:<id> resolved).
 plan::TrainConfig with_checkpoint_sources(plan::TrainConfig c, const std::filesystem::path& out) {
   if (!c.finetune.from.empty()) c.finetune.from = checkpoint_source(c.finetune.from, out).string();

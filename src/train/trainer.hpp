@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "plan/config.hpp"
@@ -36,5 +37,10 @@ struct TrainOutcome {
 TrainOutcome run_training(const plan::TrainConfig& config, const std::filesystem::path& out,
                           const std::string& run_id, bool append, const std::filesystem::path& trace = {},
                           const plan::RunPrediction* prediction = nullptr, bool run_id_chosen = true);
+
+// Why this trainer cannot run `config` (the one sentence `train` exits 2 with, before any
+// file is written), or nothing when it can. What `predict` says beside a prediction: the cost
+// model also predicts what only larger machines or other trainers run.
+std::optional<std::string> trainer_refusal(const plan::TrainConfig& config);
 
 }  // namespace sb::train

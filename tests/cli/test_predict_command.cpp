@@ -259,6 +259,7 @@ TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
   EXPECT_NE(folder.stderr_text.find("must be an existing folder"), std::string::npos) << folder.stderr_text;
 }
 
+// A case the trainer refuses is still predicted, and predict names the refusal.
 TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   Scratch scratch;
   const auto config = scratch.write(
@@ -272,6 +273,22 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   EXPECT_NE(t.stderr_text.find("model.attention flash is modelled by `scalebench predict` and `plan` only"),
             std::string::npos) << t.stderr_text;
   EXPECT_FALSE(std::filesystem::exists(scratch.path("flash.h5")));
+  // predict says the same sentence beside its prediction, and null for what the trainer runs
+  const nlohmann::json j = nlohmann::json::parse(p.stdout_text);
+  ASSERT_TRUE(j["trainer_refusal"].is_string());
+  EXPECT_NE(j["trainer_refusal"].get<std::string>().find("model.attention flash is modelled by `scalebench predict`"),
+            std::string::npos);
+  const auto resnet = scratch.write("resnet.yaml", "model: resnet-mini\ndata: mnist\nbatch: {global: 8}\n"
+                                                   "strategy: {dp: 2, zero: 3}\n");
+  const CommandResult r = scratch.run("predict --config " + resnet.string() + " --site this-machine");
+  EXPECT_NE(r.stdout_text.find("trainer       refuses it: "), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("strategy.zero 3 shards the parameters of the GPT language model"), std::string::npos)
+      << r.stdout_text;
+  const auto trained = scratch.write("trained.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}"
+                                                     "\ndata: sotu\nbatch: {global: 2}\nstrategy: {dp: 2, zero: 3}\n");
+  const CommandResult ok = scratch.run("predict --config " + trained.string() + " --site this-machine --json");
+  ASSERT_EQ(ok.exit_code, 0) << ok.stderr_text;
+  EXPECT_TRUE(nlohmann::json::parse(ok.stdout_text)["trainer_refusal"].is_null()) << ok.stdout_text;
   const auto bad = scratch.write("bad.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
                                              "attention: fused}\ndata: sotu\n");
   const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
