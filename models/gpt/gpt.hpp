@@ -271,8 +271,9 @@ class GptModelT {
   // ZeRO-3: the weights of each unit come through `gather` (null: the model holds them all, the
   // default). Forward gathers the embedding, each block and the head in turn, prefetching the
   // next, and releases each after it; backward the head and the blocks again, last to first (the
-  // embedding's backward reads no weights). The model's parameter buffer is then only where
-  // gathered units land (GptPartition::parameter_residency). It must outlive the model's calls.
+  // embedding's backward reads no weights), reading each unit's weights where the gather put
+  // them; the model's own parameter buffer is then touched only to initialise and for readers of
+  // every parameter (GptPartition::parameter_residency). It must outlive the model's calls.
   void set_unit_parameter_gather(UnitParameterGather* gather) { unit_gather_ = gather; }
   // A unit's ranges of parameters_flat(), sorted by offset (empty tensors left out): the
   // embedding wte and wpe; block l (0 <= l < shard().L) its layer of each (L, ...) tensor; the

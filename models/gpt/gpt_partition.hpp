@@ -51,8 +51,9 @@ struct GptPartition {
   // How the model's own gradient buffer is charged: resident_pages under ZeRO-2, whose
   // reduction gives each range's pages back once it is reduced (core/memory.hpp).
   Residency gradient_residency = Residency::allocated;
-  // How the model's own parameter buffer is charged: resident_pages under ZeRO-3, where it
-  // holds only the units gathered at the moment (gpt.hpp's set_unit_parameter_gather), charged
+  // How the model's own parameter buffer is charged: resident_pages under ZeRO-3, where it is
+  // empty but while initialising and while a checkpoint gathers every parameter into it (the
+  // units are read from the gathers' own buffers: gpt.hpp's set_unit_parameter_gather), charged
   // to comm; the rank's shard of the parameters is held elsewhere, by the sharding.
   Residency parameter_residency = Residency::allocated;
 };

@@ -74,8 +74,8 @@ struct SiteProfile {
   // calibrated: (absent = the datasheet figure is taken as reached, efficiency 1)
   std::map<std::string, double> gemm_efficiency;  // per precision, (0, 1]
   std::optional<double> memory_efficiency;
-  // seconds to give one memory page back to the system and fault it in on the next write (a CPU
-  // site, calibrated): what ZeRO-2 and 3 pay per gradient page every micro-batch; absent: 0
+  // seconds to give 4096 bytes of memory back to the system and fault them in on the next write
+  // (a CPU site, calibrated): what ZeRO-2 and 3 pay per gradient page every micro-batch; absent: 0
   std::optional<double> page_refault_s;
   // `gemm:` the shape-aware GEMM time (gemm_model.hpp) of a GPU: SMs, tile, fitted e_max. When
   // present it replaces the flat peak × efficiency of the GEMMs (calibrated.gemm_efficiency,

@@ -534,7 +534,7 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
 void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, const StageCost& st,
                                 double grad_bytes_per_parameter, const SiteProfile& site) {
   if (c.strategy.zero < 2 || !site.page_refault_s) return;
-  constexpr double kPageBytes = 4096.0;  // what calibrate timed on this kind of site
+  constexpr double kPageBytes = 4096.0;  // page_refault_s's unit
   op.backward_compute_s += st.parameters * grad_bytes_per_parameter / kPageBytes * *site.page_refault_s;
 }
 

@@ -166,6 +166,11 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
   if (stage_ < 3) return;
   parameter_shard_ = TrackedBuffer(tracker, parameter_shard_category,
                                    shard_ * static_cast<std::int64_t>(sizeof(float)), "zero-3 fp32 parameter shard");
+  load_parameter_shard();
+}
+
+void ZeroSharding::load_parameter_shard() {
+  SB_CHECK(stage_ == 3, "zero-{}: only ZeRO-3 holds a parameter shard of its own", stage_);
   if (shard_begin() < owned_end())
     std::copy(parameters_.data() + shard_begin(), parameters_.data() + owned_end(), parameter_shard_.as<float>());
 }

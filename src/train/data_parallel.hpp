@@ -115,6 +115,9 @@ class ZeroSharding final : public GradientSync {
   // Stage 3: this rank's parameters, [shard_begin(), + size) of the flat ones, held here (the
   // model's buffer holds only gathered units); what the optimizer steps.
   std::span<float> parameter_shard() const;
+  // Stage 3: this rank's shard taken again from the model's flat parameters, once something
+  // wrote all of them (a checkpoint's resume).
+  void load_parameter_shard();
   std::int64_t shard_begin() const { return shard_ * dp_.rank(); }
   std::int64_t shard_size() const { return shard_; }
   const GradientExchangeFigures& last_step() const { return figures_; }

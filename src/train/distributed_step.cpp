@@ -130,7 +130,7 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
       make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
 }
 
-// ZeRO-3: from here on the model holds only the units it is reading; the shard the
+// ZeRO-3: from here on the model reads each unit from the gathers' buffers; the shard the
 // ZeroSharding copied is the parameters' one home.
 // Under mixed precision the units gather a 16-bit shard, rounded from the fp32 one after every
 // update; checkpoints gather the fp32 master weights.
@@ -178,9 +178,7 @@ void DistributedStep::release_all_parameters() {
 
 void DistributedStep::parameters_loaded() {
   if (!unit_gather_) return;
-  const std::span<float> full = task_.parameters_flat(), shard = zero_->parameter_shard();
-  const auto begin = static_cast<std::size_t>(std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(full.size())));
-  std::copy_n(full.begin() + static_cast<std::ptrdiff_t>(begin), shard.size(), shard.begin());
+  zero_->load_parameter_shard();
   round_storage_shard();
   unit_gather_->release_everything();
   if (master_gather_) master_gather_->release_everything();

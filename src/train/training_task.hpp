@@ -182,7 +182,7 @@ void average_accumulated_gradients(const kernels::KernelTable& kernels, std::spa
 // ZeRO-2 (strategy.zero 2), whose reduction gives each reduced range's pages back.
 Residency gradient_residency(const plan::TrainConfig& config);
 // ... and its parameter buffer: charged by resident pages under ZeRO-3 (strategy.zero 3), where
-// it holds only the units gathered at the moment.
+// it is held only to initialise and while a checkpoint gathers every parameter into it.
 Residency parameter_residency(const plan::TrainConfig& config);
 
 // Whether micro-batch m of `accumulation` reports its gradient ranges to `sync` as backward

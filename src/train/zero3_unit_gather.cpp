@@ -10,6 +10,23 @@
 namespace sb::train {
 
 namespace {
+// Adds the wall and CPU time of its scope to the figures' waits.
+class WaitClock {
+ public:
+  explicit WaitClock(UnitGatherFigures& figures)
+      : figures_(figures), t0_(parallel::comm_clock_seconds()), cpu0_(process_cpu_seconds()) {}
+  WaitClock(const WaitClock&) = delete;
+  WaitClock& operator=(const WaitClock&) = delete;
+  ~WaitClock() {
+    figures_.wait_s += parallel::comm_clock_seconds() - t0_;
+    figures_.cpu_wait_s += process_cpu_seconds() - cpu0_;
+  }
+
+ private:
+  UnitGatherFigures& figures_;
+  double t0_, cpu0_;
+};
+
 std::int64_t elements_of(std::span<const FlatRange> unit) {
   std::int64_t n = 0;
   for (const FlatRange& r : unit) n += r.count;
@@ -55,7 +72,6 @@ void Zero3UnitGather::start(std::span<const FlatRange> unit, std::byte* into, st
     if (r.count > 0) requests.push_back(dp_.iall_gatherv_in_place(into, counts, parallel::DataType::u8));
     into += r.count * e;
   }
-  ++figures_.gathers;
 }
 
 Zero3UnitGather::Slot* Zero3UnitGather::slot_of(std::span<const FlatRange> unit, SlotState state) {
@@ -75,7 +91,7 @@ Zero3UnitGather::Slot& Zero3UnitGather::free_slot(std::int64_t bytes) {
 }
 
 const std::byte* Zero3UnitGather::gather(std::span<const FlatRange> unit) {
-  const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
+  const WaitClock clock(figures_);
   Slot* slot = slot_of(unit, SlotState::in_flight);
   if (!slot) {
     slot = &free_slot(elements_of(unit) * element_bytes_);
@@ -85,19 +101,15 @@ const std::byte* Zero3UnitGather::gather(std::span<const FlatRange> unit) {
   parallel::wait_all(slot->requests);
   slot->requests.clear();
   slot->state = SlotState::held;
-  figures_.wait_s += parallel::comm_clock_seconds() - t0;
-  figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
   return slot->buffer.as<std::byte>();
 }
 
 void Zero3UnitGather::prefetch(std::span<const FlatRange> unit) {
-  const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
+  const WaitClock clock(figures_);
   Slot& slot = free_slot(elements_of(unit) * element_bytes_);
   slot.unit.assign(unit.begin(), unit.end());
   slot.state = SlotState::in_flight;
   start(unit, slot.buffer.as<std::byte>(), slot.requests);
-  figures_.wait_s += parallel::comm_clock_seconds() - t0;
-  figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
 }
 
 void Zero3UnitGather::release(std::span<const FlatRange> unit) {
@@ -107,14 +119,12 @@ void Zero3UnitGather::release(std::span<const FlatRange> unit) {
 }
 
 void Zero3UnitGather::gather_everything() {
-  const double t0 = parallel::comm_clock_seconds(), cpu0 = process_cpu_seconds();
+  const WaitClock clock(figures_);
   const FlatRange all{0, parameters_};
   std::vector<parallel::Request> requests;
   start(std::span<const FlatRange>(&all, 1), full_.as<std::byte>(), requests);
   parallel::wait_all(requests);
   full_.recharge_resident();
-  figures_.wait_s += parallel::comm_clock_seconds() - t0;
-  figures_.cpu_wait_s += process_cpu_seconds() - cpu0;
 }
 
 void Zero3UnitGather::release_everything() {

@@ -24,7 +24,6 @@ struct UnitGatherFigures {
   double wait_s = 0;      // inside gather() and prefetch(): starting calls and waiting for them (exposed)
   double cpu_wait_s = 0;  // this process's CPU time in those calls
   std::int64_t bytes = 0;  // parameter bytes received and held, every rank's pieces
-  std::int64_t gathers = 0;
 };
 
 // `full`: the model's flat parameter buffer (N elements of `element_bytes`: fp32, or the 16-bit
