@@ -530,12 +530,15 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
 }
 
 // ZeRO-2 and 3 give the pages of each micro-batch's reduced gradients back to the system, and
-// its next backward faults them in again: the stage's gradient pages at the calibrated cost.
+// 16-bit main gradients those of each range added into them; the next backward faults them in
+// again: the stage's fp32 gradient pages (what backward writes, whatever the main gradients'
+// type) at the calibrated cost.
 void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, const StageCost& st,
-                                double grad_bytes_per_parameter, const SiteProfile& site) {
-  if (c.strategy.zero < 2 || !site.page_refault_s) return;
+                                const SiteProfile& site) {
+  const bool staged = c.strategy.zero >= 2 || c.precision.sixteen_bit_main_gradients();
+  if (!staged || !site.page_refault_s) return;
   constexpr double kPageBytes = 4096.0;  // page_refault_s's unit
-  op.backward_compute_s += st.parameters * grad_bytes_per_parameter / kPageBytes * *site.page_refault_s;
+  op.backward_compute_s += st.parameters * 4.0 / kPageBytes * *site.page_refault_s;
 }
 
 // A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
@@ -585,7 +588,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     if (i > 0) op.send_backward_s = r.pp.send_seconds(stages[i - 1].boundary_bytes);
     add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp);
     add_parameter_gathers(op, c, p, st, state_bytes(c, element_bytes).param, r.dp);
-    add_gradient_page_refaults(op, c, st, state_bytes(c, element_bytes).grad, site);
+    add_gradient_page_refaults(op, c, st, site);
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
     if (k.stages) {

@@ -8,6 +8,7 @@
 
 #include "core/check.hpp"
 #include "optim/gradient_clipping.hpp"
+#include "optim/storage_gradients.hpp"
 
 namespace sb::optim {
 
@@ -18,7 +19,8 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
       kernels_(&kernels::kernels_for(backend)),
       numel_(checked_total_numel(slices_, "adamw")),
       state_(tracker, MemoryCategory::optimizer, 2 * numel_ * static_cast<std::int64_t>(sizeof(float)),
-             "adamw m,v", kernels::memory_device(backend)) {
+             "adamw m,v", kernels::memory_device(backend)),
+      widening_scratch_(widening_scratch(slices_, tracker, kernels::memory_device(backend))) {
   SB_USER_CHECK(config_.lr >= 0, "adamw: lr must be non-negative, got {}", config_.lr);
   SB_USER_CHECK(config_.beta1 >= 0 && config_.beta1 < 1, "adamw: beta1 must be in [0, 1), got {}",
                 config_.beta1);
@@ -32,14 +34,25 @@ AdamW::AdamW(std::vector<ParameterSlice> slices, const AdamWConfig& config,
 }
 
 double AdamW::clip_and_step(double lr, const GradientScaling& scaling) {
-  const double norm = clip_and_count_step(slices_, config_.grad_clip, *kernels_, "adamw", step_, reduce_norm_, scaling);
+  double coefficient = 1.0;  // what 16-bit gradients are multiplied by as they are widened
+  const double norm =
+      clip_and_count_step(slices_, config_.grad_clip, *kernels_, "adamw", step_, reduce_norm_, scaling, &coefficient);
   if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
   float* m = state_.as<float>();
   float* v = m + numel_;
   for (const auto& slice : slices_) {
     const double decay = slice.weight_decay ? config_.weight_decay : 0.0;
-    kernels_->adamw_update(slice.param, slice.grad, m, v, slice.numel, lr, config_.beta1,
-                           config_.beta2, config_.eps, decay, step_);
+    const auto update = [&](std::int64_t offset, const float* grad, std::int64_t n) {
+      kernels_->adamw_update(slice.param + offset, grad, m + offset, v + offset, n, lr, config_.beta1, config_.beta2,
+                             config_.eps, decay, step_);
+    };
+    if (slice.grad)
+      update(0, slice.grad, slice.numel);
+    else
+      for_each_widened_chunk(slice, static_cast<float>(coefficient), widening_scratch_,
+                             [&](std::int64_t offset, std::span<const float> grad) {
+                               update(offset, grad.data(), static_cast<std::int64_t>(grad.size()));
+                             });
     m += slice.numel;
     v += slice.numel;
   }

@@ -57,6 +57,7 @@ class AdamW {
   const kernels::KernelTable* kernels_;
   std::int64_t numel_ = 0;
   TrackedBuffer state_;  // m (numel_) then v (numel_)
+  TrackedBuffer widening_scratch_;  // 16-bit main gradients widened a chunk at a time
   std::int64_t step_ = 0;
   SquaredNormReducer reduce_norm_;
 };

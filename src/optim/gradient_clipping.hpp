@@ -34,15 +34,19 @@ struct GradientScaling {
 // scaling.skip_non_finite: then it is returned and the gradients are left as they are. With a
 // reducer the norm is that of the whole model, the slices being this rank's shard; slices
 // marked replica are then left out of this rank's sum (another rank holds and counts them).
+// Slices of 16-bit gradients (grad_bits) are counted in the norm but never scaled in place: the
+// factor every gradient takes (1/loss_scale, times the clipping factor) goes to
+// *widening_coefficient, for the optimizer to apply as it widens them (required with them).
 double clip_gradients_by_global_norm(const std::vector<ParameterSlice>& slices, double max_norm,
                                      const kernels::KernelTable& kernels, std::string_view optimizer,
                                      std::int64_t step, const SquaredNormReducer& reduce = {},
-                                     const GradientScaling& scaling = {});
+                                     const GradientScaling& scaling = {}, double* widening_coefficient = nullptr);
 
 // An optimizer step's start: clips as above for step `step` + 1 and, when the norm is finite,
 // counts the step (++step); a non-finite norm under loss scaling leaves both for a skipped step.
 double clip_and_count_step(const std::vector<ParameterSlice>& slices, double max_norm,
                            const kernels::KernelTable& kernels, std::string_view optimizer, std::int64_t& step,
-                           const SquaredNormReducer& reduce, const GradientScaling& scaling);
+                           const SquaredNormReducer& reduce, const GradientScaling& scaling,
+                           double* widening_coefficient = nullptr);
 
 }  // namespace sb::optim

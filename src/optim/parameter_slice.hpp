@@ -8,6 +8,10 @@
 
 namespace sb::optim {
 
+// How a slice's gradient is stored: fp32 (ParameterSlice::grad), or 16-bit main gradients
+// (precision.main_grads storage: ParameterSlice::grad_bits, bf16 or fp16 bits).
+enum class GradientStorage { fp32, bf16, fp16 };
+
 struct ParameterSlice {
   std::string name;
   float* param = nullptr;      // (numel), updated in place
@@ -18,6 +22,11 @@ struct ParameterSlice {
   // LayerNorm, the head stage's copy of the tied embedding): counted once in a norm summed
   // over ranks, so that norm is the unsplit model's.
   bool replica = false;
+  // 16-bit main gradients instead of grad (which is then null): (numel) values of
+  // grad_storage, never written; the optimizer widens them a chunk at a time
+  // (optim/storage_gradients.hpp) and applies the clipping coefficient as it does.
+  const std::uint16_t* grad_bits = nullptr;
+  GradientStorage grad_storage = GradientStorage::fp32;
 };
 
 }  // namespace sb::optim

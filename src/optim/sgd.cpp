@@ -8,6 +8,7 @@
 
 #include "core/check.hpp"
 #include "optim/gradient_clipping.hpp"
+#include "optim/storage_gradients.hpp"
 
 namespace sb::optim {
 
@@ -18,7 +19,8 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
       kernels_(&kernels::kernels_for(backend)),
       numel_(checked_total_numel(slices_, "sgd")),
       state_(tracker, MemoryCategory::optimizer, numel_ * static_cast<std::int64_t>(sizeof(float)),
-             "sgd momentum", kernels::memory_device(backend)) {
+             "sgd momentum", kernels::memory_device(backend)),
+      widening_scratch_(widening_scratch(slices_, tracker, kernels::memory_device(backend))) {
   SB_USER_CHECK(config_.lr >= 0, "sgd: lr must be non-negative, got {}", config_.lr);
   SB_USER_CHECK(config_.momentum >= 0 && config_.momentum < 1,
                 "sgd: momentum must be in [0, 1), got {}", config_.momentum);
@@ -29,13 +31,23 @@ Sgd::Sgd(std::vector<ParameterSlice> slices, const SgdConfig& config, kernels::B
 }
 
 double Sgd::clip_and_step(double lr, const GradientScaling& scaling) {
-  const double norm = clip_and_count_step(slices_, config_.grad_clip, *kernels_, "sgd", step_, reduce_norm_, scaling);
+  double coefficient = 1.0;  // what 16-bit gradients are multiplied by as they are widened
+  const double norm =
+      clip_and_count_step(slices_, config_.grad_clip, *kernels_, "sgd", step_, reduce_norm_, scaling, &coefficient);
   if (!std::isfinite(norm)) return norm;  // an overflow under loss scaling: the step is skipped
   float* buffer = state_.as<float>();
   for (const auto& slice : slices_) {
     const double decay = slice.weight_decay ? config_.weight_decay : 0.0;
-    kernels_->sgd_update(slice.param, slice.grad, buffer, slice.numel, lr, config_.momentum, decay,
-                         step_);
+    const auto update = [&](std::int64_t offset, const float* grad, std::int64_t n) {
+      kernels_->sgd_update(slice.param + offset, grad, buffer + offset, n, lr, config_.momentum, decay, step_);
+    };
+    if (slice.grad)
+      update(0, slice.grad, slice.numel);
+    else
+      for_each_widened_chunk(slice, static_cast<float>(coefficient), widening_scratch_,
+                             [&](std::int64_t offset, std::span<const float> grad) {
+                               update(offset, grad.data(), static_cast<std::int64_t>(grad.size()));
+                             });
     buffer += slice.numel;
   }
   return norm;

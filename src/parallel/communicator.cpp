@@ -13,6 +13,8 @@ std::size_t size_of(DataType type) {
     case DataType::i32: return 4;
     case DataType::i64: return 8;
     case DataType::u8: return 1;
+    case DataType::bf16: return 2;
+    case DataType::f16: return 2;
   }
   SB_CHECK(false, "unknown DataType {}", static_cast<int>(type));
 }
@@ -24,6 +26,8 @@ std::string_view to_string(DataType type) {
     case DataType::i32: return "i32";
     case DataType::i64: return "i64";
     case DataType::u8: return "u8";
+    case DataType::bf16: return "bf16";
+    case DataType::f16: return "f16";
   }
   return "unknown";
 }

@@ -14,10 +14,14 @@
 #include <vector>
 
 #include "parallel/comm_stats.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 
 namespace sb::parallel {
 
-enum class DataType { f32, f64, i32, i64, u8 };
+// bf16 and f16: 16-bit floats (precision/bf16.hpp, fp16.hpp) as their bits; reductions over
+// them add in fp32 and round each result to nearest even (MPI: a user-defined operation).
+enum class DataType { f32, f64, i32, i64, u8, bf16, f16 };
 std::size_t size_of(DataType type);
 std::string_view to_string(DataType type);
 
@@ -27,6 +31,8 @@ template <> constexpr DataType data_type_of<double>() { return DataType::f64; }
 template <> constexpr DataType data_type_of<std::int32_t>() { return DataType::i32; }
 template <> constexpr DataType data_type_of<std::int64_t>() { return DataType::i64; }
 template <> constexpr DataType data_type_of<std::uint8_t>() { return DataType::u8; }
+template <> constexpr DataType data_type_of<bf16>() { return DataType::bf16; }
+template <> constexpr DataType data_type_of<fp16>() { return DataType::f16; }
 
 enum class ReduceOp { sum, max, min };
 

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <type_traits>
 #include <climits>
 #include <vector>
 
@@ -28,6 +29,8 @@ MPI_Datatype mpi_type(DataType type) {
     case DataType::i32: return MPI_INT32_T;
     case DataType::i64: return MPI_INT64_T;
     case DataType::u8: return MPI_UINT8_T;
+    case DataType::bf16:
+    case DataType::f16: return MPI_UINT16_T;  // reduced by the user operations below
   }
   SB_CHECK(false, "unknown DataType {}", static_cast<int>(type));
 }
@@ -39,6 +42,43 @@ MPI_Op mpi_op(ReduceOp op) {
     case ReduceOp::min: return MPI_MIN;
   }
   SB_CHECK(false, "unknown ReduceOp {}", static_cast<int>(op));
+}
+
+// The reduction of two 16-bit floats (F: bf16 or fp16, as their bits): in fp32, rounded to
+// nearest even, as NCCL reduces them.
+template <class F, ReduceOp op>
+void reduce_16_bit(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const F*>(in);
+  auto* b = static_cast<F*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = to_float(a[i]), y = to_float(b[i]);
+    const float r = op == ReduceOp::sum ? x + y : op == ReduceOp::max ? (x > y ? x : y) : (x < y ? x : y);
+    if constexpr (std::is_same_v<F, bf16>)
+      b[i] = to_bf16(r);
+    else
+      b[i] = to_fp16(r);
+  }
+}
+
+// MPI has no 16-bit floats: their reductions are user operations over MPI_UINT16_T, created
+// once (MPI_Init must have run) and kept until MPI_Finalize.
+MPI_Op created_op(MPI_User_function* function) {
+  MPI_Op op = MPI_OP_NULL;
+  SB_MPI_CHECK(MPI_Op_create(function, /*commute=*/1, &op));
+  return op;
+}
+template <class F>
+MPI_Op mpi_op_16_bit(ReduceOp op) {
+  static const MPI_Op ops[] = {created_op(&reduce_16_bit<F, ReduceOp::sum>),
+                               created_op(&reduce_16_bit<F, ReduceOp::max>),
+                               created_op(&reduce_16_bit<F, ReduceOp::min>)};
+  return ops[static_cast<int>(op)];
+}
+
+MPI_Op mpi_op(ReduceOp op, DataType type) {
+  if (type == DataType::bf16) return mpi_op_16_bit<bf16>(op);
+  if (type == DataType::f16) return mpi_op_16_bit<fp16>(op);
+  return mpi_op(op);
 }
 
 // MPI counts are int: 2^31-1 elements (8 GiB of float) per call.
@@ -228,7 +268,7 @@ class MpiCommunicator final : public Communicator {
     CommRecord record = begin(Collective::all_reduce, count, type, blocking);
     detail::choose_libnbc_allreduce_algorithm(record.bytes);
     MPI_Request request = MPI_REQUEST_NULL;
-    SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(type), mpi_op(op),
+    SB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(type), mpi_op(op, type),
                                 comm_, &request));
     return MpiRequest(stats_, std::move(record), request);
   }
@@ -238,7 +278,7 @@ class MpiCommunicator final : public Communicator {
     CommRecord record = begin(Collective::reduce_scatter, recv_count, type, blocking);
     MPI_Request request = MPI_REQUEST_NULL;
     SB_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, mpi_count(recv_count), mpi_type(type),
-                                           mpi_op(op), comm_, &request));
+                                           mpi_op(op, type), comm_, &request));
     return MpiRequest(stats_, std::move(record), request);
   }
 

@@ -93,6 +93,8 @@ ncclDataType_t nccl_type(DataType type) {
     case DataType::i32: return ncclInt32;
     case DataType::i64: return ncclInt64;
     case DataType::u8: return ncclUint8;
+    case DataType::bf16: return ncclBfloat16;
+    case DataType::f16: return ncclFloat16;
   }
   SB_CHECK(false, "unknown DataType {}", static_cast<int>(type));
 }

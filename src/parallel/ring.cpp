@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Ring reduce-scatter / all-gather / all-reduce as a state machine advanced by test().
+// Ring reduce-scatter / all-gather / all-reduce as a state machine advanced by test(), over
+// floats and (all-reduce) 16-bit floats.
 #include "parallel/ring.hpp"
 
 #include <memory>
@@ -18,14 +19,20 @@ namespace {
 // after n − 1 steps rank r holds the full sum of segment (r + 1 + o). The all-gather then
 // passes the completed segments on: step s sends (r + 1 + o − s) and receives (r + o − s).
 // o = 0 is the textbook all-reduce; o = −1 leaves rank r with segment r (ZeRO's layout).
+// a + b in T: floats add; 16-bit floats add in fp32 and round to nearest even, as NCCL does.
+inline float sum(float a, float b) { return a + b; }
+inline bf16 sum(bf16 a, bf16 b) { return to_bf16(to_float(a) + to_float(b)); }
+inline fp16 sum(fp16 a, fp16 b) { return to_fp16(to_float(a) + to_float(b)); }
+
+template <class T>
 class Ring final : public Request::Impl {
  public:
-  Ring(Communicator& comm, float* data, std::int64_t count, int tag, bool reduce_scatter, bool all_gather,
+  Ring(Communicator& comm, T* data, std::int64_t count, int tag, bool reduce_scatter, bool all_gather,
        int offset, Collective collective, std::int64_t* bytes_sent)
       : comm_(comm), data_(data), count_(count), tag_(tag), n_(comm.size()), r_(comm.rank()),
         offset_(offset), bytes_sent_(bytes_sent) {
     record_.collective = collective;
-    record_.bytes = count * static_cast<std::int64_t>(sizeof(float));
+    record_.bytes = count * static_cast<std::int64_t>(sizeof(T));
     record_.ranks = n_;
     record_.start_s = comm_clock_seconds();
     record_.blocking = false;
@@ -75,7 +82,7 @@ class Ring final : public Request::Impl {
     while (!complete_ && send_.test() && receive_.test()) {
       if (phases_[phase_] == Phase::reduce_scatter) {  // add the received partial sums
         const auto [begin, end] = segment(receiving_);
-        for (std::int64_t i = begin; i < end; ++i) data_[i] += scratch_[static_cast<std::size_t>(i - begin)];
+        for (std::int64_t i = begin; i < end; ++i) data_[i] = sum(data_[i], scratch_[static_cast<std::size_t>(i - begin)]);
       }
       if (++step_ == n_ - 1) {
         step_ = 0;
@@ -98,10 +105,10 @@ class Ring final : public Request::Impl {
     const auto [send_begin, send_end] = segment(sending);
     const auto [receive_begin, receive_end] = segment(receiving_);
     const int left = wrap(r_ - 1), right = wrap(r_ + 1);
-    float* into = reducing ? scratch_.data() : data_ + receive_begin;
-    receive_ = comm_.irecv(into, receive_end - receive_begin, DataType::f32, left, tag_);
-    send_ = comm_.isend(data_ + send_begin, send_end - send_begin, DataType::f32, right, tag_);
-    if (bytes_sent_) *bytes_sent_ += (send_end - send_begin) * static_cast<std::int64_t>(sizeof(float));
+    T* into = reducing ? scratch_.data() : data_ + receive_begin;
+    receive_ = comm_.irecv(into, receive_end - receive_begin, data_type_of<T>(), left, tag_);
+    send_ = comm_.isend(data_ + send_begin, send_end - send_begin, data_type_of<T>(), right, tag_);
+    if (bytes_sent_) *bytes_sent_ += (send_end - send_begin) * static_cast<std::int64_t>(sizeof(T));
   }
 
   void finish() {
@@ -116,14 +123,14 @@ class Ring final : public Request::Impl {
   }
 
   Communicator& comm_;
-  float* data_;
+  T* data_;
   std::int64_t count_;
   int tag_, n_, r_, offset_;
   std::int64_t* bytes_sent_;
   std::vector<Phase> phases_;
   std::size_t phase_ = 0;
   int step_ = 0, receiving_ = 0;
-  std::vector<float> scratch_;  // one received segment (reduce-scatter)
+  std::vector<T> scratch_;  // one received segment (reduce-scatter)
   Request send_, receive_;
   CommRecord record_;
   bool complete_ = false, done_ = false;
@@ -132,17 +139,25 @@ class Ring final : public Request::Impl {
 }  // namespace
 
 Request ring_iall_reduce(Communicator& comm, float* data, std::int64_t count, int tag, std::int64_t* bytes_sent) {
-  return Request(std::make_unique<Ring>(comm, data, count, tag, true, true, 0, Collective::all_reduce, bytes_sent));
+  return Request(std::make_unique<Ring<float>>(comm, data, count, tag, true, true, 0, Collective::all_reduce, bytes_sent));
+}
+
+Request ring_iall_reduce(Communicator& comm, bf16* data, std::int64_t count, int tag, std::int64_t* bytes_sent) {
+  return Request(std::make_unique<Ring<bf16>>(comm, data, count, tag, true, true, 0, Collective::all_reduce, bytes_sent));
+}
+
+Request ring_iall_reduce(Communicator& comm, fp16* data, std::int64_t count, int tag, std::int64_t* bytes_sent) {
+  return Request(std::make_unique<Ring<fp16>>(comm, data, count, tag, true, true, 0, Collective::all_reduce, bytes_sent));
 }
 
 Request ring_ireduce_scatter(Communicator& comm, float* buffer, std::int64_t block, int tag,
                              std::int64_t* bytes_sent) {
-  return Request(std::make_unique<Ring>(comm, buffer, block * comm.size(), tag, true, false, -1,
+  return Request(std::make_unique<Ring<float>>(comm, buffer, block * comm.size(), tag, true, false, -1,
                                         Collective::reduce_scatter, bytes_sent));
 }
 
 Request ring_iall_gather(Communicator& comm, float* buffer, std::int64_t block, int tag, std::int64_t* bytes_sent) {
-  return Request(std::make_unique<Ring>(comm, buffer, block * comm.size(), tag, false, true, -1,
+  return Request(std::make_unique<Ring<float>>(comm, buffer, block * comm.size(), tag, false, true, -1,
                                         Collective::all_gather, bytes_sent));
 }
 

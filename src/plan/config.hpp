@@ -53,9 +53,13 @@ struct PrecisionSpec {
   std::string loss_scale = "dynamic";  // dynamic | none | a number (fp16 only)
   double static_loss_scale = 0;        // that number, parsed by the config reader; 0 otherwise
   std::int64_t growth_interval = 2000;  // dynamic: good steps in a row before the scale doubles
-  // fp32: fp32 main gradients beside 16-bit weights (this trainer, Megatron-LM); storage:
-  // gradients in the storage dtype (DeepSpeed's fp16 ZeRO) — for predict and plan only
+  // fp32: fp32 main gradients beside 16-bit weights (Megatron-LM's default); storage: the main
+  // gradients kept, accumulated and reduced in the storage dtype (Megatron-LM without
+  // --accumulate-allreduce-grads-in-fp32, DeepSpeed's fp16 ZeRO; train/storage_main_gradients.hpp)
   std::string main_grads = "fp32";
+  // Whether the main gradients are 16-bit: main_grads storage with a 16-bit dtype (fp32 storage
+  // is the fp32 main gradients).
+  bool sixteen_bit_main_gradients() const { return main_grads == "storage" && dtype != "fp32"; }
 };
 
 struct OptimizerSpec {

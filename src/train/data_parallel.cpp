@@ -20,7 +20,8 @@ using parallel::comm_clock_seconds;
 constexpr int kZeroTag = 900;
 constexpr int kZeroTwoBucketsInFlight = 2;
 
-// Length of the union of [start, min(end, cut)] over the intervals (sorted by start).
+}  // namespace
+
 double union_length(std::vector<std::pair<double, double>> intervals, double cut) {
   std::sort(intervals.begin(), intervals.end());
   double total = 0, open_start = 0, open_end = -1;
@@ -38,8 +39,6 @@ double union_length(std::vector<std::pair<double, double>> intervals, double cut
   if (open_end > open_start) total += open_end - open_start;
   return total;
 }
-
-}  // namespace
 
 // ---- bucketed all-reduce -----------------------------------------------------------------
 
@@ -144,7 +143,6 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
       dp_(dp),
       parameters_(parameters),
       gradients_(gradients),
-      gradient_pages_(gradient_pages),
       shard_((static_cast<std::int64_t>(parameters.size()) + dp.size() - 1) / dp.size()),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       tracker_(tracker),
@@ -156,13 +154,9 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
   SB_CHECK(parameters.size() == gradients.size(), "zero-{}: {} parameters but {} gradients", stage,
            parameters.size(), gradients.size());
   if (stage_ == 1) return;
-  SB_CHECK(gradient_pages_ && gradient_pages_->residency() == Residency::resident_pages &&
-               gradient_pages_->as<float>() == gradients.data(),
-           "zero-2: the model's gradients must be a buffer charged by resident pages");
+  pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3");
   shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
                                fmt::format("zero-{} gradient shard", stage));
-  const std::int64_t page = resident_page_bytes();
-  copied_.assign(static_cast<std::size_t>((gradient_pages_->bytes() + page - 1) / page), 0);
   if (stage_ < 3) return;
   parameter_shard_ = TrackedBuffer(tracker, parameter_shard_category,
                                    shard_ * static_cast<std::int64_t>(sizeof(float)), "zero-3 fp32 parameter shard");
@@ -188,32 +182,6 @@ std::span<float> ZeroSharding::shard_gradients() const {
   const std::int64_t count = std::max<std::int64_t>(0, owned_end() - shard_begin());
   float* data = stage_ >= 2 ? shard_grads_.as<float>() : gradients_.data() + std::min(shard_begin(), owned_end());
   return {data, static_cast<std::size_t>(count)};
-}
-
-// Stage 2: the pages under gradients [begin, end) count those bytes as copied; a page all of
-// whose bytes are copied goes back to the system (backward writes it again from zero).
-void ZeroSharding::give_back_pages(std::int64_t begin, std::int64_t end) {
-  const std::int64_t page = resident_page_bytes(), total = gradient_pages_->bytes();
-  const std::int64_t byte_begin = begin * 4, byte_end = end * 4;
-  std::int64_t run_begin = -1, run_end = -1;  // consecutive whole pages, given back in one call
-  const auto give_back_run = [&] {
-    if (run_begin >= 0) gradient_pages_->discard(run_begin, run_end - run_begin);
-    run_begin = run_end = -1;
-  };
-  for (std::int64_t p = byte_begin / page; p * page < byte_end; ++p) {
-    const std::int64_t lo = std::max(byte_begin, p * page), hi = std::min(byte_end, (p + 1) * page);
-    std::int64_t& copied = copied_[static_cast<std::size_t>(p)];
-    copied += hi - lo;
-    const std::int64_t capacity = std::min(page, total - p * page);
-    if (copied < capacity) {
-      give_back_run();
-      continue;
-    }
-    if (run_begin < 0) run_begin = p * page;
-    run_end = p * page + capacity;
-    copied = 0;
-  }
-  give_back_run();
 }
 
 // Stage 2: gradients [begin, end) (one owner's) copied into the open bucket, opening one as
@@ -297,14 +265,14 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
            "gradient range [{}, {}) outside the model's {} gradients", offset, offset + count, gradients_.size());
   // what backward wrote since the last range: the peak (the pages given back below are
   // charged off by the next range's call, or at the end of the micro-batch)
-  gradient_pages_->recharge_resident();
+  pages_->recharge();
   for (std::int64_t begin = offset; begin < offset + count;) {
     const int owner = static_cast<int>(begin / shard_);
     const std::int64_t end = std::min(offset + count, (owner + 1) * shard_);
     stage_piece(begin, end, owner);
     begin = end;
   }
-  give_back_pages(offset, offset + count);
+  pages_->consumed(offset, offset + count);
   complete_buckets(false);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
@@ -315,7 +283,7 @@ void ZeroSharding::micro_batch_done() {
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   start_open_bucket();
   complete_buckets(true);
-  gradient_pages_->recharge_resident();
+  pages_->recharge();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
@@ -328,8 +296,8 @@ void ZeroSharding::finish(double local_scale) {
     SB_CHECK(step_open_, "zero-{}: backward reported no gradients this step", stage_);
     start_open_bucket();
     complete_buckets(true);
-    gradient_pages_->recharge_resident();
-    SB_CHECK(std::all_of(copied_.begin(), copied_.end(), [](std::int64_t c) { return c == 0; }),
+    pages_->recharge();
+    SB_CHECK(pages_->all_given_back(),
              "zero-{}: backward did not report every gradient of the model", stage_);
     float* shard = shard_grads_.as<float>();
     for (std::int64_t i = 0; i < owned_end() - shard_begin(); ++i) shard[i] *= scale;

@@ -7,14 +7,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/memory.hpp"
 #include "kernels/kernels.hpp"
 #include "optim/parameter_slice.hpp"
 #include "parallel/communicator.hpp"
+#include "train/gradient_page_return.hpp"
 #include "train/gradient_sync.hpp"
 
 namespace sb::train {
@@ -34,6 +37,10 @@ struct GradientExchangeFigures {
   // process_cpu_seconds() when backward ended and the exposed wait began (-1: no exchange ran)
   double cpu_at_backward_end_s = -1;
 };
+
+// Length of the union of [start, min(end, cut)] over the intervals: the time some bucket was in
+// flight (before `cut`).
+double union_length(std::vector<std::pair<double, double>> intervals, double cut);
 
 // Packs ranges into buckets of `bucket_bytes` in the order backward finishes them and starts
 // each bucket's all-reduce (sum) as soon as it is full, testing the ones in flight whenever a
@@ -135,7 +142,6 @@ class ZeroSharding final : public GradientSync {
     double start_s = -1;
   };
   void stage_piece(std::int64_t begin, std::int64_t end, int owner);
-  void give_back_pages(std::int64_t begin, std::int64_t end);
   void start_open_bucket();
   void complete_buckets(bool wait);
   std::int64_t owned_end() const;
@@ -143,7 +149,6 @@ class ZeroSharding final : public GradientSync {
   int stage_;
   parallel::Communicator& dp_;
   std::span<float> parameters_, gradients_;
-  TrackedBuffer* gradient_pages_;
   std::int64_t shard_, bucket_elements_;
   MemoryTracker& tracker_;
   TrackedBuffer padded_;       // comm: (dp · shard) stage 1's gradients out and both stages' parameters in
@@ -151,7 +156,7 @@ class ZeroSharding final : public GradientSync {
   TrackedBuffer parameter_shard_;  // params: (shard) stage 3's parameters
   std::vector<Bucket> buckets_;         // stage 2: the open one last, then those in flight
   std::vector<TrackedBuffer> spare_;    // stage 2: staging buffers of finished buckets, reused
-  std::vector<std::int64_t> copied_;    // stage 2: per gradient page, bytes copied this micro-batch
+  std::optional<GradientPageReturn> pages_;  // stages 2 and 3: the model's gradients, given back as copied
   bool step_open_ = false;
   std::vector<std::pair<double, double>> in_flight_;
   GradientExchangeFigures figures_;

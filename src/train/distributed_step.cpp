@@ -17,11 +17,15 @@
 #include "core/cpu_clock.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
+#include "plan/run_plan.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 #include "runtime/device_runtime.hpp"
 #include "train/device_staging.hpp"
 #include "train/failure_injection.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/slowed_gradient_sync.hpp"
+#include "train/storage_main_gradients.hpp"
 #include "train/zero3_unit_gather.hpp"
 
 namespace sb::train {
@@ -115,6 +119,9 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
       squared = dp.all_reduce_value(squared);
       return mp.size() > 1 ? mp.all_reduce_value(squared) : squared;
     };
+  } else if (config.precision.sixteen_bit_main_gradients()) {
+    keep_sixteen_bit_main_gradients(task, tracker);
+    slices = storage_->main_gradient_slices(slices);
   } else if (dp.size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
     all_reduce_ = std::make_unique<BucketedAllReduce>(dp, task.gradients_flat(), bucket_bytes,
@@ -128,6 +135,18 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   optimizer_state_.begin = zero_ ? std::min<std::int64_t>(zero_->shard_begin(), static_cast<std::int64_t>(parameters.size())) : 0;
   optimizer_step_ =
       make_optimizer_step(config, std::move(slices), backend, tracker, std::move(reduce_norm), optimizer_state_);
+}
+
+// precision.main_grads storage: every rank keeps its main gradients in 16 bits, also alone
+// (they are accumulated over the micro-batches in 16 bits too).
+void DistributedStep::keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker) {
+  const plan::TrainConfig& c = config_;
+  const parallel::DataType storage = c.precision.dtype == "bf16" ? parallel::DataType::bf16 : parallel::DataType::f16;
+  storage_ = std::make_unique<StorageMainGradients>(
+      dp_, task.gradients_flat(), task.gradient_pages(), storage, plan::runnable_plan(c).micro_batches,
+      static_cast<std::int64_t>(c.strategy.bucket_mb * 1024 * 1024), c.strategy.overlap, c.strategy.allreduce,
+      tracker);
+  task.set_gradient_sync(storage_.get());
 }
 
 // ZeRO-3: from here on the model reads each unit from the gathers' buffers; the shard the
@@ -187,10 +206,12 @@ void DistributedStep::parameters_loaded() {
 // A rank named by SB_INJECT_FAILURE=R:S:slowP hands its gradients to the exchange through the
 // slowed sync, which adds the work at the end of its backward.
 void DistributedStep::slow_the_exchange_if_asked(TrainingTask& task) {
-  if (slowdown_to_inject(world_rank_, std::numeric_limits<std::int64_t>::max()) <= 0 || (!all_reduce_ && !zero_))
+  if (slowdown_to_inject(world_rank_, std::numeric_limits<std::int64_t>::max()) <= 0 ||
+      (!all_reduce_ && !zero_ && !storage_))
     return;
-  slowed_sync_ = zero_ ? std::make_unique<SlowedGradientSync>(*zero_, zero_->last_step())
-                       : std::make_unique<SlowedGradientSync>(*all_reduce_, all_reduce_->last_step());
+  slowed_sync_ = zero_      ? std::make_unique<SlowedGradientSync>(*zero_, zero_->last_step())
+                 : storage_ ? std::make_unique<SlowedGradientSync>(*storage_, storage_->last_step())
+                            : std::make_unique<SlowedGradientSync>(*all_reduce_, all_reduce_->last_step());
   task.set_gradient_sync(slowed_sync_.get());
 }
 
@@ -223,8 +244,13 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
     // a tied embedding), which the optimizer would otherwise apply; under ZeRO-2 the shard, the
     // only gradients left
     const bool sharded = zero_ && zero_->reduces_every_micro_batch();
-    fill_floats(sharded ? zero_->shard_gradients() : task_.gradients_flat(), device_,
-                std::numeric_limits<float>::infinity());
+    if (storage_)
+      std::fill_n(storage_->main_gradients().data(), storage_->main_gradients().size(),
+                  config_.precision.dtype == "bf16" ? to_bf16(std::numeric_limits<float>::infinity()).bits
+                                                    : to_fp16(std::numeric_limits<float>::infinity()).bits);
+    else
+      fill_floats(sharded ? zero_->shard_gradients() : task_.gradients_flat(), device_,
+                  std::numeric_limits<float>::infinity());
   }
   finish_queued_work();
   r.backward_end_s = comm_clock_seconds();
@@ -237,6 +263,7 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   r.pipeline_ops = std::move(pipeline.ops);
   if (all_reduce_) r.exchange = all_reduce_->last_step();
   if (zero_) r.exchange = zero_->last_step();
+  if (storage_) r.exchange = storage_->last_step();
   if (unit_gather_) {  // ZeRO-3's parameter gathers inside forward and backward: not compute
     const UnitGatherFigures gathers = unit_gather_->take_figures();
     r.exchange.in_backward_s += gathers.wait_s;

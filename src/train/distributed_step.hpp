@@ -24,6 +24,7 @@
 #include "plan/config.hpp"
 #include "train/data_parallel.hpp"
 #include "train/slowed_gradient_sync.hpp"
+#include "train/storage_main_gradients.hpp"
 #include "train/training_task.hpp"
 #include "train/zero3_unit_gather.hpp"
 
@@ -118,6 +119,7 @@ class DistributedStep {
   void finish_queued_work() const;
   void slow_the_exchange_if_asked(TrainingTask& task);
   void shard_parameters(TrainingTask& task, MemoryTracker& tracker);
+  void keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker);
   void round_storage_shard();  // ZeRO-3, mixed precision: the fp32 shard into the 16-bit one
   Zero3UnitGather* master_gather() const;  // what gathers the fp32 master weights whole
 
@@ -128,6 +130,7 @@ class DistributedStep {
   parallel::Communicator& tp_;
   std::unique_ptr<BucketedAllReduce> all_reduce_;
   std::unique_ptr<ZeroSharding> zero_;
+  std::unique_ptr<StorageMainGradients> storage_;  // precision.main_grads storage (16-bit)
   std::unique_ptr<Zero3UnitGather> unit_gather_;  // ZeRO-3: the model's units from the shards
   TrackedBuffer storage_shard_;                    // ZeRO-3, mixed precision: the 16-bit shard
   std::unique_ptr<Zero3UnitGather> master_gather_;  // ... and the fp32 master weights, whole, for checkpoints

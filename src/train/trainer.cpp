@@ -72,6 +72,29 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 }
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
+// precision.main_grads storage with a 16-bit dtype: the main gradients are accumulated and
+// all-reduced in 16 bits by the bucketed data-parallel exchange, in host memory.
+void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
+  const std::string& d = c.precision.dtype;
+  SB_USER_CHECK(c.device == "cpu",
+                "{}: precision.main_grads storage keeps the {} main gradients in host memory; on device cuda the "
+                "trainer keeps fp32 main gradients (precision.main_grads: fp32)", c.source, d);
+  SB_USER_CHECK(c.strategy.zero == 0,
+                "{}: precision.main_grads storage reduces {} main gradients with the bucketed all-reduce; "
+                "strategy.zero {} reduces fp32 gradient shards (use zero 0, or main_grads fp32)", c.source, d,
+                c.strategy.zero);
+  SB_USER_CHECK(c.strategy.pp == 1,
+                "{}: precision.main_grads storage accumulates {} main gradients micro-batch by micro-batch, which "
+                "pipeline stages (strategy.pp {}) interleave; use pp 1, or main_grads fp32", c.source, d,
+                c.strategy.pp);
+  SB_USER_CHECK(plan::trains_resnet(c) || c.data.dataset == "sotu",
+                "{}: precision.main_grads storage trains the GPT language model (data.dataset sotu) and the ResNets; "
+                "sequence classification on {} keeps fp32 main gradients", c.source, c.data.dataset);
+  SB_USER_CHECK(c.finetune.from.empty() && c.prune.pattern.empty(),
+                "{}: finetune's frozen layers and prune's masks act on fp32 gradients; precision.main_grads storage "
+                "keeps {} ones (use main_grads fp32 with finetune and prune)", c.source, d);
+}
+
 void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
@@ -104,9 +127,7 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.strategy.zero < 2 || (c.finetune.from.empty() && c.prune.pattern.empty()),
                 "{}: strategy.zero 2 keeps no full gradient for finetune's frozen layers or prune's masks to "
                 "act on; use zero 0 or 1 with finetune and prune", c.source);
-  SB_USER_CHECK(c.precision.main_grads == "fp32",
-                "{}: the trainer keeps fp32 main gradients; precision.main_grads '{}' is for the cost model "
-                "(predict/plan)", c.source, c.precision.main_grads);
+  if (c.precision.sixteen_bit_main_gradients()) check_sixteen_bit_main_gradients(c);
   if (c.device == "cuda") check_supported_on_cuda(c);
 }
 

@@ -23,7 +23,8 @@ void TrainingTask::synchronise_batchnorm(std::function<void(std::span<double>)>)
 }
 
 Residency gradient_residency(const plan::TrainConfig& config) {
-  return config.strategy.zero >= 2 ? Residency::resident_pages : Residency::allocated;
+  const bool staged = config.strategy.zero >= 2 || config.precision.sixteen_bit_main_gradients();
+  return staged ? Residency::resident_pages : Residency::allocated;
 }
 
 Residency parameter_residency(const plan::TrainConfig& config) {

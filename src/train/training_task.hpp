@@ -70,7 +70,8 @@ class TrainingTask {
   // state live: host memory, or the GPU under device cuda. Host code reads them through
   // train/device_staging.hpp.
   virtual Device device() const { return Device::cpu; }
-  // fp32: the weights; under mixed precision the fp32 master weights. Gradients are fp32 always.
+  // fp32: the weights; under mixed precision the fp32 master weights. Backward's gradients are
+  // fp32 always (16-bit main gradients are kept by the data-parallel exchange).
   virtual std::span<float> parameters_flat() = 0;
   virtual std::span<float> gradients_flat() = 0;
   // gradients_flat()'s buffer where it is charged by resident pages (ZeRO-2: strategy.zero 2
@@ -179,7 +180,9 @@ void average_accumulated_gradients(const kernels::KernelTable& kernels, std::spa
                                    std::int64_t accumulation);
 
 // How the model builds its gradient buffer for this run: charged by resident pages under
-// ZeRO-2 (strategy.zero 2), whose reduction gives each reduced range's pages back.
+// ZeRO-2 and 3 (strategy.zero 2, 3), whose reduction gives each reduced range's pages back, and
+// with 16-bit main gradients (precision.main_grads storage), which take each range as it is
+// reported.
 Residency gradient_residency(const plan::TrainConfig& config);
 // ... and its parameter buffer: charged by resident pages under ZeRO-3 (strategy.zero 3), where
 // it is held only to initialise and while a checkpoint gathers every parameter into it.

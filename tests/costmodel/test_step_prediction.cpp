@@ -199,6 +199,12 @@ TEST(StepPrediction, ZeroStagesPayForTheirGradientPagesAndGathers) {
   EXPECT_EQ(step_with(1, refault).compute_s, step_with(1, std::nullopt).compute_s);
   EXPECT_GT(step_with(3, refault).step_time_s, step_with(2, refault).step_time_s);
   EXPECT_GT(step_with(3, refault).dp_comm_s, step_with(2, refault).dp_comm_s);
+  // 16-bit main gradients without ZeRO: backward's fp32 pages, given back as they are added in
+  c.precision.main_grads = "storage";
+  EXPECT_NEAR(step_with(0, refault).compute_s - step_with(0, std::nullopt).compute_s,
+              micro_batches * 4.0 * psi / 4096.0 * refault, 1e-9);
+  c.precision.dtype = "fp32";  // fp32 storage is fp32 main gradients: nothing given back
+  EXPECT_EQ(step_with(0, refault).compute_s, step_with(0, std::nullopt).compute_s);
 }
 
 TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {

@@ -19,6 +19,10 @@ scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
    one rank, activations half.
 6. The skipped step under pp 2: every stage skips it (the overflow is on one stage only).
 7. What is not built yet fails with one clear sentence and writes no result file.
+9. 16-bit main gradients (precision.main_grads storage): one rank near fp32 main gradients, dp 2
+   (tp 2 and the ResNet's dp 2 in bf16) equal to one rank, the model state per rank 2 bytes of
+   gradients per parameter exactly and as predicted, 2 bytes a parameter exchanged, and fp16's
+   overflow skipping the step.
 8. bf16 with activation recomputation (selective on one rank, full under tp 2) gives the losses of
    keeping every activation within REL_TOL_16.
 
@@ -72,7 +76,11 @@ def train(name, precision, dp=1, tp=1, steps=5, extra=(), env=None, expect_failu
                 "eval_split": [s.decode() if isinstance(s, bytes) else s for s in evals["split"]],
                 "skipped": run["summary"].attrs["skipped_steps"], "precision": run.attrs["precision"],
                 "activations": run["memory"]["activations"][:], "comm_memory": run["memory"]["comm"][:],
-                "state": {part: run["memory"][part][:] for part in ("params", "grads", "optimizer")}}
+                "state": {part: run["memory"][part][:] for part in ("params", "grads", "optimizer")},
+                "predicted": {part: float(np.atleast_1d(run["prediction"].attrs[f"stage_memory_{part}"])[0])
+                              for part in ("params", "grads", "optimizer", "activations")},
+                "dp_bytes": run["summary"].attrs["dp_exchange_bytes"],
+                "parameters": int(run["summary"].attrs["parameters"])}
 
 
 def relative_gap(a, b):
@@ -83,8 +91,9 @@ gaps = {}
 pipelines = {}
 fp32_one = train("fp32_one", "fp32")
 pipelines["fp32"] = train("fp32_pp2", "fp32", pp=2)
+ones = {}  # one rank's run of each 16-bit precision (fp32 main gradients)
 for precision in ["bf16", "fp16"]:
-    one = train(f"{precision}_one", precision)
+    ones[precision] = one = train(f"{precision}_one", precision)
     if str(one["precision"]) not in (precision, precision.encode()):
         problems.append(f"{precision}: run attribute precision is {one['precision']}")
     gaps[f"{precision} vs fp32"] = gap = relative_gap(one["loss"], fp32_one["loss"])
@@ -173,6 +182,65 @@ for precision in ["bf16", "fp16"]:
     if not 0.5 <= ratio <= 0.525:
         problems.append(f"resnet {precision}: tracked activations are {ratio:.4f} of fp32's, not half within 5%")
 
+# 16-bit main gradients (precision.main_grads storage): backward's fp32 ranges added into bf16/fp16
+# main gradients micro-batch by micro-batch and all-reduced in 16 bits. One rank near the fp32
+# main gradients' run of the same precision; dp 2 (and tp 2, dp 2 of the ResNet, in bf16) equal to
+# one rank with 16-bit main gradients; every rank's grads exactly 2 bytes a parameter, the rest of
+# the model state as before, all four categories as predicted; the exchange moves 2 bytes a
+# parameter; an overflow of the 16-bit sums under fp16 loss scaling skips the step. fp16 main
+# gradients hold the loss scale's factor in fp16's range (65504): their runs scale by 1024, where
+# 65536 (the dynamic scaler's start) overflows the first steps' sums of this model.
+MEMORY_TOL = 0.05
+for precision in ["bf16", "fp16"]:
+    storage = f"{{dtype: {precision}, main_grads: storage{', loss_scale: 1024' if precision == 'fp16' else ''}}}"
+    fp32_grads = ones[precision]
+    one = train(f"{precision}_one_storage", storage)
+    gaps[f"{precision} 16-bit main gradients vs fp32 ones"] = gap = relative_gap(one["loss"], fp32_grads["loss"])
+    if gap > REL_TOL_16:
+        problems.append(f"{precision} main_grads storage, one rank: loss differs from fp32 main gradients by "
+                        f"{gap:.2e} (> {REL_TOL_16})")
+    n = int(fp32_grads["state"]["params"][0]) // 2
+    cases = [("dp2", 2, 1, GPT), ("tp2", 1, 2, GPT), ("resnet_dp2", 2, 1, RESNET)] if precision == "bf16" else \
+        [("dp2", 2, 1, GPT)]
+    for name, dp, tp, model in cases:
+        reference = one if model is GPT else train(f"resnet_{precision}_one_storage", storage, model=RESNET)
+        extra = ["--set", "strategy.batchnorm=sync"] if model is RESNET else []
+        run = train(f"{precision}_{name}_storage", storage, dp, tp, model=model, extra=extra)
+        gaps[f"{precision} {name} main_grads storage"] = gap = max(relative_gap(run["loss"], reference["loss"]),
+                                                                   relative_gap(run["eval"], reference["eval"]))
+        if gap > REL_TOL_16:
+            problems.append(f"{precision} {name} main_grads storage: loss or eval differs from one rank by {gap:.2e} "
+                            f"(> {REL_TOL_16})")
+        # each rank's parameters: its tp shard's 16-bit weights (the ResNet's params also hold the
+        # BatchNorm running statistics; it has no tp)
+        params = [int(p) // 2 for p in run["state"]["params"]] if model is GPT else [run["parameters"]] * dp
+        for rank, parameters in enumerate(params):
+            moments = 8 if model is GPT else 4  # AdamW's m and v, SGD's momentum
+            for part, expected in (("grads", 2 * parameters), ("optimizer", (4 + moments) * parameters)):
+                if int(run["state"][part][rank]) != expected:
+                    problems.append(f"{precision} {name} main_grads storage: rank {rank} tracks "
+                                    f"{int(run['state'][part][rank])} B of {part}, 16-bit main gradients and fp32 "
+                                    f"master weights with AdamW/SGD say {expected}")
+        for part, predicted in run["predicted"].items():
+            measured = float(run["state"][part][0]) if part != "activations" else float(run["activations"][0])
+            if abs(predicted - measured) > MEMORY_TOL * measured:
+                problems.append(f"{precision} {name} main_grads storage: rank 0 tracks {measured:.0f} B of {part}, "
+                                f"the prediction says {predicted:.0f}")
+        if dp > 1 and int(run["dp_bytes"]) != 2 * params[0]:
+            problems.append(f"{precision} {name} main_grads storage: the exchange moved {run['dp_bytes']} B a step, "
+                            f"not 2 bytes for each of {params[0]} parameters")
+# dynamic scaling from 65536 (the first steps may overflow on their own) and step 3 made inf
+run = train("overflow_dp2_storage", "{dtype: fp16, main_grads: storage}", 2, steps=4, extra=["--set", "eval_every=1"],
+            env={"SB_INJECT_OVERFLOW": "3"})
+heldout = {int(s): l for s, l, split in zip(run["eval_step"], run["eval"], run["eval_split"]) if split == "heldout"}
+scale = run["loss_scale"]
+if (np.isfinite(run["grad_norm"][2]) or scale[3] != scale[2] / 2 or heldout[3] != heldout[2]
+        or not np.isfinite(run["grad_norm"][3]) or heldout[4] == heldout[3]):
+    problems.append(f"overflow_dp2_storage: skipped_steps {run['skipped']}, grad_norm {run['grad_norm']}, "
+                    f"loss_scale {scale}, held-out loss after steps 2/3/4 {heldout[2]} {heldout[3]} {heldout[4]}")
+print(f"overflow_dp2_storage: loss_scale {scale.tolist()}, grad_norm {run['grad_norm'].tolist()}, "
+      f"skipped_steps {run['skipped']}")
+
 # the skipped step: evaluations after every step
 # (overflow_pp2: on the last stage only; every stage must skip)
 for name, dp, pp, inject in [("overflow_one", 1, 1, "3"), ("overflow_dp2", 2, 1, "3"), ("overflow_pp2", 1, 2, "3:1")]:
@@ -194,7 +262,12 @@ for name, dp, pp, inject in [("overflow_one", 1, 1, "3"), ("overflow_dp2", 2, 1,
 # without one, tests/cli/test_bad_input.cpp holds the refusal)
 for name, precision, pp, extra, message in [
         ("bad_scale", "{dtype: fp16, loss_scale: lots}", 1, [],
-         "'precision.loss_scale' must be dynamic, none or a positive number, got 'lots'")]:
+         "'precision.loss_scale' must be dynamic, none or a positive number, got 'lots'"),
+        ("storage_pp2", "{dtype: bf16, main_grads: storage}", 2, [],
+         "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which pipeline "
+         "stages (strategy.pp 2) interleave"),
+        ("storage_zero1", "{dtype: fp16, main_grads: storage}", 1, ["--set", "strategy.zero=1"],
+         "strategy.zero 1 reduces fp32 gradient shards")]:
     result, wrote = train(f"refused_{name}", precision, pp=pp, extra=extra, expect_failure=True)
     if result.returncode == 0 or message not in result.stderr or wrote:
         problems.append(f"refused {name}: exit {result.returncode}, file written {wrote}, stderr {result.stderr[-300:]!r}")

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -20,6 +21,8 @@
 #include "optim/adamw.hpp"
 #include "optim/gradient_clipping.hpp"
 #include "optim/loss_scaler.hpp"
+#include "optim/sgd.hpp"
+#include "optim/storage_gradients.hpp"
 #include "tests/models/backend_param.hpp"
 
 namespace sb {
@@ -100,6 +103,61 @@ TEST(MixedPrecisionOptimizer, OverflowWithoutLossScalingIsAnError) {
   optim::AdamW adamw({{"w", params.data(), grads.data(), 1, true}}, optim::AdamWConfig{}, Backend::reference,
                      tracker);
   EXPECT_THROW(adamw.clip_and_step(1e-3), Error);
+}
+
+// 16-bit main gradients (precision.main_grads storage): AdamW and SGD read them widened a chunk
+// at a time, with loss-scale division and clipping applied as they widen, and step as they do
+// on the same values in fp32. Two slices, one 16-bit over several chunks and one fp32.
+template <class F, class Optimizer, class Config>
+void expect_sixteen_bit_gradients_step_as_fp32(F (*round)(float), optim::GradientStorage storage, Config config) {
+  MemoryTracker tracker;
+  const std::int64_t n = 2 * optim::kWideningChunk + 123, small = 5;
+  const CounterRng rng(11, 1);
+  std::vector<float> params(n + small), reference_params, wide(n + small), small_grads(small);
+  std::vector<std::uint16_t> bits(n);
+  for (std::int64_t i = 0; i < n + small; ++i) params[i] = static_cast<float>(rng.normal(i));
+  reference_params = params;
+  // step s's gradients (loss scale 8): 16-bit ones, and the fp32 run gets exactly their values
+  const auto fill = [&](std::int64_t s) {
+    for (std::int64_t i = 0; i < n + small; ++i) {
+      const float g = 8 * static_cast<float>(rng.normal((s + 1) * (n + small) + i));
+      if (i < n) bits[i] = round(g).bits;
+      wide[i] = i < n ? to_float(round(g)) : g;
+      if (i >= n) small_grads[i - n] = g;
+    }
+  };
+  optim::ParameterSlice sixteen{"w16", params.data(), nullptr, n, true};
+  sixteen.grad_bits = bits.data();
+  sixteen.grad_storage = storage;
+  Optimizer mixed({sixteen, {"b", params.data() + n, small_grads.data(), small, false}}, config, Backend::cpu, tracker);
+  EXPECT_EQ(tracker.usage().of(MemoryCategory::workspace),
+            optim::kWideningChunk * static_cast<std::int64_t>(sizeof(float)));  // one chunk widened at a time
+  Optimizer plain({{"w", reference_params.data(), wide.data(), n, true},
+                   {"b", reference_params.data() + n, wide.data() + n, small, false}},
+                  config, Backend::cpu, tracker);
+  for (std::int64_t step = 0; step < 2; ++step) {  // the second reads the moments the first wrote
+    fill(step);
+    const std::vector<std::uint16_t> before = bits;
+    const double norm = mixed.clip_and_step(1e-2, {.loss_scale = 8});
+    const double expected = plain.clip_and_step(1e-2, {.loss_scale = 8});
+    EXPECT_NEAR(norm, expected, 1e-6 * expected) << "step " << step;
+    EXPECT_EQ(bits, before) << "the optimizer wrote the 16-bit gradients";
+  }
+  std::int64_t far = 0;
+  for (std::int64_t i = 0; i < n + small; ++i)
+    far += std::abs(params[i] - reference_params[i]) > 1e-6f * (1.0f + std::abs(reference_params[i]));
+  EXPECT_EQ(far, 0) << "parameters off the fp32 optimizer's";
+}
+
+TEST(MixedPrecisionOptimizer, SixteenBitMainGradientsStepAsTheirFp32Values) {
+  optim::AdamWConfig adam;
+  adam.grad_clip = 0.5;  // clipped: the coefficient is the loss scale's and the clip's
+  expect_sixteen_bit_gradients_step_as_fp32<bf16, optim::AdamW>(&to_bf16, optim::GradientStorage::bf16, adam);
+  expect_sixteen_bit_gradients_step_as_fp32<fp16, optim::AdamW>(&to_fp16, optim::GradientStorage::fp16, adam);
+  optim::SgdConfig sgd;
+  sgd.grad_clip = 0.5;
+  expect_sixteen_bit_gradients_step_as_fp32<bf16, optim::Sgd>(&to_bf16, optim::GradientStorage::bf16, sgd);
+  expect_sixteen_bit_gradients_step_as_fp32<fp16, optim::Sgd>(&to_fp16, optim::GradientStorage::fp16, sgd);
 }
 
 // ---- the GPT with 16-bit storage against fp32 --------------------------------------------

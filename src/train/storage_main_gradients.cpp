@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+// 16-bit main gradients: accumulated from backward's fp32 ranges, reduced in buckets.
+#include "train/storage_main_gradients.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/check.hpp"
+#include "core/cpu_clock.hpp"
+#include "parallel/ring.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
+
+namespace sb::train {
+
+namespace {
+
+using parallel::comm_clock_seconds;
+
+template <class F>
+F round_to(float value) {
+  if constexpr (std::is_same_v<F, bf16>)
+    return to_bf16(value);
+  else
+    return to_fp16(value);
+}
+
+// out[i] = F(float(a[i]) · scale + b[i]) (b may be null: nothing added); out may alias a.
+template <class F>
+void add_scaled(std::uint16_t* out_bits, const std::uint16_t* a_bits, float scale, const float* b, std::int64_t n) {
+  static_assert(sizeof(F) == sizeof(std::uint16_t));
+  auto* out = reinterpret_cast<F*>(out_bits);
+  const auto* a = reinterpret_cast<const F*>(a_bits);
+#pragma omp parallel for schedule(static) if (n >= 16384)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to<F>(to_float(a[i]) * scale + (b ? b[i] : 0.0f));
+}
+
+void add_scaled(parallel::DataType storage, std::uint16_t* out, const std::uint16_t* a, float scale, const float* b,
+                std::int64_t n) {
+  if (storage == parallel::DataType::bf16)
+    add_scaled<bf16>(out, a, scale, b, n);
+  else
+    add_scaled<fp16>(out, a, scale, b, n);
+}
+
+}  // namespace
+
+StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span<float> gradients,
+                                           TrackedBuffer* gradient_pages, parallel::DataType storage,
+                                           std::int64_t micro_batches, std::int64_t bucket_bytes, bool overlap,
+                                           const std::string& algorithm, MemoryTracker& tracker)
+    : dp_(dp),
+      gradients_(gradients),
+      pages_(gradient_pages, gradients, "precision.main_grads storage"),
+      storage_(storage),
+      micro_batches_(micro_batches),
+      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / 2)),
+      overlap_(overlap),
+      ring_(algorithm == "ring") {
+  SB_USER_CHECK(algorithm == "ring" || algorithm == "mpi", "strategy.allreduce '{}' is not ring or mpi", algorithm);
+  SB_CHECK(storage == parallel::DataType::bf16 || storage == parallel::DataType::f16,
+           "16-bit main gradients of type {}", parallel::to_string(storage));
+  SB_CHECK(micro_batches >= 1, "{} micro-batches a step", micro_batches);
+  SB_USER_CHECK(bucket_bytes > 0, "strategy.bucket_mb must be positive");
+  const auto bytes = static_cast<std::int64_t>(gradients.size() * sizeof(std::uint16_t));
+  main_ = TrackedBuffer(tracker, MemoryCategory::grads, bytes,
+                        fmt::format("{} main gradients", parallel::to_string(storage)));
+  if (reduces())
+    packed_ = TrackedBuffer(tracker, MemoryCategory::comm, bytes,
+                            fmt::format("dp all-reduce buckets ({})", parallel::to_string(storage)));
+}
+
+std::span<std::uint16_t> StorageMainGradients::main_gradients() const {
+  return {main_.as<std::uint16_t>(), gradients_.size()};
+}
+
+std::vector<optim::ParameterSlice> StorageMainGradients::main_gradient_slices(
+    const std::vector<optim::ParameterSlice>& model_slices) const {
+  std::vector<optim::ParameterSlice> slices = model_slices;
+  const optim::GradientStorage storage =
+      storage_ == parallel::DataType::bf16 ? optim::GradientStorage::bf16 : optim::GradientStorage::fp16;
+  for (optim::ParameterSlice& slice : slices) {
+    const std::ptrdiff_t offset = slice.grad - gradients_.data();
+    SB_CHECK(offset >= 0 && offset + slice.numel <= static_cast<std::ptrdiff_t>(gradients_.size()),
+             "parameter slice '{}' outside the model's gradients", slice.name);
+    slice.grad = nullptr;
+    slice.grad_bits = main_.as<std::uint16_t>() + offset;
+    slice.grad_storage = storage;
+  }
+  return slices;
+}
+
+void StorageMainGradients::add_into(std::uint16_t* into, std::int64_t offset, std::int64_t count) const {
+  add_scaled(storage_, into, main_.as<std::uint16_t>() + offset, 1.0f, gradients_.data() + offset, count);
+}
+
+void StorageMainGradients::start_bucket(std::int64_t end) {
+  Bucket bucket;
+  bucket.begin = bucket_begin_;
+  bucket.count = end - bucket_begin_;
+  bucket.start_s = comm_clock_seconds();
+  std::uint16_t* data = packed_.as<std::uint16_t>() + bucket.begin;
+  constexpr int kRingTagBase = 1000;  // one tag per bucket in flight
+  const int tag = kRingTagBase + static_cast<int>(buckets_.size());
+  if (!ring_)
+    bucket.request = dp_.iall_reduce(data, bucket.count, storage_, parallel::ReduceOp::sum);
+  else if (storage_ == parallel::DataType::bf16)
+    bucket.request = parallel::ring_iall_reduce(dp_, reinterpret_cast<bf16*>(data), bucket.count, tag,
+                                                &figures_.bytes_sent);
+  else
+    bucket.request = parallel::ring_iall_reduce(dp_, reinterpret_cast<fp16*>(data), bucket.count, tag,
+                                                &figures_.bytes_sent);
+  buckets_.push_back(std::move(bucket));
+  bucket_begin_ = end;
+}
+
+void StorageMainGradients::progress() {
+  for (Bucket& bucket : buckets_)
+    if (bucket.done_s < 0 && bucket.request.test()) bucket.done_s = comm_clock_seconds();
+}
+
+void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
+  const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
+  const auto total = static_cast<std::int64_t>(gradients_.size());
+  if (!step_open_) {  // the step's first range: the main gradients start from zero
+    std::fill_n(main_.as<std::uint16_t>(), total, std::uint16_t{0});
+    figures_ = {};
+    figures_.bytes_sent = ring_ ? 0 : -1;
+    step_open_ = true;
+  }
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
+           "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
+           total);
+  pages_.recharge();  // what backward wrote since the last range: the peak
+  if (micro_batch_ + 1 < micro_batches_ || !reduces()) {
+    add_into(main_.as<std::uint16_t>() + offset, offset, count);
+  } else {  // the last micro-batch: the sums into the buckets, reduced as they fill
+    add_into(packed_.as<std::uint16_t>() + cursor_, offset, count);
+    pieces_.push_back({offset, count, cursor_});
+    cursor_ += count;
+    if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
+    progress();
+  }
+  pages_.consumed(offset, offset + count);
+  figures_.in_backward_s += comm_clock_seconds() - entered_s;
+  figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
+}
+
+void StorageMainGradients::micro_batch_done() {
+  SB_CHECK(pages_.all_given_back(), "micro-batch {}: backward did not report every gradient of the model",
+           micro_batch_ + 1);
+  pages_.recharge();
+  ++micro_batch_;
+}
+
+void StorageMainGradients::finish(double local_scale) {
+  const double backward_end = comm_clock_seconds();
+  figures_.cpu_at_backward_end_s = process_cpu_seconds();
+  SB_CHECK(step_open_, "16-bit main gradients: backward reported no gradients this step");
+  SB_CHECK(micro_batch_ + 1 == micro_batches_, "16-bit main gradients: {} micro-batches reported, {} expected",
+           micro_batch_ + 1, micro_batches_);
+  SB_CHECK(pages_.all_given_back(), "16-bit main gradients: backward did not report every gradient of the model");
+  pages_.recharge();
+  const auto scale = static_cast<float>(local_scale / dp_.size());
+  std::uint16_t* main = main_.as<std::uint16_t>();
+  if (reduces()) {
+    SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
+             "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
+    if (overlap_) {
+      if (bucket_begin_ < cursor_) start_bucket(cursor_);
+    } else {
+      while (bucket_begin_ < cursor_) start_bucket(std::min(cursor_, bucket_begin_ + bucket_elements_));
+    }
+    std::vector<std::pair<double, double>> intervals;
+    for (Bucket& bucket : buckets_) {
+      bucket.request.wait();
+      if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
+      intervals.emplace_back(bucket.start_s, bucket.done_s);
+    }
+    for (const Piece& piece : pieces_)  // the mean back into place, rounded once
+      add_scaled(storage_, main + piece.offset, packed_.as<std::uint16_t>() + piece.packed_at, scale, nullptr,
+                 piece.count);
+    figures_.bytes = cursor_ * static_cast<std::int64_t>(sizeof(std::uint16_t));
+    figures_.buckets = static_cast<int>(buckets_.size());
+    figures_.in_flight_s = union_length(intervals, 1e300);
+    figures_.hidden_s = union_length(intervals, backward_end);
+  } else if (scale != 1.0f) {
+    add_scaled(storage_, main, main, scale, nullptr, static_cast<std::int64_t>(gradients_.size()));
+  }
+  figures_.exposed_s = comm_clock_seconds() - backward_end;
+  pieces_.clear();
+  buckets_.clear();
+  cursor_ = bucket_begin_ = 0;
+  micro_batch_ = 0;
+  step_open_ = false;
+}
+
+}  // namespace sb::train

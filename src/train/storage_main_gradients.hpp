@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// precision.main_grads storage: the main gradients kept, accumulated over micro-batches and
+// reduced over the data-parallel ranks in the 16-bit storage type (bf16 or fp16), as Megatron-LM
+// keeps them without --accumulate-allreduce-grads-in-fp32 and as ZeRO's 2 + 2 + K bytes per
+// parameter count them. Backward still writes each range in fp32 (the wgrad GEMM's
+// accumulator): as the range is reported it is added into the 16-bit main gradients (one
+// rounding) and its pages are given back, so the fp32 gradients are resident only while backward
+// writes them. In the last micro-batch the sums go into buckets of a 16-bit comm buffer in the
+// order backward finishes them, each all-reduced in 16 bits (strategy.allreduce ring: our ring,
+// adding in fp32 and rounding each partial sum; mpi: MPI_Iallreduce with a user-defined sum) as
+// soon as it is full, overlapping the rest of backward; finish() waits for them and
+// writes the mean back into the main gradients. The optimizer widens them chunk by chunk
+// (optim/storage_gradients.hpp). Host memory only. Leaves out ZeRO's sharded reductions and the
+// pipeline schedule (the trainer refuses both with 16-bit main gradients).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "optim/parameter_slice.hpp"
+#include "parallel/communicator.hpp"
+#include "train/data_parallel.hpp"
+#include "train/gradient_page_return.hpp"
+#include "train/gradient_sync.hpp"
+
+namespace sb::train {
+
+class StorageMainGradients final : public GradientSync {
+ public:
+  // `gradients`: the model's fp32 gradients, in `gradient_pages` (charged by resident pages);
+  // `storage`: bf16 or f16; `micro_batches`: this rank's per step (the last one's sums are
+  // reduced as backward finishes them).
+  StorageMainGradients(parallel::Communicator& dp, std::span<float> gradients, TrackedBuffer* gradient_pages,
+                       parallel::DataType storage, std::int64_t micro_batches, std::int64_t bucket_bytes,
+                       bool overlap, const std::string& algorithm, MemoryTracker& tracker);
+  void ready(std::int64_t offset, std::int64_t count) override;
+  bool reduces_every_micro_batch() const override { return true; }
+  void micro_batch_done() override;
+  void finish(double local_scale) override;
+
+  // The model's slices with their gradients read from the 16-bit main gradients.
+  std::vector<optim::ParameterSlice> main_gradient_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
+  // Every main gradient, as bits of the storage type (flat order, as the model's gradients).
+  std::span<std::uint16_t> main_gradients() const;
+  const GradientExchangeFigures& last_step() const { return figures_; }
+
+ private:
+  struct Piece {
+    std::int64_t offset, count, packed_at;
+  };
+  struct Bucket {
+    std::int64_t begin = 0, count = 0;
+    parallel::Request request;
+    double start_s = 0, done_s = -1;
+  };
+  // into[i] = storage(main[offset + i] + fp32 gradient[offset + i]) for i < count
+  void add_into(std::uint16_t* into, std::int64_t offset, std::int64_t count) const;
+  void start_bucket(std::int64_t end);
+  void progress();
+  bool reduces() const { return dp_.size() > 1; }
+
+  parallel::Communicator& dp_;
+  std::span<float> gradients_;
+  GradientPageReturn pages_;
+  parallel::DataType storage_;
+  std::int64_t micro_batches_, micro_batch_ = 0;  // this step's micro-batch being reported
+  std::int64_t bucket_elements_;
+  bool overlap_, ring_;
+  TrackedBuffer main_;    // grads: (parameters) of the storage type, flat order
+  TrackedBuffer packed_;  // comm: (parameters) of the storage type, in ready order (dp > 1)
+  std::vector<Piece> pieces_;
+  std::vector<Bucket> buckets_;
+  std::int64_t cursor_ = 0, bucket_begin_ = 0;
+  bool step_open_ = false;
+  GradientExchangeFigures figures_;
+};
+
+}  // namespace sb::train
