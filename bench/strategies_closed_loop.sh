@@ -3,7 +3,8 @@
 # The closed loop on time for the strategies that trade memory for time: calibrates this machine
 # into a scratch site directory, trains gpt-tiny (global batch 16, 8 steps, one thread per rank,
 # at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
-# and without sequence parallelism, and pp 2 plain and interleaved, each run predicted by the
+# and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 with fp32 and with
+# 16-bit main gradients (precision.main_grads storage), each run predicted by the
 # calibrated profile before it trains, then prints every run's prediction error and fails when
 # one is off by more than 15% (step time) or 5% (memory). A benchmark, not a test: run it on a
 # quiet machine. Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
@@ -13,7 +14,8 @@ build=${1:-$root/build}
 out=${2:-$(mktemp -d -t scalebench-closed-loop.XXXXXX)}
 mkdir -p "$out/sites"
 export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMP_PROC_BIND=false
-"$build/scalebench" calibrate --out "$out/sites/this-machine.yaml" --threads 1 --precision fp32 --max-batch 16
+"$build/scalebench" calibrate --out "$out/sites/this-machine.yaml" --threads 1 --precision fp32 --precision bf16 \
+  --max-batch 16
 export SB_SITES_DIR=$out/sites
 launch=(mpirun)
 if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
@@ -33,4 +35,6 @@ run tp2 2 --set strategy.tp=2
 run tp2-sequence-parallel 2 --set strategy.tp=2 --set strategy.sequence_parallel=true
 run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
 run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
+run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
+run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
 /usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.h5 --step-time-pct 15 --memory-pct 5

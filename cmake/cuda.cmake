@@ -28,10 +28,16 @@ target_include_directories(sb_kernels_cuda PUBLIC ${SB_INCLUDE_DIRS})
 target_compile_options(sb_kernels_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
 # The static runtime: test binaries need no libcudart.so on the GPU node, only the driver
-# and cuBLAS. The check functions (sb::throw_check_failure, where_am_i) come from whichever
-# of sb_core or sb_kernels_portable the binary links after this library.
-target_link_libraries(sb_kernels_cuda PUBLIC CUDA::cudart_static CUDA::cublas CUDA::cublasLt
-  fmt::fmt)
+# and cuBLAS. cuBLAS and cuBLASLt are opened at their first call (cublas_lazy.cu), not linked:
+# their initialisers cost every process 0.33 s at start, GPU or not. The check functions
+# (sb::throw_check_failure, where_am_i) come from whichever of sb_core or sb_kernels_portable
+# the binary links after this library.
+target_link_libraries(sb_kernels_cuda PUBLIC CUDA::cudart_static fmt::fmt ${CMAKE_DL_LIBS})
+target_include_directories(sb_kernels_cuda SYSTEM PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+target_compile_definitions(sb_kernels_cuda PRIVATE
+  SB_CUBLAS_SONAME="libcublas.so.${CUDAToolkit_VERSION_MAJOR}"
+  SB_CUBLASLT_SONAME="libcublasLt.so.${CUDAToolkit_VERSION_MAJOR}"
+  SB_CUDA_LIBRARY_DIR="${CUDAToolkit_LIBRARY_DIR}" SB_CUDA_VERSION_MAJOR=${CUDAToolkit_VERSION_MAJOR})
 set_target_properties(sb_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
   CUDA_SEPARABLE_COMPILATION OFF)
 

@@ -62,7 +62,7 @@ fi
   echo "libstdc++ needed (highest): $(objdump -T "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)"
   echo "binaries: $(cd "$bundle/bin" && echo *)"
   echo "libraries: $(cd "$bundle/lib" && echo *)"
-  echo "from the node: $(ldd "$bundle"/bin/* | awk '/=>/ {print $1}' | grep -E 'cublas|cudart|libcuda' | sort -u | tr '\n' ' ')"
+  echo "from the node: $(ldd "$bundle"/bin/* | awk '/=>/ {print $1}' | grep -E 'cublas|cudart|libcuda' | sort -u | tr '\n' ' ')(and cuBLAS, cuBLASLt: opened at the first GPU call, from LD_LIBRARY_PATH)"
 } >"$bundle/MANIFEST.txt"
 
 bytes=$(du -sb "$bundle" | cut -f1)
