@@ -42,17 +42,11 @@ double AdamW::clip_and_step(double lr, const GradientScaling& scaling) {
   float* v = m + numel_;
   for (const auto& slice : slices_) {
     const double decay = slice.weight_decay ? config_.weight_decay : 0.0;
-    const auto update = [&](std::int64_t offset, const float* grad, std::int64_t n) {
-      kernels_->adamw_update(slice.param + offset, grad, m + offset, v + offset, n, lr, config_.beta1, config_.beta2,
-                             config_.eps, decay, step_);
-    };
-    if (slice.grad)
-      update(0, slice.grad, slice.numel);
-    else
-      for_each_widened_chunk(slice, static_cast<float>(coefficient), widening_scratch_,
-                             [&](std::int64_t offset, std::span<const float> grad) {
-                               update(offset, grad.data(), static_cast<std::int64_t>(grad.size()));
-                             });
+    for_each_gradient_run(slice, static_cast<float>(coefficient), widening_scratch_,
+                          [&](std::int64_t offset, const float* grad, std::int64_t n) {
+                            kernels_->adamw_update(slice.param + offset, grad, m + offset, v + offset, n, lr, config_.beta1, config_.beta2,
+                                                   config_.eps, decay, step_);
+                          });
     m += slice.numel;
     v += slice.numel;
   }

@@ -43,4 +43,17 @@ void for_each_widened_chunk(const ParameterSlice& slice, float coefficient, cons
   }
 }
 
+// Calls fn(offset, grad, n) over a slice's gradient: once with the fp32 gradient itself, or per
+// chunk widened as above for 16-bit main gradients.
+template <class Fn>
+void for_each_gradient_run(const ParameterSlice& slice, float coefficient, const TrackedBuffer& scratch, Fn&& fn) {
+  if (slice.grad) {
+    fn(std::int64_t{0}, static_cast<const float*>(slice.grad), slice.numel);
+    return;
+  }
+  for_each_widened_chunk(slice, coefficient, scratch, [&](std::int64_t offset, std::span<const float> grad) {
+    fn(offset, grad.data(), static_cast<std::int64_t>(grad.size()));
+  });
+}
+
 }  // namespace sb::optim

@@ -40,6 +40,52 @@ double union_length(std::vector<std::pair<double, double>> intervals, double cut
   return total;
 }
 
+// ---- the buckets of a packed all-reduce ---------------------------------------------------
+
+PackedBuckets::PackedBuckets(std::int64_t bucket_elements, bool overlap, Start start)
+    : bucket_elements_(std::max<std::int64_t>(1, bucket_elements)), overlap_(overlap), start_(std::move(start)) {}
+
+void PackedBuckets::start_bucket(std::int64_t end) {
+  Bucket bucket;
+  bucket.start_s = comm_clock_seconds();
+  bucket.request = start_(bucket_begin_, end - bucket_begin_, static_cast<int>(buckets_.size()));
+  buckets_.push_back(std::move(bucket));
+  bucket_begin_ = end;
+}
+
+void PackedBuckets::progress() {
+  for (Bucket& bucket : buckets_)
+    if (bucket.done_s < 0 && bucket.request.test()) bucket.done_s = comm_clock_seconds();
+}
+
+void PackedBuckets::add(std::int64_t offset, std::int64_t count) {
+  pieces_.push_back({offset, count, cursor_});
+  cursor_ += count;
+  if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
+  progress();
+}
+
+std::vector<std::pair<double, double>> PackedBuckets::wait_all() {
+  if (overlap_) {
+    if (bucket_begin_ < cursor_) start_bucket(cursor_);
+  } else {
+    while (bucket_begin_ < cursor_) start_bucket(std::min(cursor_, bucket_begin_ + bucket_elements_));
+  }
+  std::vector<std::pair<double, double>> intervals;
+  for (Bucket& bucket : buckets_) {
+    bucket.request.wait();
+    if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
+    intervals.emplace_back(bucket.start_s, bucket.done_s);
+  }
+  return intervals;
+}
+
+void PackedBuckets::clear() {
+  pieces_.clear();
+  buckets_.clear();
+  cursor_ = bucket_begin_ = 0;
+}
+
 // ---- bucketed all-reduce -----------------------------------------------------------------
 
 BucketedAllReduce::BucketedAllReduce(parallel::Communicator& dp, std::span<float> gradients,
@@ -49,53 +95,36 @@ BucketedAllReduce::BucketedAllReduce(parallel::Communicator& dp, std::span<float
       gradients_(gradients),
       kernels_(kernels::kernels_for(backend)),
       device_(kernels::memory_device(backend)),
-      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
-      overlap_(overlap),
       ring_(algorithm == "ring"),
       packed_(tracker, MemoryCategory::comm, static_cast<std::int64_t>(gradients.size() * sizeof(float)),
-              "dp all-reduce buckets", device_) {
+              "dp all-reduce buckets", device_),
+      buckets_(bucket_bytes / static_cast<std::int64_t>(sizeof(float)), overlap,
+               [this](std::int64_t begin, std::int64_t count, int index) {
+                 float* data = packed_.as<float>() + begin;
+                 constexpr int kRingTagBase = 1000;  // one tag per bucket in flight
+                 return ring_ ? parallel::ring_iall_reduce(dp_, data, count, kRingTagBase + index,
+                                                           &figures_.bytes_sent)
+                              : dp_.iall_reduce(data, count, parallel::DataType::f32, parallel::ReduceOp::sum);
+               }) {
   SB_USER_CHECK(bucket_bytes > 0, "strategy.bucket_mb must be positive");
   SB_USER_CHECK(algorithm == "ring" || algorithm == "mpi", "strategy.allreduce '{}' is not ring or mpi", algorithm);
   SB_USER_CHECK(!ring_ || device_ == Device::cpu,
                 "strategy.allreduce ring adds in host memory; gradients on the GPU take strategy.allreduce: mpi");
 }
 
-void BucketedAllReduce::start_bucket(std::int64_t end) {
-  Bucket bucket;
-  bucket.begin = bucket_begin_;
-  bucket.count = end - bucket_begin_;
-  bucket.start_s = comm_clock_seconds();
-  float* data = packed_.as<float>() + bucket.begin;
-  constexpr int kRingTagBase = 1000;  // one tag per bucket in flight
-  bucket.request = ring_ ? parallel::ring_iall_reduce(dp_, data, bucket.count,
-                                                      kRingTagBase + static_cast<int>(buckets_.size()),
-                                                      &figures_.bytes_sent)
-                         : dp_.iall_reduce(data, bucket.count, parallel::DataType::f32, parallel::ReduceOp::sum);
-  buckets_.push_back(std::move(bucket));
-  bucket_begin_ = end;
-}
-
-void BucketedAllReduce::progress() {
-  for (Bucket& bucket : buckets_)
-    if (bucket.done_s < 0 && bucket.request.test()) bucket.done_s = comm_clock_seconds();
-}
-
 void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
-  if (cursor_ == 0) {  // the step's first range
+  if (buckets_.packed() == 0) {  // the step's first range
     figures_.bytes_sent = ring_ ? 0 : -1;
     figures_.in_backward_s = figures_.cpu_in_backward_s = 0;
   }
   const auto total = static_cast<std::int64_t>(gradients_.size());
-  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && buckets_.packed() + count <= total,
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
            total);
-  copy_device_bytes(packed_.as<float>() + cursor_, device_, gradients_.data() + offset, device_,
+  copy_device_bytes(packed_.as<float>() + buckets_.packed(), device_, gradients_.data() + offset, device_,
                     static_cast<std::size_t>(count) * sizeof(float));
-  pieces_.push_back({offset, count, cursor_});
-  cursor_ += count;
-  if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
-  progress();
+  buckets_.add(offset, count);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
@@ -103,35 +132,24 @@ void BucketedAllReduce::ready(std::int64_t offset, std::int64_t count) {
 void BucketedAllReduce::finish(double local_scale) {
   const double backward_end = comm_clock_seconds();
   figures_.cpu_at_backward_end_s = process_cpu_seconds();
-  SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
-           "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
-  if (overlap_) {
-    if (bucket_begin_ < cursor_) start_bucket(cursor_);
-  } else {
-    while (bucket_begin_ < cursor_) start_bucket(std::min(cursor_, bucket_begin_ + bucket_elements_));
-  }
-  for (Bucket& bucket : buckets_) {
-    bucket.request.wait();
-    if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
-  }
+  const std::int64_t packed = buckets_.packed();
+  SB_CHECK(packed == static_cast<std::int64_t>(gradients_.size()),
+           "backward reported {} of the model's {} gradients to the all-reduce", packed, gradients_.size());
+  const std::vector<std::pair<double, double>> intervals = buckets_.wait_all();
   // The sums back into place, then one scale of the whole gradient: float(sum · scale), each
   // product rounded once from an exact double product, as the float multiply it replaces.
   const float scale = static_cast<float>(local_scale / dp_.size());
-  const float* packed = packed_.as<float>();
-  for (const Piece& piece : pieces_)
-    copy_device_bytes(gradients_.data() + piece.offset, device_, packed + piece.packed_at, device_,
+  const float* sums = packed_.as<float>();
+  for (const PackedBuckets::Piece& piece : buckets_.pieces())
+    copy_device_bytes(gradients_.data() + piece.offset, device_, sums + piece.packed_at, device_,
                       static_cast<std::size_t>(piece.count) * sizeof(float));
-  if (scale != 1.0f) kernels_.scale_inplace(gradients_.data(), cursor_, static_cast<double>(scale));
-  std::vector<std::pair<double, double>> intervals;
-  for (const Bucket& bucket : buckets_) intervals.emplace_back(bucket.start_s, bucket.done_s);
-  figures_.bytes = cursor_ * static_cast<std::int64_t>(sizeof(float));
-  figures_.buckets = static_cast<int>(buckets_.size());
+  if (scale != 1.0f) kernels_.scale_inplace(gradients_.data(), packed, static_cast<double>(scale));
+  figures_.bytes = packed * static_cast<std::int64_t>(sizeof(float));
+  figures_.buckets = buckets_.bucket_count();
   figures_.in_flight_s = union_length(intervals, 1e300);
   figures_.hidden_s = union_length(intervals, backward_end);
   figures_.exposed_s = comm_clock_seconds() - backward_end;
-  pieces_.clear();
   buckets_.clear();
-  cursor_ = bucket_begin_ = 0;
 }
 
 // ---- ZeRO-1 and ZeRO-2 ------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,6 +43,44 @@ struct GradientExchangeFigures {
 // flight (before `cut`).
 double union_length(std::vector<std::pair<double, double>> intervals, double cut);
 
+// The bookkeeping of a packed, bucketed all-reduce (BucketedAllReduce, and StorageMainGradients'
+// 16-bit one): ranges packed one after another in the order backward reports them; buckets of
+// consecutive packed elements started as they fill (with overlap) or all at the end; those in
+// flight tested as each range arrives (MPI progresses non-blocking calls only inside MPI calls).
+class PackedBuckets {
+ public:
+  struct Piece {
+    std::int64_t offset, count, packed_at;
+  };
+  // start(begin, count, index): the reduction of packed elements [begin, begin + count), the
+  // step's index-th bucket.
+  using Start = std::function<parallel::Request(std::int64_t begin, std::int64_t count, int index)>;
+  PackedBuckets(std::int64_t bucket_elements, bool overlap, Start start);
+  std::int64_t packed() const { return cursor_; }  // where the next range is packed
+  // The range [offset, offset + count) of the gradients is now packed at packed().
+  void add(std::int64_t offset, std::int64_t count);
+  // Starts what is not started, waits for every bucket; their [start, done] intervals.
+  std::vector<std::pair<double, double>> wait_all();
+  const std::vector<Piece>& pieces() const { return pieces_; }
+  int bucket_count() const { return static_cast<int>(buckets_.size()); }
+  void clear();  // the next step's first range is packed at 0
+
+ private:
+  struct Bucket {
+    parallel::Request request;
+    double start_s = 0, done_s = -1;
+  };
+  void start_bucket(std::int64_t end);
+  void progress();
+
+  std::int64_t bucket_elements_;
+  bool overlap_;
+  Start start_;
+  std::vector<Piece> pieces_;
+  std::vector<Bucket> buckets_;
+  std::int64_t cursor_ = 0, bucket_begin_ = 0;
+};
+
 // Packs ranges into buckets of `bucket_bytes` in the order backward finishes them and starts
 // each bucket's all-reduce (sum) as soon as it is full, testing the ones in flight whenever a
 // new range arrives (MPI progresses non-blocking collectives only inside MPI calls); finish()
@@ -62,27 +101,13 @@ class BucketedAllReduce final : public GradientSync {
   const GradientExchangeFigures& last_step() const { return figures_; }
 
  private:
-  struct Piece {
-    std::int64_t offset, count, packed_at;
-  };
-  struct Bucket {
-    std::int64_t begin = 0, count = 0;
-    parallel::Request request;
-    double start_s = 0, done_s = -1;
-  };
-  void start_bucket(std::int64_t end);
-  void progress();
-
   parallel::Communicator& dp_;
   std::span<float> gradients_;
   const kernels::KernelTable& kernels_;
   Device device_;
-  std::int64_t bucket_elements_;
-  bool overlap_, ring_;
+  bool ring_;
   TrackedBuffer packed_;  // comm: (parameters) in ready order
-  std::vector<Piece> pieces_;
-  std::vector<Bucket> buckets_;
-  std::int64_t cursor_ = 0, bucket_begin_ = 0;
+  PackedBuckets buckets_;
   GradientExchangeFigures figures_;
 };
 

@@ -56,9 +56,10 @@ StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span
       pages_(gradient_pages, gradients, "precision.main_grads storage"),
       storage_(storage),
       micro_batches_(micro_batches),
-      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / 2)),
-      overlap_(overlap),
-      ring_(algorithm == "ring") {
+      ring_(algorithm == "ring"),
+      buckets_(bucket_bytes / 2, overlap, [this](std::int64_t begin, std::int64_t count, int index) {
+        return start_bucket(begin, count, index);
+      }) {
   SB_USER_CHECK(algorithm == "ring" || algorithm == "mpi", "strategy.allreduce '{}' is not ring or mpi", algorithm);
   SB_CHECK(storage == parallel::DataType::bf16 || storage == parallel::DataType::f16,
            "16-bit main gradients of type {}", parallel::to_string(storage));
@@ -96,29 +97,15 @@ void StorageMainGradients::add_into(std::uint16_t* into, std::int64_t offset, st
   add_scaled(storage_, into, main_.as<std::uint16_t>() + offset, 1.0f, gradients_.data() + offset, count);
 }
 
-void StorageMainGradients::start_bucket(std::int64_t end) {
-  Bucket bucket;
-  bucket.begin = bucket_begin_;
-  bucket.count = end - bucket_begin_;
-  bucket.start_s = comm_clock_seconds();
-  std::uint16_t* data = packed_.as<std::uint16_t>() + bucket.begin;
+parallel::Request StorageMainGradients::start_bucket(std::int64_t begin, std::int64_t count, int index) {
+  std::uint16_t* data = packed_.as<std::uint16_t>() + begin;
   constexpr int kRingTagBase = 1000;  // one tag per bucket in flight
-  const int tag = kRingTagBase + static_cast<int>(buckets_.size());
-  if (!ring_)
-    bucket.request = dp_.iall_reduce(data, bucket.count, storage_, parallel::ReduceOp::sum);
-  else if (storage_ == parallel::DataType::bf16)
-    bucket.request = parallel::ring_iall_reduce(dp_, reinterpret_cast<bf16*>(data), bucket.count, tag,
-                                                &figures_.bytes_sent);
-  else
-    bucket.request = parallel::ring_iall_reduce(dp_, reinterpret_cast<fp16*>(data), bucket.count, tag,
-                                                &figures_.bytes_sent);
-  buckets_.push_back(std::move(bucket));
-  bucket_begin_ = end;
-}
-
-void StorageMainGradients::progress() {
-  for (Bucket& bucket : buckets_)
-    if (bucket.done_s < 0 && bucket.request.test()) bucket.done_s = comm_clock_seconds();
+  if (!ring_) return dp_.iall_reduce(data, count, storage_, parallel::ReduceOp::sum);
+  if (storage_ == parallel::DataType::bf16)
+    return parallel::ring_iall_reduce(dp_, reinterpret_cast<bf16*>(data), count, kRingTagBase + index,
+                                      &figures_.bytes_sent);
+  return parallel::ring_iall_reduce(dp_, reinterpret_cast<fp16*>(data), count, kRingTagBase + index,
+                                    &figures_.bytes_sent);
 }
 
 void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
@@ -130,18 +117,15 @@ void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
     figures_.bytes_sent = ring_ ? 0 : -1;
     step_open_ = true;
   }
-  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && cursor_ + count <= total,
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= total && buckets_.packed() + count <= total,
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
            total);
   pages_.recharge();  // what backward wrote since the last range: the peak
   if (micro_batch_ + 1 < micro_batches_ || !reduces()) {
     add_into(main_.as<std::uint16_t>() + offset, offset, count);
   } else {  // the last micro-batch: the sums into the buckets, reduced as they fill
-    add_into(packed_.as<std::uint16_t>() + cursor_, offset, count);
-    pieces_.push_back({offset, count, cursor_});
-    cursor_ += count;
-    if (overlap_ && cursor_ - bucket_begin_ >= bucket_elements_) start_bucket(cursor_);
-    progress();
+    add_into(packed_.as<std::uint16_t>() + buckets_.packed(), offset, count);
+    buckets_.add(offset, count);
   }
   pages_.consumed(offset, offset + count);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
@@ -166,33 +150,22 @@ void StorageMainGradients::finish(double local_scale) {
   const auto scale = static_cast<float>(local_scale / dp_.size());
   std::uint16_t* main = main_.as<std::uint16_t>();
   if (reduces()) {
-    SB_CHECK(cursor_ == static_cast<std::int64_t>(gradients_.size()),
-             "backward reported {} of the model's {} gradients to the all-reduce", cursor_, gradients_.size());
-    if (overlap_) {
-      if (bucket_begin_ < cursor_) start_bucket(cursor_);
-    } else {
-      while (bucket_begin_ < cursor_) start_bucket(std::min(cursor_, bucket_begin_ + bucket_elements_));
-    }
-    std::vector<std::pair<double, double>> intervals;
-    for (Bucket& bucket : buckets_) {
-      bucket.request.wait();
-      if (bucket.done_s < 0) bucket.done_s = comm_clock_seconds();
-      intervals.emplace_back(bucket.start_s, bucket.done_s);
-    }
-    for (const Piece& piece : pieces_)  // the mean back into place, rounded once
+    SB_CHECK(buckets_.packed() == static_cast<std::int64_t>(gradients_.size()),
+             "backward reported {} of the model's {} gradients to the all-reduce", buckets_.packed(),
+             gradients_.size());
+    const std::vector<std::pair<double, double>> intervals = buckets_.wait_all();
+    for (const PackedBuckets::Piece& piece : buckets_.pieces())  // the mean back into place, rounded once
       add_scaled(storage_, main + piece.offset, packed_.as<std::uint16_t>() + piece.packed_at, scale, nullptr,
                  piece.count);
-    figures_.bytes = cursor_ * static_cast<std::int64_t>(sizeof(std::uint16_t));
-    figures_.buckets = static_cast<int>(buckets_.size());
+    figures_.bytes = buckets_.packed() * static_cast<std::int64_t>(sizeof(std::uint16_t));
+    figures_.buckets = buckets_.bucket_count();
     figures_.in_flight_s = union_length(intervals, 1e300);
     figures_.hidden_s = union_length(intervals, backward_end);
   } else if (scale != 1.0f) {
     add_scaled(storage_, main, main, scale, nullptr, static_cast<std::int64_t>(gradients_.size()));
   }
   figures_.exposed_s = comm_clock_seconds() - backward_end;
-  pieces_.clear();
   buckets_.clear();
-  cursor_ = bucket_begin_ = 0;
   micro_batch_ = 0;
   step_open_ = false;
 }

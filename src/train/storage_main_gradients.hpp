@@ -49,18 +49,9 @@ class StorageMainGradients final : public GradientSync {
   const GradientExchangeFigures& last_step() const { return figures_; }
 
  private:
-  struct Piece {
-    std::int64_t offset, count, packed_at;
-  };
-  struct Bucket {
-    std::int64_t begin = 0, count = 0;
-    parallel::Request request;
-    double start_s = 0, done_s = -1;
-  };
   // into[i] = storage(main[offset + i] + fp32 gradient[offset + i]) for i < count
   void add_into(std::uint16_t* into, std::int64_t offset, std::int64_t count) const;
-  void start_bucket(std::int64_t end);
-  void progress();
+  parallel::Request start_bucket(std::int64_t begin, std::int64_t count, int index);
   bool reduces() const { return dp_.size() > 1; }
 
   parallel::Communicator& dp_;
@@ -68,13 +59,10 @@ class StorageMainGradients final : public GradientSync {
   GradientPageReturn pages_;
   parallel::DataType storage_;
   std::int64_t micro_batches_, micro_batch_ = 0;  // this step's micro-batch being reported
-  std::int64_t bucket_elements_;
-  bool overlap_, ring_;
+  bool ring_;
   TrackedBuffer main_;    // grads: (parameters) of the storage type, flat order
   TrackedBuffer packed_;  // comm: (parameters) of the storage type, in ready order (dp > 1)
-  std::vector<Piece> pieces_;
-  std::vector<Bucket> buckets_;
-  std::int64_t cursor_ = 0, bucket_begin_ = 0;
+  PackedBuckets buckets_;  // of packed_, the last micro-batch's sums
   bool step_open_ = false;
   GradientExchangeFigures figures_;
 };
