@@ -206,13 +206,13 @@ std::span<float> ZeroSharding::shard_gradients() const {
 // needed; a bucket holding bucket_bytes starts.
 void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) {
   const std::int64_t count = end - begin;
-  if (buckets_.empty() || buckets_.back().start_s >= 0 ||
-      buckets_.back().used + count > buckets_.back().staging.bytes() / 4) {
+  if (buckets_.empty() || buckets_.back().start_s >= 0 || buckets_.back().used + count > buckets_.back().capacity) {
     if (!buckets_.empty() && buckets_.back().start_s < 0) start_open_bucket();
     // at most kZeroTwoBucketsInFlight buckets' staging held: double buffering, as DeepSpeed's
     if (static_cast<int>(buckets_.size()) >= kZeroTwoBucketsInFlight) complete_buckets(true);
     Bucket bucket;
     const std::int64_t elements = std::max(bucket_elements_, count);
+    bucket.capacity = elements;
     const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const TrackedBuffer& b) { return b.bytes() >= 4 * elements; });
     if (spare != spare_.end()) {
       bucket.staging = std::move(*spare);
@@ -232,7 +232,10 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
 // Stage 2: the open bucket's reductions, one per piece; its owner keeps the sum. An all-reduce,
 // not MPI_Ireduce to the owner: Open MPI 4.1.4's libnbc hung here with MPI_Ireduce in flight
 // beside the blocking all-reduces of synchronised BatchNorm, so a piece moves 2(n-1)/n of its
-// bytes per rank where a reduction to the owner would move (n-1)/n.
+// bytes per rank where a reduction to the owner would move (n-1)/n. (That hang may have been
+// the ranks' different order of calls that Bucket::capacity removed; not tried again since.)
+// Every rank starts the same reductions in the same order, between the same other calls on
+// `dp_` (tests/parallel/test_collective_order.cpp): nothing here depends on completions.
 void ZeroSharding::start_open_bucket() {
   if (buckets_.empty() || buckets_.back().start_s >= 0) return;
   Bucket& bucket = buckets_.back();

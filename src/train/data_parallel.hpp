@@ -163,7 +163,9 @@ class ZeroSharding final : public GradientSync {
     TrackedBuffer staging;  // comm: the pieces' gradients, packed
     std::vector<Piece> pieces;
     std::vector<parallel::Request> requests;  // one reduction per piece, once started
-    std::int64_t used = 0;
+    // elements the bucket takes (bucket_bytes, or one larger piece), whatever the size of the
+    // reused staging: when a bucket starts must not depend on which earlier ones completed
+    std::int64_t capacity = 0, used = 0;
     double start_s = -1;
   };
   void stage_piece(std::int64_t begin, std::int64_t end, int owner);
