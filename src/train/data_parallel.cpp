@@ -229,22 +229,20 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
   if (bucket.used >= bucket_elements_) start_open_bucket();
 }
 
-// Stage 2: the open bucket's reductions, one per piece; its owner keeps the sum. An all-reduce,
-// not MPI_Ireduce to the owner: Open MPI 4.1.4's libnbc hung here with MPI_Ireduce in flight
-// beside the blocking all-reduces of synchronised BatchNorm, so a piece moves 2(n-1)/n of its
-// bytes per rank where a reduction to the owner would move (n-1)/n. (That hang may have been
-// the ranks' different order of calls that Bucket::capacity removed; not tried again since.)
+// Stages 2 and 3: the open bucket's reduction, one all-reduce of its packed pieces (the same
+// pieces at the same places on every rank); each piece's owner keeps its sum. An all-reduce,
+// not a reduction to each piece's owner: Open MPI 4.1.4's libnbc hung with MPI_Ireduce in
+// flight beside the blocking all-reduces of synchronised BatchNorm, so a bucket moves 2(n-1)/n
+// of its bytes per rank where reductions to the owners would move (n-1)/n. (That hang may have
+// been the ranks' different order of calls that Bucket::capacity removed; not tried again.)
 // Every rank starts the same reductions in the same order, between the same other calls on
 // `dp_` (tests/parallel/test_collective_order.cpp): nothing here depends on completions.
 void ZeroSharding::start_open_bucket() {
   if (buckets_.empty() || buckets_.back().start_s >= 0) return;
   Bucket& bucket = buckets_.back();
   bucket.start_s = comm_clock_seconds();
-  for (const Piece& piece : bucket.pieces) {
-    float* data = bucket.staging.as<float>() + piece.at;
-    bucket.requests.push_back(
-        dp_.iall_reduce(data, piece.end - piece.begin, parallel::DataType::f32, parallel::ReduceOp::sum));
-  }
+  bucket.request =
+      dp_.iall_reduce(bucket.staging.as<float>(), bucket.used, parallel::DataType::f32, parallel::ReduceOp::sum);
   figures_.bytes += bucket.used * static_cast<std::int64_t>(sizeof(float));
   ++figures_.buckets;
 }
@@ -255,12 +253,10 @@ void ZeroSharding::complete_buckets(bool wait) {
   float* shard = shard_grads_.as<float>();
   std::erase_if(buckets_, [&](Bucket& bucket) {
     if (bucket.start_s < 0) return false;
-    for (parallel::Request& request : bucket.requests) {
-      if (wait)
-        request.wait();
-      else if (!request.test())
-        return false;
-    }
+    if (wait)
+      bucket.request.wait();
+    else if (!bucket.request.test())
+      return false;
     in_flight_.emplace_back(bucket.start_s, comm_clock_seconds());
     for (const Piece& piece : bucket.pieces) {
       if (piece.owner != dp_.rank()) continue;

@@ -120,9 +120,9 @@ class BucketedAllReduce final : public GradientSync {
 // no full gradient: every micro-batch's backward hands over its ranges as it finishes them; each
 // range is copied into a bucket of `bucket_bytes` (category comm) and its gradient pages given
 // back as soon as every float on them is copied (`gradient_pages`: the model's gradients, a
-// buffer charged by resident pages); a full bucket starts, overlapping backward, one reduction
-// per piece (an all-reduce: see start_open_bucket), whose owner adds it into its gradient shard (category grads,
-// ceil(N / dp) floats). Two buckets at most are in flight (a third waits for them). Stage 3
+// buffer charged by resident pages); a full bucket starts its all-reduce, overlapping backward
+// (see start_open_bucket), and each piece's owner adds the piece's sum into its gradient shard
+// (category grads, ceil(N / dp) floats). Two buckets at most are in flight (a third waits for them). Stage 3
 // reduces gradients as stage 2 and also keeps the parameters sharded: the shard lives here
 // (category params) and the optimizer steps it; the model gathers each unit's parameters from
 // the shards as it needs them (Zero3UnitGather).
@@ -162,7 +162,7 @@ class ZeroSharding final : public GradientSync {
   struct Bucket {
     TrackedBuffer staging;  // comm: the pieces' gradients, packed
     std::vector<Piece> pieces;
-    std::vector<parallel::Request> requests;  // one reduction per piece, once started
+    parallel::Request request;  // the bucket's all-reduce, once started
     // elements the bucket takes (bucket_bytes, or one larger piece), whatever the size of the
     // reused staging: when a bucket starts must not depend on which earlier ones completed
     std::int64_t capacity = 0, used = 0;

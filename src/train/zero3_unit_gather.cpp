@@ -3,6 +3,7 @@
 #include "train/zero3_unit_gather.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/check.hpp"
 #include "core/cpu_clock.hpp"
@@ -32,6 +33,19 @@ std::int64_t elements_of(std::span<const FlatRange> unit) {
   for (const FlatRange& r : unit) n += r.count;
   return n;
 }
+
+// The unit's ranges with each run of adjacent ones joined: the same elements, packed the same
+// way, in as few collectives as the layout allows (a GPT block's tensors are one run).
+std::vector<FlatRange> joined_runs(std::span<const FlatRange> unit) {
+  std::vector<FlatRange> runs;
+  for (const FlatRange& r : unit) {
+    if (!runs.empty() && runs.back().offset + runs.back().count == r.offset)
+      runs.back().count += r.count;
+    else
+      runs.push_back(r);
+  }
+  return runs;
+}
 }  // namespace
 
 Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full, std::span<const std::byte> shard,
@@ -51,13 +65,14 @@ Zero3UnitGather::Zero3UnitGather(parallel::Communicator& dp, TrackedBuffer& full
   release_everything();
 }
 
-// Each range: the ranks' pieces are consecutive in rank order, so one all-gatherv in place
-// fills it; this rank's piece is copied from its shard first. `into`: the ranges packed.
+// Each run of adjacent ranges: the ranks' pieces are consecutive in rank order, so one
+// all-gatherv in place fills it; this rank's piece is copied from its shard first. `into`: the
+// ranges packed.
 void Zero3UnitGather::start(std::span<const FlatRange> unit, std::byte* into, std::vector<parallel::Request>& requests) {
   const std::int64_t e = element_bytes_;
   const std::int64_t mine_begin = shard_size_ * dp_.rank();
   std::vector<std::int64_t> counts(static_cast<std::size_t>(dp_.size()));
-  for (const FlatRange& r : unit) {
+  for (const FlatRange& r : joined_runs(unit)) {
     SB_CHECK(r.offset >= 0 && r.count >= 0 && r.offset + r.count <= parameters_,
              "zero-3: unit range [{}, {}) outside the {} parameters", r.offset, r.offset + r.count, parameters_);
     for (int q = 0; q < dp_.size(); ++q) {
