@@ -54,11 +54,12 @@ const void* GptPipelineStageT<S>::input_gradient() const {
 
 template <class S>
 void GptPipelineStageT<S>::set_batch(const std::int32_t* tokens, const std::int32_t* targets,
-                                     std::int64_t micro_batches, std::function<void(bool last)> around_last_backward) {
+                                     std::int64_t micro_batches,
+                                     std::function<void(std::int64_t micro, bool before)> around_backward) {
   tokens_ = tokens;
   targets_ = targets;
   micro_batches_ = micro_batches;
-  around_last_backward_ = std::move(around_last_backward);
+  around_backward_ = std::move(around_backward);
 }
 
 template <class S>
@@ -110,14 +111,13 @@ double GptPipelineStageT<S>::forward_rows(const std::int32_t* tokens, const void
 template <class S>
 void GptPipelineStageT<S>::backward(std::int64_t slot, std::int64_t micro, const void* doutput) {
   // Backwards run in micro-batch order (pipeline_schedule.hpp): micro m−1 finishes every gradient.
-  const bool last = micro + 1 == micro_batches_;
-  if (last && around_last_backward_) around_last_backward_(true);
+  if (around_backward_) around_backward_(micro, true);
   model_.backward_stage(slot, on_device(doutput, output_bytes()));
   if (staged() && !model_.shard().embedding)
     copy_device_bytes(host_input_gradient_.data(), Device::cpu, model_.stage_input_gradient(), model_.device(),
                       static_cast<std::size_t>(input_bytes()));
   synchronize_device(model_.device());
-  if (last && around_last_backward_) around_last_backward_(false);
+  if (around_backward_) around_backward_(micro, false);
 }
 
 template class GptPipelineStageT<float>;

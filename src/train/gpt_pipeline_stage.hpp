@@ -31,10 +31,11 @@ class GptPipelineStageT final : public PipelineStage {
 
   // The step's batch, (m·B, T) tokens and targets: the first stage reads the tokens, the last
   // the targets; a stage may pass nullptr for what it does not read. Unchanged while the step runs.
-  // on_last_backward: called just before the step's last backward (the one that finishes every
+  // around_backward(micro, true/false): called just before and after the backward of each
+  // micro-batch, in micro-batch order (micro_batches − 1 last, the one that finishes every
   // gradient), e.g. to install the data-parallel gradient-ready callback; may be empty.
   void set_batch(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t micro_batches,
-                 std::function<void(bool last)> around_last_backward = {});
+                 std::function<void(std::int64_t micro, bool before)> around_backward = {});
 
   std::int64_t activation_slots() const override { return model_.activation_slots(); }
   std::int64_t slot_activation_bytes() const override { return model_.slot_activation_bytes(); }
@@ -65,7 +66,7 @@ class GptPipelineStageT final : public PipelineStage {
   const std::int32_t* tokens_ = nullptr;
   const std::int32_t* targets_ = nullptr;
   std::int64_t micro_batches_ = 0;
-  std::function<void(bool)> around_last_backward_;
+  std::function<void(std::int64_t, bool)> around_backward_;
 };
 
 using GptPipelineStage = GptPipelineStageT<float>;

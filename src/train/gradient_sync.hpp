@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+
+#include "parallel/communicator.hpp"
 
 namespace sb::train {
 
@@ -22,6 +25,14 @@ class GradientSync {
   // the global batch: every rank's local gradients (a sum of micro-batch means) × local_scale,
   // averaged over the data-parallel ranks.
   virtual void finish(double local_scale) = 0;
+  // After finish(): the gradients [offset, offset + count) as the optimizer reads them where
+  // those are not the model's fp32 gradients, i.e. 16-bit main gradients (precision.main_grads
+  // storage): their bits and type (bf16 or f16). Empty bits where the fp32 gradients are read.
+  struct SixteenBitGradients {
+    std::span<std::uint16_t> bits;
+    parallel::DataType type = parallel::DataType::bf16;
+  };
+  virtual SixteenBitGradients sixteen_bit_gradients(std::int64_t /*offset*/, std::int64_t /*count*/) { return {}; }
 };
 
 }  // namespace sb::train

@@ -248,7 +248,7 @@ class LanguageModelTask final : public TrainingTask {
     const auto offset = static_cast<std::size_t>(shard_.rank * local * T_);
     for (std::size_t k = 0; k < stages_.size(); ++k)
       stages_[k]->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation,
-                            chunk_sync_around_last_backward(chunk(k), chunk_parameters_.offsets[k]));
+                            sync_around_backward(chunk(k), accumulation, chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
     // The two copies of the tied embedding take the sum of their gradients: after the
@@ -261,9 +261,17 @@ class LanguageModelTask final : public TrainingTask {
     if (!sharded) sum_tied_gradient_if_held();
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }
+  // Under 16-bit main gradients the copies' sums are those the optimizer reads, 16-bit ones.
   void sum_tied_gradient_if_held() {
-    if (holds_tied_embedding())
-      sum_tied_gradient(grid_.pp_comm(), tied_chunk().tied_embedding_gradient(), model_.device(), tied_scratch_);
+    if (!holds_tied_embedding()) return;
+    const std::span<float> tied = tied_chunk().tied_embedding_gradient();
+    const GradientSync::SixteenBitGradients main =
+        sync_ ? sync_->sixteen_bit_gradients(tied.data() - gradients_flat().data(), static_cast<std::int64_t>(tied.size()))
+              : GradientSync::SixteenBitGradients{};
+    if (!main.bits.empty())
+      sum_tied_sixteen_bit_gradient(grid_.pp_comm(), main.bits, main.type);
+    else
+      sum_tied_gradient(grid_.pp_comm(), tied, model_.device(), tied_scratch_);
   }
 
   // Under sequence parallelism the LayerNorm gradients (each tp rank's from its own rows) are
@@ -286,19 +294,6 @@ class LanguageModelTask final : public TrainingTask {
     sequence_parallel_sum_ =
         std::make_unique<SequenceParallelGradientSum>(grid_.tp_comm(), *sync_, gradients_flat(), summed);
     sync_ = sequence_parallel_sum_.get();
-  }
-
-  // sync_around_last_backward for a chunk whose gradients start `offset` floats into
-  // gradients_flat().
-  std::function<void(bool)> chunk_sync_around_last_backward(gpt::GptModelT<S>& model, std::int64_t offset) {
-    if (offset == 0) return sync_around_last_backward(model);
-    return [this, &model, offset](bool before) {
-      if (!sync_) return;
-      if (before)
-        model.set_gradient_ready_callback([this, offset](std::int64_t o, std::int64_t n) { sync_->ready(offset + o, n); });
-      else
-        model.set_gradient_ready_callback({});
-    };
   }
 
   // Local chunk k of this rank's model (0 without interleaving), and each in turn.

@@ -3,6 +3,8 @@
 #include "train/model_parallel_plumbing.hpp"
 
 #include "core/check.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 #include "train/device_staging.hpp"
 
 namespace sb::train {
@@ -57,6 +59,28 @@ void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, De
   // a + b on one stage, b + a on the other: the same floats.
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += scratch[i];
   copy_from_host(gradient, device, std::span<const float>(mine));
+}
+
+void sum_tied_sixteen_bit_gradient(parallel::Communicator& pp, std::span<std::uint16_t> gradient,
+                                   parallel::DataType type) {
+  const int last = pp.size() - 1;
+  if (last == 0 || (pp.rank() != 0 && pp.rank() != last)) return;
+  SB_CHECK(type == parallel::DataType::bf16 || type == parallel::DataType::f16, "tied gradient of type {}",
+           parallel::to_string(type));
+  const auto n = static_cast<std::int64_t>(gradient.size());
+  const int peer = pp.rank() == 0 ? last : 0;
+  std::vector<std::uint16_t> theirs(gradient.size());
+  parallel::Request receive = pp.irecv(theirs.data(), n, type, peer, kTiedGradientTag);
+  pp.send(gradient.data(), n, type, peer, kTiedGradientTag);
+  receive.wait();
+  const bool brain = type == parallel::DataType::bf16;
+  const auto widen = [brain](std::uint16_t bits) {
+    return brain ? to_float(bf16::from_bits(bits)) : to_float(fp16::from_bits(bits));
+  };
+  for (std::size_t i = 0; i < gradient.size(); ++i) {  // a + b on one stage, b + a on the other
+    const float sum = widen(gradient[i]) + widen(theirs[i]);
+    gradient[i] = brain ? to_bf16(sum).bits : to_fp16(sum).bits;
+  }
 }
 
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {

@@ -33,6 +33,10 @@ double from_last_stage(parallel::Communicator& pp, double value);
 // staged through host memory (scratch: at least gradient.size() floats), so the exchange is an
 // MPI message on every device, like the pipeline's others. Other stages do nothing.
 void sum_tied_gradient(parallel::Communicator& pp, std::span<float> gradient, Device device, std::span<float> scratch);
+// ... a 16-bit gradient (host memory; `type` bf16 or f16, the bits): both stages add the two in
+// fp32 and round the sum once, the same bits on both.
+void sum_tied_sixteen_bit_gradient(parallel::Communicator& pp, std::span<std::uint16_t> gradient,
+                                   parallel::DataType type);
 
 // An evaluation forward's activations, as bytes in the stage's storage type, in host memory:
 // from the previous stage / to the next one (the first stage's previous is the last, whose

@@ -16,11 +16,11 @@ ResnetPipelineStageT<S>::ResnetPipelineStageT(resnet::ResnetModelT<S>& model, st
 
 template <class S>
 void ResnetPipelineStageT<S>::set_batch(const float* images, const std::int32_t* labels, std::int64_t micro_batches,
-                                        std::function<void(bool before)> around_last_backward) {
+                                        std::function<void(std::int64_t micro, bool before)> around_backward) {
   images_ = images;
   labels_ = labels;
   micro_batches_ = micro_batches;
-  around_last_backward_ = std::move(around_last_backward);
+  around_backward_ = std::move(around_backward);
 }
 
 template <class S>
@@ -48,10 +48,9 @@ double ResnetPipelineStageT<S>::forward(std::int64_t slot, std::int64_t micro, c
 template <class S>
 void ResnetPipelineStageT<S>::backward(std::int64_t slot, std::int64_t micro, const void* doutput) {
   // Backwards run in micro-batch order (pipeline_schedule.hpp): micro m−1 finishes every gradient.
-  const bool last = around_last_backward_ && micro + 1 == micro_batches_;
-  if (last) around_last_backward_(true);
+  if (around_backward_) around_backward_(micro, true);
   model_.backward(slot, static_cast<const S*>(doutput));
-  if (last) around_last_backward_(false);
+  if (around_backward_) around_backward_(micro, false);
 }
 
 template class ResnetPipelineStageT<float>;

@@ -24,11 +24,11 @@ class ResnetPipelineStageT final : public PipelineStage {
   // The step's batch, (m·micro, C, H, W) images and (m·micro) labels: the first stage reads the
   // images, the last the labels; a stage may pass nullptr for what it does not read. The
   // buffers must stay unchanged while the step runs.
-  // around_last_backward(true/false): called just before and after the step's last backward
-  // (micro-batch micro_batches − 1, the one that finishes every gradient), e.g. to install the
-  // data-parallel gradient-ready callback; may be empty.
+  // around_backward(micro, true/false): called just before and after the backward of each
+  // micro-batch, in micro-batch order (micro_batches − 1 last, the one that finishes every
+  // gradient), e.g. to install the data-parallel gradient-ready callback; may be empty.
   void set_batch(const float* images, const std::int32_t* labels, std::int64_t micro_batches = 0,
-                 std::function<void(bool before)> around_last_backward = {});
+                 std::function<void(std::int64_t micro, bool before)> around_backward = {});
 
   std::int64_t activation_slots() const override { return model_.activation_slots(); }
   std::int64_t slot_activation_bytes() const override { return model_.slot_activation_bytes(); }
@@ -45,7 +45,7 @@ class ResnetPipelineStageT final : public PipelineStage {
   const float* images_ = nullptr;
   const std::int32_t* labels_ = nullptr;
   std::int64_t micro_batches_ = 0;
-  std::function<void(bool)> around_last_backward_;
+  std::function<void(std::int64_t, bool)> around_backward_;
 };
 
 using ResnetPipelineStage = ResnetPipelineStageT<float>;

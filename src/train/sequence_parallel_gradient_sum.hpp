@@ -30,6 +30,9 @@ class SequenceParallelGradientSum final : public GradientSync {
   bool reduces_every_micro_batch() const override { return inner_.reduces_every_micro_batch(); }
   void micro_batch_done() override { inner_.micro_batch_done(); }
   void finish(double local_scale) override { inner_.finish(local_scale); }
+  SixteenBitGradients sixteen_bit_gradients(std::int64_t offset, std::int64_t count) override {
+    return inner_.sixteen_bit_gradients(offset, count);
+  }
   GradientSync& inner() const { return inner_; }
 
  private:

@@ -93,6 +93,13 @@ std::vector<optim::ParameterSlice> StorageMainGradients::main_gradient_slices(
   return slices;
 }
 
+GradientSync::SixteenBitGradients StorageMainGradients::sixteen_bit_gradients(std::int64_t offset,
+                                                                             std::int64_t count) {
+  SB_CHECK(offset >= 0 && count >= 0 && offset + count <= static_cast<std::int64_t>(gradients_.size()),
+           "16-bit main gradients [{}, {}) outside the model's {}", offset, offset + count, gradients_.size());
+  return {main_gradients().subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(count)), storage_};
+}
+
 void StorageMainGradients::add_into(std::uint16_t* into, std::int64_t offset, std::int64_t count) const {
   add_scaled(storage_, into, main_.as<std::uint16_t>() + offset, 1.0f, gradients_.data() + offset, count);
 }

@@ -41,6 +41,7 @@ class StorageMainGradients final : public GradientSync {
   bool reduces_every_micro_batch() const override { return true; }
   void micro_batch_done() override;
   void finish(double local_scale) override;
+  SixteenBitGradients sixteen_bit_gradients(std::int64_t offset, std::int64_t count) override;
 
   // The model's slices with their gradients read from the 16-bit main gradients.
   std::vector<optim::ParameterSlice> main_gradient_slices(const std::vector<optim::ParameterSlice>& model_slices) const;

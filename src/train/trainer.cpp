@@ -83,10 +83,10 @@ void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
                 "{}: precision.main_grads storage reduces {} main gradients with the bucketed all-reduce; "
                 "strategy.zero {} reduces fp32 gradient shards (use zero 0, or main_grads fp32)", c.source, d,
                 c.strategy.zero);
-  SB_USER_CHECK(c.strategy.pp == 1,
+  SB_USER_CHECK(c.strategy.interleave == 1,
                 "{}: precision.main_grads storage accumulates {} main gradients micro-batch by micro-batch, which "
-                "pipeline stages (strategy.pp {}) interleave; use pp 1, or main_grads fp32", c.source, d,
-                c.strategy.pp);
+                "the virtual pipeline stages of strategy.interleave {} run out of order; use interleave 1, or "
+                "main_grads fp32", c.source, d, c.strategy.interleave);
   SB_USER_CHECK(plan::trains_resnet(c) || c.data.dataset == "sotu",
                 "{}: precision.main_grads storage trains the GPT language model (data.dataset sotu) and the ResNets; "
                 "sequence classification on {} keeps fp32 main gradients", c.source, c.data.dataset);

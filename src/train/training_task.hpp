@@ -47,6 +47,10 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
 };
 
+// Whether micro-batch m of `accumulation` reports its gradient ranges to `sync` as backward
+// finishes them: the last one, or every one when the sync reduces each micro-batch (ZeRO-2).
+bool reports_gradients(const GradientSync* sync, std::int64_t m, std::int64_t accumulation);
+
 class TrainingTask {
  public:
   virtual ~TrainingTask() = default;
@@ -135,17 +139,22 @@ class TrainingTask {
   virtual std::int64_t appended_head_parameters() const { return 0; }
 
  protected:
-  // For a pipeline stage's set_batch: reports the model's gradient ranges to the GradientSync
-  // during the step's last backward only (called with true before it, false after); does
-  // nothing without a sync.
+  // For a pipeline stage's set_batch: during each backward that reports its gradients
+  // (reports_gradients: the step's last of `micro_batches`, or every one when the sync reduces
+  // each micro-batch) the model's gradient ranges, which start `offset` floats into
+  // gradients_flat(), go to the GradientSync, and micro_batch_done() follows each such backward
+  // but the last; does nothing without a sync.
   template <class Model>
-  std::function<void(bool before)> sync_around_last_backward(Model& model) {
-    return [this, &model](bool before) {
-      if (!sync_) return;
-      if (before)
-        model.set_gradient_ready_callback([this](std::int64_t o, std::int64_t n) { sync_->ready(o, n); });
-      else
-        model.set_gradient_ready_callback({});
+  std::function<void(std::int64_t micro, bool before)> sync_around_backward(Model& model, std::int64_t micro_batches,
+                                                                            std::int64_t offset = 0) {
+    return [this, &model, micro_batches, offset](std::int64_t micro, bool before) {
+      if (!sync_ || !reports_gradients(sync_, micro, micro_batches)) return;
+      if (before) {
+        model.set_gradient_ready_callback([this, offset](std::int64_t o, std::int64_t n) { sync_->ready(offset + o, n); });
+        return;
+      }
+      model.set_gradient_ready_callback({});
+      if (micro + 1 < micro_batches) sync_->micro_batch_done();
     };
   }
 
@@ -188,9 +197,6 @@ Residency gradient_residency(const plan::TrainConfig& config);
 // it is held only to initialise and while a checkpoint gathers every parameter into it.
 Residency parameter_residency(const plan::TrainConfig& config);
 
-// Whether micro-batch m of `accumulation` reports its gradient ranges to `sync` as backward
-// finishes them: the last one, or every one when the sync reduces each micro-batch (ZeRO-2).
-bool reports_gradients(const GradientSync* sync, std::int64_t m, std::int64_t accumulation);
 // Whether `sync` leaves the gradients zero after reducing them, so the task does not zero them.
 bool reduces_every_micro_batch(const GradientSync* sync);
 

@@ -20,7 +20,7 @@ scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
 6. The skipped step under pp 2: every stage skips it (the overflow is on one stage only).
 7. What is not built yet fails with one clear sentence and writes no result file.
 9. 16-bit main gradients (precision.main_grads storage): one rank near fp32 main gradients, dp 2
-   (tp 2 and the ResNet's dp 2 in bf16) equal to one rank, the model state per rank 2 bytes of
+   and pp 2 (tp 2 and the ResNet's dp 2 and pp 2 in bf16) equal to one rank, the model state per rank 2 bytes of
    gradients per parameter exactly and as predicted, 2 bytes a parameter exchanged, and fp16's
    overflow skipping the step.
 8. bf16 with activation recomputation (selective on one rank, full under tp 2) gives the losses of
@@ -37,6 +37,7 @@ import numpy as np
 
 scalebench, mpiexec, out_dir = sys.argv[1:4]
 REL_TOL_16 = 5e-3
+REL_TOL_STORAGE_GPT_GRID = 2e-4
 REL_TOL_VS_FP32 = 2e-2
 GPT_HIDDEN, GPT_SEQ, MICRO = 64, 32, 4  # batch.global 8 in 2 micro-batches
 GPT = ["--set", f"model={{layers: 2, hidden: {GPT_HIDDEN}, heads: 4, seq_len: {GPT_SEQ}, vocab: 256}}", "--set",
@@ -200,17 +201,26 @@ for precision in ["bf16", "fp16"]:
         problems.append(f"{precision} main_grads storage, one rank: loss differs from fp32 main gradients by "
                         f"{gap:.2e} (> {REL_TOL_16})")
     n = int(fp32_grads["state"]["params"][0]) // 2
-    cases = [("dp2", 2, 1, GPT), ("tp2", 1, 2, GPT), ("resnet_dp2", 2, 1, RESNET)] if precision == "bf16" else \
-        [("dp2", 2, 1, GPT)]
-    for name, dp, tp, model in cases:
-        reference = one if model is GPT else train(f"resnet_{precision}_one_storage", storage, model=RESNET)
-        extra = ["--set", "strategy.batchnorm=sync"] if model is RESNET else []
-        run = train(f"{precision}_{name}_storage", storage, dp, tp, model=model, extra=extra)
+    # pp 2: each stage accumulates its own main gradients (the GPT's two micro-batches; the
+    # ResNet's one, whose BatchNorm statistics are one rank's); the GPT's first and last stage
+    # sum their 16-bit copies of the tied embedding's
+    cases = [("dp2", 2, 1, 1, GPT), ("tp2", 1, 2, 1, GPT), ("pp2", 1, 1, 2, GPT), ("resnet_dp2", 2, 1, 1, RESNET),
+             ("resnet_pp2", 1, 1, 2, RESNET)] if precision == "bf16" else [("dp2", 2, 1, 1, GPT), ("pp2", 1, 1, 2, GPT)]
+    resnet_one = None
+    for name, dp, tp, pp, model in cases:
+        if model is RESNET and resnet_one is None:
+            resnet_one = train(f"resnet_{precision}_one_storage", storage, model=RESNET)
+        reference = one if model is GPT else resnet_one
+        extra = ["--set", "strategy.batchnorm=sync"] if model is RESNET and dp > 1 else []
+        run = train(f"{precision}_{name}_storage", storage, dp, tp, model=model, extra=extra, pp=pp)
         gaps[f"{precision} {name} main_grads storage"] = gap = max(relative_gap(run["loss"], reference["loss"]),
                                                                    relative_gap(run["eval"], reference["eval"]))
-        if gap > REL_TOL_16:
+        # the GPT's grids differ from one rank only in the order of their sums (measured: at most
+        # 3.0e-5); pp 2 without the tied embedding's sum is 5e-4 off
+        tolerance = REL_TOL_STORAGE_GPT_GRID if model is GPT else REL_TOL_16
+        if gap > tolerance:
             problems.append(f"{precision} {name} main_grads storage: loss or eval differs from one rank by {gap:.2e} "
-                            f"(> {REL_TOL_16})")
+                            f"(> {tolerance})")
         # each rank's parameters: its tp shard's 16-bit weights (the ResNet's params also hold the
         # BatchNorm running statistics; it has no tp)
         params = [int(p) // 2 for p in run["state"]["params"]] if model is GPT else [run["parameters"]] * dp
@@ -263,9 +273,11 @@ for name, dp, pp, inject in [("overflow_one", 1, 1, "3"), ("overflow_dp2", 2, 1,
 for name, precision, pp, extra, message in [
         ("bad_scale", "{dtype: fp16, loss_scale: lots}", 1, [],
          "'precision.loss_scale' must be dynamic, none or a positive number, got 'lots'"),
-        ("storage_pp2", "{dtype: bf16, main_grads: storage}", 2, [],
-         "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which pipeline "
-         "stages (strategy.pp 2) interleave"),
+        ("storage_interleave", "{dtype: bf16, main_grads: storage}", 2,
+         ["--set", f"model={{layers: 4, hidden: {GPT_HIDDEN}, heads: 4, seq_len: {GPT_SEQ}, vocab: 256}}",
+          "--set", "strategy.interleave=2"],
+         "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which the "
+         "virtual pipeline stages of strategy.interleave 2 run out of order"),
         ("storage_zero1", "{dtype: fp16, main_grads: storage}", 1, ["--set", "strategy.zero=1"],
          "strategy.zero 1 reduces fp32 gradient shards")]:
     result, wrote = train(f"refused_{name}", precision, pp=pp, extra=extra, expect_failure=True)
