@@ -112,15 +112,20 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
     zero_ = std::make_unique<ZeroSharding>(static_cast<int>(config.strategy.zero), dp, parameters,
                                            task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker,
                                            mixed ? MemoryCategory::optimizer : MemoryCategory::params);
-    task.set_gradient_sync(zero_.get());
     slices = zero_->shard_slices(slices);
+    if (config.precision.sixteen_bit_main_gradients()) {  // ZeRO-1: the 16-bit sums reduce-scattered
+      keep_sixteen_bit_main_gradients(task, tracker, StorageMainGradients::Reduction::scatter);
+      slices = storage_->main_gradient_slices(slices);
+    } else {
+      task.set_gradient_sync(zero_.get());
+    }
     if (config.strategy.zero == 3) shard_parameters(task, tracker);
     reduce_norm = [&dp, &mp](double squared) {
       squared = dp.all_reduce_value(squared);
       return mp.size() > 1 ? mp.all_reduce_value(squared) : squared;
     };
   } else if (config.precision.sixteen_bit_main_gradients()) {
-    keep_sixteen_bit_main_gradients(task, tracker);
+    keep_sixteen_bit_main_gradients(task, tracker, StorageMainGradients::Reduction::all_reduce);
     slices = storage_->main_gradient_slices(slices);
   } else if (dp.size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
@@ -139,13 +144,14 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
 
 // precision.main_grads storage: every rank keeps its main gradients in 16 bits, also alone
 // (they are accumulated over the micro-batches in 16 bits too).
-void DistributedStep::keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker) {
+void DistributedStep::keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker,
+                                                      StorageMainGradients::Reduction reduction) {
   const plan::TrainConfig& c = config_;
   const parallel::DataType storage = c.precision.dtype == "bf16" ? parallel::DataType::bf16 : parallel::DataType::f16;
   storage_ = std::make_unique<StorageMainGradients>(
       dp_, task.gradients_flat(), task.gradient_pages(), storage, plan::runnable_plan(c).micro_batches,
       static_cast<std::int64_t>(c.strategy.bucket_mb * 1024 * 1024), c.strategy.overlap, c.strategy.allreduce,
-      tracker);
+      tracker, reduction);
   task.set_gradient_sync(storage_.get());
 }
 
@@ -209,9 +215,9 @@ void DistributedStep::slow_the_exchange_if_asked(TrainingTask& task) {
   if (slowdown_to_inject(world_rank_, std::numeric_limits<std::int64_t>::max()) <= 0 ||
       (!all_reduce_ && !zero_ && !storage_))
     return;
-  slowed_sync_ = zero_      ? std::make_unique<SlowedGradientSync>(*zero_, zero_->last_step())
-                 : storage_ ? std::make_unique<SlowedGradientSync>(*storage_, storage_->last_step())
-                            : std::make_unique<SlowedGradientSync>(*all_reduce_, all_reduce_->last_step());
+  slowed_sync_ = storage_ ? std::make_unique<SlowedGradientSync>(*storage_, storage_->last_step())
+                 : zero_  ? std::make_unique<SlowedGradientSync>(*zero_, zero_->last_step())
+                          : std::make_unique<SlowedGradientSync>(*all_reduce_, all_reduce_->last_step());
   task.set_gradient_sync(slowed_sync_.get());
 }
 
@@ -282,8 +288,14 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   finish_queued_work();
   r.optimizer_end_s = comm_clock_seconds();
   if (zero_ && !r.skipped) {
+    const double gather_start_s = comm_clock_seconds();
     zero_->gather_parameters();
-    r.exchange = zero_->last_step();  // the all-gather's time and bytes added
+    if (storage_) {  // ZeRO-1 with 16-bit main gradients: the all-gather added to their figures
+      r.exchange.exposed_s += comm_clock_seconds() - gather_start_s;
+      r.exchange.in_flight_s += comm_clock_seconds() - gather_start_s;
+    } else {
+      r.exchange = zero_->last_step();  // the all-gather's time and bytes added
+    }
   }
   if (constraints_ && !r.skipped) constraints_->constrain_parameters(task_.parameters_flat());
   if (!r.skipped) {

@@ -119,7 +119,8 @@ class DistributedStep {
   void finish_queued_work() const;
   void slow_the_exchange_if_asked(TrainingTask& task);
   void shard_parameters(TrainingTask& task, MemoryTracker& tracker);
-  void keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker);
+  void keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker,
+                                       StorageMainGradients::Reduction reduction);
   void round_storage_shard();  // ZeRO-3, mixed precision: the fp32 shard into the 16-bit one
   Zero3UnitGather* master_gather() const;  // what gathers the fp32 master weights whole
 

@@ -50,13 +50,16 @@ void add_scaled(parallel::DataType storage, std::uint16_t* out, const std::uint1
 StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span<float> gradients,
                                            TrackedBuffer* gradient_pages, parallel::DataType storage,
                                            std::int64_t micro_batches, std::int64_t bucket_bytes, bool overlap,
-                                           const std::string& algorithm, MemoryTracker& tracker)
+                                           const std::string& algorithm, MemoryTracker& tracker,
+                                           Reduction reduction)
     : dp_(dp),
       gradients_(gradients),
       pages_(gradient_pages, gradients, "precision.main_grads storage"),
       storage_(storage),
       micro_batches_(micro_batches),
       ring_(algorithm == "ring"),
+      reduction_(reduction),
+      shard_((static_cast<std::int64_t>(gradients.size()) + dp.size() - 1) / dp.size()),
       buckets_(bucket_bytes / 2, overlap, [this](std::int64_t begin, std::int64_t count, int index) {
         return start_bucket(begin, count, index);
       }) {
@@ -68,9 +71,13 @@ StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span
   const auto bytes = static_cast<std::int64_t>(gradients.size() * sizeof(std::uint16_t));
   main_ = TrackedBuffer(tracker, MemoryCategory::grads, bytes,
                         fmt::format("{} main gradients", parallel::to_string(storage)));
-  if (reduces())
+  if (buckets())
     packed_ = TrackedBuffer(tracker, MemoryCategory::comm, bytes,
                             fmt::format("dp all-reduce buckets ({})", parallel::to_string(storage)));
+  else if (reduces())
+    packed_ = TrackedBuffer(tracker, MemoryCategory::comm,
+                            (dp.size() + 1) * shard_ * static_cast<std::int64_t>(sizeof(std::uint16_t)),
+                            fmt::format("zero-1 padded reduce-scatter ({})", parallel::to_string(storage)));
 }
 
 std::span<std::uint16_t> StorageMainGradients::main_gradients() const {
@@ -128,7 +135,7 @@ void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
            total);
   pages_.recharge();  // what backward wrote since the last range: the peak
-  if (micro_batch_ + 1 < micro_batches_ || !reduces()) {
+  if (micro_batch_ + 1 < micro_batches_ || !buckets()) {
     add_into(main_.as<std::uint16_t>() + offset, offset, count);
   } else {  // the last micro-batch: the sums into the buckets, reduced as they fill
     add_into(packed_.as<std::uint16_t>() + buckets_.packed(), offset, count);
@@ -146,6 +153,22 @@ void StorageMainGradients::micro_batch_done() {
   ++micro_batch_;
 }
 
+// ZeRO-1: every rank's main gradients, padded to dp·shard, reduce-scattered in 16 bits (MPI with
+// the user-defined sum); this rank's block of the sum, scaled, into its shard of the main
+// gradients (one rounding each way, as the all-reduce's).
+void StorageMainGradients::reduce_scatter(float scale) {
+  const auto n = static_cast<std::int64_t>(gradients_.size());
+  std::uint16_t* padded = packed_.as<std::uint16_t>();
+  std::uint16_t* reduced = padded + dp_.size() * shard_;
+  std::copy_n(main_.as<std::uint16_t>(), n, padded);
+  std::fill(padded + n, reduced, std::uint16_t{0});
+  dp_.ireduce_scatter(padded, reduced, shard_, storage_, parallel::ReduceOp::sum).wait();
+  const std::int64_t begin = std::min(n, shard_ * dp_.rank()), end = std::min(n, begin + shard_);
+  add_scaled(storage_, main_.as<std::uint16_t>() + begin, reduced, scale, nullptr, end - begin);
+  figures_.bytes = dp_.size() * shard_ * static_cast<std::int64_t>(sizeof(std::uint16_t));
+  figures_.buckets = 1;
+}
+
 void StorageMainGradients::finish(double local_scale) {
   const double backward_end = comm_clock_seconds();
   figures_.cpu_at_backward_end_s = process_cpu_seconds();
@@ -156,7 +179,9 @@ void StorageMainGradients::finish(double local_scale) {
   pages_.recharge();
   const auto scale = static_cast<float>(local_scale / dp_.size());
   std::uint16_t* main = main_.as<std::uint16_t>();
-  if (reduces()) {
+  if (reduces() && reduction_ == Reduction::scatter) {
+    reduce_scatter(scale);
+  } else if (reduces()) {
     SB_CHECK(buckets_.packed() == static_cast<std::int64_t>(gradients_.size()),
              "backward reported {} of the model's {} gradients to the all-reduce", buckets_.packed(),
              gradients_.size());
@@ -172,6 +197,7 @@ void StorageMainGradients::finish(double local_scale) {
     add_scaled(storage_, main, main, scale, nullptr, static_cast<std::int64_t>(gradients_.size()));
   }
   figures_.exposed_s = comm_clock_seconds() - backward_end;
+  if (reduces() && reduction_ == Reduction::scatter) figures_.in_flight_s = figures_.exposed_s;
   buckets_.clear();
   micro_batch_ = 0;
   step_open_ = false;

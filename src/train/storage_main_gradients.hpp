@@ -9,9 +9,13 @@
 // order backward finishes them, each all-reduced in 16 bits (strategy.allreduce ring: our ring,
 // adding in fp32 and rounding each partial sum; mpi: MPI_Iallreduce with a user-defined sum) as
 // soon as it is full, overlapping the rest of backward; finish() waits for them and
-// writes the mean back into the main gradients. The optimizer widens them chunk by chunk
-// (optim/storage_gradients.hpp). Host memory only. Leaves out ZeRO's sharded reductions and the
-// pipeline schedule (the trainer refuses both with 16-bit main gradients).
+// writes the mean back into the main gradients. Under ZeRO-1 (`Reduction::scatter`, Megatron-LM's
+// distributed optimizer with 16-bit gradients) nothing is reduced during backward: finish()
+// reduce-scatters the main gradients in 16 bits over the data-parallel ranks and writes this
+// rank's shard of the mean into place, the only part its optimizer reads. The optimizer widens
+// them chunk by chunk (optim/storage_gradients.hpp). Host memory only. Leaves out ZeRO-2/3
+// (reductions of fp32 gradient shards) and the pipeline schedule (a pipeline stage calls
+// ready() during each micro-batch's backward, as without one).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +38,13 @@ class StorageMainGradients final : public GradientSync {
   // `gradients`: the model's fp32 gradients, in `gradient_pages` (charged by resident pages);
   // `storage`: bf16 or f16; `micro_batches`: this rank's per step (the last one's sums are
   // reduced as backward finishes them).
+  // `reduction`: all_reduce (every rank's optimizer reads every mean) or scatter (ZeRO-1: rank r
+  // keeps the mean of [r·shard, (r+1)·shard), shard = ceil(parameters / dp), as ZeroSharding).
+  enum class Reduction { all_reduce, scatter };
   StorageMainGradients(parallel::Communicator& dp, std::span<float> gradients, TrackedBuffer* gradient_pages,
                        parallel::DataType storage, std::int64_t micro_batches, std::int64_t bucket_bytes,
-                       bool overlap, const std::string& algorithm, MemoryTracker& tracker);
+                       bool overlap, const std::string& algorithm, MemoryTracker& tracker,
+                       Reduction reduction = Reduction::all_reduce);
   void ready(std::int64_t offset, std::int64_t count) override;
   bool reduces_every_micro_batch() const override { return true; }
   void micro_batch_done() override;
@@ -54,6 +62,8 @@ class StorageMainGradients final : public GradientSync {
   void add_into(std::uint16_t* into, std::int64_t offset, std::int64_t count) const;
   parallel::Request start_bucket(std::int64_t begin, std::int64_t count, int index);
   bool reduces() const { return dp_.size() > 1; }
+  bool buckets() const { return reduces() && reduction_ == Reduction::all_reduce; }
+  void reduce_scatter(float scale);
 
   parallel::Communicator& dp_;
   std::span<float> gradients_;
@@ -62,7 +72,10 @@ class StorageMainGradients final : public GradientSync {
   std::int64_t micro_batches_, micro_batch_ = 0;  // this step's micro-batch being reported
   bool ring_;
   TrackedBuffer main_;    // grads: (parameters) of the storage type, flat order
-  TrackedBuffer packed_;  // comm: (parameters) of the storage type, in ready order (dp > 1)
+  Reduction reduction_;
+  std::int64_t shard_ = 0;  // scatter: ceil(parameters / dp)
+  TrackedBuffer packed_;  // comm: all_reduce, (parameters) of the storage type in ready order; scatter,
+                          // (dp·shard) in flat order, then (shard) the reduced shard (dp > 1)
   PackedBuckets buckets_;  // of packed_, the last micro-batch's sums
   bool step_open_ = false;
   GradientExchangeFigures figures_;

@@ -79,10 +79,10 @@ void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.device == "cpu",
                 "{}: precision.main_grads storage keeps the {} main gradients in host memory; on device cuda the "
                 "trainer keeps fp32 main gradients (precision.main_grads: fp32)", c.source, d);
-  SB_USER_CHECK(c.strategy.zero == 0,
-                "{}: precision.main_grads storage reduces {} main gradients with the bucketed all-reduce; "
-                "strategy.zero {} reduces fp32 gradient shards (use zero 0, or main_grads fp32)", c.source, d,
-                c.strategy.zero);
+  SB_USER_CHECK(c.strategy.zero <= 1,
+                "{}: precision.main_grads storage reduces {} main gradients (all-reduced, or reduce-scattered "
+                "under zero 1); strategy.zero {} reduces fp32 gradient shards micro-batch by micro-batch (use zero "
+                "0 or 1, or main_grads fp32)", c.source, d, c.strategy.zero);
   SB_USER_CHECK(c.strategy.interleave == 1,
                 "{}: precision.main_grads storage accumulates {} main gradients micro-batch by micro-batch, which "
                 "the virtual pipeline stages of strategy.interleave {} run out of order; use interleave 1, or "

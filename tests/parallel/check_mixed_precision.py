@@ -204,14 +204,19 @@ for precision in ["bf16", "fp16"]:
     # pp 2: each stage accumulates its own main gradients (the GPT's two micro-batches; the
     # ResNet's one, whose BatchNorm statistics are one rank's); the GPT's first and last stage
     # sum their 16-bit copies of the tied embedding's
-    cases = [("dp2", 2, 1, 1, GPT), ("tp2", 1, 2, 1, GPT), ("pp2", 1, 1, 2, GPT), ("resnet_dp2", 2, 1, 1, RESNET),
-             ("resnet_pp2", 1, 1, 2, RESNET)] if precision == "bf16" else [("dp2", 2, 1, 1, GPT), ("pp2", 1, 1, 2, GPT)]
+    # ZeRO-1: the sums reduce-scattered in 16 bits, each rank's optimizer (fp32 master weights and
+    # moments) on its shard only
+    cases = [("dp2", 2, 1, 1, GPT), ("tp2", 1, 2, 1, GPT), ("pp2", 1, 1, 2, GPT), ("dp2_zero1", 2, 1, 1, GPT),
+             ("resnet_dp2", 2, 1, 1, RESNET), ("resnet_pp2", 1, 1, 2, RESNET)] if precision == "bf16" else \
+        [("dp2", 2, 1, 1, GPT), ("pp2", 1, 1, 2, GPT), ("dp2_zero1", 2, 1, 1, GPT)]
     resnet_one = None
     for name, dp, tp, pp, model in cases:
+        zero = 1 if name.endswith("zero1") else 0
         if model is RESNET and resnet_one is None:
             resnet_one = train(f"resnet_{precision}_one_storage", storage, model=RESNET)
         reference = one if model is GPT else resnet_one
         extra = ["--set", "strategy.batchnorm=sync"] if model is RESNET and dp > 1 else []
+        extra += ["--set", f"strategy.zero={zero}"]
         run = train(f"{precision}_{name}_storage", storage, dp, tp, model=model, extra=extra, pp=pp)
         gaps[f"{precision} {name} main_grads storage"] = gap = max(relative_gap(run["loss"], reference["loss"]),
                                                                    relative_gap(run["eval"], reference["eval"]))
@@ -224,19 +229,32 @@ for precision in ["bf16", "fp16"]:
         # each rank's parameters: its tp shard's 16-bit weights (the ResNet's params also hold the
         # BatchNorm running statistics; it has no tp)
         params = [int(p) // 2 for p in run["state"]["params"]] if model is GPT else [run["parameters"]] * dp
+        shard = -(-params[0] // dp)  # ZeRO-1's shard: ceil(parameters / dp)
         for rank, parameters in enumerate(params):
             moments = 8 if model is GPT else 4  # AdamW's m and v, SGD's momentum
-            for part, expected in (("grads", 2 * parameters), ("optimizer", (4 + moments) * parameters)):
+            owned = max(0, min(shard, parameters - shard * rank)) if zero else parameters
+            # ZeRO-1 shards the moments; the model keeps every fp32 master weight (the ZeRO formula,
+            # which the prediction follows, shards them too: checked below)
+            optimizer = 4 * parameters + moments * owned
+            for part, expected in (("grads", 2 * parameters), ("optimizer", optimizer)):
                 if int(run["state"][part][rank]) != expected:
                     problems.append(f"{precision} {name} main_grads storage: rank {rank} tracks "
                                     f"{int(run['state'][part][rank])} B of {part}, 16-bit main gradients and fp32 "
                                     f"master weights with AdamW/SGD say {expected}")
         for part, predicted in run["predicted"].items():
             measured = float(run["state"][part][0]) if part != "activations" else float(run["activations"][0])
+            if zero and part == "optimizer":  # ZeRO's (4 + K)/dp bytes a parameter
+                formula = (4 + (8 if model is GPT else 4)) * shard
+                print(f"{precision} {name} main_grads storage: optimizer state tracked {measured:.0f} B, the ZeRO "
+                      f"formula (and the prediction) {predicted:.0f} B: the fp32 master weights are whole")
+                if predicted != formula:
+                    problems.append(f"{precision} {name} main_grads storage: predicted optimizer state "
+                                    f"{predicted:.0f} B, ZeRO-1's formula says {formula}")
+                continue
             if abs(predicted - measured) > MEMORY_TOL * measured:
                 problems.append(f"{precision} {name} main_grads storage: rank 0 tracks {measured:.0f} B of {part}, "
                                 f"the prediction says {predicted:.0f}")
-        if dp > 1 and int(run["dp_bytes"]) != 2 * params[0]:
+        if dp > 1 and int(run["dp_bytes"]) != 2 * (dp * shard if zero else params[0]):
             problems.append(f"{precision} {name} main_grads storage: the exchange moved {run['dp_bytes']} B a step, "
                             f"not 2 bytes for each of {params[0]} parameters")
 # dynamic scaling from 65536 (the first steps may overflow on their own) and step 3 made inf
@@ -278,8 +296,8 @@ for name, precision, pp, extra, message in [
           "--set", "strategy.interleave=2"],
          "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which the "
          "virtual pipeline stages of strategy.interleave 2 run out of order"),
-        ("storage_zero1", "{dtype: fp16, main_grads: storage}", 1, ["--set", "strategy.zero=1"],
-         "strategy.zero 1 reduces fp32 gradient shards")]:
+        ("storage_zero2", "{dtype: fp16, main_grads: storage}", 1, ["--set", "strategy.zero=2"],
+         "strategy.zero 2 reduces fp32 gradient shards")]:
     result, wrote = train(f"refused_{name}", precision, pp=pp, extra=extra, expect_failure=True)
     if result.returncode == 0 or message not in result.stderr or wrote:
         problems.append(f"refused {name}: exit {result.returncode}, file written {wrote}, stderr {result.stderr[-300:]!r}")
