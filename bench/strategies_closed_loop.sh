@@ -4,7 +4,8 @@
 # into a scratch site directory, trains gpt-tiny (global batch 16, 8 steps, one thread per rank,
 # at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
 # and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 with fp32 and with
-# 16-bit main gradients (precision.main_grads storage), each run predicted by the
+# 16-bit main gradients (precision.main_grads storage; also under ZeRO-1, and pp 2 in bf16 with
+# them), each run predicted by the
 # calibrated profile before it trains, then prints every run's prediction error and fails when
 # one is off by more than 15% (step time) or 5% (memory). A benchmark, not a test: run it on a
 # quiet machine. Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
@@ -37,4 +38,8 @@ run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
 run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
 run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
 run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
+run dp2-zero1-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=1 \
+  --set 'precision={dtype: bf16, main_grads: storage}'
+run pp2-bf16-main-grads-storage 2 --set strategy.pp=2 --set strategy.micro_batches=4 \
+  --set 'precision={dtype: bf16, main_grads: storage}'
 /usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.h5 --step-time-pct 15 --memory-pct 5
