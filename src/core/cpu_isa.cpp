@@ -46,6 +46,17 @@ bool onednn_has_int8_dot_products() {
 
 std::string int8_matmul_implementation() { return onednn_has_int8_dot_products() ? "onednn" : "own"; }
 
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return has;
+#else
+  return false;
+#endif
+}
+
+std::string fp16_conversion_implementation() { return cpu_has_f16c() ? "f16c" : "portable"; }
+
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}.{}.{} ({})", v->major, v->minor, v->patch, v->hash);

@@ -34,6 +34,11 @@ std::string conv2d_implementation(const std::string& precision);
 bool onednn_has_int8_dot_products();
 // The int8 inference GEMM as runs record it (context.int8_matmul): "onednn" or "own".
 std::string int8_matmul_implementation();
+// Whether this CPU runs the F16C conversions (and AVX, which their 256-bit forms need): the cpu
+// back-end's float <-> fp16 conversions take them then (kernels/cpu/fp16_conversion_paths.hpp).
+bool cpu_has_f16c();
+// Those conversions as runs record them (context.fp16_convert): "f16c" or "portable".
+std::string fp16_conversion_implementation();
 // "2.6.3 (a1b2c3d)": the oneDNN library this process runs.
 std::string onednn_version();
 

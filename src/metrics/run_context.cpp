@@ -149,6 +149,7 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   context.emplace_back("conv2d_fp32", conv2d_implementation("fp32"));
   context.emplace_back("conv2d_bf16", conv2d_implementation("bf16"));
   context.emplace_back("int8_matmul", int8_matmul_implementation());
+  context.emplace_back("fp16_convert", fp16_conversion_implementation());
   context.emplace_back("compiler", std::string(SB_COMPILER));
   context.emplace_back("build_type", std::string(SB_BUILD_TYPE));
   context.emplace_back("git_sha", std::string(SB_GIT_SHA));

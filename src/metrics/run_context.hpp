@@ -13,7 +13,8 @@ namespace sb::metrics {
 
 // Keys, in order: hostnames, host_count, cpu_model, cores, threads, cpu_scaling_governor,
 // gpu_model, driver, mpi_library, mpi_standard, nccl, cuda_aware_mpi, hdf5, kokkos, blas,
-// blas_threading, blas_library, onednn, cpu_isa, conv2d_fp32, conv2d_bf16, compiler, build_type, git_sha, omp_proc_bind, omp_places.
+// blas_threading, blas_library, onednn, cpu_isa, conv2d_fp32, conv2d_bf16, int8_matmul, fp16_convert, compiler,
+// build_type, git_sha, omp_proc_bind, omp_places.
 // With comm == MPI_COMM_NULL (or MPI not initialised) only this host is listed; otherwise the
 // call is collective over comm and every rank gets the sorted, distinct hostnames of all ranks.
 // The MPI library string comes from MPI_Get_library_version, which MPI-3 allows before

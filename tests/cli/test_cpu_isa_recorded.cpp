@@ -28,6 +28,7 @@ TEST(CpuIsaRecorded, Bf16RunRecordsTheIsaOneDnnDispatchesTo) {
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), conv2d_implementation("fp32"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), conv2d_implementation("bf16"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "int8_matmul"), int8_matmul_implementation());
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "fp16_convert"), fp16_conversion_implementation());
 }
 
 TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {

@@ -4,9 +4,12 @@
 // hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <vector>
 
 #include "conversion_inputs.hpp"
+#include "core/cpu_isa.hpp"
+#include "kernels/cpu/fp16_conversion_paths.hpp"
 #include "kernels/kernels.hpp"
 
 namespace sb::kernels::testing {
@@ -28,6 +31,33 @@ TEST(PrecisionConvert, CpuFloatToFp16EqualsReference) {
   reference::convert_f32_to_fp16(expected.data(), inp.data(), kValues);
   cpu::convert_f32_to_fp16(actual.data(), inp.data(), kValues);
   EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+// Both fp16 paths, whichever the kernels take here: the portable loop always, the F16C one where
+// the CPU has it (every x86-64-v3 CPU; the kernels above take it there).
+TEST(PrecisionConvert, EveryFp16PathThisCpuRunsEqualsReference) {
+  const std::vector<float> floats = conversion_test_floats(kValues);
+  const std::vector<fp16> halves = conversion_test_halves<fp16>(kValues);
+  std::vector<fp16> expected_halves(floats.size());
+  std::vector<float> expected_floats(halves.size());
+  reference::convert_f32_to_fp16(expected_halves.data(), floats.data(), kValues);
+  reference::convert_fp16_to_f32(expected_floats.data(), halves.data(), kValues);
+  struct Path {
+    const char* name;
+    void (*narrow)(fp16*, const float*, i64);
+    void (*widen)(float*, const fp16*, i64);
+  };
+  std::vector<Path> paths{{"portable", &cpu::f32_to_fp16_portable, &cpu::fp16_to_f32_portable}};
+  if (sb::cpu_has_f16c()) paths.push_back({"f16c", &cpu::f32_to_fp16_f16c, &cpu::fp16_to_f32_f16c});
+  for (const Path& path : paths) {
+    std::vector<fp16> narrowed(floats.size(), fp16{0xBEEF});
+    std::vector<float> widened(halves.size(), -2.0f);
+    path.narrow(narrowed.data(), floats.data(), kValues);
+    path.widen(widened.data(), halves.data(), kValues);
+    EXPECT_EQ(first_bit_difference(narrowed, expected_halves), -1) << path.name << ": float to fp16";
+    EXPECT_EQ(first_bit_difference(widened, expected_floats), -1) << path.name << ": fp16 to float";
+    std::printf("fp16 conversion path %s checked on %lld values each way\n", path.name, static_cast<long long>(kValues));
+  }
 }
 
 TEST(PrecisionConvert, CpuBf16ToFloatEqualsReference) {

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// float <-> bf16/fp16 conversions with Kokkos over chunks, each chunk one loop over the functions
-// of precision/bf16.hpp and precision/fp16.hpp (integer selects on the bit patterns, which GCC
-// vectorises; built for AVX2 and the baseline). Bit-identical to the reference.
-// Leaves out the F16C/AVX512-BF16 conversion instructions: the portable integer code is the one
-// definition of rounding, and NaN payloads come out the same on every machine.
+// float <-> bf16/fp16 conversions with Kokkos over chunks. bf16: one loop over the functions of
+// precision/bf16.hpp (integer selects on the bit patterns, which GCC vectorises; built for AVX2
+// and the baseline). fp16: the F16C instructions where the CPU has them, the portable loop of
+// precision/fp16.hpp otherwise (fp16_conversion_paths.hpp). Bit-identical to the reference,
+// NaN payloads included.
+#include "core/cpu_isa.hpp"
+#include "kernels/cpu/fp16_conversion_paths.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace sb::kernels::cpu {
 
@@ -22,17 +28,55 @@ void bf16_to_f32_chunk(float* out, const bf16* inp, i64 n) {
   for (i64 i = 0; i < n; ++i) out[i] = to_float(inp[i]);
 }
 
+}  // namespace
+
 SB_CPU_VECTOR_CLONES
-void f32_to_fp16_chunk(fp16* out, const float* inp, i64 n) {
+void f32_to_fp16_portable(fp16* out, const float* inp, i64 n) {
   for (i64 i = 0; i < n; ++i) out[i] = to_fp16(inp[i]);
 }
 
 SB_CPU_VECTOR_CLONES
-void fp16_to_f32_chunk(float* out, const fp16* inp, i64 n) {
+void fp16_to_f32_portable(float* out, const fp16* inp, i64 n) {
   for (i64 i = 0; i < n; ++i) out[i] = to_float(inp[i]);
 }
 
-}  // namespace
+#if defined(__x86_64__)
+
+// Eight floats at a time; a block with a NaN (|x| above infinity's bits) goes the portable way.
+__attribute__((target("avx2,f16c"))) void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) {
+  const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFFFFFF), infinity = _mm256_set1_epi32(0x7F800000);
+  i64 i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(inp + i);
+    const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(x), magnitude_mask);
+    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(magnitude, infinity), _mm256_set1_epi32(-1))) {
+      f32_to_fp16_portable(out + i, inp + i, 8);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+  }
+  f32_to_fp16_portable(out + i, inp + i, n - i);
+}
+
+// Eight halves at a time; a block with a NaN (exponent all ones, mantissa not zero) goes the
+// portable way.
+__attribute__((target("avx2,f16c"))) void fp16_to_f32_f16c(float* out, const fp16* inp, i64 n) {
+  const __m128i magnitude_mask = _mm_set1_epi16(0x7FFF), infinity = _mm_set1_epi16(0x7C00);
+  i64 i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(inp + i));
+    if (!_mm_testz_si128(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude_mask), infinity), _mm_set1_epi16(-1))) {
+      fp16_to_f32_portable(out + i, inp + i, 8);
+      continue;
+    }
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  fp16_to_f32_portable(out + i, inp + i, n - i);
+}
+#else
+void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) { f32_to_fp16_portable(out, inp, n); }
+void fp16_to_f32_f16c(float* out, const fp16* inp, i64 n) { fp16_to_f32_portable(out, inp, n); }
+#endif
 
 SB_DECLARE_CONVERT_F32_TO_BF16 {
   parallel_for_chunks("sb::convert_f32_to_bf16", N, kElementwiseChunk, [=](i64 begin, i64 end) {
@@ -47,14 +91,16 @@ SB_DECLARE_CONVERT_BF16_TO_F32 {
 }
 
 SB_DECLARE_CONVERT_F32_TO_FP16 {
+  const auto chunk = sb::cpu_has_f16c() ? &f32_to_fp16_f16c : &f32_to_fp16_portable;
   parallel_for_chunks("sb::convert_f32_to_fp16", N, kElementwiseChunk, [=](i64 begin, i64 end) {
-    f32_to_fp16_chunk(out + begin, inp + begin, end - begin);
+    chunk(out + begin, inp + begin, end - begin);
   });
 }
 
 SB_DECLARE_CONVERT_FP16_TO_F32 {
+  const auto chunk = sb::cpu_has_f16c() ? &fp16_to_f32_f16c : &fp16_to_f32_portable;
   parallel_for_chunks("sb::convert_fp16_to_f32", N, kElementwiseChunk, [=](i64 begin, i64 end) {
-    fp16_to_f32_chunk(out + begin, inp + begin, end - begin);
+    chunk(out + begin, inp + begin, end - begin);
   });
 }
 

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// The two ways the cpu back-end converts between float and fp16, chunk by chunk: the portable
+// integer code of precision/fp16.hpp (the definition), and the x86 F16C instructions (vcvtps2ph
+// with round-to-nearest-even, vcvtph2ps), eight values at a time, which give the same bits for
+// every input: a block holding a NaN is converted by the portable code, so NaN payloads follow
+// the definition whatever the instructions do with signalling ones. The kernels take F16C where
+// the CPU reports it (precision_convert.cpp, context.fp16_convert); tests hold both paths against
+// the reference.
+#pragma once
+
+#include <cstdint>
+
+#include "precision/fp16.hpp"
+
+namespace sb::kernels::cpu {
+
+void f32_to_fp16_portable(fp16* out, const float* inp, std::int64_t n);
+void fp16_to_f32_portable(float* out, const fp16* inp, std::int64_t n);
+// Only where sb::cpu_has_f16c() (core/cpu_isa.hpp).
+void f32_to_fp16_f16c(fp16* out, const float* inp, std::int64_t n);
+void fp16_to_f32_f16c(float* out, const fp16* inp, std::int64_t n);
+
+}  // namespace sb::kernels::cpu
