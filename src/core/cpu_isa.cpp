@@ -5,6 +5,10 @@
 #include <dnnl.h>
 #include <fmt/format.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace sb {
 
 namespace {
@@ -48,7 +52,12 @@ std::string int8_matmul_implementation() { return onednn_has_int8_dot_products()
 
 bool cpu_has_f16c() {
 #if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  // AVX2 as the compiler's runtime reports it (the OS saves the ymm state too); F16C from CPUID
+  // leaf 1, ECX bit 29 (clang's __builtin_cpu_supports has no "f16c")
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+  }();
   return has;
 #else
   return false;
