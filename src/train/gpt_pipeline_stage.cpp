@@ -54,11 +54,9 @@ const void* GptPipelineStageT<S>::input_gradient() const {
 
 template <class S>
 void GptPipelineStageT<S>::set_batch(const std::int32_t* tokens, const std::int32_t* targets,
-                                     std::int64_t micro_batches,
                                      std::function<void(std::int64_t micro, bool before)> around_backward) {
   tokens_ = tokens;
   targets_ = targets;
-  micro_batches_ = micro_batches;
   around_backward_ = std::move(around_backward);
 }
 

@@ -32,9 +32,9 @@ class GptPipelineStageT final : public PipelineStage {
   // The step's batch, (m·B, T) tokens and targets: the first stage reads the tokens, the last
   // the targets; a stage may pass nullptr for what it does not read. Unchanged while the step runs.
   // around_backward(micro, true/false): called just before and after the backward of each
-  // micro-batch, in micro-batch order (micro_batches − 1 last, the one that finishes every
-  // gradient), e.g. to install the data-parallel gradient-ready callback; may be empty.
-  void set_batch(const std::int32_t* tokens, const std::int32_t* targets, std::int64_t micro_batches,
+  // micro-batch, in micro-batch order (m − 1 last, the one that finishes every gradient), e.g. to
+  // install the data-parallel gradient-ready callback; may be empty.
+  void set_batch(const std::int32_t* tokens, const std::int32_t* targets,
                  std::function<void(std::int64_t micro, bool before)> around_backward = {});
 
   std::int64_t activation_slots() const override { return model_.activation_slots(); }
@@ -65,7 +65,6 @@ class GptPipelineStageT final : public PipelineStage {
   TrackedBuffer host_input_gradient_, device_message_;
   const std::int32_t* tokens_ = nullptr;
   const std::int32_t* targets_ = nullptr;
-  std::int64_t micro_batches_ = 0;
   std::function<void(std::int64_t, bool)> around_backward_;
 };
 

@@ -166,7 +166,7 @@ class ImageClassificationTask final : public TrainingTask {
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const std::int64_t first = shard_.rank * local;
-    stage_->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first, accumulation,
+    stage_->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first,
                       sync_around_backward(model_, accumulation));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};

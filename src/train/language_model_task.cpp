@@ -247,7 +247,7 @@ class LanguageModelTask final : public TrainingTask {
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const auto offset = static_cast<std::size_t>(shard_.rank * local * T_);
     for (std::size_t k = 0; k < stages_.size(); ++k)
-      stages_[k]->set_batch(tokens_.data() + offset, targets_.data() + offset, accumulation,
+      stages_[k]->set_batch(tokens_.data() + offset, targets_.data() + offset,
                             sync_around_backward(chunk(k), accumulation, chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};

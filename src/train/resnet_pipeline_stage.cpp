@@ -15,11 +15,10 @@ ResnetPipelineStageT<S>::ResnetPipelineStageT(resnet::ResnetModelT<S>& model, st
 }
 
 template <class S>
-void ResnetPipelineStageT<S>::set_batch(const float* images, const std::int32_t* labels, std::int64_t micro_batches,
+void ResnetPipelineStageT<S>::set_batch(const float* images, const std::int32_t* labels,
                                         std::function<void(std::int64_t micro, bool before)> around_backward) {
   images_ = images;
   labels_ = labels;
-  micro_batches_ = micro_batches;
   around_backward_ = std::move(around_backward);
 }
 

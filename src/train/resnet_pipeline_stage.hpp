@@ -25,9 +25,9 @@ class ResnetPipelineStageT final : public PipelineStage {
   // images, the last the labels; a stage may pass nullptr for what it does not read. The
   // buffers must stay unchanged while the step runs.
   // around_backward(micro, true/false): called just before and after the backward of each
-  // micro-batch, in micro-batch order (micro_batches − 1 last, the one that finishes every
-  // gradient), e.g. to install the data-parallel gradient-ready callback; may be empty.
-  void set_batch(const float* images, const std::int32_t* labels, std::int64_t micro_batches = 0,
+  // micro-batch, in micro-batch order (m − 1 last, the one that finishes every gradient), e.g. to
+  // install the data-parallel gradient-ready callback; may be empty.
+  void set_batch(const float* images, const std::int32_t* labels,
                  std::function<void(std::int64_t micro, bool before)> around_backward = {});
 
   std::int64_t activation_slots() const override { return model_.activation_slots(); }
@@ -44,7 +44,6 @@ class ResnetPipelineStageT final : public PipelineStage {
   std::int64_t micro_;
   const float* images_ = nullptr;
   const std::int32_t* labels_ = nullptr;
-  std::int64_t micro_batches_ = 0;
   std::function<void(std::int64_t, bool)> around_backward_;
 };
 
