@@ -9,6 +9,7 @@
 #include "core/check.hpp"
 #include "parallel/bandwidth.hpp"
 #include "parallel/fault.hpp"
+#include "precision/rounded_sum.hpp"
 
 namespace sb::parallel {
 
@@ -19,11 +20,6 @@ namespace {
 // after n − 1 steps rank r holds the full sum of segment (r + 1 + o). The all-gather then
 // passes the completed segments on: step s sends (r + 1 + o − s) and receives (r + o − s).
 // o = 0 is the textbook all-reduce; o = −1 leaves rank r with segment r (ZeRO's layout).
-// a + b in T: floats add; 16-bit floats add in fp32 and round to nearest even, as NCCL does.
-inline float sum(float a, float b) { return a + b; }
-inline bf16 sum(bf16 a, bf16 b) { return to_bf16(to_float(a) + to_float(b)); }
-inline fp16 sum(fp16 a, fp16 b) { return to_fp16(to_float(a) + to_float(b)); }
-
 template <class T>
 class Ring final : public Request::Impl {
  public:
@@ -82,7 +78,7 @@ class Ring final : public Request::Impl {
     while (!complete_ && send_.test() && receive_.test()) {
       if (phases_[phase_] == Phase::reduce_scatter) {  // add the received partial sums
         const auto [begin, end] = segment(receiving_);
-        for (std::int64_t i = begin; i < end; ++i) data_[i] = sum(data_[i], scratch_[static_cast<std::size_t>(i - begin)]);
+        for (std::int64_t i = begin; i < end; ++i) data_[i] = rounded_sum(data_[i], scratch_[static_cast<std::size_t>(i - begin)]);
       }
       if (++step_ == n_ - 1) {
         step_ = 0;

@@ -154,6 +154,8 @@ void BucketedAllReduce::finish(double local_scale) {
 
 // ---- ZeRO-1 and ZeRO-2 ------------------------------------------------------------------------
 
+std::int64_t zero_shard_size(std::int64_t parameters, int ranks) { return (parameters + ranks - 1) / ranks; }
+
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
                            MemoryTracker& tracker, MemoryCategory parameter_shard_category)
@@ -161,7 +163,7 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
       dp_(dp),
       parameters_(parameters),
       gradients_(gradients),
-      shard_((static_cast<std::int64_t>(parameters.size()) + dp.size() - 1) / dp.size()),
+      shard_(zero_shard_size(static_cast<std::int64_t>(parameters.size()), dp.size())),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       tracker_(tracker),
       padded_(stage <= 2 ? TrackedBuffer(tracker, MemoryCategory::comm,

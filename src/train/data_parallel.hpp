@@ -111,6 +111,9 @@ class BucketedAllReduce final : public GradientSync {
   GradientExchangeFigures figures_;
 };
 
+// ZeRO's shard of `parameters` over `ranks`: ceil(parameters / ranks) each, the last one shorter.
+std::int64_t zero_shard_size(std::int64_t parameters, int ranks);
+
 // ZeRO stages 1, 2 and 3 over the data-parallel ranks: rank r owns the contiguous shard
 // [r·shard, (r+1)·shard) of the flat parameters (shard = ceil(N / dp), the last one shorter);
 // the optimizer steps only that shard (its state is 1/dp of the whole), and

@@ -3,8 +3,7 @@
 #include "train/model_parallel_plumbing.hpp"
 
 #include "core/check.hpp"
-#include "precision/bf16.hpp"
-#include "precision/fp16.hpp"
+#include "precision/rounded_sum.hpp"
 #include "train/device_staging.hpp"
 
 namespace sb::train {
@@ -12,6 +11,13 @@ namespace sb::train {
 namespace {
 constexpr int kTiedGradientTag = 1 << 22;
 constexpr int kEvaluationTag = (1 << 22) + 1;
+
+// gradient[i] = gradient[i] + theirs[i] in F (bf16 or fp16, as their bits).
+template <class F>
+void add_rounded(std::span<std::uint16_t> gradient, const std::vector<std::uint16_t>& theirs) {
+  for (std::size_t i = 0; i < gradient.size(); ++i)
+    gradient[i] = rounded_sum(F::from_bits(gradient[i]), F::from_bits(theirs[i])).bits;
+}
 }  // namespace
 
 gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp) {
@@ -73,14 +79,11 @@ void sum_tied_sixteen_bit_gradient(parallel::Communicator& pp, std::span<std::ui
   parallel::Request receive = pp.irecv(theirs.data(), n, type, peer, kTiedGradientTag);
   pp.send(gradient.data(), n, type, peer, kTiedGradientTag);
   receive.wait();
-  const bool brain = type == parallel::DataType::bf16;
-  const auto widen = [brain](std::uint16_t bits) {
-    return brain ? to_float(bf16::from_bits(bits)) : to_float(fp16::from_bits(bits));
-  };
-  for (std::size_t i = 0; i < gradient.size(); ++i) {  // a + b on one stage, b + a on the other
-    const float sum = widen(gradient[i]) + widen(theirs[i]);
-    gradient[i] = brain ? to_bf16(sum).bits : to_fp16(sum).bits;
-  }
+  // a + b on one stage, b + a on the other: the same bits
+  if (type == parallel::DataType::bf16)
+    add_rounded<bf16>(gradient, theirs);
+  else
+    add_rounded<fp16>(gradient, theirs);
 }
 
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {

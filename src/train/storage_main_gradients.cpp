@@ -59,7 +59,7 @@ StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span
       micro_batches_(micro_batches),
       ring_(algorithm == "ring"),
       reduction_(reduction),
-      shard_((static_cast<std::int64_t>(gradients.size()) + dp.size() - 1) / dp.size()),
+      shard_(zero_shard_size(static_cast<std::int64_t>(gradients.size()), dp.size())),
       buckets_(bucket_bytes / 2, overlap, [this](std::int64_t begin, std::int64_t count, int index) {
         return start_bucket(begin, count, index);
       }) {

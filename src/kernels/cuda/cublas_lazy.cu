@@ -48,127 +48,130 @@ Fn symbol(Library library, const char* name) {
 
 }  // namespace
 
+// `fn`: the library's function of the stand-in's own name and type, found at its first call.
+#define SB_FOUND_AT_FIRST_CALL(library, name) static const auto fn = symbol<decltype(&name)>(library, #name)
+
 extern "C" cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
-  static const auto fn = symbol<decltype(&cublasCreate_v2)>(Library::blas, "cublasCreate_v2");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasCreate_v2);
   return fn(handle);
 }
 
 extern "C" cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
-  static const auto fn = symbol<decltype(&cublasDestroy_v2)>(Library::blas, "cublasDestroy_v2");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasDestroy_v2);
   return fn(handle);
 }
 
 extern "C" cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId) {
-  static const auto fn = symbol<decltype(&cublasSetStream_v2)>(Library::blas, "cublasSetStream_v2");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasSetStream_v2);
   return fn(handle, streamId);
 }
 
 extern "C" cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t workspaceSizeInBytes) {
-  static const auto fn = symbol<decltype(&cublasSetWorkspace_v2)>(Library::blas, "cublasSetWorkspace_v2");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasSetWorkspace_v2);
   return fn(handle, workspace, workspaceSizeInBytes);
 }
 
 extern "C" cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-  static const auto fn = symbol<decltype(&cublasSetMathMode)>(Library::blas, "cublasSetMathMode");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasSetMathMode);
   return fn(handle, mode);
 }
 
 extern "C" const char* cublasGetStatusString(cublasStatus_t status) {
-  static const auto fn = symbol<decltype(&cublasGetStatusString)>(Library::blas, "cublasGetStatusString");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasGetStatusString);
   return fn(status);
 }
 
 extern "C" const char* cublasGetStatusName(cublasStatus_t status) {
-  static const auto fn = symbol<decltype(&cublasGetStatusName)>(Library::blas, "cublasGetStatusName");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasGetStatusName);
   return fn(status);
 }
 
 extern "C" cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float* alpha, const float* A, int64_t lda, const float* B, int64_t ldb, const float* beta, float* C, int64_t ldc) {
-  static const auto fn = symbol<decltype(&cublasSgemm_v2_64)>(Library::blas, "cublasSgemm_v2_64");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasSgemm_v2_64);
   return fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 extern "C" cublasStatus_t cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float* alpha, const float* A, int64_t lda, long long int strideA, const float* B, int64_t ldb, long long int strideB, const float* beta, float* C, int64_t ldc, long long int strideC, int64_t batchCount) {
-  static const auto fn = symbol<decltype(&cublasSgemmStridedBatched_64)>(Library::blas, "cublasSgemmStridedBatched_64");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasSgemmStridedBatched_64);
   return fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
 
 extern "C" cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A, cudaDataType Atype, int64_t lda, const void* B, cudaDataType Btype, int64_t ldb, const void* beta, void* C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  static const auto fn = symbol<decltype(&cublasGemmEx_64)>(Library::blas, "cublasGemmEx_64");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasGemmEx_64);
   return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
 }
 
 extern "C" cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A, cudaDataType Atype, int64_t lda, long long int strideA, const void* B, cudaDataType Btype, int64_t ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, int64_t ldc, long long int strideC, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  static const auto fn = symbol<decltype(&cublasGemmStridedBatchedEx_64)>(Library::blas, "cublasGemmStridedBatchedEx_64");
+  SB_FOUND_AT_FIRST_CALL(Library::blas, cublasGemmStridedBatchedEx_64);
   return fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
 }
 
 extern "C" cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
-  static const auto fn = symbol<decltype(&cublasLtCreate)>(Library::lt, "cublasLtCreate");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtCreate);
   return fn(lightHandle);
 }
 
 extern "C" cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
-  static const auto fn = symbol<decltype(&cublasLtDestroy)>(Library::lt, "cublasLtDestroy");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtDestroy);
   return fn(lightHandle);
 }
 
 extern "C" size_t cublasLtGetVersion(void) {
-  static const auto fn = symbol<decltype(&cublasLtGetVersion)>(Library::lt, "cublasLtGetVersion");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtGetVersion);
   return fn();
 }
 
 extern "C" cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
-  static const auto fn = symbol<decltype(&cublasLtMatrixLayoutCreate)>(Library::lt, "cublasLtMatrixLayoutCreate");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatrixLayoutCreate);
   return fn(matLayout, type, rows, cols, ld);
 }
 
 extern "C" cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
-  static const auto fn = symbol<decltype(&cublasLtMatrixLayoutDestroy)>(Library::lt, "cublasLtMatrixLayoutDestroy");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatrixLayoutDestroy);
   return fn(matLayout);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulDescCreate)>(Library::lt, "cublasLtMatmulDescCreate");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulDescCreate);
   return fn(matmulDesc, computeType, scaleType);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulDescDestroy)>(Library::lt, "cublasLtMatmulDescDestroy");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulDescDestroy);
   return fn(matmulDesc);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void* buf, size_t sizeInBytes) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulDescSetAttribute)>(Library::lt, "cublasLtMatmulDescSetAttribute");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulDescSetAttribute);
   return fn(matmulDesc, attr, buf, sizeInBytes);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulPreferenceCreate)>(Library::lt, "cublasLtMatmulPreferenceCreate");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulPreferenceCreate);
   return fn(pref);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulPreferenceDestroy)>(Library::lt, "cublasLtMatmulPreferenceDestroy");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulPreferenceDestroy);
   return fn(pref);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void* buf, size_t sizeInBytes) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulPreferenceSetAttribute)>(Library::lt, "cublasLtMatmulPreferenceSetAttribute");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulPreferenceSetAttribute);
   return fn(pref, attr, buf, sizeInBytes);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulAlgoGetHeuristic)>(Library::lt, "cublasLtMatmulAlgoGetHeuristic");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulAlgoGetHeuristic);
   return fn(lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
 }
 
 extern "C" cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t sizeInBytes, size_t* sizeWritten) {
-  static const auto fn = symbol<decltype(&cublasLtMatmulAlgoConfigGetAttribute)>(Library::lt, "cublasLtMatmulAlgoConfigGetAttribute");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmulAlgoConfigGetAttribute);
   return fn(algo, attr, buf, sizeInBytes, sizeWritten);
 }
 
 extern "C" cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
-  static const auto fn = symbol<decltype(&cublasLtMatmul)>(Library::lt, "cublasLtMatmul");
+  SB_FOUND_AT_FIRST_CALL(Library::lt, cublasLtMatmul);
   return fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
 }
