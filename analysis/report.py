@@ -876,16 +876,22 @@ def stragglers_section(stragglers, runs):
             "the time the others wait for it, in CPU time: /runs/&lt;id&gt;/timeline compute_cpu_s, so the share "
             "of a core the scheduler gave it does not count), taken step by step against the median of its "
             "pipeline stage's other ranks in the same step, is longer by more than the threshold and by more "
-            "than the spread of those per-step ratios (as <code>scalebench inspect</code> judges it).")
+            "than the spread of those per-step ratios (as <code>scalebench inspect</code> judges it). Its "
+            "collectives (/runs/&lt;id&gt;/collectives) say whom the others waited for: at each collective of a "
+            "group the rank that computed longest before it arrived last, and the others waited the difference.")
     if not stragglers["rows"]:
         return (f"<p>{rule}</p><p id='stragglers'>None of the {len(several)} runs of more than one rank has a "
                 "straggler.</p>")
     head = ["file", "run", "rank", "pipeline stage", "compute per step (ms)", "stage's other ranks (ms)",
-            "excess (%)", "threshold (%)", "spread (%)", "steps"]
+            "excess (%)", "threshold (%)", "spread (%)", "steps", "last at its collectives (%)",
+            "others' waits for it (%)"]
     body = []
     for file, run, st, threshold in stragglers["rows"]:
+        arrivals = st.get("arrivals")  # from /runs/<id>/collectives; None in files written before it
         cells = [file, run, st["rank"], st["pp_rank"], f"{1e3 * st['compute_s']:.2f}", f"{1e3 * st['others_s']:.2f}",
-                 f"{st['excess_pct']:+.0f}", f"{threshold:.0f}", f"{st['spread_pct']:.0f}", st["steps"]]
+                 f"{st['excess_pct']:+.0f}", f"{threshold:.0f}", f"{st['spread_pct']:.0f}", st["steps"],
+                 f"{arrivals['last_pct']:.0f} of {arrivals['collectives']}" if arrivals else "-",
+                 f"{arrivals['waited_for_pct']:.0f}" if arrivals else "-"]
         body.append(f"<tr data-run='{html.escape(run, quote=True)}' data-rank='{int(st['rank'])}'>" +
                     "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     names = "; ".join(f"{run}: rank {st['rank']}" for _, run, st, _ in stragglers["rows"])

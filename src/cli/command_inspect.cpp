@@ -16,11 +16,17 @@ namespace sb::cli {
 namespace {
 
 std::string straggler_sentence(const validate::Straggler& s, double threshold_pct) {
-  return fmt::format("rank {} is a straggler: {:.2f} ms of compute per step against {:.2f} ms on the other ranks of "
-                     "pipeline stage {} ({:+.0f}% step by step, beyond {:.0f}% and the steps' spread of {:.0f}%, over {} "
-                     "steps, judged by {})",
-                     s.rank, 1e3 * s.compute_s, 1e3 * s.others_s, s.pp_rank, s.excess_pct,
-                     threshold_pct, s.spread_pct, s.steps, s.basis);
+  std::string sentence = fmt::format(
+      "rank {} is a straggler: {:.2f} ms of compute per step against {:.2f} ms on the other ranks of pipeline stage {} "
+      "({:+.0f}% step by step, beyond {:.0f}% and the steps' spread of {:.0f}%, over {} steps, judged by {})",
+      s.rank, 1e3 * s.compute_s, 1e3 * s.others_s, s.pp_rank, s.excess_pct, threshold_pct, s.spread_pct, s.steps,
+      s.basis);
+  if (s.arrivals)
+    sentence += fmt::format("; at its {} collectives on {} it arrived last {:.0f}% of the time, {:.2f} ms a step after "
+                            "the others' median, and {:.0f}% of the ranks' waits there were for it",
+                            s.arrivals->collectives, s.arrivals->groups, s.arrivals->last_pct,
+                            1e3 * s.arrivals->late_by_s, s.arrivals->waited_for_pct);
+  return sentence;
 }
 
 std::string stragglers_text(const std::string& path, double threshold_pct) {
@@ -32,14 +38,22 @@ std::string stragglers_text(const std::string& path, double threshold_pct) {
 }
 
 // Each run of inspect's JSON gains "stragglers": [{"rank", "pp_rank", "steps", "compute_s",
-// "others_s", "excess_pct", "spread_pct", "basis"}] (empty when none) and "straggler_threshold_pct".
+// "others_s", "excess_pct", "spread_pct", "basis", "arrivals"}] (empty when none; "arrivals" is
+// {"collectives", "last_pct", "late_by_s", "waited_for_pct", "groups"}, or null for a file without the collectives
+// table) and "straggler_threshold_pct".
 void add_stragglers(nlohmann::json& document, const std::string& path, double threshold_pct) {
   for (auto& run : document.at("runs")) {
     nlohmann::json list = nlohmann::json::array();
-    for (const validate::Straggler& s : validate::find_stragglers(path, run.at("id").get<std::string>(), threshold_pct))
+    for (const validate::Straggler& s : validate::find_stragglers(path, run.at("id").get<std::string>(), threshold_pct)) {
+      nlohmann::json arrivals = nullptr;
+      if (s.arrivals)
+        arrivals = {{"collectives", s.arrivals->collectives}, {"last_pct", s.arrivals->last_pct},
+                    {"late_by_s", s.arrivals->late_by_s}, {"waited_for_pct", s.arrivals->waited_for_pct},
+                    {"groups", s.arrivals->groups}};
       list.push_back({{"rank", s.rank}, {"pp_rank", s.pp_rank}, {"steps", s.steps}, {"compute_s", s.compute_s},
                       {"others_s", s.others_s}, {"excess_pct", s.excess_pct}, {"spread_pct", s.spread_pct},
-                      {"basis", s.basis}});
+                      {"basis", s.basis}, {"arrivals", arrivals}});
+    }
     run["stragglers"] = list;
     run["straggler_threshold_pct"] = threshold_pct;
   }

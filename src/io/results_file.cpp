@@ -28,10 +28,11 @@ namespace sb::io {
 namespace {
 
 constexpr hsize_t kRowsPerChunk = 256;
-constexpr std::size_t kSplitBytes = 16;  // eval.split: fixed-length, null-padded
+constexpr std::size_t kTextBytes = 16;  // eval.split, collectives.group: fixed-length, null-padded
+static_assert(kTextBytes == kCollectiveNameBytes);
 
 // What each table field is, in memory and in the file (little-endian, packed).
-enum class FieldKind { int64, float64, split };
+enum class FieldKind { int64, float64, text16 };
 struct Field {
   const char* name;
   FieldKind kind;
@@ -42,14 +43,14 @@ struct Field {
 // The in-memory form of an eval row: a fixed-size record HDF5 can copy.
 struct EvalRecord {
   std::int64_t step;
-  char split[kSplitBytes];
+  char split[kTextBytes];
   double loss;
   double accuracy;
 };
 
 static_assert(std::is_standard_layout_v<StepRow> && std::is_standard_layout_v<MemoryRow> &&
               std::is_standard_layout_v<RankRow> && std::is_standard_layout_v<EvalRecord> &&
-              std::is_standard_layout_v<TimelineRow>);
+              std::is_standard_layout_v<TimelineRow> && std::is_standard_layout_v<CollectiveRow>);
 
 constexpr std::array kStepFields = {
     SB_FIELD(StepRow, step, int64),          SB_FIELD(StepRow, loss, float64),
@@ -60,7 +61,7 @@ constexpr std::array kStepFields = {
     SB_FIELD(StepRow, samples, int64),       SB_FIELD(StepRow, tokens, int64),
     SB_FIELD(StepRow, flops, float64)};
 constexpr std::array kEvalFields = {
-    SB_FIELD(EvalRecord, step, int64), SB_FIELD(EvalRecord, split, split),
+    SB_FIELD(EvalRecord, step, int64), SB_FIELD(EvalRecord, split, text16),
     SB_FIELD(EvalRecord, loss, float64), SB_FIELD(EvalRecord, accuracy, float64)};
 constexpr std::array kMemoryFields = {
     SB_FIELD(MemoryRow, rank, int64),         SB_FIELD(MemoryRow, params, int64),
@@ -80,11 +81,18 @@ constexpr std::array kTimelineFields = {
     SB_FIELD(TimelineRow, tp_comm_s, float64),   SB_FIELD(TimelineRow, p2p_s, float64),
     SB_FIELD(TimelineRow, bubble_s, float64),    SB_FIELD(TimelineRow, dp_comm_s, float64),
     SB_FIELD(TimelineRow, optimizer_s, float64), SB_FIELD(TimelineRow, compute_cpu_s, float64)};
+constexpr std::array kCollectiveFields = {
+    SB_FIELD(CollectiveRow, step, int64),         SB_FIELD(CollectiveRow, rank, int64),
+    SB_FIELD(CollectiveRow, group, text16),       SB_FIELD(CollectiveRow, group_root, int64),
+    SB_FIELD(CollectiveRow, index, int64),        SB_FIELD(CollectiveRow, collective, text16),
+    SB_FIELD(CollectiveRow, bytes, int64),        SB_FIELD(CollectiveRow, blocking, int64),
+    SB_FIELD(CollectiveRow, arrive_s, float64),   SB_FIELD(CollectiveRow, compute_before_s, float64),
+    SB_FIELD(CollectiveRow, wait_s, float64),     SB_FIELD(CollectiveRow, seconds, float64)};
 #undef SB_FIELD
 
-H5Handle split_string_type() {
+H5Handle text_type() {
   H5Handle type{SB_H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose};
-  SB_H5_CHECK(H5Tset_size(type.get(), kSplitBytes));
+  SB_H5_CHECK(H5Tset_size(type.get(), kTextBytes));
   SB_H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
   return type;
 }
@@ -93,15 +101,15 @@ H5Handle split_string_type() {
 // struct's offsets, for reading rows straight out of the caller's structs.
 template <std::size_t N>
 H5Handle compound_type(const std::array<Field, N>& fields, std::size_t row_bytes, bool in_file) {
-  const H5Handle split_type = split_string_type();
-  const auto bytes = [](FieldKind kind) { return kind == FieldKind::split ? kSplitBytes : 8; };
+  const H5Handle text = text_type();
+  const auto bytes = [](FieldKind kind) { return kind == FieldKind::text16 ? kTextBytes : 8; };
   std::size_t packed_bytes = 0;
   for (const Field& field : fields) packed_bytes += bytes(field.kind);
   H5Handle type{SB_H5_CHECK(H5Tcreate(H5T_COMPOUND, in_file ? packed_bytes : row_bytes)),
                 H5Tclose};
   std::size_t packed_offset = 0;
   for (const Field& field : fields) {
-    hid_t member = split_type.get();
+    hid_t member = text.get();
     if (field.kind == FieldKind::int64) member = in_file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
     if (field.kind == FieldKind::float64) member = in_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE;
     SB_H5_CHECK(H5Tinsert(type.get(), field.name, in_file ? packed_offset : field.offset, member));
@@ -334,11 +342,13 @@ RunWriter::RunWriter(std::string run_id, H5Handle group)
   memory_ = create_table(g, "memory", compound_type(kMemoryFields, 0, true).get());
   ranks_ = create_table(g, "ranks", compound_type(kRankFields, 0, true).get());
   timeline_ = create_table(g, "timeline", compound_type(kTimelineFields, 0, true).get());
+  collectives_ = create_table(g, "collectives", compound_type(kCollectiveFields, 0, true).get());
   step_type_ = compound_type(kStepFields, sizeof(StepRow), false);
   eval_type_ = compound_type(kEvalFields, sizeof(EvalRecord), false);
   memory_type_ = compound_type(kMemoryFields, sizeof(MemoryRow), false);
   rank_type_ = compound_type(kRankFields, sizeof(RankRow), false);
   timeline_type_ = compound_type(kTimelineFields, sizeof(TimelineRow), false);
+  collective_type_ = compound_type(kCollectiveFields, sizeof(CollectiveRow), false);
 }
 
 void RunWriter::append_step(const StepRow& row) {
@@ -372,6 +382,11 @@ void RunWriter::append_timeline(std::span<const TimelineRow> rows) {
   H5QuietErrors quiet;
   write_rows(timeline_.get(), timeline_type_.get(), timeline_rows_, rows.size(), rows.data());
   timeline_rows_ += static_cast<std::int64_t>(rows.size());
+}
+
+void RunWriter::write_collectives(std::span<const CollectiveRow> rows) {
+  H5QuietErrors quiet;
+  write_rows(collectives_.get(), collective_type_.get(), 0, rows.size(), rows.data());
 }
 
 void RunWriter::write_group_attributes(const char* group_name, const Attributes& attributes) {

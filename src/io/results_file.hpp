@@ -92,6 +92,25 @@ struct TimelineRow {
   double compute_cpu_s = 0.0;  // compute_s in CPU time, its waits left out (stragglers are judged by it)
 };
 
+// One row of /runs/<id>/collectives: one rank at one communication call of a step. The ranks
+// of a group (group and group_root) meet at each of its collectives, so the rank that computed
+// longest before a call is the one the others waited for there.
+inline constexpr std::size_t kCollectiveNameBytes = 16;  // group, collective: null-padded
+struct CollectiveRow {
+  std::int64_t step = 0;
+  std::int64_t rank = 0;
+  char group[kCollectiveNameBytes] = {};  // the communicator: dp, tp, pp, mp or world
+  std::int64_t group_root = 0;  // the world rank of the group's first rank: which dp (tp, ...) group
+  std::int64_t index = 0;       // the call's place among the rank's calls in the group in this step
+  char collective[kCollectiveNameBytes] = {};  // all_reduce, reduce_scatter, all_gather, broadcast, send, recv, barrier
+  std::int64_t bytes = 0;       // the nccl-tests size of the call
+  std::int64_t blocking = 0;    // 1: the rank waited inside the call; 0: issued, waited for later
+  double arrive_s = 0;          // the call's issue, from the step's start
+  double compute_before_s = 0;  // from the end of the rank's last wait in a call (or the step's start) to the issue
+  double wait_s = 0;            // blocked for it: from the call or its first wait to completion; 0: a test found it done
+  double seconds = 0;           // from the issue to completion
+};
+
 // Writes one run's group. Every row is written through dataset ids kept open here (the file
 // is never reopened); append_step flushes, so a killed process leaves every completed step
 // readable and status "interrupted". Move-only; outlives its ResultsFile safely (HDF5 keeps
@@ -111,6 +130,8 @@ class RunWriter {
   void write_ranks(std::span<const RankRow> rows);
   // Appends one step's rows (one per rank); flushed with the next append_step.
   void append_timeline(std::span<const TimelineRow> rows);
+  // Replaces the table: every rank's calls in the logged steps.
+  void write_collectives(std::span<const CollectiveRow> rows);
   // Create or update the attributes of the group context, summary or prediction.
   void write_context(const Attributes& attributes);
   void write_summary(const Attributes& attributes);
@@ -128,8 +149,9 @@ class RunWriter {
 
   std::string run_id_;
   H5Handle group_;
-  H5Handle steps_, eval_, memory_, ranks_, timeline_;  // datasets
-  H5Handle step_type_, eval_type_, memory_type_, rank_type_, timeline_type_;  // in-memory compound types
+  H5Handle steps_, eval_, memory_, ranks_, timeline_, collectives_;  // datasets
+  // in-memory compound types
+  H5Handle step_type_, eval_type_, memory_type_, rank_type_, timeline_type_, collective_type_;
   std::int64_t step_rows_ = 0;
   std::int64_t timeline_rows_ = 0;
   std::int64_t eval_rows_ = 0;

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <string>
-#include <utility>
 
 #include "parallel/comm_stats.hpp"
 
@@ -17,18 +16,7 @@ std::string chunk_suffix(const PipelineOpSpan& op) { return op.chunk > 0 ? fmt::
 
 }  // namespace
 
-StepTrace::StepTrace(std::vector<parallel::Communicator*> communicators, bool enabled)
-    : communicators_(std::move(communicators)), first_record_(communicators_.size(), 0), enabled_(enabled) {}
-
-void StepTrace::begin_step() {
-  for (std::size_t k = 0; k < communicators_.size(); ++k) {
-    parallel::CommStats& stats = communicators_[k]->stats();
-    if (stats.records().size() > kKeptRecords) stats.clear();
-    first_record_[k] = stats.records().size();
-  }
-}
-
-void StepTrace::end_step(const StepSpans& s) {
+void StepTrace::end_step(const StepSpans& s, const std::vector<StepCall>& calls) {
   if (!enabled_) return;
   timeline_.add(fmt::format("step {}", s.step), "step", s.start_s, s.seconds, s.step);
   if (s.pipeline_ops.empty()) timeline_.add("forward+backward", "compute", s.start_s, s.compute_s, s.step);
@@ -39,14 +27,10 @@ void StepTrace::end_step(const StepSpans& s) {
     timeline_.add(fmt::format("{}{}{}", op.kind, op.micro, chunk_suffix(op)), "compute", op.start_s,
                   op.end_s - op.start_s, s.step);
   }
-  for (std::size_t k = 0; k < communicators_.size(); ++k) {
-    const auto& records = communicators_[k]->stats().records();
-    for (std::size_t i = first_record_[k]; i < records.size(); ++i)
-      timeline_.add(fmt::format("{} {} {:.3g} MiB", communicators_[k]->name(),
-                                parallel::to_string(records[i].collective),
-                                static_cast<double>(records[i].bytes) / (1 << 20)),
-                    "comm", records[i].start_s, records[i].seconds, s.step);
-  }
+  for (const StepCall& call : calls)
+    timeline_.add(fmt::format("{} {} {:.3g} MiB", call.group->comm->name(), parallel::to_string(call.record->collective),
+                              static_cast<double>(call.record->bytes) / (1 << 20)),
+                  "comm", call.record->start_s, call.record->seconds, s.step);
   timeline_.add("optimizer", "optimizer", s.optimizer_start_s, s.optimizer_s, s.step);
 }
 

@@ -2,15 +2,15 @@
 // The Chrome-trace events of one rank's training steps: the step, its compute (or each pipeline
 // micro-batch and the wait for its message), every collective its communicators recorded during
 // it, the optimizer, and evaluations. Leaves out timing the step (train/distributed_step.hpp),
-// gathering the ranks' traces and writing the file (the trainer, metrics/timeline.hpp).
+// collecting the step's calls (step_comm_window.hpp), gathering the ranks' traces and writing
+// the file (the trainer, metrics/timeline.hpp).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "metrics/step_comm_window.hpp"
 #include "metrics/timeline.hpp"
-#include "parallel/communicator.hpp"
 
 namespace sb::metrics {
 
@@ -35,27 +35,18 @@ struct StepSpans {
 
 class StepTrace {
  public:
-  // communicators: whose call records (parallel::CommStats) become "comm" events; each must
-  // outlive the trace. enabled false: no step events (the communicators' records are still
-  // kept bounded).
-  StepTrace(std::vector<parallel::Communicator*> communicators, bool enabled);
+  // enabled false: no events.
+  explicit StepTrace(bool enabled) : enabled_(enabled) {}
 
   bool enabled() const { return enabled_; }
 
-  // Before a step: forgets the communicators' records once they pass kKeptRecords (a long run
-  // must not grow them without bound), then marks where each one's records stand.
-  void begin_step();
-  // After it: the step's events, and every record its communicators made since begin_step().
-  void end_step(const StepSpans& spans);
+  // After a step: its events, and one "comm" event per call it made (StepCommWindow::calls()).
+  void end_step(const StepSpans& spans, const std::vector<StepCall>& calls);
   void add_evaluation(double start_s, double seconds, std::int64_t step);
 
   const Timeline& timeline() const { return timeline_; }
 
-  static constexpr std::size_t kKeptRecords = 4096;
-
  private:
-  std::vector<parallel::Communicator*> communicators_;
-  std::vector<std::size_t> first_record_;  // per communicator, at begin_step()
   bool enabled_;
   Timeline timeline_;
 };

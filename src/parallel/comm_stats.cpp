@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "parallel/bandwidth.hpp"
+
 namespace sb::parallel {
 
 std::string_view to_string(Collective collective) {
@@ -27,6 +29,15 @@ double comm_clock_seconds() {
 
 void CommStats::record(CommRecord record) {
   if (enabled_) records_.push_back(std::move(record));
+}
+
+void CommStats::record_completed(CommRecord record) {
+  if (!enabled_) return;
+  record.seconds = comm_clock_seconds() - record.start_s;
+  const Bandwidth bandwidth = collective_bandwidth(record.collective, record.bytes, record.ranks, record.seconds);
+  record.algbw_gbps = bandwidth.algbw_gbps;
+  record.busbw_gbps = bandwidth.busbw_gbps;
+  records_.push_back(std::move(record));
 }
 
 std::int64_t CommStats::bytes_since(std::size_t first) const {

@@ -20,6 +20,9 @@ struct CommRecord {
   int ranks = 1;
   double start_s = 0;       // seconds on the process's steady clock (comm_clock_seconds)
   double seconds = 0;       // start to completion
+  // when the rank began to wait for it: start_s for a blocking call, the first wait() on its
+  // request for a non-blocking one, -1 when a test found it complete (the rank never waited)
+  double wait_start_s = -1;
   bool blocking = true;
   std::string algorithm;    // e.g. "mpi", "ring", "nccl"
   double algbw_gbps = 0;    // bytes / seconds / 1e9
@@ -32,6 +35,8 @@ double comm_clock_seconds();
 class CommStats {
  public:
   void record(CommRecord record);
+  // A call that completed now: its seconds from start_s and its bandwidths set, then recorded.
+  void record_completed(CommRecord record);
   const std::vector<CommRecord>& records() const { return records_; }
   void clear() { records_.clear(); }
   // Sums over the records from index `first` on (a step's window: remember records().size()).

@@ -134,6 +134,7 @@ class MpiRequest final : public Request::Impl {
 
   void wait() override {
     if (done_) return;
+    if (record_.wait_start_s < 0) record_.wait_start_s = comm_clock_seconds();
     wait_polling(request_);
     finish();
   }
@@ -141,13 +142,7 @@ class MpiRequest final : public Request::Impl {
  private:
   void finish() {
     done_ = true;
-    if (!stats_.enabled()) return;
-    record_.seconds = comm_clock_seconds() - record_.start_s;
-    const Bandwidth bandwidth =
-        collective_bandwidth(record_.collective, record_.bytes, record_.ranks, record_.seconds);
-    record_.algbw_gbps = bandwidth.algbw_gbps;
-    record_.busbw_gbps = bandwidth.busbw_gbps;
-    stats_.record(std::move(record_));
+    stats_.record_completed(std::move(record_));
   }
 
   CommStats& stats_;
@@ -256,6 +251,7 @@ class MpiCommunicator final : public Communicator {
     record.blocking = blocking;
     record.algorithm = "mpi";
     record.start_s = comm_clock_seconds();
+    if (blocking) record.wait_start_s = record.start_s;
     return record;
   }
 

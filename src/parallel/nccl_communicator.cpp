@@ -401,6 +401,7 @@ class NcclCommunicator final : public Communicator {
     record.blocking = blocking;
     record.algorithm = "nccl";  // ring or tree: NCCL chooses and does not say
     record.start_s = comm_clock_seconds();
+    if (blocking) record.wait_start_s = record.start_s;
     return record;
   }
 
@@ -565,19 +566,14 @@ bool NcclRequest::test() {
 
 void NcclRequest::wait() {
   if (done_) return;
+  if (record_.wait_start_s < 0) record_.wait_start_s = comm_clock_seconds();
   comm_.wait_until_complete(*launch_);
   finish();
 }
 
 void NcclRequest::finish() {
   done_ = true;
-  if (!comm_.stats().enabled()) return;
-  record_.seconds = comm_clock_seconds() - record_.start_s;
-  const Bandwidth bandwidth =
-      collective_bandwidth(record_.collective, record_.bytes, record_.ranks, record_.seconds);
-  record_.algbw_gbps = bandwidth.algbw_gbps;
-  record_.busbw_gbps = bandwidth.busbw_gbps;
-  comm_.stats().record(std::move(record_));
+  comm_.stats().record_completed(std::move(record_));
 }
 
 bool HostRequest::test() {

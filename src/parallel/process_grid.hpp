@@ -44,8 +44,13 @@ class ProcessGrid {
   // Ranks that share dp_rank: the tp×pp ranks that together hold one replica of the model,
   // ordered by world rank; named "mp" (the gradient norm and evaluation span it).
   Communicator& mp_comm() { return *mp_comm_; }
-  // The four sub-communicators, for their statistics.
-  std::vector<Communicator*> sub_communicators() { return {dp_comm_.get(), tp_comm_.get(), pp_comm_.get(), mp_comm_.get()}; }
+  // The four sub-communicators, each with the world rank of its first rank (which of the
+  // groups of its kind this rank is in): for their statistics.
+  struct Group {
+    Communicator* comm;
+    int root;
+  };
+  std::vector<Group> groups() const;
 
  private:
   Communicator* world_;

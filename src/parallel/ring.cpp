@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "parallel/bandwidth.hpp"
 #include "parallel/fault.hpp"
 #include "precision/rounded_sum.hpp"
 
@@ -66,6 +65,7 @@ class Ring final : public Request::Impl {
   }
 
   void wait() override {
+    if (!done_ && record_.wait_start_s < 0) record_.wait_start_s = comm_clock_seconds();
     int polls = 0;
     while (!test())
       if (++polls % 1024 == 0) throw_if_job_failing();
@@ -109,13 +109,7 @@ class Ring final : public Request::Impl {
 
   void finish() {
     done_ = true;
-    CommStats& stats = comm_.stats();
-    if (!stats.enabled()) return;
-    record_.seconds = comm_clock_seconds() - record_.start_s;
-    const Bandwidth bandwidth = collective_bandwidth(record_.collective, record_.bytes, record_.ranks, record_.seconds);
-    record_.algbw_gbps = bandwidth.algbw_gbps;
-    record_.busbw_gbps = bandwidth.busbw_gbps;
-    stats.record(std::move(record_));
+    comm_.stats().record_completed(std::move(record_));
   }
 
   Communicator& comm_;

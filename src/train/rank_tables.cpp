@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "core/statistics.hpp"
+#include "parallel/gather_text.hpp"
 
 namespace sb::train {
 
@@ -20,6 +23,19 @@ std::vector<io::TimelineRow> gather_timeline(parallel::Communicator& world, cons
   rows.reserve(by_rank.size());
   for (std::size_t s = 0; s < steps; ++s)
     for (std::size_t r = 0; r < ranks; ++r) rows.push_back(by_rank[r * steps + s]);
+  return rows;
+}
+
+std::vector<io::CollectiveRow> gather_collectives(parallel::Communicator& world,
+                                                const std::vector<io::CollectiveRow>& mine) {
+  static_assert(std::is_trivially_copyable_v<io::CollectiveRow>);
+  const std::string bytes(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(io::CollectiveRow));
+  std::vector<io::CollectiveRow> rows;
+  for (const std::string& rank_bytes : parallel::gather_text(world, bytes, 0)) {
+    const std::size_t first = rows.size();
+    rows.resize(first + rank_bytes.size() / sizeof(io::CollectiveRow));
+    std::memcpy(rows.data() + first, rank_bytes.data(), rank_bytes.size());
+  }
   return rows;
 }
 

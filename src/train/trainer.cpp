@@ -20,7 +20,9 @@
 #include "core/memory.hpp"
 #include "io/results_file.hpp"
 #include "kernels/kernels.hpp"
+#include "metrics/collective_log.hpp"
 #include "metrics/run_context.hpp"
+#include "metrics/step_comm_window.hpp"
 #include "metrics/step_trace.hpp"
 #include "metrics/timeline.hpp"
 #include "parallel/communicator.hpp"
@@ -226,11 +228,12 @@ struct RankSetup {
   std::optional<ParameterConstraints> constraints;
 };
 
-// The communicators whose calls the trace shows: the grid's, then the world.
-std::vector<parallel::Communicator*> traced_communicators(RankSetup& s) {
-  std::vector<parallel::Communicator*> communicators = s.grid.sub_communicators();
-  communicators.push_back(s.world.get());
-  return communicators;
+// The communicators whose calls the trace and the collective log show: the grid's, then the world.
+std::vector<metrics::CommGroup> comm_groups(RankSetup& s) {
+  std::vector<metrics::CommGroup> groups;
+  for (const parallel::ProcessGrid::Group& g : s.grid.groups()) groups.push_back({g.comm, g.root});
+  groups.push_back({s.world.get(), 0});
+  return groups;
 }
 
 metrics::StepSpans step_spans(std::int64_t step, const StepResult& r) {
@@ -249,20 +252,20 @@ class TrainingLoop {
                const plan::RunPrediction* prediction)
       : s_(s), record_(record), trace_path_(trace), prediction_(prediction),
         progress_(run_id, s.steps, s.c.log_every, s.root(), s.task->tokens_per_step() > 0 ? "tok/s" : "samples/s"),
-        trace_(traced_communicators(s), !trace.empty()) {}
+        window_(comm_groups(s)), trace_(!trace.empty()), collectives_(s.steps) {}
 
   TrainOutcome run() {
     if (s_.constraints && s_.first_step == 0) evaluate(0);  // a fine-tuning run's starting point
     s_.world->barrier();
     origin_s_ = comm_clock_seconds();
     for (std::int64_t step = s_.first_step; step < s_.steps; ++step) {
-      trace_.begin_step();
+      window_.begin_step();
       inject_failure_if_asked(s_.world->rank(), step + 1);
       const StepResult r = s_.distributed.run(step, s_.steps);
       stop_if_non_finite(s_.c, step + 1, r.loss, r.grad_norm, s_.distributed.scales_loss(), *s_.task, *s_.world,
                          s_.grid.pp_rank());
       tally_.add(step + 1, s_.world->rank(), r);
-      if (trace_.enabled()) trace_.end_step(step_spans(step + 1, r));
+      record_calls(step + 1, r);
       record_.append_step(step_row(step + 1, r, s_.c.global_batch, tokens_per_step(), s_.task->flops_per_step()));
       checkpoint_or_stop(step + 1);
       parallel::throw_if_job_failing();  // a termination signal, or (rank 0) another rank's failure
@@ -278,6 +281,14 @@ class TrainingLoop {
   std::int64_t tokens_per_step() const { return s_.task->tokens_per_step(); }
   std::int64_t samples_or_tokens_per_step() const {
     return tokens_per_step() > 0 ? tokens_per_step() : s_.c.global_batch;
+  }
+
+  // The step's communication calls into the trace and the collective log.
+  void record_calls(std::int64_t step, const StepResult& r) {
+    if (!trace_.enabled() && !collectives_.logs(step)) return;
+    const std::vector<metrics::StepCall> calls = window_.calls();
+    collectives_.add_step(step, s_.world->rank(), r.start_s, calls);
+    if (trace_.enabled()) trace_.end_step(step_spans(step, r), calls);
   }
 
   // Every replica holds the same weights: replica 0's ranks evaluate, rank 0 records and says it.
@@ -329,6 +340,7 @@ class TrainingLoop {
     const std::vector<io::TimelineRow> timeline = gather_timeline(*s_.world, tally_.timeline());
     const std::vector<io::RankRow> ranks = rank_rows(timeline, s_.grid);
     const std::vector<io::MemoryRow> memory = memory_rows(*s_.world, s_.tracker);
+    const std::vector<io::CollectiveRow> collectives = gather_collectives(*s_.world, collectives_.rows());
     if (trace_.enabled()) write_trace();
     outcome_.final_train_loss = tally_.final_loss();
     outcome_.step_time_median_s = tally_.step_time_median_s();
@@ -338,6 +350,7 @@ class TrainingLoop {
       run.write_memory(memory);
       run.write_ranks(ranks);
       run.append_timeline(timeline);
+      run.write_collectives(collectives);
       run.write_summary(summary_attributes(totals(quantized, sparse_bytes), tally_, outcome_, memory,
                                            s_.constraints ? &*s_.constraints : nullptr, prediction_));
       if (prediction_ && prediction_->feasible) run.write_prediction(prediction_errors(*prediction_, outcome_, memory));
@@ -370,7 +383,9 @@ class TrainingLoop {
   const std::filesystem::path& trace_path_;
   const plan::RunPrediction* prediction_;
   ProgressLine progress_;
+  metrics::StepCommWindow window_;
   metrics::StepTrace trace_;
+  metrics::CollectiveLog collectives_;
   StepTally tally_;
   TrainOutcome outcome_;
   double origin_s_ = 0;  // the trace's zero: every rank leaves the barrier before the first step

@@ -70,6 +70,11 @@ std::vector<Straggler> find_stragglers(const std::filesystem::path& file, const 
     if (s.excess_pct > std::max(threshold_pct, s.spread_pct)) found.push_back(s);
   }
   std::sort(found.begin(), found.end(), [](const Straggler& a, const Straggler& b) { return a.excess_pct > b.excess_pct; });
+  if (!found.empty()) {
+    const std::map<int, Arrivals> arrivals = collective_arrivals(file, run_id);
+    for (Straggler& s : found)
+      if (const auto it = arrivals.find(s.rank); it != arrivals.end()) s.arrivals = it->second;
+  }
   return found;
 }
 

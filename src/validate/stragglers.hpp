@@ -9,13 +9,17 @@
 // to 52% apart on a shared two-core machine; their CPU time up to 25%, which still hides a 30%
 // straggler there); the ratio within each step, because a machine whose speed wanders slows
 // every rank of a step alike.
-// Read from /runs/<id>/timeline and /ranks. Leaves out printing (cli/command_inspect.cpp).
+// Read from /runs/<id>/timeline and /ranks; each named rank's arrivals at its collectives from
+// /runs/<id>/collectives (collective_arrivals.hpp). Leaves out printing (cli/command_inspect.cpp).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "validate/collective_arrivals.hpp"
 
 namespace sb::validate {
 
@@ -31,6 +35,8 @@ struct Straggler {
   // 3 standard errors of that median: 3·1.2533·1.4826·MAD(ratios)/sqrt(steps), as a percentage
   double spread_pct = 0;
   std::string basis;  // the timeline field judged: compute_cpu_s, or compute_s in older files
+  // how it met the others at its collectives: empty for files without /runs/<id>/collectives
+  std::optional<Arrivals> arrivals;
 };
 
 // The run's stragglers, slowest first; none for a run of one rank per stage or without a

@@ -25,10 +25,13 @@ TABLES = {
               "bubble_s", "idle_s"],
     "timeline": ["step", "rank", "step_time_s", "compute_s", "tp_comm_s", "p2p_s", "bubble_s",
                  "dp_comm_s", "optimizer_s", "compute_cpu_s"],
+    "collectives": ["step", "rank", "group", "group_root", "index", "collective", "bytes", "blocking", "arrive_s",
+                    "compute_before_s", "wait_s", "seconds"],
 }
+TEXT_FIELDS = {"split", "group", "collective"}
 INT_FIELDS = {"step", "samples", "tokens", "rank", "dp_rank", "tp_rank", "pp_rank", "params",
               "grads", "optimizer", "activations", "workspace", "comm", "peak_tracked",
-              "peak_rss"}
+              "peak_rss", "group_root", "index", "bytes", "blocking"}
 
 failures = []
 
@@ -59,7 +62,7 @@ def check_run(run_id, run):
         expect(data.ndim == 1 and data.maxshape == (None,), f"{run_id}/{table} not appendable")
         for field in (f for f in fields if f in data.dtype.names):
             kind = data.dtype[field].kind
-            wanted = "S" if field == "split" else ("i" if field in INT_FIELDS else "f")
+            wanted = "S" if field in TEXT_FIELDS else ("i" if field in INT_FIELDS else "f")
             expect(kind == wanted, f"{run_id}/{table}.{field} has dtype kind {kind}, not {wanted}")
         frame = pd.DataFrame(data[()])
         expect(list(frame.columns) == fields, f"{run_id}/{table}: pandas columns {frame.columns}")

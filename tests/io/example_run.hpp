@@ -62,6 +62,16 @@ inline std::vector<TimelineRow> example_timeline() {
           {2, 1, 0.011, 0.0065, 0.001, 0.0004, 0.0022, 0.0002, 0.0007, 0.0064}};
 }
 
+// One step of two ranks' calls: the gradient all-reduce (rank 1 arrived last), then the loss's.
+inline std::vector<CollectiveRow> example_collectives() {
+  std::vector<CollectiveRow> rows = {
+      {2, 0, "dp", 0, 0, "all_reduce", 4096, 0, 0.0051, 0.0051, 0.0013, 0.0014},
+      {2, 1, "dp", 0, 0, "all_reduce", 4096, 0, 0.0063, 0.0063, 0.0001, 0.0002},
+      {2, 0, "dp", 0, 1, "all_reduce", 8, 1, 0.0068, 0.0003, 0.00002, 0.00002},
+      {2, 1, "dp", 0, 1, "all_reduce", 8, 1, 0.0067, 0.0002, 0.00003, 0.00003}};
+  return rows;
+}
+
 // A file path under the temp folder, unique per process, removed when the test ends.
 class ScratchFile {
  public:

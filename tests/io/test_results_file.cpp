@@ -17,6 +17,7 @@
 namespace sb::io {
 namespace {
 
+using testing::example_collectives;
 using testing::example_evals;
 using testing::example_memory;
 using testing::example_ranks;
@@ -64,6 +65,7 @@ TEST(ResultsFile, RoundTripsEveryField) {
     const auto timeline = example_timeline();
     run.append_timeline(std::span(timeline).first(2));
     run.append_timeline(std::span(timeline).subspan(2));
+    run.write_collectives(example_collectives());
     run.write_context({{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},
                        {"cpu_model", std::string("Test CPU")}});
     run.write_summary({{"step_time_median_s", 0.012}, {"mfu", 0.25}});
@@ -157,6 +159,23 @@ TEST(ResultsFile, RoundTripsEveryField) {
   expect_same(read_column(path, tl, "dp_comm_s"), column_of(timeline, &TimelineRow::dp_comm_s), "tl dp");
   expect_same(read_column(path, tl, "optimizer_s"), column_of(timeline, &TimelineRow::optimizer_s), "tl o");
   expect_same(read_column(path, tl, "compute_cpu_s"), column_of(timeline, &TimelineRow::compute_cpu_s), "tl cpu");
+
+  const auto collectives = example_collectives();
+  const std::string co = run + "/collectives";
+  EXPECT_EQ(list_fields(path, co),
+            (std::vector<std::string>{"step", "rank", "group", "group_root", "index", "collective", "bytes", "blocking",
+                                      "arrive_s", "compute_before_s", "wait_s", "seconds"}));
+  EXPECT_EQ(read_string_column(path, co, "group"), (std::vector<std::string>(4, "dp")));
+  EXPECT_EQ(read_string_column(path, co, "collective"), (std::vector<std::string>(4, "all_reduce")));
+  expect_same(read_column(path, co, "rank"), column_of(collectives, &CollectiveRow::rank), "co rank");
+  expect_same(read_column(path, co, "index"), column_of(collectives, &CollectiveRow::index), "co index");
+  expect_same(read_column(path, co, "bytes"), column_of(collectives, &CollectiveRow::bytes), "co bytes");
+  expect_same(read_column(path, co, "blocking"), column_of(collectives, &CollectiveRow::blocking), "co blocking");
+  expect_same(read_column(path, co, "arrive_s"), column_of(collectives, &CollectiveRow::arrive_s), "co arrive");
+  expect_same(read_column(path, co, "compute_before_s"), column_of(collectives, &CollectiveRow::compute_before_s),
+              "co compute");
+  expect_same(read_column(path, co, "wait_s"), column_of(collectives, &CollectiveRow::wait_s), "co wait");
+  expect_same(read_column(path, co, "seconds"), column_of(collectives, &CollectiveRow::seconds), "co seconds");
 
   EXPECT_EQ(read_attributes(path, run + "/context"),
             (Attributes{{"hostnames", std::string("node1")}, {"cores", std::int64_t{2}},

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     run.write_memory(t::example_memory());
     run.write_ranks(t::example_ranks());
     run.append_timeline(t::example_timeline());
+    run.write_collectives(t::example_collectives());
     run.write_summary({{"step_time_median_s", 0.012}, {"tokens_per_s", 42666.0}, {"mfu", 0.1}});
     run.finish("ok", "");
 

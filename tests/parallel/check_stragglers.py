@@ -1,21 +1,26 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Straggler attribution end to end: gpt-nano under dp 2 and dp 4 with rank 1 slowed by 250% from
-step 2 on (SB_INJECT_FAILURE=1:2:slow250: at the end of its backward, before the exposed gradient
-exchange, it works 2.5 times that step's own compute CPU time more, as a much slower device
-would), each beside its even twin. `inspect --json
---straggler-threshold 100` must name rank 1, and only rank 1, of each slowed run and no rank of
-either even run; its text says so in a sentence. `report` of the four files names both slowed
-ranks in its stragglers table (id="stragglers"). Inspect judges the timeline's compute_cpu_s
-(each rank's compute at the share of a CPU it had), step by step against the stage's other
-ranks: on this shared two-core machine even ranks' wall-clock compute_s has been 52% apart, their
-compute_cpu_s up to 25% (2026-12-02, an idle guest: even dp 2 +22% and +25%, even dp 4 +21%, while
-30% slowed ranks measured +20% to +62%), so a 30% slowdown cannot be told from the machine here
-and the threshold stays far from both; the per-rank medians of both
-fields are printed beside the verdict. Then two copies of the even dp 2 file with timelines set
-by hand judge the rule with nothing timed: rank 1 given 30% more compute_cpu_s and 30% less
-compute_s is named at the default threshold (20%), by compute_cpu_s; a timeline without
-compute_cpu_s (a file from before it) is judged by compute_s.
+"""Straggler attribution end to end: gpt-tiny under dp 2 and dp 4 with rank 1 slowed by 30% from
+step 2 on (SB_INJECT_FAILURE=1:2:slow30: at the end of its backward, before the gradient
+exchange, it works 30% of that step's own compute CPU time more, as a slower device would),
+each beside its even twin. `inspect --json` at its default threshold (20%) must name rank 1,
+and only rank 1, of each slowed run and no rank of either even run; its text says so in a
+sentence, with the rank's arrivals at its collectives. The collectives table
+(/runs/<id>/collectives) has every rank's calls of every step, and in the slowed runs rank 1
+computed longest before the data-parallel all-reduce of every judged step; inspect says the
+others' waits there were for it. `report` of the four files names both slowed ranks in its
+stragglers table (id="stragglers"). Inspect judges the timeline's compute_cpu_s (each rank's
+compute at the share of a CPU it had), step by step against the stage's other ranks.
+
+Why gpt-tiny (steps of about 230 ms) and not gpt-nano (5 ms): on a shared two-core guest a rank
+polling in MPI beside a 5 ms step moves its peer's compute CPU time by up to 30%, which hides a
+30% straggler (2026-12-02/03: even gpt-nano dp 2 runs at +15% to +30%); at gpt-tiny's step the
+even ranks measured within 9% and the slowed rank +29% to +44% (12 runs each, 2026-12-03).
+
+Then two copies of the even dp 2 file with timelines set by hand judge the rule with nothing
+timed: rank 1 given 30% more compute_cpu_s and 30% less compute_s is named at the default
+threshold, by compute_cpu_s; a timeline without compute_cpu_s (a file from before it) is judged
+by compute_s.
 
 Run alone (RUN_SERIAL): it reads timings.
 Usage: check_stragglers.py SCALEBENCH MPIEXEC CONFIG OUT_DIR
@@ -34,7 +39,7 @@ scalebench, mpiexec, config, out_dir = sys.argv[1:5]
 problems = []
 
 
-THRESHOLD = ["--straggler-threshold", "100"]
+STEPS = 12
 
 
 def inspect(out, *threshold):
@@ -44,14 +49,16 @@ def inspect(out, *threshold):
 
 
 def train(name, dp, slow):
+    # the share of the waits at collectives that must have been for the slowed rank (see check_collectives)
+    waited_for_pct = 80 if dp == 2 else 50
     out = os.path.join(out_dir, f"straggler_{name}.h5")
     env = dict(os.environ)
     env.pop("SB_INJECT_FAILURE", None)
     if slow:
-        env["SB_INJECT_FAILURE"] = "1:2:slow250"
+        env["SB_INJECT_FAILURE"] = "1:2:slow30"
     subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", str(dp), scalebench, "train",
                     "--config", config, "--out", out, "--force", "--run-id", name, "--progress", "off",
-                    "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", "steps=30", "--set", "eval_every=0",
+                    "--set", "model=gpt-tiny", "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", f"steps={STEPS}", "--set", "eval_every=0",
                     "--set", "eval_batches=1", "--set", f"batch.global={8 * dp}"],
                    check=True, env=env, stdout=subprocess.DEVNULL)
     with h5py.File(out, "r") as f:
@@ -59,27 +66,73 @@ def train(name, dp, slow):
     for field in ("compute_s", "compute_cpu_s"):
         medians = [float(np.median(t[(t["rank"] == r) & (t["step"] > 1)][field])) * 1e3 for r in range(dp)]
         print(f"{name}: median {field} per step by rank (ms): {' '.join(f'{m:.2f}' for m in medians)}")
-    run = inspect(out, *THRESHOLD)
-    if run["straggler_threshold_pct"] != 100:
-        problems.append(f"{name}: straggler_threshold_pct {run['straggler_threshold_pct']}, not 100")
+    check_collectives(name, out, dp, slow)
+    run = inspect(out)
+    if run["straggler_threshold_pct"] != 20:
+        problems.append(f"{name}: straggler_threshold_pct {run['straggler_threshold_pct']}, not the default 20")
     for s in run["stragglers"]:
         print(f"{name}: inspect names rank {s['rank']}: {s['excess_pct']:+.1f}% step by step "
-              f"(spread {s['spread_pct']:.1f}%, by {s['basis']})")
+              f"(spread {s['spread_pct']:.1f}%, by {s['basis']}); arrivals {s['arrivals']}")
         if s["basis"] != "compute_cpu_s":
             problems.append(f"{name}: judged by {s['basis']}, not compute_cpu_s")
-    text = subprocess.run([scalebench, "inspect", out, *THRESHOLD], capture_output=True, text=True, check=True).stdout
+        arrivals = s["arrivals"] or {}
+        if arrivals.get("groups") != "dp" or not arrivals.get("waited_for_pct", 0) > waited_for_pct:
+            problems.append(f"{name}: rank {s['rank']}'s arrivals {arrivals}: not over {waited_for_pct}% of the waits on dp")
+    text = subprocess.run([scalebench, "inspect", out], capture_output=True, text=True, check=True).stdout
     return out, [s["rank"] for s in run["stragglers"]], text
 
 
-files = []
-for name, dp, slow in (("dp2_slow", 2, True), ("dp2_even", 2, False), ("dp4_slow", 4, True), ("dp4_even", 4, False)):
+def check_collectives(name, out, dp, slow):
+    """Every rank's calls of every step are in the table; in a slowed run rank 1 computed longest
+    before the data-parallel gradient all-reduce (each step's largest dp call) in most of the
+    steps it was slowed in (arrivals are wall-clock: at dp 4 on two cores the scheduler moves
+    them too)."""
+    with h5py.File(out, "r") as f:
+        c = f[f"runs/{name}/collectives"][:]
+    steps = sorted(set(c["step"].tolist()))
+    if steps != list(range(1, STEPS + 1)) or sorted(set(c["rank"].tolist())) != list(range(dp)):
+        problems.append(f"{name}: collectives cover steps {steps} and ranks {sorted(set(c['rank'].tolist()))}")
+        return
+    if set(c["group"].tolist()) != {b"dp"} or not (c["wait_s"] >= 0).all() or not (c["compute_before_s"] >= 0).all():
+        problems.append(f"{name}: collectives groups {set(c['group'].tolist())}, or a negative wait or compute")
+    late_steps = []
+    for step in steps[1:]:
+        rows = c[(c["step"] == step) & (c["group"] == b"dp") & (c["collective"] == b"all_reduce")]
+        biggest = rows[rows["bytes"] == rows["bytes"].max()]
+        if sorted(biggest["rank"].tolist()) != list(range(dp)) or len(set(biggest["index"].tolist())) != 1:
+            problems.append(f"{name}: step {step}'s gradient all-reduce is not one call of every rank: {biggest}")
+            return
+        late_steps.append(int(biggest["rank"][biggest["compute_before_s"].argmax()]))
+    print(f"{name}: last to the gradient all-reduce, steps 2-{STEPS}: ranks {late_steps}")
+    if slow and late_steps.count(1) <= len(late_steps) // 2:
+        problems.append(f"{name}: rank 1 was not the last at most gradient all-reduces: {late_steps}")
+
+
+def judge(name, dp, slow):
     out, named, text = train(name, dp, slow)
-    files.append(out)
     wanted = [1] if slow else []
     if named != wanted:
         problems.append(f"{name}: stragglers {named}, not {wanted}")
-    if slow and (f"run {name}: rank 1 is a straggler" not in text or "beyond 100%" not in text):
+    if slow and (f"run {name}: rank 1 is a straggler" not in text or "beyond 20%" not in text or
+                 "ranks' waits there were for it" not in text):
         problems.append(f"{name}: inspect's text does not name rank 1: {text[-400:]!r}")
+    return out
+
+
+# A pair (slowed, even) is timed again once when its verdicts fail: the host's other tenants can
+# move a run's ranks apart for minutes (even ranks measured +14% while the host was busy); both
+# attempts are printed, and the second one's verdicts stand.
+files = []
+for dp in (2, 4):
+    for attempt in (1, 2):
+        before = len(problems)
+        pair = [judge(f"dp{dp}_slow", dp, True), judge(f"dp{dp}_even", dp, False)]
+        if len(problems) == before:
+            break
+        if attempt == 1:
+            print(f"dp {dp}, attempt 1 failed: {'; '.join(problems[before:])}; timing the pair again")
+            del problems[before:]
+    files += pair
 
 
 
@@ -136,8 +189,8 @@ else:
     page = open(page_path, encoding="utf-8").read()
     table = re.search(r'<table id="stragglers">(.*?)</table>', page, re.S)
     named = set(re.findall(r"<tr data-run='([^']*)' data-rank='(\d+)'>", table.group(1))) if table else set()
-    # the slowed ranks at the report's (inspect's default) 20%; an even run's ranks may wander past it
-    if not {("dp2_slow", "1"), ("dp4_slow", "1")} <= named or ("dp2_slow", "0") in named:
+    # the slowed ranks at the report's (inspect's default) 20%, and no other
+    if named != {("dp2_slow", "1"), ("dp4_slow", "1")}:
         problems.append(f"the report's stragglers table names {sorted(named)}, not rank 1 of dp2_slow and dp4_slow")
     if "<h2>Stragglers</h2>" not in page or "dp2_slow: rank 1" not in page:
         problems.append("the report has no Stragglers section naming dp2_slow's rank 1")
