@@ -6,9 +6,10 @@
 // threshold (20% by default, `inspect --straggler-threshold` sets it) and above 1 + the
 // ratios' own spread across steps. CPU time, because ranks sharing a core with each other or
 // with other jobs differ in wall time by the scheduler's share, not their work (even ranks 36%
-// to 52% apart on a shared two-core machine; their CPU time up to 25%, which still hides a 30%
-// straggler there); the ratio within each step, because a machine whose speed wanders slows
-// every rank of a step alike.
+// to 52% apart on a shared two-core machine); the ratio within each step, because a machine
+// whose speed wanders slows every rank of a step alike. Steps of a few milliseconds are too
+// short to judge on shared cores: a peer polling in MPI beside them moved gpt-nano's (5 ms)
+// CPU time by up to 30% on a two-core guest, gpt-tiny's (230 ms) by under 10%.
 // Read from /runs/<id>/timeline and /ranks; each named rank's arrivals at its collectives from
 // /runs/<id>/collectives (collective_arrivals.hpp). Leaves out printing (cli/command_inspect.cpp).
 #pragma once
