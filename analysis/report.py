@@ -883,14 +883,14 @@ def stragglers_section(stragglers, runs):
         return (f"<p>{rule}</p><p id='stragglers'>None of the {len(several)} runs of more than one rank has a "
                 "straggler.</p>")
     head = ["file", "run", "rank", "pipeline stage", "compute per step (ms)", "stage's other ranks (ms)",
-            "excess (%)", "threshold (%)", "spread (%)", "steps", "last at its collectives (%)",
+            "excess (%)", "threshold (%)", "spread (%)", "steps", "last at its collectives",
             "others' waits for it (%)"]
     body = []
     for file, run, st, threshold in stragglers["rows"]:
         arrivals = st.get("arrivals")  # from /runs/<id>/collectives; None in files written before it
         cells = [file, run, st["rank"], st["pp_rank"], f"{1e3 * st['compute_s']:.2f}", f"{1e3 * st['others_s']:.2f}",
                  f"{st['excess_pct']:+.0f}", f"{threshold:.0f}", f"{st['spread_pct']:.0f}", st["steps"],
-                 f"{arrivals['last_pct']:.0f} of {arrivals['collectives']}" if arrivals else "-",
+                 f"{arrivals['last_pct']:.0f}% of {arrivals['collectives']}" if arrivals else "-",
                  f"{arrivals['waited_for_pct']:.0f}" if arrivals else "-"]
         body.append(f"<tr data-run='{html.escape(run, quote=True)}' data-rank='{int(st['rank'])}'>" +
                     "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
