@@ -11,30 +11,65 @@ hosts) is off by more than --step-time-pct, or any run's memory category by more
 their ranks share cores the prediction gives them whole. Exit 2: a file without runs or a run
 without a stored prediction error. A run whose site refused its configuration (a reason instead of
 a number, e.g. tp beyond a node) is listed with the reason, not compared.
+
+Runs are named by their id, or file/id where several files hold the same id (one file per case,
+as bench/strategies_closed_loop.sh writes them). A run whose ranks computed unevenly (a rank's
+median compute_cpu_s in /runs/<id>/timeline more than --uneven-pct above the median of its
+pipeline stage's other ranks) is noted: the prediction assumes even ranks, so a slow core or a
+busy neighbour shows up as step-time error there (`scalebench inspect` names such a rank).
 """
 import argparse
+import os
 import sys
 
 import h5py
+import numpy as np
 
 CATEGORIES = ("params", "grads", "optimizer", "activations")
+
+
+def bad_input(message):
+    """Exit 2 (not 1, which means a run outside the bounds), the message on stderr."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
 
 
 def text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def uneven_ranks(run):
+    """(rank, excess %) of the rank whose median compute per step (steps after the first) is
+    furthest above the median of its stage's other ranks; None for one rank per stage or without
+    a timeline."""
+    if "timeline" not in run or "ranks" not in run or run["timeline"].shape[0] == 0:
+        return None
+    t, ranks = run["timeline"][()], run["ranks"][()]
+    field = "compute_cpu_s" if "compute_cpu_s" in t.dtype.names else "compute_s"
+    t = t[t["step"] > t["step"].min()] if len(set(t["step"].tolist())) > 1 else t
+    stage = {int(r["rank"]): int(r["pp_rank"]) for r in ranks}
+    median = {k: float(np.median(t[t["rank"] == k][field])) for k in stage if (t["rank"] == k).any()}
+    worst = None
+    for k, own in median.items():
+        others = [v for o, v in median.items() if o != k and stage[o] == stage[k]]
+        if others and np.median(others) > 0:
+            excess = 100.0 * (own / float(np.median(others)) - 1.0)
+            if worst is None or excess > worst[1]:
+                worst = (k, excess)
+    return worst
+
+
 def runs_of(path):
     with h5py.File(path, "r") as f:
         if "runs" not in f or len(f["runs"]) == 0:
-            raise SystemExit(f"error: {path} holds no runs (/runs is empty)")
+            bad_input(f"error: {path} holds no runs (/runs is empty)")
         for run_id, run in f["runs"].items():
             attrs = run.attrs
             if text(attrs.get("status", "")) != "ok":
                 yield {"file": path, "run": run_id, "status": text(attrs.get("status", "?"))}
                 continue
             if "prediction" not in run:
-                raise SystemExit(f"error: {path}: run {run_id} has no /runs/{run_id}/prediction; was it "
+                bad_input(f"error: {path}: run {run_id} has no /runs/{run_id}/prediction; was it "
                                  "trained by an older scalebench?")
             p = run["prediction"].attrs
             if not int(p.get("feasible", 1)):
@@ -42,7 +77,7 @@ def runs_of(path):
                        "reason": text(p.get("reason", ""))}
                 continue
             if "error_step_time_pct" not in p:
-                raise SystemExit(f"error: {path}: run {run_id} has no stored prediction error "
+                bad_input(f"error: {path}: run {run_id} has no stored prediction error "
                                  f"(/runs/{run_id}/prediction.error_step_time_pct)")
             context = run["context"].attrs
             ranks = int(attrs["world_size"])
@@ -57,6 +92,7 @@ def runs_of(path):
                 "measured_s": float(run["summary"].attrs["step_time_median_s"]),
                 "step": float(p["error_step_time_pct"]),
                 **{c: float(p[f"error_{c}_pct"]) for c in CATEGORIES},
+                "uneven": uneven_ranks(run),
             }
 
 
@@ -65,19 +101,26 @@ def main():
     parser.add_argument("files", nargs="+")
     parser.add_argument("--step-time-pct", type=float, default=15.0)
     parser.add_argument("--memory-pct", type=float, default=5.0)
+    parser.add_argument("--uneven-pct", type=float, default=10.0,
+                        help="note a run whose slowest rank computes this much longer than its stage's others")
     args = parser.parse_args()
 
     rows = [r for path in args.files for r in runs_of(path)]
+    ids = [r["run"] for r in rows]
+    for r in rows:  # one file per case often means one run id in every file: name the file too
+        if ids.count(r["run"]) > 1:
+            r["run"] = f"{os.path.splitext(os.path.basename(r['file']))[0]}/{r['run']}"
     failures = []
-    header = (f"{'run':40s} {'ranks':>5s} {'thr':>3s} {'predicted':>10s} {'measured':>10s} {'step %':>8s}"
+    width = max([40] + [len(r["run"]) for r in rows])
+    header = (f"{'run':{width}s} {'ranks':>5s} {'thr':>3s} {'predicted':>10s} {'measured':>10s} {'step %':>8s}"
               + "".join(f" {c[:6] + ' %':>9s}" for c in CATEGORIES) + "  note")
     print(header)
     for r in rows:
         if r["status"] == "refused":
-            print(f"{r['run']:40s} predicted infeasible on its site, not compared: {r['reason']}")
+            print(f"{r['run']:{width}s} predicted infeasible on its site, not compared: {r['reason']}")
             continue
         if r["status"] != "ok":
-            print(f"{r['run']:40s} status {r['status']}: not compared")
+            print(f"{r['run']:{width}s} status {r['status']}: not compared")
             continue
         notes = []
         if r["oversubscribed"]:
@@ -91,7 +134,10 @@ def main():
                 failures.append(r["run"])
         if not r["kernel_timed"]:
             notes.append("from FLOPs (no kernel times)")
-        print(f"{r['run']:40s} {r['ranks']:5d} {r['threads']:3d} {r['predicted_s'] * 1e3:8.2f}ms "
+        if r["uneven"] and r["uneven"][1] > args.uneven_pct:
+            notes.append(f"ranks uneven: rank {r['uneven'][0]} computed {r['uneven'][1]:+.0f}% against its stage's "
+                         "others (predicted even)")
+        print(f"{r['run']:{width}s} {r['ranks']:5d} {r['threads']:3d} {r['predicted_s'] * 1e3:8.2f}ms "
               f"{r['measured_s'] * 1e3:8.2f}ms {r['step']:+8.1f}"
               + "".join(f" {r[c]:+9.2f}" for c in CATEGORIES) + ("  " + "; ".join(notes) if notes else ""))
     held = [r for r in rows if r["status"] == "ok" and not r["oversubscribed"]]
