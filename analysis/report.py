@@ -205,8 +205,12 @@ def warnings_list(runs, repeats):
         if r["status"] != "ok":
             items.append(f"{r['id']}: ended {r['status']}; its figures cover the steps it ran")
         if np.isfinite(r["eval_loss"]) and np.isfinite(r["final_loss"]) and r["eval_loss"] > 1.5 * r["final_loss"]:
+            why = "overfitting, or too few evaluation batches"
+            if r["model"].startswith("resnet"):  # evaluation runs BatchNorm on its running statistics
+                why = ("early in training, BatchNorm's running statistics, which evaluation uses, can lag the "
+                       "batch statistics training uses; or overfitting, or too few evaluation batches")
             items.append(f"{r['id']}: held-out loss {r['eval_loss']:.3f} is {r['eval_loss'] / r['final_loss']:.1f} times "
-                         f"the training loss {r['final_loss']:.3f} (overfitting, or too few evaluation batches)")
+                         f"the training loss {r['final_loss']:.3f} ({why})")
         if r["status"] == "ok" and r["timed_steps"] < 5:
             items.append(f"{r['id']}: {r['timed_steps']} timed steps after the first: its step time is a small sample")
     for file, case, a in repeats:
