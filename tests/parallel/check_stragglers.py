@@ -12,10 +12,15 @@ others' waits there were for it. `report` of the four files names both slowed ra
 stragglers table (id="stragglers"). Inspect judges the timeline's compute_cpu_s (each rank's
 compute at the share of a CPU it had), step by step against the stage's other ranks.
 
-Why gpt-tiny (steps of about 230 ms) and not gpt-nano (5 ms): on a shared two-core guest a rank
-polling in MPI beside a 5 ms step moves its peer's compute CPU time by up to 30%, which hides a
-30% straggler (2026-12-02/03: even gpt-nano dp 2 runs at +15% to +30%); at gpt-tiny's step the
-even ranks measured within 9% and the slowed rank +29% to +44% (12 runs each, 2026-12-03).
+Every rank of a run runs on the same one CPU (taskset, Open MPI's binding off, and
+mpi_yield_when_idle so that a waiting rank gives the CPU up): a host's other tenants slow its
+cores unevenly (here, 2026-12-03, one vCPU 10-25% slower than the other for minutes at a time,
+in CPU time), and a rank on the faster core slowed by 30% is then only 5-20% slower than a rank
+on the slower one - the slowdown and the core's speed cannot be told apart within one run.
+Sharing one CPU, every rank's compute runs at the same speed and the CPU time still counts each
+rank's own work: slowed runs measured +30% (+27% to +31% step by step), even runs 1.00.
+And gpt-tiny (steps of about 230 ms), not gpt-nano (5 ms): a 5 ms step is too short to judge on
+shared cores (even gpt-nano dp 2 runs measured +15% to +30%).
 
 Then two copies of the even dp 2 file with timelines set by hand judge the rule with nothing
 timed: rank 1 given 30% more compute_cpu_s and 30% less compute_s is named at the default
@@ -40,6 +45,7 @@ problems = []
 
 
 STEPS = 12
+ONE_CPU = min(os.sched_getaffinity(0))  # every rank of every run on this one
 
 
 def inspect(out, *threshold):
@@ -56,9 +62,12 @@ def train(name, dp, slow):
     env.pop("SB_INJECT_FAILURE", None)
     if slow:
         env["SB_INJECT_FAILURE"] = "1:2:slow30"
-    subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "-np", str(dp), scalebench, "train",
+    env["OMPI_MCA_mpi_yield_when_idle"] = "1"
+    subprocess.run([mpiexec, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(dp),
+                    "taskset", "-c", str(ONE_CPU), scalebench, "train",
                     "--config", config, "--out", out, "--force", "--run-id", name, "--progress", "off",
-                    "--set", "model=gpt-tiny", "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", f"steps={STEPS}", "--set", "eval_every=0",
+                    "--set", "model=gpt-tiny", "--set", f"strategy.dp={dp}", "--set", "threads=1", "--set", f"steps={STEPS}",
+                    "--set", "eval_every=0",
                     "--set", "eval_batches=1", "--set", f"batch.global={8 * dp}"],
                    check=True, env=env, stdout=subprocess.DEVNULL)
     with h5py.File(out, "r") as f:
