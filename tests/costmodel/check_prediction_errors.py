@@ -85,7 +85,7 @@ if "OPTIMIZER OFF BY MORE THAN 5%" not in out:
 empty = os.path.join(out_dir, "empty.h5")
 with h5py.File(empty, "w") as f:
     f.create_group("runs")
-out = check([empty], 2)
+check([empty], 2)
 
 if problems:
     sys.exit("FAIL: " + "; ".join(problems))

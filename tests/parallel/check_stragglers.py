@@ -48,9 +48,10 @@ STEPS = 12
 ONE_CPU = min(os.sched_getaffinity(0))  # every rank of every run on this one
 
 
-def inspect(out, *threshold):
-    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json", *threshold], capture_output=True,
-                                       text=True, check=True).stdout)
+def inspect(out):
+    """The first run of `inspect OUT --json`, judged at the default threshold."""
+    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json"], capture_output=True, text=True,
+                                       check=True).stdout)
     return answer["runs"][0]
 
 
@@ -155,9 +156,7 @@ def derived(name, source, change):
         table = change(f[f"runs/{run}/timeline"][:])
         del f[f"runs/{run}/timeline"]
         f[f"runs/{run}"].create_dataset("timeline", data=table, maxshape=(None,), chunks=True)
-    answer = json.loads(subprocess.run([scalebench, "inspect", out, "--json"], capture_output=True, text=True,
-                                       check=True).stdout)
-    return answer["runs"][0]["stragglers"]
+    return inspect(out)["stragglers"]
 
 
 def steady(t, base_s):
