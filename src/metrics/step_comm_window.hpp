@@ -9,15 +9,11 @@
 #include <vector>
 
 #include "parallel/communicator.hpp"
+#include "parallel/process_grid.hpp"  // CommGroup
 
 namespace sb::metrics {
 
-// One of the rank's communicators and the world rank of the group's first rank: the ranks that
-// see the same name and root made the same collective calls, in the same order.
-struct CommGroup {
-  parallel::Communicator* comm = nullptr;
-  int root = 0;
-};
+using parallel::CommGroup;
 
 // A call of the step: the record lives in the group's communicator until the next begin_step().
 struct StepCall {

@@ -28,7 +28,7 @@ ProcessGrid::ProcessGrid(Communicator& world, int dp, int tp, int pp)
   mp_comm_ = world.split(dp_rank_, rank, "mp");
 }
 
-std::vector<ProcessGrid::Group> ProcessGrid::groups() const {
+std::vector<CommGroup> ProcessGrid::groups() const {
   return {{dp_comm_.get(), world_rank_of(0, tp_rank_, pp_rank_)},
           {tp_comm_.get(), world_rank_of(dp_rank_, 0, pp_rank_)},
           {pp_comm_.get(), world_rank_of(dp_rank_, tp_rank_, 0)},

@@ -15,6 +15,14 @@ struct GridCoordinates {
   int dp_rank = 0, tp_rank = 0, pp_rank = 0;
 };
 
+// One of a rank's communicators and the world rank of the group's first rank: the ranks that see
+// the same name and root are one group (which dp group, tp group, ...) and made the same
+// collective calls, in the same order.
+struct CommGroup {
+  Communicator* comm = nullptr;
+  int root = 0;
+};
+
 class ProcessGrid {
  public:
   // Collective over world. UserError unless dp, tp, pp >= 1 and dp·tp·pp == world.size().
@@ -44,13 +52,8 @@ class ProcessGrid {
   // Ranks that share dp_rank: the tp×pp ranks that together hold one replica of the model,
   // ordered by world rank; named "mp" (the gradient norm and evaluation span it).
   Communicator& mp_comm() { return *mp_comm_; }
-  // The four sub-communicators, each with the world rank of its first rank (which of the
-  // groups of its kind this rank is in): for their statistics.
-  struct Group {
-    Communicator* comm;
-    int root;
-  };
-  std::vector<Group> groups() const;
+  // The four sub-communicators, each with the world rank of its first rank: for their statistics.
+  std::vector<CommGroup> groups() const;
 
  private:
   Communicator* world_;

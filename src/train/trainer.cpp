@@ -229,9 +229,8 @@ struct RankSetup {
 };
 
 // The communicators whose calls the trace and the collective log show: the grid's, then the world.
-std::vector<metrics::CommGroup> comm_groups(RankSetup& s) {
-  std::vector<metrics::CommGroup> groups;
-  for (const parallel::ProcessGrid::Group& g : s.grid.groups()) groups.push_back({g.comm, g.root});
+std::vector<parallel::CommGroup> comm_groups(RankSetup& s) {
+  std::vector<parallel::CommGroup> groups = s.grid.groups();
   groups.push_back({s.world.get(), 0});
   return groups;
 }
