@@ -3,7 +3,8 @@
 # The closed loop on time for the strategies that trade memory for time: calibrates this machine
 # into a scratch site directory, trains gpt-tiny (global batch 16, 8 steps, one thread per rank,
 # at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
-# and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 with fp32 and with
+# and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 (also under ZeRO-1
+# and 2, which shard the fp32 master weights) with fp32 and with
 # 16-bit main gradients (precision.main_grads storage; also under ZeRO-1, and pp 2 in bf16 with
 # them), each run predicted by the
 # calibrated profile before it trains, then prints every run's prediction error and fails when
@@ -37,6 +38,7 @@ run tp2-sequence-parallel 2 --set strategy.tp=2 --set strategy.sequence_parallel
 run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
 run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
 run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
+for zero in 1 2; do run "dp2-zero$zero-bf16" 2 --set strategy.dp=2 --set "strategy.zero=$zero" --set precision=bf16; done
 run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
 run dp2-zero1-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=1 \
   --set 'precision={dtype: bf16, main_grads: storage}'

@@ -274,7 +274,7 @@ GptModelT<S>::GptModelT(const GptConfig& config, i64 batch, i64 seq_len, kernels
                                    device_, partition.parameter_residency);
     if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
       master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * flat,
-                                     "gpt fp32 master params", device_, partition.parameter_residency);
+                                     "gpt fp32 master params", device_, partition.master_residency);
     grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(partition.gradient_residency), kFloat * flat,
                                   "gpt grads", device_,
                                   partition.gradient_residency);

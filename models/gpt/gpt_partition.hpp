@@ -56,6 +56,11 @@ struct GptPartition {
   // units are read from the gathers' own buffers: gpt.hpp's set_unit_parameter_gather), charged
   // to comm; the rank's shard of the parameters is held elsewhere, by the sharding.
   Residency parameter_residency = Residency::allocated;
+  // How the fp32 master weights' buffer is charged (16-bit storage only): resident_pages under
+  // ZeRO-1, 2 and 3 with mixed precision, where the data-parallel sharding holds this rank's
+  // shard of the master weights and the whole buffer is held only while initialising and while a
+  // checkpoint gathers every master weight into it.
+  Residency master_residency = Residency::allocated;
 };
 
 // A partition resolved against a config: every local size, checked (UserError on a tp size

@@ -66,7 +66,7 @@ template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
                               MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
                               kernels::KernelRecorder* recorder, Residency gradient_residency,
-                              Recompute recompute)
+                              Recompute recompute, Residency master_residency)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -131,7 +131,7 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
                                  mixed ? "resnet 16-bit params" : "resnet params");
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
     master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
-                                   "resnet fp32 master params");
+                                   "resnet fp32 master params", Device::cpu, master_residency);
   grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency), kFloat * parameter_count_,
                                 "resnet grads",
                                 Device::cpu, gradient_residency);
@@ -230,6 +230,14 @@ void ResnetModelT<S>::init_weights(std::uint64_t seed) {
 template <class S>
 void ResnetModelT<S>::sync_storage_parameters() {
   if constexpr (!std::is_same_v<S, float>) k_.narrow(params_memory_.as<S>(), master_base_, parameter_count_);
+}
+
+template <class S>
+void ResnetModelT<S>::narrow_to_storage(std::span<const float> in, S* out) const {
+  if constexpr (std::is_same_v<S, float>)
+    std::copy(in.begin(), in.end(), out);
+  else
+    k_.narrow(out, in.data(), static_cast<i64>(in.size()));
 }
 
 template <class S>

@@ -209,7 +209,8 @@ class ResnetModelT {
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
                std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr,
-               Residency gradient_residency = Residency::allocated, Recompute recompute = Recompute::none);
+               Residency gradient_residency = Residency::allocated, Recompute recompute = Recompute::none,
+               Residency master_residency = Residency::allocated);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -301,6 +302,12 @@ class ResnetModelT {
   std::span<float> gradients_flat() { return {grads_memory_.as<float>(), flat_size()}; }
   // The buffer behind gradients_flat(): charged by resident pages under ZeRO-2.
   TrackedBuffer& gradient_memory() { return grads_memory_; }
+  // The 16-bit weights' buffer and the fp32 master weights' (mixed precision; the master's
+  // charged by resident pages under ZeRO, whose ranks hold its shards: master_residency).
+  TrackedBuffer& parameter_memory() { return params_memory_; }
+  TrackedBuffer& master_memory() { return master_memory_; }
+  // Rounds fp32 values into the weights' type (out: in.size() elements; a copy in fp32).
+  void narrow_to_storage(std::span<const float> in, S* out) const;
   std::span<float> running_statistics_flat() {
     return {statistics_memory_.as<float>(),
             static_cast<std::size_t>(statistics_memory_.bytes()) / sizeof(float)};

@@ -169,7 +169,7 @@ void Checkpointer::save(std::int64_t steps_done) {
   // staged through host memory (the task's may be on the GPU).
   const Device device = task_.device();
   const auto host = [device](std::span<const float> values) { return copy_to_host(values, device); };
-  step_.gather_all_parameters();  // ZeRO-3: from every rank's shard
+  step_.gather_all_parameters();  // ZeRO-3, and mixed-precision ZeRO-1/2: from every rank's shard
   put_floats(mine, host(grid_.dp_rank() == 0 ? task_.parameters_flat() : std::span<float>{}));
   step_.release_all_parameters();
   put_floats(mine, host(task_.untrained_state_flat()));
@@ -259,14 +259,14 @@ std::int64_t Checkpointer::resume(std::int64_t total_steps) {
                 from.string(), replica->parameters.size(), t, p, parameters.size());
   const Device device = task_.device();
   copy_from_host(parameters, device, std::span<const float>(replica->parameters));
-  step_.parameters_loaded();  // ZeRO-3: this rank's shard taken, the rest given back
+  task_.parameters_updated();  // (mixed precision: rounded into the 16-bit weights while whole)
+  step_.parameters_loaded();  // ZeRO: this rank's shard taken, the rest given back
   const std::span<float> untrained = task_.untrained_state_flat();
   const io::CheckpointRank& statistics = same ? *same : *replica;
   SB_USER_CHECK(statistics.untrained_state.size() == untrained.size(),
                 "checkpoint {} holds {} running statistics for tp rank {}, pp rank {}, but this model has {}",
                 from.string(), statistics.untrained_state.size(), t, p, untrained.size());
   copy_from_host(untrained, device, std::span<const float>(statistics.untrained_state));
-  task_.parameters_updated();
 
   // Optimizer tensors: the saved pieces (whole, or ZeRO-1 shards) laid over the flat parameter
   // range, then this rank's range cut out of it.

@@ -158,7 +158,8 @@ std::int64_t zero_shard_size(std::int64_t parameters, int ranks) { return (param
 
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
-                           MemoryTracker& tracker, MemoryCategory parameter_shard_category)
+                           MemoryTracker& tracker, MemoryCategory parameter_shard_category,
+                           std::optional<SixteenBitWeights> weights)
     : stage_(stage),
       dp_(dp),
       parameters_(parameters),
@@ -166,31 +167,40 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
       shard_(zero_shard_size(static_cast<std::int64_t>(parameters.size()), dp.size())),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
       tracker_(tracker),
-      padded_(stage <= 2 ? TrackedBuffer(tracker, MemoryCategory::comm,
+      weights_(std::move(weights)),
+      // stage 1's gradients out, and the fp32 parameters in where they are gathered in fp32
+      padded_(stage == 1 || (stage == 2 && !weights_) ? TrackedBuffer(tracker, MemoryCategory::comm,
                                          shard_ * dp.size() * static_cast<std::int64_t>(sizeof(float)),
                                          fmt::format("zero-{} padded exchange", stage))
                          : TrackedBuffer()) {
   SB_CHECK(stage >= 1 && stage <= 3, "ZeRO stage {} is not sharded here", stage);
   SB_CHECK(parameters.size() == gradients.size(), "zero-{}: {} parameters but {} gradients", stage,
            parameters.size(), gradients.size());
-  if (stage_ == 1) return;
-  pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3");
-  shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
-                               fmt::format("zero-{} gradient shard", stage));
-  if (stage_ < 3) return;
-  parameter_shard_ = TrackedBuffer(tracker, parameter_shard_category,
-                                   shard_ * static_cast<std::int64_t>(sizeof(float)), "zero-3 fp32 parameter shard");
+  SB_CHECK(!weights_ || (stage <= 2 && weights_->bytes.size() % parameters.size() == 0 &&
+                         weights_->bytes.size() / parameters.size() == 2),
+           "zero-{}: 16-bit weights of {} bytes for {} parameters", stage, weights_ ? weights_->bytes.size() : 0,
+           parameters.size());
+  if (stage_ >= 2) {
+    pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3");
+    shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
+                                 fmt::format("zero-{} gradient shard", stage));
+  }
+  if (!holds_parameter_shard()) return;
+  parameter_shard_ = TrackedBuffer(tracker, weights_ ? MemoryCategory::optimizer : parameter_shard_category,
+                                   shard_ * static_cast<std::int64_t>(sizeof(float)),
+                                   stage == 3 ? "zero-3 fp32 parameter shard"
+                                              : fmt::format("zero-{} fp32 master weight shard", stage));
   load_parameter_shard();
 }
 
 void ZeroSharding::load_parameter_shard() {
-  SB_CHECK(stage_ == 3, "zero-{}: only ZeRO-3 holds a parameter shard of its own", stage_);
+  SB_CHECK(holds_parameter_shard(), "zero-{}: no parameter shard of its own in fp32", stage_);
   if (shard_begin() < owned_end())
     std::copy(parameters_.data() + shard_begin(), parameters_.data() + owned_end(), parameter_shard_.as<float>());
 }
 
 std::span<float> ZeroSharding::parameter_shard() const {
-  SB_CHECK(stage_ == 3, "zero-{}: only ZeRO-3 holds a parameter shard of its own", stage_);
+  SB_CHECK(holds_parameter_shard(), "zero-{}: no parameter shard of its own in fp32", stage_);
   return {parameter_shard_.as<float>(), static_cast<std::size_t>(std::max<std::int64_t>(0, owned_end() - shard_begin()))};
 }
 
@@ -350,7 +360,7 @@ std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
              "zero-{}: parameter '{}' is not inside the model's flat parameters", stage_, slice.name);
     const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
     if (lo >= hi) continue;
-    float* param = stage_ == 3 ? parameter_shard_.as<float>() + (lo - begin) : parameters_.data() + lo;
+    float* param = holds_parameter_shard() ? parameter_shard_.as<float>() + (lo - begin) : parameters_.data() + lo;
     shard.push_back({slice.name, param, shard_grads + (lo - begin), hi - lo, slice.weight_decay, slice.replica});
   }
   return shard;
@@ -359,6 +369,12 @@ std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
 void ZeroSharding::gather_parameters() {
   if (stage_ == 3) return;  // the model gathers each unit as it needs it (zero3_unit_gather.hpp)
   const double t0 = comm_clock_seconds();
+  if (weights_) {
+    gather_sixteen_bit_weights();
+    figures_.exposed_s += comm_clock_seconds() - t0;
+    figures_.in_flight_s += comm_clock_seconds() - t0;
+    return;
+  }
   float* padded = padded_.as<float>();
   const std::int64_t begin = shard_begin(), end = owned_end();
   if (begin < end) std::copy(parameters_.data() + begin, parameters_.data() + end, padded + begin);
@@ -367,6 +383,23 @@ void ZeroSharding::gather_parameters() {
   std::copy_n(padded, parameters_.size(), parameters_.data());
   figures_.exposed_s += comm_clock_seconds() - t0;
   figures_.in_flight_s += comm_clock_seconds() - t0;
+}
+
+// Mixed precision: this rank's updated master shard rounded into its place in the 16-bit
+// weights, then one all-gatherv in place there (rank q's piece is [q·shard, min((q+1)·shard,
+// N)), the last one shorter): 2 bytes a parameter move where fp32 would move 4, and no rank
+// holds the whole master.
+void ZeroSharding::gather_sixteen_bit_weights() {
+  constexpr std::int64_t kElementBytes = 2;
+  std::byte* weights = weights_->bytes.data();
+  const auto total = static_cast<std::int64_t>(parameters_.size());
+  if (shard_begin() < owned_end()) weights_->narrow(parameter_shard(), weights + shard_begin() * kElementBytes);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(dp_.size()));
+  for (int q = 0; q < dp_.size(); ++q) {
+    const std::int64_t begin = std::min<std::int64_t>(q * shard_, total);
+    counts[static_cast<std::size_t>(q)] = (std::min(begin + shard_, total) - begin) * kElementBytes;
+  }
+  if (dp_.size() > 1) dp_.iall_gatherv_in_place(weights, counts, parallel::DataType::u8).wait();
 }
 
 }  // namespace sb::train

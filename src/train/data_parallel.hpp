@@ -6,6 +6,7 @@
 // optimizer itself (optim/).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -129,13 +130,26 @@ std::int64_t zero_shard_size(std::int64_t parameters, int ranks);
 // reduces gradients as stage 2 and also keeps the parameters sharded: the shard lives here
 // (category params) and the optimizer steps it; the model gathers each unit's parameters from
 // the shards as it needs them (Zero3UnitGather).
+// Mixed precision under stages 1 and 2: the model's 16-bit weights (the kernels' copy, flat order
+// as the fp32 master `parameters`) and the rounding of fp32 values into their type.
+struct SixteenBitWeights {
+  std::span<std::byte> bytes;  // (parameters) elements of the 16-bit type
+  std::function<void(std::span<const float>, std::byte*)> narrow;
+};
+
 class ZeroSharding final : public GradientSync {
  public:
   // Stage 3: the parameter shard is charged to `parameter_shard_category` (params; optimizer
   // under mixed precision, where it is the fp32 master copy beside a 16-bit shard of the owner's).
+  // Stages 1 and 2 with `weights` (mixed precision): `parameters` are the fp32 master weights,
+  // of which this rank keeps only its shard, here (category optimizer), as ZeRO counts K = 12
+  // bytes per parameter sharded; after each update the shard is rounded into its place in the
+  // 16-bit weights and every rank's 16-bit shard all-gathered there (gather_parameters), so the
+  // whole master is never held. The caller may give `parameters`' memory back after this.
   ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
                TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker,
-               MemoryCategory parameter_shard_category = MemoryCategory::params);
+               MemoryCategory parameter_shard_category = MemoryCategory::params,
+               std::optional<SixteenBitWeights> weights = std::nullopt);
   void ready(std::int64_t offset, std::int64_t count) override;
   bool reduces_every_micro_batch() const override { return stage_ >= 2; }
   void micro_batch_done() override;
@@ -144,14 +158,17 @@ class ZeroSharding final : public GradientSync {
   std::vector<optim::ParameterSlice> shard_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
   // The reduced gradients of this rank's shard (what the optimizer reads).
   std::span<float> shard_gradients() const;
-  // Stages 1 and 2: every rank's updated shard into every rank's parameters. Stage 3: nothing
-  // (the model gathers each unit before it reads it).
+  // Stages 1 and 2: every rank's updated shard into every rank's parameters (with 16-bit
+  // weights: into those, rounded). Stage 3: nothing (the model gathers each unit before it reads
+  // it).
   void gather_parameters();
-  // Stage 3: this rank's parameters, [shard_begin(), + size) of the flat ones, held here (the
-  // model's buffer holds only gathered units); what the optimizer steps.
+  // Stage 3, and stages 1 and 2 with 16-bit weights: this rank's parameters (fp32 master
+  // weights), [shard_begin(), + size) of the flat ones, held here (the model's buffer holds only
+  // gathered units, or nothing); what the optimizer steps.
+  bool holds_parameter_shard() const { return stage_ == 3 || weights_.has_value(); }
   std::span<float> parameter_shard() const;
-  // Stage 3: this rank's shard taken again from the model's flat parameters, once something
-  // wrote all of them (a checkpoint's resume).
+  // ... this rank's shard taken again from the model's flat parameters, once something wrote
+  // all of them (a checkpoint's resume, fine-tuning's starting weights).
   void load_parameter_shard();
   std::int64_t shard_begin() const { return shard_ * dp_.rank(); }
   std::int64_t shard_size() const { return shard_; }
@@ -174,6 +191,7 @@ class ZeroSharding final : public GradientSync {
   void stage_piece(std::int64_t begin, std::int64_t end, int owner);
   void start_open_bucket();
   void complete_buckets(bool wait);
+  void gather_sixteen_bit_weights();
   std::int64_t owned_end() const;
 
   int stage_;
@@ -181,9 +199,10 @@ class ZeroSharding final : public GradientSync {
   std::span<float> parameters_, gradients_;
   std::int64_t shard_, bucket_elements_;
   MemoryTracker& tracker_;
+  std::optional<SixteenBitWeights> weights_;  // stages 1 and 2, mixed precision
   TrackedBuffer padded_;       // comm: (dp · shard) stage 1's gradients out and both stages' parameters in
   TrackedBuffer shard_grads_;  // grads: (shard) stage 2's and 3's reduced gradients
-  TrackedBuffer parameter_shard_;  // params: (shard) stage 3's parameters
+  TrackedBuffer parameter_shard_;  // params or optimizer: (shard) stage 3's parameters, or the master's
   std::vector<Bucket> buckets_;         // stage 2: the open one last, then those in flight
   std::vector<TrackedBuffer> spare_;    // stage 2: staging buffers of finished buckets, reused
   std::optional<GradientPageReturn> pages_;  // stages 2 and 3: the model's gradients, given back as copied

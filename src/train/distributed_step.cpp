@@ -111,7 +111,9 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
     const bool mixed = config.precision.dtype != "fp32";
     zero_ = std::make_unique<ZeroSharding>(static_cast<int>(config.strategy.zero), dp, parameters,
                                            task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker,
-                                           mixed ? MemoryCategory::optimizer : MemoryCategory::params);
+                                           mixed ? MemoryCategory::optimizer : MemoryCategory::params,
+                                           sixteen_bit_weights_to_gather(task));
+    if (zero_->holds_parameter_shard() && config.strategy.zero <= 2) shard_master_weights(task, tracker);
     slices = zero_->shard_slices(slices);
     if (config.precision.sixteen_bit_main_gradients()) {  // ZeRO-1: the 16-bit sums reduce-scattered
       keep_sixteen_bit_main_gradients(task, tracker, StorageMainGradients::Reduction::scatter);
@@ -153,6 +155,26 @@ void DistributedStep::keep_sixteen_bit_main_gradients(TrainingTask& task, Memory
       static_cast<std::int64_t>(c.strategy.bucket_mb * 1024 * 1024), c.strategy.overlap, c.strategy.allreduce,
       tracker, reduction);
   task.set_gradient_sync(storage_.get());
+}
+
+// ZeRO-1 and 2 under mixed precision: the 16-bit weights the sharding gathers the rounded master
+// shards into; nothing in fp32, where the weights are the master.
+std::optional<SixteenBitWeights> DistributedStep::sixteen_bit_weights_to_gather(TrainingTask& task) const {
+  if (config_.strategy.zero > 2 || config_.precision.dtype == "fp32") return std::nullopt;
+  SB_CHECK(task.master_pages() != nullptr && !task.sixteen_bit_parameters().empty(),
+           "zero-{} in {}: the model's fp32 master weights are not charged by resident pages",
+           config_.strategy.zero, config_.precision.dtype);
+  return SixteenBitWeights{task.sixteen_bit_parameters(),
+                           [&task](std::span<const float> in, std::byte* out) { task.narrow_to_storage(in, out); }};
+}
+
+// ZeRO-1 and 2 under mixed precision: the sharding holds this rank's master shard from here on;
+// the whole master's pages are given back, gathered again only for a reader of every master
+// weight (a checkpoint's write).
+void DistributedStep::shard_master_weights(TrainingTask& task, MemoryTracker& tracker) {
+  master_gather_ = std::make_unique<Zero3UnitGather>(dp_, *task.master_pages(),
+                                                     std::as_bytes(zero_->parameter_shard()), zero_->shard_size(),
+                                                     4, tracker);
 }
 
 // ZeRO-3: from here on the model reads each unit from the gathers' buffers; the shard the
@@ -202,8 +224,12 @@ void DistributedStep::release_all_parameters() {
 }
 
 void DistributedStep::parameters_loaded() {
-  if (!unit_gather_) return;
+  if (!zero_ || !zero_->holds_parameter_shard()) return;
   zero_->load_parameter_shard();
+  if (!unit_gather_) {  // ZeRO-1 and 2 under mixed precision: the 16-bit weights were rounded whole
+    master_gather_->release_everything();
+    return;
+  }
   round_storage_shard();
   unit_gather_->release_everything();
   if (master_gather_) master_gather_->release_everything();
@@ -287,6 +313,9 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
   if (scaler_) scaler_->update(r.skipped);
   finish_queued_work();
   r.optimizer_end_s = comm_clock_seconds();
+  const bool master_sharded = zero_ && zero_->holds_parameter_shard() && !unit_gather_;
+  if (constraints_ && !r.skipped && master_sharded)  // before the 16-bit shards are gathered
+    constraints_->constrain_parameters(zero_->parameter_shard(), zero_->shard_begin());
   if (zero_ && !r.skipped) {
     const double gather_start_s = comm_clock_seconds();
     zero_->gather_parameters();
@@ -297,8 +326,8 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
       r.exchange = zero_->last_step();  // the all-gather's time and bytes added
     }
   }
-  if (constraints_ && !r.skipped) constraints_->constrain_parameters(task_.parameters_flat());
-  if (!r.skipped) {
+  if (constraints_ && !r.skipped && !master_sharded) constraints_->constrain_parameters(task_.parameters_flat());
+  if (!r.skipped && !master_sharded) {  // (sharded: the gather wrote the 16-bit weights)
     task_.parameters_updated();
     round_storage_shard();
   }

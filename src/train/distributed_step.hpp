@@ -108,9 +108,11 @@ class DistributedStep {
   // fp16 loss scaling: a non-finite gradient norm skips the step; otherwise run() leaves it in
   // StepResult::grad_norm (skipped, no update) for the caller to stop on.
   bool scales_loss() const { return scaler_.has_value(); }
-  // ZeRO-3 (nothing otherwise): every parameter gathered into parameters_flat() for a reader of
-  // all of them (a checkpoint's write), and given back after it; parameters_loaded() takes this
-  // rank's shard from parameters_flat() once something wrote all of them (a resume).
+  // ZeRO-3, and ZeRO-1 and 2 under mixed precision (nothing otherwise): every parameter (fp32
+  // master weight) gathered into parameters_flat() for a reader of all of them (a checkpoint's
+  // write), and given back after it; parameters_loaded() takes this rank's shard from
+  // parameters_flat() once something wrote all of them (a resume, fine-tuning's start), after
+  // the task's parameters_updated() rounded them into the 16-bit weights.
   void gather_all_parameters();
   void release_all_parameters();
   void parameters_loaded();
@@ -121,6 +123,8 @@ class DistributedStep {
   void shard_parameters(TrainingTask& task, MemoryTracker& tracker);
   void keep_sixteen_bit_main_gradients(TrainingTask& task, MemoryTracker& tracker,
                                        StorageMainGradients::Reduction reduction);
+  std::optional<SixteenBitWeights> sixteen_bit_weights_to_gather(TrainingTask& task) const;
+  void shard_master_weights(TrainingTask& task, MemoryTracker& tracker);
   void round_storage_shard();  // ZeRO-3, mixed precision: the fp32 shard into the 16-bit one
   Zero3UnitGather* master_gather() const;  // what gathers the fp32 master weights whole
 
@@ -134,7 +138,9 @@ class DistributedStep {
   std::unique_ptr<StorageMainGradients> storage_;  // precision.main_grads storage (16-bit)
   std::unique_ptr<Zero3UnitGather> unit_gather_;  // ZeRO-3: the model's units from the shards
   TrackedBuffer storage_shard_;                    // ZeRO-3, mixed precision: the 16-bit shard
-  std::unique_ptr<Zero3UnitGather> master_gather_;  // ... and the fp32 master weights, whole, for checkpoints
+  // ZeRO-1, 2 and 3 under mixed precision: the fp32 master weights gathered whole from the shards
+  // (checkpoints)
+  std::unique_ptr<Zero3UnitGather> master_gather_;
   std::unique_ptr<SlowedGradientSync> slowed_sync_;  // SB_INJECT_FAILURE=R:S:slowP on this rank (tests)
   // lr, scaling -> gradient norm before clipping (not finite: skipped)
   std::function<double(double, const optim::GradientScaling&)> optimizer_step_;

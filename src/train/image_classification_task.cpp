@@ -46,7 +46,7 @@ class ImageClassificationTask final : public TrainingTask {
         test_(load(c, "test")),
         model_(model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank()),
                run_plan.stage(grid.pp_rank()).in_flight, nullptr, gradient_residency(c),
-               recompute_from_string(c.strategy.recompute)),
+               recompute_from_string(c.strategy.recompute), master_residency(c)),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -78,6 +78,18 @@ class ImageClassificationTask final : public TrainingTask {
   TrackedBuffer* gradient_pages() override {
     TrackedBuffer& own = model_.gradient_memory();
     return own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
+  TrackedBuffer* master_pages() override {
+    TrackedBuffer& master = model_.master_memory();
+    return master.data() && master.residency() == Residency::resident_pages ? &master : nullptr;
+  }
+  std::span<std::byte> sixteen_bit_parameters() override {
+    if constexpr (std::is_same_v<S, float>) return {};
+    const TrackedBuffer& params = model_.parameter_memory();
+    return {params.as<std::byte>(), static_cast<std::size_t>(params.bytes())};
+  }
+  void narrow_to_storage(std::span<const float> in, std::byte* out) override {
+    model_.narrow_to_storage(in, reinterpret_cast<S*>(out));
   }
   std::span<float> untrained_state_flat() override { return model_.running_statistics_flat(); }
   void parameters_updated() override { model_.sync_storage_parameters(); }

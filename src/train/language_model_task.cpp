@@ -37,6 +37,7 @@ gpt::GptPartition partition_of(const plan::TrainConfig& c, const plan::RunPlan& 
   p.sequence_parallel = c.strategy.sequence_parallel;
   p.gradient_residency = gradient_residency(c);
   p.parameter_residency = parameter_residency(c);
+  p.master_residency = master_residency(c);
   if (grid.pp() == 1) return p;
   const int stage = grid.pp_rank();
   const plan::StagePlan& chunk = run_plan.chunk(stage, k);
@@ -68,7 +69,9 @@ struct ChunkParameters {
     constexpr bool mixed = !std::is_same_v<S, float>;
     params = TrackedBuffer(tracker, MemoryCategory::params, n * static_cast<std::int64_t>(sizeof(S)),
                            mixed ? "gpt 16-bit params" : "gpt params", device);
-    if (mixed) master = TrackedBuffer(tracker, MemoryCategory::optimizer, n * 4, "gpt fp32 master params", device);
+    if (mixed)
+      master = TrackedBuffer(tracker, MemoryCategory::optimizer, n * 4, "gpt fp32 master params", device,
+                             master_residency(c));
     grads = TrackedBuffer(tracker, MemoryCategory::grads, n * 4, "gpt grads", device);
   }
   bool shared() const { return offsets.size() > 1; }
@@ -174,9 +177,13 @@ class LanguageModelTask final : public TrainingTask {
     return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
   }
   TrackedBuffer* master_pages() override {
-    TrackedBuffer& master = model_.master_memory();
-    return !chunk_parameters_.shared() && master.data() && master.residency() == Residency::resident_pages ? &master
-                                                                                                          : nullptr;
+    TrackedBuffer& master = chunk_parameters_.shared() ? chunk_parameters_.master : model_.master_memory();
+    return master.data() && master.residency() == Residency::resident_pages ? &master : nullptr;
+  }
+  std::span<std::byte> sixteen_bit_parameters() override {
+    if constexpr (std::is_same_v<S, float>) return {};
+    const TrackedBuffer& params = chunk_parameters_.shared() ? chunk_parameters_.params : model_.parameter_memory();
+    return {params.as<std::byte>(), static_cast<std::size_t>(params.bytes())};
   }
   void narrow_to_storage(std::span<const float> in, std::byte* out) override {
     model_.narrow_to_storage(in, reinterpret_cast<S*>(out));

@@ -89,9 +89,17 @@ void ParameterConstraints::constrain_gradients(std::span<float> gradients) const
 
 void ParameterConstraints::constrain_parameters(std::span<float> parameters) const {
   SB_CHECK(parameters.size() == state_.size(), "{} parameters for {}", parameters.size(), state_.size());
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i] == 1) parameters[i] = 0.0f;
-    if (state_[i] == 2) parameters[i] = start_[i];
+  constrain_parameters(parameters, 0);
+}
+
+void ParameterConstraints::constrain_parameters(std::span<float> shard, std::int64_t begin) const {
+  SB_CHECK(begin >= 0 && begin + static_cast<std::int64_t>(shard.size()) <= static_cast<std::int64_t>(state_.size()),
+           "parameters [{}, {}) outside the {} constrained", begin, begin + static_cast<std::int64_t>(shard.size()),
+           state_.size());
+  for (std::size_t i = 0; i < shard.size(); ++i) {
+    const auto flat = static_cast<std::size_t>(begin) + i;
+    if (state_[flat] == 1) shard[i] = 0.0f;
+    if (state_[flat] == 2) shard[i] = start_[flat];
   }
 }
 

@@ -35,6 +35,8 @@ class ParameterConstraints {
   void constrain_gradients(std::span<float> gradients) const;
   // parameters: zero where pruned, the starting value where frozen.
   void constrain_parameters(std::span<float> parameters) const;
+  // ... a shard of them: flat parameters [begin, begin + shard.size()) (ZeRO's fp32 master shard).
+  void constrain_parameters(std::span<float> shard, std::int64_t begin) const;
 
   std::int64_t pruned() const { return pruned_; }
   std::int64_t frozen() const { return frozen_; }

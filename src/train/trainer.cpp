@@ -205,6 +205,7 @@ struct RankSetup {
     if (ParameterConstraints::wanted(c)) {
       constraints.emplace(c, *task, first_step == 0);
       distributed.set_parameter_constraints(&*constraints);
+      if (first_step == 0) distributed.parameters_loaded();  // finetune.from's weights into a ZeRO shard
     }
   }
   bool root() const { return world->rank() == 0; }
@@ -333,12 +334,16 @@ class TrainingLoop {
   }
 
   TrainOutcome finish() {
+    // the training's memory, before what runs after it (post-training quantisation tracks its
+    // own) and before ZeRO's sharded fp32 master weights are gathered whole, once, for what reads
+    // every weight: the sparsity reached and the sparse copy of a fine-tuned or pruned run
+    const std::vector<io::MemoryRow> memory = memory_rows(*s_.world, s_.tracker);
+    if (s_.constraints) s_.distributed.gather_all_parameters();
     const std::optional<compress::QuantizationReport> quantized =
         quantize_int8_if_asked(s_.c, *s_.task, record_, progress_);
     const std::optional<std::int64_t> sparse_bytes = store_pruned_if_asked(s_.c, *s_.task, record_, progress_);
     const std::vector<io::TimelineRow> timeline = gather_timeline(*s_.world, tally_.timeline());
     const std::vector<io::RankRow> ranks = rank_rows(timeline, s_.grid);
-    const std::vector<io::MemoryRow> memory = memory_rows(*s_.world, s_.tracker);
     const std::vector<io::CollectiveRow> collectives = gather_collectives(*s_.world, collectives_.rows());
     if (trace_.enabled()) write_trace();
     outcome_.final_train_loss = tally_.final_loss();

@@ -31,8 +31,13 @@ Residency parameter_residency(const plan::TrainConfig& config) {
   return config.strategy.zero >= 3 ? Residency::resident_pages : Residency::allocated;
 }
 
+Residency master_residency(const plan::TrainConfig& config) {
+  const bool mixed = config.precision.dtype != "fp32";
+  return mixed && config.strategy.zero >= 1 && config.device == "cpu" ? Residency::resident_pages : Residency::allocated;
+}
+
 void TrainingTask::narrow_to_storage(std::span<const float>, std::byte*) {
-  throw UserError(fmt::format("strategy.zero 3 shards 16-bit weights of the GPT only; {} does not", model_name()));
+  throw UserError(fmt::format("strategy.zero shards the fp32 master weights of 16-bit models; {} has none", model_name()));
 }
 
 void TrainingTask::set_unit_parameter_gather(UnitParameterGather*) {

@@ -86,10 +86,13 @@ class TrainingTask {
   // shard its parameters returns null and refuses.
   virtual TrackedBuffer* parameter_pages() { return nullptr; }
   virtual void set_unit_parameter_gather(UnitParameterGather* gather);
-  // ... under mixed precision: the fp32 master weights' buffer (parameters_flat()), charged by
-  // resident pages, and the rounding of fp32 values into parameter_pages()' 16-bit type (out:
-  // in.size() elements of it). Null / unused in fp32, where parameter_pages() is the master.
+  // ZeRO-1, 2 and 3 under mixed precision (the task built with master_residency()): the fp32
+  // master weights' buffer (parameters_flat()), charged by resident pages, whose shards the
+  // data-parallel ranks hold; the model's 16-bit weights, flat order as parameters_flat(); and
+  // the rounding of fp32 values into their type (out: in.size() elements of it). Null, empty
+  // and unused in fp32, where the weights are the master.
   virtual TrackedBuffer* master_pages() { return nullptr; }
+  virtual std::span<std::byte> sixteen_bit_parameters() { return {}; }
   virtual void narrow_to_storage(std::span<const float> in, std::byte* out);
   // Model state that is not trained but must survive a checkpoint (ResNet's BatchNorm running
   // statistics); empty for models without any.
@@ -196,6 +199,10 @@ Residency gradient_residency(const plan::TrainConfig& config);
 // ... and its parameter buffer: charged by resident pages under ZeRO-3 (strategy.zero 3), where
 // it is held only to initialise and while a checkpoint gathers every parameter into it.
 Residency parameter_residency(const plan::TrainConfig& config);
+// ... and its fp32 master weights' buffer (mixed precision): charged by resident pages under
+// ZeRO-1, 2 and 3 (strategy.zero >= 1), where each data-parallel rank keeps only its shard of
+// them (ZeRO's K = 12 bytes per parameter sharded whole: master weights and moments).
+Residency master_residency(const plan::TrainConfig& config);
 
 // Whether `sync` leaves the gradients zero after reducing them, so the task does not zero them.
 bool reduces_every_micro_batch(const GradientSync* sync);
