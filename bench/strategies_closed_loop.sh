@@ -5,7 +5,7 @@
 # at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
 # and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 (also under ZeRO-1
 # and 2, which shard the fp32 master weights) with fp32 and with
-# 16-bit main gradients (precision.main_grads storage; also under ZeRO-1, and pp 2 in bf16 with
+# 16-bit main gradients (precision.main_grads storage; also under ZeRO-1 and 2, and pp 2 in bf16 with
 # them), each run predicted by the
 # calibrated profile before it trains, then prints every run's prediction error and fails when
 # one is off by more than 15% (step time) or 5% (memory). A benchmark, not a test: run it on a
@@ -41,6 +41,8 @@ run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
 for zero in 1 2; do run "dp2-zero$zero-bf16" 2 --set strategy.dp=2 --set "strategy.zero=$zero" --set precision=bf16; done
 run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
 run dp2-zero1-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=1 \
+  --set 'precision={dtype: bf16, main_grads: storage}'
+run dp2-zero2-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=2 \
   --set 'precision={dtype: bf16, main_grads: storage}'
 run pp2-bf16-main-grads-storage 2 --set strategy.pp=2 --set strategy.micro_batches=4 \
   --set 'precision={dtype: bf16, main_grads: storage}'

@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include "core/check.hpp"
 #include "core/cpu_clock.hpp"
 #include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 
 namespace sb::train {
 
@@ -19,6 +22,41 @@ namespace {
 using parallel::comm_clock_seconds;
 constexpr int kZeroTag = 900;
 constexpr int kZeroTwoBucketsInFlight = 2;
+
+template <class F>
+F round_to(float value) {
+  if constexpr (std::is_same_v<F, bf16>)
+    return to_bf16(value);
+  else
+    return to_fp16(value);
+}
+
+template <class F>
+void round_to_sixteen_bits(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to<F>(in[i]).bits;
+}
+
+// out = F(float(out) · scale + float(add)) elementwise (add may be null: nothing added).
+template <class F>
+void add_sixteen_bits(std::uint16_t* out, const std::uint16_t* add, float scale, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    out[i] = round_to<F>(to_float(F::from_bits(out[i])) * scale + (add ? to_float(F::from_bits(add[i])) : 0.0f)).bits;
+}
+
+void round_to_sixteen_bits(parallel::DataType type, const float* in, std::uint16_t* out, std::int64_t n) {
+  if (type == parallel::DataType::bf16)
+    round_to_sixteen_bits<bf16>(in, out, n);
+  else
+    round_to_sixteen_bits<fp16>(in, out, n);
+}
+
+void add_sixteen_bits(parallel::DataType type, std::uint16_t* out, const std::uint16_t* add, float scale,
+                      std::int64_t n) {
+  if (type == parallel::DataType::bf16)
+    add_sixteen_bits<bf16>(out, add, scale, n);
+  else
+    add_sixteen_bits<fp16>(out, add, scale, n);
+}
 
 }  // namespace
 
@@ -159,13 +197,14 @@ std::int64_t zero_shard_size(std::int64_t parameters, int ranks) { return (param
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
                            MemoryTracker& tracker, MemoryCategory parameter_shard_category,
-                           std::optional<SixteenBitWeights> weights)
+                           std::optional<SixteenBitWeights> weights, parallel::DataType gradient_type)
     : stage_(stage),
       dp_(dp),
       parameters_(parameters),
       gradients_(gradients),
+      gradient_type_(gradient_type),
       shard_(zero_shard_size(static_cast<std::int64_t>(parameters.size()), dp.size())),
-      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / static_cast<std::int64_t>(sizeof(float)))),
+      bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / gradient_bytes())),
       tracker_(tracker),
       weights_(std::move(weights)),
       // stage 1's gradients out, and the fp32 parameters in where they are gathered in fp32
@@ -180,10 +219,13 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
                          weights_->bytes.size() / parameters.size() == 2),
            "zero-{}: 16-bit weights of {} bytes for {} parameters", stage, weights_ ? weights_->bytes.size() : 0,
            parameters.size());
+  SB_CHECK(gradient_type == parallel::DataType::f32 ||
+               (stage >= 2 && (gradient_type == parallel::DataType::bf16 || gradient_type == parallel::DataType::f16)),
+           "zero-{}: gradient shards of type {}", stage, parallel::to_string(gradient_type));
   if (stage_ >= 2) {
     pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3");
-    shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * static_cast<std::int64_t>(sizeof(float)),
-                                 fmt::format("zero-{} gradient shard", stage));
+    shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * gradient_bytes(),
+                                 fmt::format("zero-{} gradient shard ({})", stage, parallel::to_string(gradient_type)));
   }
   if (!holds_parameter_shard()) return;
   parameter_shard_ = TrackedBuffer(tracker, weights_ ? MemoryCategory::optimizer : parameter_shard_category,
@@ -208,7 +250,14 @@ std::int64_t ZeroSharding::owned_end() const {
   return std::min<std::int64_t>(shard_begin() + shard_, static_cast<std::int64_t>(parameters_.size()));
 }
 
+std::span<std::uint16_t> ZeroSharding::shard_gradient_bits() const {
+  SB_CHECK(gradient_type_ != parallel::DataType::f32, "zero-{}: the gradient shard is fp32", stage_);
+  return {shard_grads_.as<std::uint16_t>(), static_cast<std::size_t>(std::max<std::int64_t>(0, owned_end() - shard_begin()))};
+}
+
 std::span<float> ZeroSharding::shard_gradients() const {
+  SB_CHECK(gradient_type_ == parallel::DataType::f32, "zero-{}: the gradient shard is {}", stage_,
+           parallel::to_string(gradient_type_));
   const std::int64_t count = std::max<std::int64_t>(0, owned_end() - shard_begin());
   float* data = stage_ >= 2 ? shard_grads_.as<float>() : gradients_.data() + std::min(shard_begin(), owned_end());
   return {data, static_cast<std::size_t>(count)};
@@ -225,17 +274,22 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
     Bucket bucket;
     const std::int64_t elements = std::max(bucket_elements_, count);
     bucket.capacity = elements;
-    const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const TrackedBuffer& b) { return b.bytes() >= 4 * elements; });
+    const std::int64_t bytes = gradient_bytes() * elements;
+    const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const TrackedBuffer& b) { return b.bytes() >= bytes; });
     if (spare != spare_.end()) {
       bucket.staging = std::move(*spare);
       spare_.erase(spare);
     } else {
-      bucket.staging = TrackedBuffer(tracker_, MemoryCategory::comm, 4 * elements, "zero-2 gradient bucket");
+      bucket.staging = TrackedBuffer(tracker_, MemoryCategory::comm, bytes, "zero-2 gradient bucket");
     }
     buckets_.push_back(std::move(bucket));
   }
   Bucket& bucket = buckets_.back();
-  std::copy_n(gradients_.data() + begin, count, bucket.staging.as<float>() + bucket.used);
+  if (gradient_type_ == parallel::DataType::f32)
+    std::copy_n(gradients_.data() + begin, count, bucket.staging.as<float>() + bucket.used);
+  else
+    round_to_sixteen_bits(gradient_type_, gradients_.data() + begin, bucket.staging.as<std::uint16_t>() + bucket.used,
+                          count);
   bucket.pieces.push_back({begin, end, bucket.used, owner});
   bucket.used += count;
   if (bucket.used >= bucket_elements_) start_open_bucket();
@@ -253,16 +307,39 @@ void ZeroSharding::start_open_bucket() {
   if (buckets_.empty() || buckets_.back().start_s >= 0) return;
   Bucket& bucket = buckets_.back();
   bucket.start_s = comm_clock_seconds();
-  bucket.request =
-      dp_.iall_reduce(bucket.staging.as<float>(), bucket.used, parallel::DataType::f32, parallel::ReduceOp::sum);
-  figures_.bytes += bucket.used * static_cast<std::int64_t>(sizeof(float));
+  bucket.request = dp_.iall_reduce(bucket.staging.data(), bucket.used, gradient_type_, parallel::ReduceOp::sum);
+  figures_.bytes += bucket.used * gradient_bytes();
   ++figures_.buckets;
+}
+
+// A reduced piece this rank owns added into its gradient shard (16 bits: in fp32, rounded once).
+void ZeroSharding::add_reduced_piece(const Bucket& bucket, const Piece& piece) {
+  const std::int64_t at = piece.begin - shard_begin(), count = piece.end - piece.begin;
+  if (gradient_type_ == parallel::DataType::f32) {
+    const float* reduced = bucket.staging.as<float>() + piece.at;
+    float* mine = shard_grads_.as<float>() + at;
+    for (std::int64_t i = 0; i < count; ++i) mine[i] += reduced[i];
+  } else {
+    std::uint16_t* mine = shard_grads_.as<std::uint16_t>() + at;
+    add_sixteen_bits(gradient_type_, mine, bucket.staging.as<std::uint16_t>() + piece.at, 1.0f, count);
+  }
+}
+
+// The shard's gradients times `scale` (16 bits: each rounded once).
+void ZeroSharding::scale_shard_gradients(float scale) {
+  const std::int64_t count = owned_end() - shard_begin();
+  if (gradient_type_ == parallel::DataType::f32) {
+    float* shard = shard_grads_.as<float>();
+    for (std::int64_t i = 0; i < count; ++i) shard[i] *= scale;
+  } else if (scale != 1.0f && count > 0) {
+    std::uint16_t* shard = shard_grads_.as<std::uint16_t>();
+    add_sixteen_bits(gradient_type_, shard, nullptr, scale, count);
+  }
 }
 
 // Stage 2: each finished bucket's pieces that this rank owns added into its shard; the
 // bucket's staging kept for reuse.
 void ZeroSharding::complete_buckets(bool wait) {
-  float* shard = shard_grads_.as<float>();
   std::erase_if(buckets_, [&](Bucket& bucket) {
     if (bucket.start_s < 0) return false;
     if (wait)
@@ -270,12 +347,8 @@ void ZeroSharding::complete_buckets(bool wait) {
     else if (!bucket.request.test())
       return false;
     in_flight_.emplace_back(bucket.start_s, comm_clock_seconds());
-    for (const Piece& piece : bucket.pieces) {
-      if (piece.owner != dp_.rank()) continue;
-      const float* reduced = bucket.staging.as<float>() + piece.at;
-      float* mine = shard + (piece.begin - shard_begin());
-      for (std::int64_t i = 0; i < piece.end - piece.begin; ++i) mine[i] += reduced[i];
-    }
+    for (const Piece& piece : bucket.pieces)
+      if (piece.owner == dp_.rank()) add_reduced_piece(bucket, piece);
     spare_.push_back(std::move(bucket.staging));
     return true;
   });
@@ -285,7 +358,7 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
   if (stage_ == 1) return;  // ZeRO-1 exchanges after backward
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   if (!step_open_) {  // the step's first range: the shard starts from zero
-    std::fill_n(shard_grads_.as<float>(), shard_, 0.0f);
+    std::fill_n(shard_grads_.as<std::byte>(), shard_grads_.bytes(), std::byte{0});  // +0 in every type
     figures_ = {};
     in_flight_.clear();
     step_open_ = true;
@@ -328,8 +401,7 @@ void ZeroSharding::finish(double local_scale) {
     pages_->recharge();
     SB_CHECK(pages_->all_given_back(),
              "zero-{}: backward did not report every gradient of the model", stage_);
-    float* shard = shard_grads_.as<float>();
-    for (std::int64_t i = 0; i < owned_end() - shard_begin(); ++i) shard[i] *= scale;
+    scale_shard_gradients(scale);
     step_open_ = false;
     figures_.in_flight_s = union_length(in_flight_, 1e300);
     figures_.hidden_s = union_length(in_flight_, t0);
@@ -352,7 +424,12 @@ void ZeroSharding::finish(double local_scale) {
 std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
     const std::vector<optim::ParameterSlice>& model_slices) const {
   const std::int64_t begin = shard_begin(), end = owned_end();
-  float* shard_grads = shard_gradients().data();
+  const bool sixteen_bit = gradient_type_ != parallel::DataType::f32;
+  float* shard_grads = sixteen_bit ? nullptr : shard_gradients().data();
+  const std::uint16_t* shard_bits = sixteen_bit ? shard_gradient_bits().data() : nullptr;
+  const optim::GradientStorage storage = gradient_type_ == parallel::DataType::bf16   ? optim::GradientStorage::bf16
+                                         : gradient_type_ == parallel::DataType::f16 ? optim::GradientStorage::fp16
+                                                                                     : optim::GradientStorage::fp32;
   std::vector<optim::ParameterSlice> shard;
   for (const optim::ParameterSlice& slice : model_slices) {
     const std::int64_t offset = slice.param - parameters_.data();
@@ -361,7 +438,13 @@ std::vector<optim::ParameterSlice> ZeroSharding::shard_slices(
     const std::int64_t lo = std::max(offset, begin), hi = std::min(offset + slice.numel, end);
     if (lo >= hi) continue;
     float* param = holds_parameter_shard() ? parameter_shard_.as<float>() + (lo - begin) : parameters_.data() + lo;
-    shard.push_back({slice.name, param, shard_grads + (lo - begin), hi - lo, slice.weight_decay, slice.replica});
+    optim::ParameterSlice cut{slice.name, param, sixteen_bit ? nullptr : shard_grads + (lo - begin), hi - lo,
+                              slice.weight_decay, slice.replica};
+    if (sixteen_bit) {
+      cut.grad_bits = shard_bits + (lo - begin);
+      cut.grad_storage = storage;
+    }
+    shard.push_back(std::move(cut));
   }
   return shard;
 }

@@ -146,18 +146,26 @@ class ZeroSharding final : public GradientSync {
   // bytes per parameter sharded; after each update the shard is rounded into its place in the
   // 16-bit weights and every rank's 16-bit shard all-gathered there (gather_parameters), so the
   // whole master is never held. The caller may give `parameters`' memory back after this.
+  // Stages 2 and 3 with a 16-bit `gradient_type` (bf16 or f16: precision.main_grads storage):
+  // each range is rounded into a 16-bit bucket, the buckets all-reduced in 16 bits (adding in
+  // fp32, each partial sum rounded) and the owner's pieces added into a 16-bit gradient shard
+  // (2 bytes a parameter over dp, ZeRO's count), which the optimizer widens chunk by chunk.
   ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters, std::span<float> gradients,
                TrackedBuffer* gradient_pages, std::int64_t bucket_bytes, MemoryTracker& tracker,
                MemoryCategory parameter_shard_category = MemoryCategory::params,
-               std::optional<SixteenBitWeights> weights = std::nullopt);
+               std::optional<SixteenBitWeights> weights = std::nullopt,
+               parallel::DataType gradient_type = parallel::DataType::f32);
   void ready(std::int64_t offset, std::int64_t count) override;
   bool reduces_every_micro_batch() const override { return stage_ >= 2; }
   void micro_batch_done() override;
   void finish(double local_scale) override;
   // The model's slices cut to this rank's shard, gradients pointing into the reduced shard.
   std::vector<optim::ParameterSlice> shard_slices(const std::vector<optim::ParameterSlice>& model_slices) const;
-  // The reduced gradients of this rank's shard (what the optimizer reads).
+  // The reduced gradients of this rank's shard (what the optimizer reads): fp32, or (16-bit
+  // gradient type) their bits.
   std::span<float> shard_gradients() const;
+  std::span<std::uint16_t> shard_gradient_bits() const;
+  parallel::DataType gradient_type() const { return gradient_type_; }
   // Stages 1 and 2: every rank's updated shard into every rank's parameters (with 16-bit
   // weights: into those, rounded). Stage 3: nothing (the model gathers each unit before it reads
   // it).
@@ -189,6 +197,9 @@ class ZeroSharding final : public GradientSync {
     double start_s = -1;
   };
   void stage_piece(std::int64_t begin, std::int64_t end, int owner);
+  void add_reduced_piece(const Bucket& bucket, const Piece& piece);
+  void scale_shard_gradients(float scale);
+  std::int64_t gradient_bytes() const { return gradient_type_ == parallel::DataType::f32 ? 4 : 2; }
   void start_open_bucket();
   void complete_buckets(bool wait);
   void gather_sixteen_bit_weights();
@@ -197,11 +208,12 @@ class ZeroSharding final : public GradientSync {
   int stage_;
   parallel::Communicator& dp_;
   std::span<float> parameters_, gradients_;
+  parallel::DataType gradient_type_;  // of the buckets and the gradient shard (stages 2 and 3)
   std::int64_t shard_, bucket_elements_;
   MemoryTracker& tracker_;
   std::optional<SixteenBitWeights> weights_;  // stages 1 and 2, mixed precision
   TrackedBuffer padded_;       // comm: (dp · shard) stage 1's gradients out and both stages' parameters in
-  TrackedBuffer shard_grads_;  // grads: (shard) stage 2's and 3's reduced gradients
+  TrackedBuffer shard_grads_;  // grads: (shard) stage 2's and 3's reduced gradients, of gradient_type_
   TrackedBuffer parameter_shard_;  // params or optimizer: (shard) stage 3's parameters, or the master's
   std::vector<Bucket> buckets_;         // stage 2: the open one last, then those in flight
   std::vector<TrackedBuffer> spare_;    // stage 2: staging buffers of finished buckets, reused

@@ -109,13 +109,18 @@ DistributedStep::DistributedStep(const plan::TrainConfig& config, TrainingTask& 
   if (config.strategy.zero >= 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.strategy.bucket_mb * 1024 * 1024);
     const bool mixed = config.precision.dtype != "fp32";
+    // ZeRO-2 and 3 with 16-bit main gradients: their buckets and gradient shard in that type
+    const bool sixteen_bit_shards = config.precision.sixteen_bit_main_gradients() && config.strategy.zero >= 2;
+    const parallel::DataType gradient_type = !sixteen_bit_shards                ? parallel::DataType::f32
+                                             : config.precision.dtype == "bf16" ? parallel::DataType::bf16
+                                                                                : parallel::DataType::f16;
     zero_ = std::make_unique<ZeroSharding>(static_cast<int>(config.strategy.zero), dp, parameters,
                                            task.gradients_flat(), task.gradient_pages(), bucket_bytes, tracker,
                                            mixed ? MemoryCategory::optimizer : MemoryCategory::params,
-                                           sixteen_bit_weights_to_gather(task));
+                                           sixteen_bit_weights_to_gather(task), gradient_type);
     if (zero_->holds_parameter_shard() && config.strategy.zero <= 2) shard_master_weights(task, tracker);
     slices = zero_->shard_slices(slices);
-    if (config.precision.sixteen_bit_main_gradients()) {  // ZeRO-1: the 16-bit sums reduce-scattered
+    if (config.precision.sixteen_bit_main_gradients() && !sixteen_bit_shards) {  // ZeRO-1: the 16-bit sums reduce-scattered
       keep_sixteen_bit_main_gradients(task, tracker, StorageMainGradients::Reduction::scatter);
       slices = storage_->main_gradient_slices(slices);
     } else {
@@ -276,10 +281,13 @@ StepResult DistributedStep::run(std::int64_t step, std::int64_t total_steps) {
     // a tied embedding), which the optimizer would otherwise apply; under ZeRO-2 the shard, the
     // only gradients left
     const bool sharded = zero_ && zero_->reduces_every_micro_batch();
+    const std::uint16_t infinity = config_.precision.dtype == "bf16"
+                                       ? to_bf16(std::numeric_limits<float>::infinity()).bits
+                                       : to_fp16(std::numeric_limits<float>::infinity()).bits;
     if (storage_)
-      std::fill_n(storage_->main_gradients().data(), storage_->main_gradients().size(),
-                  config_.precision.dtype == "bf16" ? to_bf16(std::numeric_limits<float>::infinity()).bits
-                                                    : to_fp16(std::numeric_limits<float>::infinity()).bits);
+      std::fill_n(storage_->main_gradients().data(), storage_->main_gradients().size(), infinity);
+    else if (sharded && zero_->gradient_type() != parallel::DataType::f32)
+      std::fill_n(zero_->shard_gradient_bits().data(), zero_->shard_gradient_bits().size(), infinity);
     else
       fill_floats(sharded ? zero_->shard_gradients() : task_.gradients_flat(), device_,
                   std::numeric_limits<float>::infinity());

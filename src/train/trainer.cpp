@@ -75,16 +75,13 @@ void check_supported_on_cuda(const plan::TrainConfig& c) {
 
 // Rejects what this trainer cannot run, before anything is allocated or written.
 // precision.main_grads storage with a 16-bit dtype: the main gradients are accumulated and
-// all-reduced in 16 bits by the bucketed data-parallel exchange, in host memory.
+// all-reduced in 16 bits by the bucketed data-parallel exchange (under ZeRO-1 reduce-scattered;
+// under ZeRO-2 and 3 reduced into 16-bit gradient shards), in host memory.
 void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
   const std::string& d = c.precision.dtype;
   SB_USER_CHECK(c.device == "cpu",
                 "{}: precision.main_grads storage keeps the {} main gradients in host memory; on device cuda the "
                 "trainer keeps fp32 main gradients (precision.main_grads: fp32)", c.source, d);
-  SB_USER_CHECK(c.strategy.zero <= 1,
-                "{}: precision.main_grads storage reduces {} main gradients (all-reduced, or reduce-scattered "
-                "under zero 1); strategy.zero {} reduces fp32 gradient shards micro-batch by micro-batch (use zero "
-                "0 or 1, or main_grads fp32)", c.source, d, c.strategy.zero);
   SB_USER_CHECK(c.strategy.interleave == 1,
                 "{}: precision.main_grads storage accumulates {} main gradients micro-batch by micro-batch, which "
                 "the virtual pipeline stages of strategy.interleave {} run out of order; use interleave 1, or "

@@ -23,7 +23,8 @@ scaling's skipped step, and tracked memory. Reads the HDF5 files, never stdout.
    the ZeRO formulas exactly (the fp32 master weights sharded with the moments) and as predicted;
    fine-tuning with pruning under bf16 ZeRO-1 as without ZeRO.
 9. 16-bit main gradients (precision.main_grads storage): one rank near fp32 main gradients, dp 2
-   and pp 2 (tp 2 and the ResNet's dp 2 and pp 2 in bf16) equal to one rank, the model state per rank 2 bytes of
+   (also under ZeRO 1 and 2; ZeRO-3, tp 2 and the ResNet's dp 2, ZeRO-2 and pp 2 in bf16) and pp 2
+   equal to one rank, the model state per rank 2 bytes of
    gradients per parameter exactly and as predicted, 2 bytes a parameter exchanged, and fp16's
    overflow skipping the step.
 8. bf16 with activation recomputation (selective on one rank, full under tp 2) gives the losses of
@@ -221,12 +222,15 @@ for precision in ["bf16", "fp16"]:
     # sum their 16-bit copies of the tied embedding's
     # ZeRO-1: the sums reduce-scattered in 16 bits, each rank's optimizer (fp32 master weights and
     # moments) on its shard only
+    # ZeRO-2 and 3: each micro-batch's ranges rounded into 16-bit buckets, all-reduced in 16 bits and
+    # added into a 16-bit gradient shard
     cases = [("dp2", 2, 1, 1, GPT), ("tp2", 1, 2, 1, GPT), ("pp2", 1, 1, 2, GPT), ("dp2_zero1", 2, 1, 1, GPT),
-             ("resnet_dp2", 2, 1, 1, RESNET), ("resnet_pp2", 1, 1, 2, RESNET)] if precision == "bf16" else \
-        [("dp2", 2, 1, 1, GPT), ("pp2", 1, 1, 2, GPT), ("dp2_zero1", 2, 1, 1, GPT)]
+             ("dp2_zero2", 2, 1, 1, GPT), ("dp2_zero3", 2, 1, 1, GPT), ("resnet_dp2", 2, 1, 1, RESNET),
+             ("resnet_dp2_zero2", 2, 1, 1, RESNET), ("resnet_pp2", 1, 1, 2, RESNET)] if precision == "bf16" else \
+        [("dp2", 2, 1, 1, GPT), ("pp2", 1, 1, 2, GPT), ("dp2_zero1", 2, 1, 1, GPT), ("dp2_zero2", 2, 1, 1, GPT)]
     resnet_one = None
     for name, dp, tp, pp, model in cases:
-        zero = 1 if name.endswith("zero1") else 0
+        zero = int(name[-1]) if "_zero" in name else 0
         if model is RESNET and resnet_one is None:
             resnet_one = train(f"resnet_{precision}_one_storage", storage, model=RESNET)
         reference = one if model is GPT else resnet_one
@@ -242,15 +246,21 @@ for precision in ["bf16", "fp16"]:
             problems.append(f"{precision} {name} main_grads storage: loss or eval differs from one rank by {gap:.2e} "
                             f"(> {tolerance})")
         # each rank's parameters: its tp shard's 16-bit weights (the ResNet's params also hold the
-        # BatchNorm running statistics; it has no tp)
-        params = [int(p) // 2 for p in run["state"]["params"]] if model is GPT else [run["parameters"]] * dp
-        shard = -(-params[0] // dp)  # ZeRO-1's shard: ceil(parameters / dp)
+        # BatchNorm running statistics; it has no tp; ZeRO-3's hold a shard: one rank's count)
+        params = [int(p) // 2 for p in (run if zero < 3 else reference)["state"]["params"]] if model is GPT \
+            else [run["parameters"]] * dp
+        params = params * dp if len(params) < dp else params
+        shard = -(-params[0] // dp)  # ZeRO's shard: ceil(parameters / dp)
         for rank, parameters in enumerate(params):
             moments = 8 if model is GPT else 4  # AdamW's m and v, SGD's momentum
             owned = max(0, min(shard, parameters - shard * rank)) if zero else parameters
-            # ZeRO-1 shards the moments and the fp32 master weights (its padded shard)
+            # ZeRO shards the moments and the fp32 master weights (its padded shard), from stage 2
+            # the 16-bit gradients (the padded shard), at stage 3 the 16-bit weights
             optimizer = (4 * shard if zero else 4 * parameters) + moments * owned
-            for part, expected in (("grads", 2 * parameters), ("optimizer", optimizer)):
+            want = [("grads", 2 * (shard if zero >= 2 else parameters)), ("optimizer", optimizer)]
+            if model is GPT and zero == 3:
+                want.append(("params", 2 * shard))
+            for part, expected in want:
                 if int(run["state"][part][rank]) != expected:
                     problems.append(f"{precision} {name} main_grads storage: rank {rank} tracks "
                                     f"{int(run['state'][part][rank])} B of {part}, 16-bit main gradients and fp32 "
@@ -263,26 +273,32 @@ for precision in ["bf16", "fp16"]:
                       f"formula {formula} B, the prediction {predicted:.0f} B")
                 if predicted != formula or measured != formula:
                     problems.append(f"{precision} {name} main_grads storage: rank 0 tracks {measured:.0f} B and the "
-                                    f"prediction says {predicted:.0f} B of optimizer state; ZeRO-1's formula says "
+                                    f"prediction says {predicted:.0f} B of optimizer state; ZeRO-{zero}'s formula says "
                                     f"{formula}")
                 continue
             if abs(predicted - measured) > MEMORY_TOL * measured:
                 problems.append(f"{precision} {name} main_grads storage: rank 0 tracks {measured:.0f} B of {part}, "
                                 f"the prediction says {predicted:.0f}")
-        if dp > 1 and int(run["dp_bytes"]) != 2 * (dp * shard if zero else params[0]):
+        # ZeRO-2 reduces each of the rank's micro-batches (the GPT's two; the ResNet's one); ZeRO-3's
+        # figure adds the parameter gathers
+        reductions = 2 if zero == 2 and model is GPT else 1
+        if dp > 1 and zero < 3 and int(run["dp_bytes"]) != 2 * reductions * (dp * shard if zero == 1 else params[0]):
             problems.append(f"{precision} {name} main_grads storage: the exchange moved {run['dp_bytes']} B a step, "
                             f"not 2 bytes for each of {params[0]} parameters")
-# dynamic scaling from 65536 (the first steps may overflow on their own) and step 3 made inf
-run = train("overflow_dp2_storage", "{dtype: fp16, main_grads: storage}", 2, steps=4, extra=["--set", "eval_every=1"],
-            env={"SB_INJECT_OVERFLOW": "3"})
-heldout = {int(s): l for s, l, split in zip(run["eval_step"], run["eval"], run["eval_split"]) if split == "heldout"}
-scale = run["loss_scale"]
-if (np.isfinite(run["grad_norm"][2]) or scale[3] != scale[2] / 2 or heldout[3] != heldout[2]
-        or not np.isfinite(run["grad_norm"][3]) or heldout[4] == heldout[3]):
-    problems.append(f"overflow_dp2_storage: skipped_steps {run['skipped']}, grad_norm {run['grad_norm']}, "
-                    f"loss_scale {scale}, held-out loss after steps 2/3/4 {heldout[2]} {heldout[3]} {heldout[4]}")
-print(f"overflow_dp2_storage: loss_scale {scale.tolist()}, grad_norm {run['grad_norm'].tolist()}, "
-      f"skipped_steps {run['skipped']}")
+# dynamic scaling from 65536 (the first steps may overflow on their own) and step 3 made inf (under
+# ZeRO-2: the 16-bit gradient shard)
+for zero in (0, 2):
+    name = f"overflow_dp2_zero{zero}_storage"
+    run = train(name, "{dtype: fp16, main_grads: storage}", 2, steps=4,
+                extra=["--set", "eval_every=1", "--set", f"strategy.zero={zero}"], env={"SB_INJECT_OVERFLOW": "3"})
+    heldout = {int(s): l for s, l, split in zip(run["eval_step"], run["eval"], run["eval_split"]) if split == "heldout"}
+    scale = run["loss_scale"]
+    if (np.isfinite(run["grad_norm"][2]) or scale[3] != scale[2] / 2 or heldout[3] != heldout[2]
+            or not np.isfinite(run["grad_norm"][3]) or heldout[4] == heldout[3]):
+        problems.append(f"{name}: skipped_steps {run['skipped']}, grad_norm {run['grad_norm']}, "
+                        f"loss_scale {scale}, held-out loss after steps 2/3/4 {heldout[2]} {heldout[3]} {heldout[4]}")
+    print(f"{name}: loss_scale {scale.tolist()}, grad_norm {run['grad_norm'].tolist()}, "
+          f"skipped_steps {run['skipped']}")
 
 # the skipped step: evaluations after every step
 # (overflow_pp2: on the last stage only; every stage must skip)
@@ -334,9 +350,7 @@ for name, precision, pp, extra, message in [
          ["--set", f"model={{layers: 4, hidden: {GPT_HIDDEN}, heads: 4, seq_len: {GPT_SEQ}, vocab: 256}}",
           "--set", "strategy.interleave=2"],
          "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which the "
-         "virtual pipeline stages of strategy.interleave 2 run out of order"),
-        ("storage_zero2", "{dtype: fp16, main_grads: storage}", 1, ["--set", "strategy.zero=2"],
-         "strategy.zero 2 reduces fp32 gradient shards")]:
+         "virtual pipeline stages of strategy.interleave 2 run out of order")]:
     result, wrote = train(f"refused_{name}", precision, pp=pp, extra=extra, expect_failure=True)
     if result.returncode == 0 or message not in result.stderr or wrote:
         problems.append(f"refused {name}: exit {result.returncode}, file written {wrote}, stderr {result.stderr[-300:]!r}")
