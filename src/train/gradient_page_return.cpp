@@ -3,6 +3,8 @@
 #include "train/gradient_page_return.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 
 #include "core/check.hpp"
 
@@ -14,6 +16,7 @@ GradientPageReturn::GradientPageReturn(TrackedBuffer* pages, std::span<float> gr
            "{}: the model's gradients must be a buffer charged by resident pages", who);
   const std::int64_t page = resident_page_bytes();
   consumed_.assign(static_cast<std::size_t>((pages_->bytes() + page - 1) / page), 0);
+  taken_.resize(consumed_.size());
 }
 
 void GradientPageReturn::consumed(std::int64_t begin, std::int64_t end) {
@@ -27,17 +30,38 @@ void GradientPageReturn::consumed(std::int64_t begin, std::int64_t end) {
   for (std::int64_t p = byte_begin / page; p * page < byte_end; ++p) {
     const std::int64_t lo = std::max(byte_begin, p * page), hi = std::min(byte_end, (p + 1) * page);
     std::int64_t& consumed = consumed_[static_cast<std::size_t>(p)];
-    consumed += hi - lo;
+    std::vector<std::pair<std::int64_t, std::int64_t>>& taken = taken_[static_cast<std::size_t>(p)];
     const std::int64_t capacity = std::min(page, total - p * page);
-    if (consumed < capacity) {
+    if (hi - lo < capacity) {  // part of the page: counted once however often it is taken
+      if (std::find(taken.begin(), taken.end(), std::make_pair(lo, hi)) == taken.end()) {
+        taken.emplace_back(lo, hi);
+        consumed += hi - lo;
+      }
+    } else {
+      consumed = capacity;
+    }
+    if (consumed < capacity) {  // the page stays: the range's next backward adds from zero
       give_back_run();
+      std::memset(pages_->as<std::byte>() + lo, 0, static_cast<std::size_t>(hi - lo));
       continue;
     }
     if (run_begin < 0) run_begin = p * page;
     run_end = p * page + capacity;
     consumed = 0;
+    taken.clear();
   }
   give_back_run();
+}
+
+void GradientPageReturn::give_back_consumed() {
+  const std::int64_t page = resident_page_bytes(), total = pages_->bytes();
+  for (std::size_t p = 0; p < consumed_.size(); ++p) {
+    if (consumed_[p] == 0) continue;
+    const auto at = static_cast<std::int64_t>(p) * page;
+    pages_->discard(at, std::min(page, total - at));
+    consumed_[p] = 0;
+    taken_[p].clear();
+  }
 }
 
 bool GradientPageReturn::all_given_back() const {

@@ -72,7 +72,8 @@ struct ChunkParameters {
     if (mixed)
       master = TrackedBuffer(tracker, MemoryCategory::optimizer, n * 4, "gpt fp32 master params", device,
                              master_residency(c));
-    grads = TrackedBuffer(tracker, MemoryCategory::grads, n * 4, "gpt grads", device);
+    grads = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency(c)), n * 4, "gpt grads", device,
+                          gradient_residency(c));
   }
   bool shared() const { return offsets.size() > 1; }
   gpt::GptParameterStorageT<S> of(std::int64_t k) const {
@@ -169,8 +170,8 @@ class LanguageModelTask final : public TrainingTask {
     return chunk_parameters_.shared() ? chunk_parameters_.gradients() : model_.gradients_flat();
   }
   TrackedBuffer* gradient_pages() override {
-    TrackedBuffer& own = model_.gradient_memory();
-    return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
+    TrackedBuffer& own = chunk_parameters_.shared() ? chunk_parameters_.grads : model_.gradient_memory();
+    return own.residency() == Residency::resident_pages ? &own : nullptr;
   }
   TrackedBuffer* parameter_pages() override {
     TrackedBuffer& own = model_.parameter_memory();

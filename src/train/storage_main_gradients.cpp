@@ -135,7 +135,11 @@ void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
            "gradient range [{}, {}) outside the model's {} gradients (or reported twice)", offset, offset + count,
            total);
   pages_.recharge();  // what backward wrote since the last range: the peak
-  if (micro_batch_ + 1 < micro_batches_ || !buckets()) {
+  const std::int64_t report = ++reports_[offset];
+  SB_CHECK(report <= micro_batches_, "gradient range at {} reported {} times in a step of {} micro-batches", offset,
+           report, micro_batches_);
+  reported_elements_ += count;
+  if (report < micro_batches_ || !buckets()) {
     add_into(main_.as<std::uint16_t>() + offset, offset, count);
   } else {  // the last micro-batch: the sums into the buckets, reduced as they fill
     add_into(packed_.as<std::uint16_t>() + buckets_.packed(), offset, count);
@@ -146,12 +150,9 @@ void StorageMainGradients::ready(std::int64_t offset, std::int64_t count) {
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
 }
 
-void StorageMainGradients::micro_batch_done() {
-  SB_CHECK(pages_.all_given_back(), "micro-batch {}: backward did not report every gradient of the model",
-           micro_batch_ + 1);
-  pages_.recharge();
-  ++micro_batch_;
-}
+// (a page straddling two model chunks of an interleaved stage may wait for the other chunk's
+// backward: whether every gradient was reported is checked at the end of the step)
+void StorageMainGradients::micro_batch_done() { pages_.recharge(); }
 
 // ZeRO-1: every rank's main gradients, padded to dp·shard, reduce-scattered in 16 bits (MPI with
 // the user-defined sum); this rank's block of the sum, scaled, into its shard of the main
@@ -173,9 +174,11 @@ void StorageMainGradients::finish(double local_scale) {
   const double backward_end = comm_clock_seconds();
   figures_.cpu_at_backward_end_s = process_cpu_seconds();
   SB_CHECK(step_open_, "16-bit main gradients: backward reported no gradients this step");
-  SB_CHECK(micro_batch_ + 1 == micro_batches_, "16-bit main gradients: {} micro-batches reported, {} expected",
-           micro_batch_ + 1, micro_batches_);
-  SB_CHECK(pages_.all_given_back(), "16-bit main gradients: backward did not report every gradient of the model");
+  const auto n = static_cast<std::int64_t>(gradients_.size());
+  SB_CHECK(reported_elements_ == micro_batches_ * n,
+           "16-bit main gradients: {} gradients reported this step, {} micro-batches of {} expected",
+           reported_elements_, micro_batches_, n);
+  pages_.give_back_consumed();  // every range taken for the last time (counted above)
   pages_.recharge();
   const auto scale = static_cast<float>(local_scale / dp_.size());
   std::uint16_t* main = main_.as<std::uint16_t>();
@@ -199,7 +202,8 @@ void StorageMainGradients::finish(double local_scale) {
   figures_.exposed_s = comm_clock_seconds() - backward_end;
   if (reduces() && reduction_ == Reduction::scatter) figures_.in_flight_s = figures_.exposed_s;
   buckets_.clear();
-  micro_batch_ = 0;
+  reports_.clear();
+  reported_elements_ = 0;
   step_open_ = false;
 }
 

@@ -6,7 +6,8 @@
 // accumulator): as the range is reported it is added into the 16-bit main gradients (one
 // rounding) and its pages are given back, so the fp32 gradients are resident only while backward
 // writes them. In the last micro-batch the sums go into buckets of a 16-bit comm buffer in the
-// order backward finishes them, each all-reduced in 16 bits (strategy.allreduce ring: our ring,
+// order backward finishes them (a range's last report of the step, so model chunks of an
+// interleaved pipeline stage may finish in any order), each all-reduced in 16 bits (strategy.allreduce ring: our ring,
 // adding in fp32 and rounding each partial sum; mpi: MPI_Iallreduce with a user-defined sum) as
 // soon as it is full, overlapping the rest of backward; finish() waits for them and
 // writes the mean back into the main gradients. Under ZeRO-1 (`Reduction::scatter`, Megatron-LM's
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,7 +71,11 @@ class StorageMainGradients final : public GradientSync {
   std::span<float> gradients_;
   GradientPageReturn pages_;
   parallel::DataType storage_;
-  std::int64_t micro_batches_, micro_batch_ = 0;  // this step's micro-batch being reported
+  std::int64_t micro_batches_;
+  // this step's reports of each range (by its offset): the micro_batches_-th is its last
+  // micro-batch's, whatever order model chunks run in (interleaved pipeline stages)
+  std::unordered_map<std::int64_t, std::int64_t> reports_;
+  std::int64_t reported_elements_ = 0;  // this step's, every micro-batch's
   bool ring_;
   TrackedBuffer main_;    // grads: (parameters) of the storage type, flat order
   Reduction reduction_;

@@ -82,10 +82,6 @@ void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.device == "cpu",
                 "{}: precision.main_grads storage keeps the {} main gradients in host memory; on device cuda the "
                 "trainer keeps fp32 main gradients (precision.main_grads: fp32)", c.source, d);
-  SB_USER_CHECK(c.strategy.interleave == 1,
-                "{}: precision.main_grads storage accumulates {} main gradients micro-batch by micro-batch, which "
-                "the virtual pipeline stages of strategy.interleave {} run out of order; use interleave 1, or "
-                "main_grads fp32", c.source, d, c.strategy.interleave);
   SB_USER_CHECK(plan::trains_resnet(c) || c.data.dataset == "sotu",
                 "{}: precision.main_grads storage trains the GPT language model (data.dataset sotu) and the ResNets; "
                 "sequence classification on {} keeps fp32 main gradients", c.source, c.data.dataset);

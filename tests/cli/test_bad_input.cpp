@@ -76,12 +76,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "batch.micro 4 × strategy.micro_batches 4 must equal the batch per rank"},
         BadInput{"unknown_site", std::string(kGoodCase) + "site: atlantis\n", "",
                  "site 'atlantis' is neither a file nor a profile in"},
-        BadInput{"main_grads_storage_with_interleave",
-                 "model: gpt-tiny\ndata: sotu\nsteps: 2\nbatch: {global: 4}\n"
-                 "precision: {dtype: bf16, main_grads: storage}\nstrategy: {pp: 2, interleave: 2, micro_batches: 2}\n",
+        BadInput{"main_grads_storage_on_cuda",
+                 "model: gpt-nano\ndata: sotu\nsteps: 2\ndevice: cuda\n"
+                 "precision: {dtype: bf16, main_grads: storage}\n",
                  "",
-                 "precision.main_grads storage accumulates bf16 main gradients micro-batch by micro-batch, which the "
-                 "virtual pipeline stages of strategy.interleave 2 run out of order; use interleave 1, or main_grads fp32"},
+                 "precision.main_grads storage keeps the bf16 main gradients in host memory; on device cuda the "
+                 "trainer keeps fp32 main gradients (precision.main_grads: fp32)"},
         BadInput{"interleave_without_pipeline", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "strategy.interleave 2 splits each pipeline rank's layers into virtual stages; it needs strategy.pp > 1"},
         BadInput{"interleave_resnet_in_trainer",
