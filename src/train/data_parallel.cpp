@@ -5,15 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 
 #include "core/check.hpp"
 #include "core/cpu_clock.hpp"
 #include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
-#include "precision/bf16.hpp"
-#include "precision/fp16.hpp"
+#include "train/sixteen_bit_arrays.hpp"
 
 namespace sb::train {
 
@@ -22,41 +20,6 @@ namespace {
 using parallel::comm_clock_seconds;
 constexpr int kZeroTag = 900;
 constexpr int kZeroTwoBucketsInFlight = 2;
-
-template <class F>
-F round_to(float value) {
-  if constexpr (std::is_same_v<F, bf16>)
-    return to_bf16(value);
-  else
-    return to_fp16(value);
-}
-
-template <class F>
-void round_to_sixteen_bits(const float* in, std::uint16_t* out, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to<F>(in[i]).bits;
-}
-
-// out = F(float(out) · scale + float(add)) elementwise (add may be null: nothing added).
-template <class F>
-void add_sixteen_bits(std::uint16_t* out, const std::uint16_t* add, float scale, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
-    out[i] = round_to<F>(to_float(F::from_bits(out[i])) * scale + (add ? to_float(F::from_bits(add[i])) : 0.0f)).bits;
-}
-
-void round_to_sixteen_bits(parallel::DataType type, const float* in, std::uint16_t* out, std::int64_t n) {
-  if (type == parallel::DataType::bf16)
-    round_to_sixteen_bits<bf16>(in, out, n);
-  else
-    round_to_sixteen_bits<fp16>(in, out, n);
-}
-
-void add_sixteen_bits(parallel::DataType type, std::uint16_t* out, const std::uint16_t* add, float scale,
-                      std::int64_t n) {
-  if (type == parallel::DataType::bf16)
-    add_sixteen_bits<bf16>(out, add, scale, n);
-  else
-    add_sixteen_bits<fp16>(out, add, scale, n);
-}
 
 }  // namespace
 
@@ -215,8 +178,7 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
   SB_CHECK(stage >= 1 && stage <= 3, "ZeRO stage {} is not sharded here", stage);
   SB_CHECK(parameters.size() == gradients.size(), "zero-{}: {} parameters but {} gradients", stage,
            parameters.size(), gradients.size());
-  SB_CHECK(!weights_ || (stage <= 2 && weights_->bytes.size() % parameters.size() == 0 &&
-                         weights_->bytes.size() / parameters.size() == 2),
+  SB_CHECK(!weights_ || (stage <= 2 && weights_->bytes.size() == 2 * parameters.size()),
            "zero-{}: 16-bit weights of {} bytes for {} parameters", stage, weights_ ? weights_->bytes.size() : 0,
            parameters.size());
   SB_CHECK(gradient_type == parallel::DataType::f32 ||
@@ -287,9 +249,9 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
   Bucket& bucket = buckets_.back();
   if (gradient_type_ == parallel::DataType::f32)
     std::copy_n(gradients_.data() + begin, count, bucket.staging.as<float>() + bucket.used);
-  else
-    round_to_sixteen_bits(gradient_type_, gradients_.data() + begin, bucket.staging.as<std::uint16_t>() + bucket.used,
-                          count);
+  else  // rounded into the bucket
+    add_scaled(gradient_type_, bucket.staging.as<std::uint16_t>() + bucket.used, nullptr, 1.0f,
+               gradients_.data() + begin, count);
   bucket.pieces.push_back({begin, end, bucket.used, owner});
   bucket.used += count;
   if (bucket.used >= bucket_elements_) start_open_bucket();
@@ -320,8 +282,8 @@ void ZeroSharding::add_reduced_piece(const Bucket& bucket, const Piece& piece) {
     float* mine = shard_grads_.as<float>() + at;
     for (std::int64_t i = 0; i < count; ++i) mine[i] += reduced[i];
   } else {
-    std::uint16_t* mine = shard_grads_.as<std::uint16_t>() + at;
-    add_sixteen_bits(gradient_type_, mine, bucket.staging.as<std::uint16_t>() + piece.at, 1.0f, count);
+    const auto n = static_cast<std::size_t>(count);
+    add_rounded(gradient_type_, {shard_grads_.as<std::uint16_t>() + at, n}, {bucket.staging.as<std::uint16_t>() + piece.at, n});
   }
 }
 
@@ -333,7 +295,7 @@ void ZeroSharding::scale_shard_gradients(float scale) {
     for (std::int64_t i = 0; i < count; ++i) shard[i] *= scale;
   } else if (scale != 1.0f && count > 0) {
     std::uint16_t* shard = shard_grads_.as<std::uint16_t>();
-    add_sixteen_bits(gradient_type_, shard, nullptr, scale, count);
+    add_scaled(gradient_type_, shard, shard, scale, nullptr, count);
   }
 }
 

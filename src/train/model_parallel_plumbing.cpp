@@ -3,21 +3,14 @@
 #include "train/model_parallel_plumbing.hpp"
 
 #include "core/check.hpp"
-#include "precision/rounded_sum.hpp"
 #include "train/device_staging.hpp"
+#include "train/sixteen_bit_arrays.hpp"
 
 namespace sb::train {
 
 namespace {
 constexpr int kTiedGradientTag = 1 << 22;
 constexpr int kEvaluationTag = (1 << 22) + 1;
-
-// gradient[i] = gradient[i] + theirs[i] in F (bf16 or fp16, as their bits).
-template <class F>
-void add_rounded(std::span<std::uint16_t> gradient, const std::vector<std::uint16_t>& theirs) {
-  for (std::size_t i = 0; i < gradient.size(); ++i)
-    gradient[i] = rounded_sum(F::from_bits(gradient[i]), F::from_bits(theirs[i])).bits;
-}
 }  // namespace
 
 gpt::TensorParallelGroup tensor_parallel_group(parallel::Communicator& tp) {
@@ -80,10 +73,7 @@ void sum_tied_sixteen_bit_gradient(parallel::Communicator& pp, std::span<std::ui
   pp.send(gradient.data(), n, type, peer, kTiedGradientTag);
   receive.wait();
   // a + b on one stage, b + a on the other: the same bits
-  if (type == parallel::DataType::bf16)
-    add_rounded<bf16>(gradient, theirs);
-  else
-    add_rounded<fp16>(gradient, theirs);
+  add_rounded(type, gradient, theirs);
 }
 
 void receive_from_previous_stage(parallel::Communicator& pp, std::span<std::byte> activation) {

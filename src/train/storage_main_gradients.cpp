@@ -12,38 +12,13 @@
 #include "parallel/ring.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
+#include "train/sixteen_bit_arrays.hpp"
 
 namespace sb::train {
 
 namespace {
 
 using parallel::comm_clock_seconds;
-
-template <class F>
-F round_to(float value) {
-  if constexpr (std::is_same_v<F, bf16>)
-    return to_bf16(value);
-  else
-    return to_fp16(value);
-}
-
-// out[i] = F(float(a[i]) · scale + b[i]) (b may be null: nothing added); out may alias a.
-template <class F>
-void add_scaled(std::uint16_t* out_bits, const std::uint16_t* a_bits, float scale, const float* b, std::int64_t n) {
-  static_assert(sizeof(F) == sizeof(std::uint16_t));
-  auto* out = reinterpret_cast<F*>(out_bits);
-  const auto* a = reinterpret_cast<const F*>(a_bits);
-#pragma omp parallel for schedule(static) if (n >= 16384)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to<F>(to_float(a[i]) * scale + (b ? b[i] : 0.0f));
-}
-
-void add_scaled(parallel::DataType storage, std::uint16_t* out, const std::uint16_t* a, float scale, const float* b,
-                std::int64_t n) {
-  if (storage == parallel::DataType::bf16)
-    add_scaled<bf16>(out, a, scale, b, n);
-  else
-    add_scaled<fp16>(out, a, scale, b, n);
-}
 
 }  // namespace
 

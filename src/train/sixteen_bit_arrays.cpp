@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// 16-bit float arrays: scaled sums and rounded sums, dispatched on bf16 or f16.
+#include "train/sixteen_bit_arrays.hpp"
+
+#include <type_traits>
+
+#include "core/check.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
+#include "precision/rounded_sum.hpp"
+
+namespace sb::train {
+
+namespace {
+
+template <class F>
+F round_to(float value) {
+  if constexpr (std::is_same_v<F, bf16>)
+    return to_bf16(value);
+  else
+    return to_fp16(value);
+}
+
+template <class F>
+void add_scaled(std::uint16_t* out, const std::uint16_t* a, float scale, const float* b, std::int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= 16384)
+  for (std::int64_t i = 0; i < n; ++i)
+    out[i] = round_to<F>((a ? to_float(F::from_bits(a[i])) * scale : 0.0f) + (b ? b[i] : 0.0f)).bits;
+}
+
+template <class F>
+void add_rounded(std::span<std::uint16_t> into, std::span<const std::uint16_t> add) {
+  for (std::size_t i = 0; i < into.size(); ++i) into[i] = rounded_sum(F::from_bits(into[i]), F::from_bits(add[i])).bits;
+}
+
+void check_sixteen_bit(parallel::DataType type) {
+  SB_CHECK(type == parallel::DataType::bf16 || type == parallel::DataType::f16, "16-bit arithmetic on type {}",
+           parallel::to_string(type));
+}
+
+}  // namespace
+
+void add_scaled(parallel::DataType type, std::uint16_t* out, const std::uint16_t* a, float scale, const float* b,
+                std::int64_t n) {
+  check_sixteen_bit(type);
+  if (type == parallel::DataType::bf16)
+    add_scaled<bf16>(out, a, scale, b, n);
+  else
+    add_scaled<fp16>(out, a, scale, b, n);
+}
+
+void add_rounded(parallel::DataType type, std::span<std::uint16_t> into, std::span<const std::uint16_t> add) {
+  check_sixteen_bit(type);
+  SB_CHECK(into.size() == add.size(), "16-bit sum of {} and {} values", into.size(), add.size());
+  if (type == parallel::DataType::bf16)
+    add_rounded<bf16>(into, add);
+  else
+    add_rounded<fp16>(into, add);
+}
+
+}  // namespace sb::train
