@@ -15,6 +15,7 @@
 #include "parallel/fault.hpp"
 #include "parallel/libnbc_allreduce_choice.hpp"
 #include "parallel/mpi_check.hpp"
+#include "precision/rounded_sum.hpp"
 
 namespace sb::parallel {
 
@@ -45,18 +46,23 @@ MPI_Op mpi_op(ReduceOp op) {
 }
 
 // The reduction of two 16-bit floats (F: bf16 or fp16, as their bits): in fp32, rounded to
-// nearest even, as NCCL reduces them.
+// nearest even, as NCCL reduces them. Sums, the gradients' reduction, take the vectorised array
+// sum (precision/rounded_sum.hpp); max and min the scalar loop.
 template <class F, ReduceOp op>
 void reduce_16_bit(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
   const auto* a = static_cast<const F*>(in);
   auto* b = static_cast<F*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float x = to_float(a[i]), y = to_float(b[i]);
-    const float r = op == ReduceOp::sum ? x + y : op == ReduceOp::max ? (x > y ? x : y) : (x < y ? x : y);
-    if constexpr (std::is_same_v<F, bf16>)
-      b[i] = to_bf16(r);
-    else
-      b[i] = to_fp16(r);
+  if constexpr (op == ReduceOp::sum) {
+    add_rounded(b, a, *len);
+  } else {
+    for (int i = 0; i < *len; ++i) {
+      const float x = to_float(a[i]), y = to_float(b[i]);
+      const float r = op == ReduceOp::max ? (x > y ? x : y) : (x < y ? x : y);
+      if constexpr (std::is_same_v<F, bf16>)
+        b[i] = to_bf16(r);
+      else
+        b[i] = to_fp16(r);
+    }
   }
 }
 

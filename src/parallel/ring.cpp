@@ -78,7 +78,7 @@ class Ring final : public Request::Impl {
     while (!complete_ && send_.test() && receive_.test()) {
       if (phases_[phase_] == Phase::reduce_scatter) {  // add the received partial sums
         const auto [begin, end] = segment(receiving_);
-        for (std::int64_t i = begin; i < end; ++i) data_[i] = rounded_sum(data_[i], scratch_[static_cast<std::size_t>(i - begin)]);
+        add_rounded(data_ + begin, scratch_.data(), end - begin);
       }
       if (++step_ == n_ - 1) {
         step_ = 0;

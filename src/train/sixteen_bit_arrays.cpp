@@ -30,7 +30,9 @@ void add_scaled(std::uint16_t* out, const std::uint16_t* a, float scale, const f
 
 template <class F>
 void add_rounded(std::span<std::uint16_t> into, std::span<const std::uint16_t> add) {
-  for (std::size_t i = 0; i < into.size(); ++i) into[i] = rounded_sum(F::from_bits(into[i]), F::from_bits(add[i])).bits;
+  static_assert(sizeof(F) == sizeof(std::uint16_t));
+  sb::add_rounded(reinterpret_cast<F*>(into.data()), reinterpret_cast<const F*>(add.data()),
+                  static_cast<std::int64_t>(into.size()));
 }
 
 void check_sixteen_bit(parallel::DataType type) {
