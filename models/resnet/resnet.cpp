@@ -66,7 +66,7 @@ template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
                               MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
                               kernels::KernelRecorder* recorder, Residency gradient_residency,
-                              Recompute recompute, Residency master_residency)
+                              Recompute recompute, Residency master_residency, Residency parameter_residency)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -90,12 +90,13 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   full_recompute_ = l.full_recompute;
   input_floats_ = l.in_floats(l.first);
   output_floats_ = l.out_floats(l.end - 1);
-  {
+  for (i64 unit = l.first; unit < l.end; ++unit) {  // each unit's parameters, in storage order
+    unit_offsets_.push_back(parameter_count_);
     ParameterTensors views{};
-    for_each_parameter(views, l, [&](const ParameterSpec& spec, float*&, std::uint64_t) {
-      parameter_count_ += spec.shape.numel();
-    });
+    for_each_parameter(views, Layout{config_, blocks_, unit, unit + 1},
+                       [&](const ParameterSpec& spec, float*&, std::uint64_t) { parameter_count_ += spec.shape.numel(); });
   }
+  unit_offsets_.push_back(parameter_count_);
   if (l.stem() && l.head()) {
     SB_CHECK(parameter_count_ == resnet_parameter_count(config_),
              "resnet parameter shapes sum to {}, layers give {}", parameter_count_,
@@ -128,7 +129,7 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
     return;
   }
   params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
-                                 mixed ? "resnet 16-bit params" : "resnet params");
+                                 mixed ? "resnet 16-bit params" : "resnet params", Device::cpu, parameter_residency);
   if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
     master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
                                    "resnet fp32 master params", Device::cpu, master_residency);
@@ -186,6 +187,47 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
 }
 
 template <class S>
+FlatRange ResnetModelT<S>::unit_parameter_range(i64 unit) const {
+  SB_CHECK(unit >= first_unit_ && unit < end_unit_, "resnet: unit {} outside this partition's [{}, {})", unit,
+           first_unit_, end_unit_);
+  const auto i = static_cast<std::size_t>(unit - first_unit_);
+  return {unit_offsets_[i], unit_offsets_[i + 1] - unit_offsets_[i]};
+}
+
+template <class S>
+ResnetModelT<S>::HeldUnit::HeldUnit(const ResnetModelT& model, i64 unit, i64 next)
+    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr), params_base_(model.params_memory_.as<S>()) {
+  if (!gather_) return;
+  range_ = model.unit_parameter_range(unit);
+  // The gather's buffer is read only (kernels take the weights as const); the views are S*.
+  gathered_ = const_cast<S*>(reinterpret_cast<const S*>(gather_->gather({&range_, 1})));
+  if (next >= 0) {
+    const FlatRange prefetched = model.unit_parameter_range(next);
+    gather_->prefetch({&prefetched, 1});
+  }
+}
+
+template <class S>
+S* ResnetModelT<S>::HeldUnit::w(S* in_params) const {
+  if (!gather_ || in_params == nullptr) return in_params;
+  const i64 offset = in_params - params_base_;
+  SB_CHECK(offset >= range_.offset && offset < range_.offset + range_.count,
+           "resnet: a weight at parameter {} read outside the gathered unit [{}, {})", offset, range_.offset,
+           range_.offset + range_.count);
+  return gathered_ + (offset - range_.offset);
+}
+
+template <class S>
+BlockTensorsT<S> ResnetModelT<S>::HeldUnit::block(const BlockTensorsT<S>& p) const {
+  return {w(p.conv1), bn(p.bn1), w(p.conv2), bn(p.bn2), w(p.shortcut_conv), bn(p.shortcut_bn)};
+}
+
+template <class S>
+ResnetModelT<S>::HeldUnit::~HeldUnit() {
+  if (gather_) gather_->release({&range_, 1});
+}
+
+template <class S>
 i64 ResnetModelT<S>::slot_activation_bytes() const {
   return acts_memory_.bytes() / activation_slots() + labels_memory_.bytes() / activation_slots();
 }
@@ -229,6 +271,7 @@ void ResnetModelT<S>::init_weights(std::uint64_t seed) {
 
 template <class S>
 void ResnetModelT<S>::sync_storage_parameters() {
+  if (unit_gather_) return;  // ZeRO-3: the shards' owner rounds its 16-bit shard; units are gathered from it
   if constexpr (!std::is_same_v<S, float>) k_.narrow(params_memory_.as<S>(), master_base_, parameter_count_);
 }
 
@@ -289,10 +332,9 @@ void ResnetModelT<S>::batchnorm_backward(S* dinp, const BatchNormTensors& grad, 
 
 // inp (N, IC, H, W) -> a.blocks[b].out (N, OC, OH, OW)
 template <class S>
-void ResnetModelT<S>::block_forward(const ActivationTensorsT<S>& acts, std::size_t b, const S* inp, i64 N,
-                                    bool training) {
+void ResnetModelT<S>::block_forward(const ActivationTensorsT<S>& acts, std::size_t b, const BlockTensorsT<S>& p,
+                                    const S* inp, i64 N, bool training) {
   const ResnetBlockShape& s = blocks_[b];
-  const BlockTensorsT<S>& p = params_.blocks[b];
   const BlockRunningStatistics& r = statistics_.blocks[b];
   const BlockActivationsT<S>& a = acts.blocks[b];
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
@@ -331,9 +373,9 @@ void ResnetModelT<S>::point_recomputed_views(ActivationTensorsT<S>& a, i64 N) {
 // The block's forward again up to what its backward reads (bn2's output is the kept `out`),
 // with the batch statistics of the training forward: the same values, no reduction.
 template <class S>
-void ResnetModelT<S>::recompute_block(const ActivationTensorsT<S>& acts, std::size_t b, const S* inp, i64 N) {
+void ResnetModelT<S>::recompute_block(const ActivationTensorsT<S>& acts, std::size_t b, const BlockTensorsT<S>& p,
+                                      const S* inp, i64 N) {
   const ResnetBlockShape& s = blocks_[b];
-  const BlockTensorsT<S>& p = params_.blocks[b];
   const BlockActivationsT<S>& a = acts.blocks[b];
   const i64 IC = s.in_channels, H = s.in_size, OC = s.out_channels, OH = s.out_size;
   if (s.shortcut_conv)
@@ -392,19 +434,22 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   const S* x = a.input;  // (N, C, H, W), the input of the next unit
   if (has_stem()) {          // relu(bn(conv(images)))
     k_.begin_unit("stem");
+    const HeldUnit weights(*this, 0, next_unit(0, +1));
     const i64 IC = config_.image_channels, size = config_.image_size;
     const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
-    k_.conv2d_forward(a.stem_conv, a.input, p.stem_conv, nullptr, N, IC, size, size, C0,
+    k_.conv2d_forward(a.stem_conv, a.input, weights.w(p.stem_conv), nullptr, N, IC, size, size, C0,
                        config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                        config_.stem_kernel / 2);
-    batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, p.stem_bn,
+    batchnorm_forward(a.stem_relu, a.stem_bn, statistics_.stem_bn, a.stem_conv, weights.bn(p.stem_bn),
                       nullptr, true, N, C0, S0 * S0, training);
     x = a.stem_relu;
   }
   for (std::size_t b = 0; b < blocks_.size(); ++b) {  // the stages
     if (!has_block(b)) continue;
     k_.begin_unit("block");
-    block_forward(a, b, x, N, training);
+    const auto unit = static_cast<i64>(b) + 1;
+    const HeldUnit weights(*this, unit, next_unit(unit, +1));
+    block_forward(a, b, weights.block(p.blocks[b]), x, N, training);
     x = a.blocks[b].out;
   }
   st.output = x;
@@ -415,7 +460,10 @@ float ResnetModelT<S>::forward_from(i64 slot, const In* input, const std::int32_
   const ResnetBlockShape& last = blocks_.back();
   const i64 features = last.out_channels;
   k_.global_avgpool_forward(a.pooled, x, N, features, last.out_size * last.out_size);
-  k_.matmul_forward(a.logits, a.pooled, p.fc_weight, p.fc_bias, N, features, classes);
+  {
+    const HeldUnit weights(*this, end_unit_ - 1, -1);
+    k_.matmul_forward(a.logits, a.pooled, weights.w(p.fc_weight), weights.w(p.fc_bias), N, features, classes);
+  }
   st.output = a.logits;
   if (!labels) return std::numeric_limits<float>::quiet_NaN();
   k_.crossentropy_forward(a.losses, a.probs, a.logits, st.labels, N, classes);
@@ -458,10 +506,9 @@ void ResnetModelT<S>::zero_grad() {
 // dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=, each
 // layer's reported as soon as it is final. inp is the block's forward input.
 template <class S>
-void ResnetModelT<S>::block_backward(const ActivationTensorsT<S>& acts, std::size_t b, S* dinp, const S* dout,
-                                     const S* inp, i64 N) {
+void ResnetModelT<S>::block_backward(const ActivationTensorsT<S>& acts, std::size_t b, const BlockTensorsT<S>& p,
+                                     S* dinp, const S* dout, const S* inp, i64 N) {
   const ResnetBlockShape& s = blocks_[b];
-  const BlockTensorsT<S>& p = params_.blocks[b];
   const BlockTensors& g = grads_.blocks[b];
   const BlockActivationsT<S>& a = acts.blocks[b];
   const ActivationGradientsT<S>& d = acts_grads_;
@@ -522,8 +569,11 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
       if (soft_targets_.teacher_logits)
         soft_target_backward(d.dlogits, a.logits, soft_targets_, N, classes, loss_scale_ / static_cast<double>(N));
     }
-    k_.matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, p.fc_weight, N,
-                        features, classes);
+    {
+      const HeldUnit weights(*this, end_unit_ - 1, next_unit(end_unit_ - 1, -1));
+      k_.matmul_backward(d.dpooled, g.fc_weight, g.fc_bias, d.dlogits, a.pooled, weights.w(p.fc_weight), N,
+                         features, classes);
+    }
     gradient_ready(g.fc_weight, classes * features + classes);  // weight and bias are adjacent
     k_.global_avgpool_backward(d.dblock_out, d.dpooled, N, features, last_hw);
   } else if (runs) {
@@ -539,9 +589,12 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
     const bool first_here = static_cast<i64>(b) + 1 == first_unit_;
     const S* inp = first_here ? a.input : b == 0 ? a.stem_relu : a.blocks[b - 1].out;
     k_.begin_unit("block");
-    if (full_recompute_) recompute_block(a, b, inp, N);
+    const auto unit = static_cast<i64>(b) + 1;
+    const HeldUnit held(*this, unit, next_unit(unit, -1));
+    const BlockTensorsT<S> weights = held.block(p.blocks[b]);
+    if (full_recompute_) recompute_block(a, b, weights, inp, N);
     k_.zero(din, N * s.in_channels * s.in_size * s.in_size * kS);
-    block_backward(a, b, din, dout, inp, N);
+    block_backward(a, b, weights, din, dout, inp, N);
     std::swap(din, dout);
   }
   if (!has_stem()) {  // dout: the gradient of this partition's input
@@ -553,9 +606,10 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
   k_.begin_unit("stem");
   const i64 IC = config_.image_channels, size = config_.image_size;
   const i64 C0 = config_.stem_channels, S0 = resnet_stem_output_size(config_);
-  batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, p.stem_bn, a.stem_bn, N,
+  const HeldUnit weights(*this, 0, -1);
+  batchnorm_backward(d.dconv1, g.stem_bn, dout, a.stem_relu, a.stem_conv, weights.bn(p.stem_bn), a.stem_bn, N,
                      C0, S0 * S0);
-  k_.conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, p.stem_conv, N, IC, size, size,
+  k_.conv2d_backward(nullptr, g.stem_conv, nullptr, d.dconv1, a.input, weights.w(p.stem_conv), N, IC, size, size,
                       C0, config_.stem_kernel, config_.stem_kernel, config_.stem_stride,
                       config_.stem_kernel / 2);
   gradient_ready(g.stem_conv, C0 * IC * config_.stem_kernel * config_.stem_kernel);

@@ -21,6 +21,7 @@
 #include "core/memory.hpp"
 #include "core/recompute.hpp"
 #include "core/tensor.hpp"
+#include "core/unit_parameter_gather.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "models/resnet/resnet_config.hpp"
@@ -206,11 +207,14 @@ class ResnetModelT {
   // record (losses NaN). recompute full: each block's forward runs again in its backward, from
   // the block's input and the BatchNorm statistics its forward kept (no second reduction or
   // running-statistics update), so the gradients are those of recompute none, bit for bit.
+  // parameter_residency: the weights' buffer charged by resident pages (ZeRO-3, whose ranks
+  // hold its shards and gather each unit: set_unit_parameter_gather).
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
                std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr,
                Residency gradient_residency = Residency::allocated, Recompute recompute = Recompute::none,
-               Residency master_residency = Residency::allocated);
+               Residency master_residency = Residency::allocated,
+               Residency parameter_residency = Residency::allocated);
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -219,7 +223,8 @@ class ResnetModelT {
   void init_weights(std::uint64_t seed);
 
   // Mixed precision: rounds the fp32 master weights into the 16-bit weights the kernels read;
-  // after every change of parameters_flat(). Nothing to do in fp32, where the two are one.
+  // after every change of parameters_flat(). Nothing to do in fp32, where the two are one, nor
+  // under ZeRO-3 (set_unit_parameter_gather), where the 16-bit weights come from the gathers.
   void sync_storage_parameters();
   // The factor the loss gradient starts from (fp16 loss scaling); 1 by default.
   void set_loss_scale(double scale) { loss_scale_ = scale; }
@@ -277,6 +282,16 @@ class ResnetModelT {
     gradient_ready_ = std::move(on_ready);
   }
 
+  // ZeRO-3: the weights of each unit come through `gather` (null: the model holds them all, the
+  // default). A training or evaluation forward gathers the stem, each block and the head in turn,
+  // prefetching the next, and releases each after it; backward gathers them again, head first
+  // (a fully recomputed block reads its weights once for both passes). The model's own weights
+  // buffer is then read only by readers of every parameter. It must outlive the model's calls.
+  void set_unit_parameter_gather(UnitParameterGather* gather) { unit_gather_ = gather; }
+  // Unit u's range of the weights (0 the stem, 1 + b block b, then the head; a unit of this
+  // partition): one range, a unit's tensors being adjacent in storage order.
+  FlatRange unit_parameter_range(std::int64_t unit) const;
+
   const ResnetConfig& config() const { return config_; }
   kernels::Backend backend() const { return backend_; }
   std::int64_t max_batch() const { return max_batch_; }
@@ -319,6 +334,30 @@ class ResnetModelT {
   std::vector<optim::ParameterSlice> parameter_slices();
 
  private:
+  // ZeRO-3: holds a unit's weights gathered for as long as it lives (params() itself without a
+  // gather); unit `next` (-1: none) is prefetched. The views map a weight of params() to where
+  // the gather put it.
+  class HeldUnit {
+   public:
+    HeldUnit(const ResnetModelT& model, std::int64_t unit, std::int64_t next);
+    HeldUnit(const HeldUnit&) = delete;
+    HeldUnit& operator=(const HeldUnit&) = delete;
+    ~HeldUnit();
+    S* w(S* in_params) const;
+    BatchNormTensorsT<S> bn(const BatchNormTensorsT<S>& in_params) const { return {w(in_params.weight), w(in_params.bias)}; }
+    BlockTensorsT<S> block(const BlockTensorsT<S>& in_params) const;
+
+   private:
+    UnitParameterGather* gather_;
+    const S* params_base_;
+    S* gathered_ = nullptr;
+    FlatRange range_;
+  };
+  // The unit after `unit` in forward (step +1) or backward (step -1) order here, or -1.
+  std::int64_t next_unit(std::int64_t unit, std::int64_t step) const {
+    const std::int64_t next = unit + step;
+    return next >= first_unit_ && next < end_unit_ ? next : -1;
+  }
   std::size_t flat_size() const { return static_cast<std::size_t>(parameter_count_); }
   void reset_running_statistics();
   // inp (N, C, HW) -> out (N, C, HW) = [relu](bn(inp) [+ residual]), training or eval.
@@ -339,15 +378,17 @@ class ResnetModelT {
   // forward / forward_stage: In is float (rounded into the slot's input copy) or S (copied).
   template <class In>
   float forward_from(std::int64_t slot, const In* input, const std::int32_t* labels, std::int64_t N, bool training);
-  void block_forward(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N,
-                     bool training);
+  // p: block b's weights (params() or where its ZeRO-3 gather put them)
+  void block_forward(const ActivationTensorsT<S>& a, std::size_t b, const BlockTensorsT<S>& p, const S* inp,
+                     std::int64_t N, bool training);
   // Full recomputation: points the blocks' dropped views of `a` into the recompute scratch for N
   // images (the placeholder when only recording); and, before block b's backward, writes them
   // again from its input inp and the statistics its training forward kept.
   void point_recomputed_views(ActivationTensorsT<S>& a, std::int64_t N);
-  void recompute_block(const ActivationTensorsT<S>& a, std::size_t b, const S* inp, std::int64_t N);
-  void block_backward(const ActivationTensorsT<S>& a, std::size_t b, S* dinp, const S* dout,
-                      const S* inp, std::int64_t N);
+  void recompute_block(const ActivationTensorsT<S>& a, std::size_t b, const BlockTensorsT<S>& p, const S* inp,
+                       std::int64_t N);
+  void block_backward(const ActivationTensorsT<S>& a, std::size_t b, const BlockTensorsT<S>& p, S* dinp,
+                      const S* dout, const S* inp, std::int64_t N);
   bool has_block(std::size_t b) const {
     return static_cast<std::int64_t>(b) + 1 >= first_unit_ &&
            static_cast<std::int64_t>(b) + 1 < end_unit_;
@@ -372,6 +413,7 @@ class ResnetModelT {
   std::int64_t first_unit_ = 0, end_unit_ = 0;  // the partition
   bool full_recompute_ = false;
   std::int64_t input_floats_ = 0, output_floats_ = 0;
+  std::vector<std::int64_t> unit_offsets_;  // where unit first_unit_ + i starts in the weights; then the end
 
   TrackedBuffer params_memory_;      // params: the weights the kernels read (S)
   TrackedBuffer master_memory_;      // optimizer: fp32 master weights (16-bit S only)
@@ -397,6 +439,7 @@ class ResnetModelT {
 
   BatchnormReducer batchnorm_reducer_;
   GradientReadyCallback gradient_ready_;
+  UnitParameterGather* unit_gather_ = nullptr;
   std::vector<double> batchnorm_sums_;  // (2·max C + 1) per-channel sums and the count
   // A record-only model's views all point here: passed to the kernels, never read or written.
   alignas(64) std::array<std::byte, 64> recording_placeholder_{};

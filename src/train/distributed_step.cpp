@@ -188,9 +188,9 @@ void DistributedStep::shard_master_weights(TrainingTask& task, MemoryTracker& tr
 // update; checkpoints gather the fp32 master weights.
 void DistributedStep::shard_parameters(TrainingTask& task, MemoryTracker& tracker) {
   TrackedBuffer* pages = task.parameter_pages();
-  SB_USER_CHECK(pages != nullptr, "{}: strategy.zero 3 shards the parameters of the GPT language model without "
-                "pipeline stages; model {} keeps its parameters whole (use zero 0, 1 or 2)", config_.source,
-                task.model_name());
+  SB_USER_CHECK(pages != nullptr, "{}: strategy.zero 3 shards the parameters of the GPT language model and the "
+                "ResNets without pipeline stages; model {} keeps its parameters whole (use zero 0, 1 or 2)",
+                config_.source, task.model_name());
   const auto parameters = static_cast<std::int64_t>(task.parameters_flat().size());
   const std::int64_t element_bytes = pages->bytes() / std::max<std::int64_t>(1, parameters);
   const std::span<const std::byte> fp32_shard = std::as_bytes(zero_->parameter_shard());

@@ -46,7 +46,7 @@ class ImageClassificationTask final : public TrainingTask {
         test_(load(c, "test")),
         model_(model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank()),
                run_plan.stage(grid.pp_rank()).in_flight, nullptr, gradient_residency(c),
-               recompute_from_string(c.strategy.recompute), master_residency(c)),
+               recompute_from_string(c.strategy.recompute), master_residency(c), parameter_residency(c)),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -79,6 +79,11 @@ class ImageClassificationTask final : public TrainingTask {
     TrackedBuffer& own = model_.gradient_memory();
     return own.residency() == Residency::resident_pages ? &own : nullptr;
   }
+  TrackedBuffer* parameter_pages() override {
+    TrackedBuffer& own = model_.parameter_memory();
+    return own.residency() == Residency::resident_pages ? &own : nullptr;
+  }
+  void set_unit_parameter_gather(UnitParameterGather* gather) override { model_.set_unit_parameter_gather(gather); }
   TrackedBuffer* master_pages() override {
     TrackedBuffer& master = model_.master_memory();
     return master.data() && master.residency() == Residency::resident_pages ? &master : nullptr;

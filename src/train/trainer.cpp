@@ -110,9 +110,10 @@ void check_supported(const plan::TrainConfig& c) {
                 "(and parameters) as its backward ends, which pipeline stages interleave; as DeepSpeed's pipeline "
                 "engine, the trainer shards only the optimizer state across pipeline stages: use zero 0 or 1",
                 c.source, c.strategy.zero, c.strategy.pp);
-  SB_USER_CHECK(c.strategy.zero < 3 || (!plan::trains_resnet(c) && c.data.dataset == "sotu"),
-                "{}: strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu), gathered "
-                "block by block; model {} on {} trains with zero 0, 1 or 2", c.source, c.model.name, c.data.dataset);
+  SB_USER_CHECK(c.strategy.zero < 3 || plan::trains_resnet(c) || c.data.dataset == "sotu",
+                "{}: strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu) and the "
+                "ResNets, gathered block by block; model {} on {} trains with zero 0, 1 or 2", c.source, c.model.name,
+                c.data.dataset);
   SB_USER_CHECK(c.strategy.zero < 3 || c.compress.quantize == "none",
                 "{}: compress.quantize {} reads every weight after training, which strategy.zero 3 keeps sharded over "
                 "the data-parallel ranks; use zero 0, 1 or 2", c.source, c.compress.quantize);

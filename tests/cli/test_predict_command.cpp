@@ -278,11 +278,12 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   ASSERT_TRUE(j["trainer_refusal"].is_string());
   EXPECT_NE(j["trainer_refusal"].get<std::string>().find("model.attention flash is modelled by `scalebench predict`"),
             std::string::npos);
-  const auto resnet = scratch.write("resnet.yaml", "model: resnet-mini\ndata: mnist\nbatch: {global: 8}\n"
-                                                   "strategy: {dp: 2, zero: 3}\n");
-  const CommandResult r = scratch.run("predict --config " + resnet.string() + " --site this-machine");
+  const auto spam = scratch.write("spam.yaml", "model: gpt-nano\ndata: spam-assassin\nbatch: {global: 8}\n"
+                                               "strategy: {dp: 2, zero: 3}\n");
+  const CommandResult r = scratch.run("predict --config " + spam.string() + " --site this-machine");
   EXPECT_NE(r.stdout_text.find("trainer       refuses it: "), std::string::npos) << r.stdout_text;
-  EXPECT_NE(r.stdout_text.find("strategy.zero 3 shards the parameters of the GPT language model"), std::string::npos)
+  EXPECT_NE(r.stdout_text.find("strategy.zero 3 shards the parameters of the GPT language model (data.dataset sotu) "
+                               "and the ResNets"), std::string::npos)
       << r.stdout_text;
   const auto trained = scratch.write("trained.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}"
                                                      "\ndata: sotu\nbatch: {global: 2}\nstrategy: {dp: 2, zero: 3}\n");

@@ -15,7 +15,8 @@ Activation recomputation (selective, full) trains the same loss on one rank and 
 grids, with less tracked activation memory. Sequence parallelism (tp 2, tp 4, dp 2 × tp 2, with
 full and selective recomputation, with pp 2 plain and interleaved, with ZeRO-1, 2 and 3) trains the
 same, holds fewer activations than tp alone, and tracks the predicted memory. ZeRO 0 to 3 at dp 2 and 4
-train the same and hold exactly the ZeRO formulas' model state. resnet-mini's full recomputation (one rank, dp 2, pp 2) trains the
+train the same and hold exactly the ZeRO formulas' model state; so does resnet-mini's ZeRO-3 (also with
+full recomputation and synchronised BatchNorm). resnet-mini's full recomputation (one rank, dp 2, pp 2) trains the
 same, tracks its stage's predicted memory and keeps under 60% of the activations. Reads the HDF5
 files, never stdout.
 
@@ -233,6 +234,29 @@ compare("resnet_dp2_zero2", resnet_dp2_zero2, resnet_dp2, 2, 1, 1, RESNET_TOL)
 if not int(resnet_dp2_zero2["memory"]["grads"][0]) * 2 <= int(resnet_dp2["memory"]["grads"][0]) + 8:
     problems.append(f"resnet_dp2_zero2 tracks {int(resnet_dp2_zero2['memory']['grads'][0])} B of grads, not half "
                     f"of plain dp 2's {int(resnet_dp2['memory']['grads'][0])}")
+# ZeRO-3: each unit's weights (stem, block, head) gathered before its forward and again before its
+# backward, a fully recomputed block's once for both; with synchronised BatchNorm its statistics'
+# all-reduces run beside the prefetched gathers (against dp 2 with them).
+# Model state exactly the ZeRO formulas: params the padded shard plus the running statistics
+# (not sharded, as FSDP's buffers), grads the shard, SGD's momentum the rank's part; as predicted.
+N_RESNET = int(resnet_dp2["memory"]["grads"][0]) // 4
+statistics_bytes = int(resnet_dp2["memory"]["params"][0]) - 4 * N_RESNET
+resnet_shard = -(-N_RESNET // 2)
+for name, reference, extra in [("resnet_dp2_zero3", resnet_dp2, []),
+                               ("resnet_dp2_zero3_full", resnet_dp2, ["--set", "strategy.recompute=full"]),
+                               ("resnet_dp2_zero3_sync",
+                                train("resnet_dp2_sync", RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.batchnorm=sync"]),
+                                ["--set", "strategy.batchnorm=sync"])]:
+    run = train(name, RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.zero=3"] + extra)
+    compare(name, run, reference, 2, 1, 1, RESNET_TOL)
+    check_interleaved_memory(name, run, 1, 2, 1)
+    for row in run["memory"]:
+        mine = min(resnet_shard, N_RESNET - resnet_shard * int(row["rank"]))
+        for part, expected in [("params", 4 * resnet_shard + statistics_bytes), ("grads", 4 * resnet_shard),
+                               ("optimizer", 4 * mine)]:
+            if int(row[part]) != expected:
+                problems.append(f"{name}: rank {row['rank']} tracks {int(row[part])} B of {part}, the ZeRO-3 "
+                                f"formula (SGD with momentum) says {expected}")
 resnet_dp2_pp2_zero1 = train("resnet_dp2_pp2_zero1", RESNET, 2, 1, 2, "1f1b", ["--set", "strategy.zero=1"])
 compare("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, resnet_dp2, 2, 1, 2, RESNET_TOL)
 check_interleaved_memory("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, 1, 2, 1)
