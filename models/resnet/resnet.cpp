@@ -41,6 +41,24 @@ std::vector<ParameterSpec> resnet_parameter_specs(const ResnetConfig& config) {
   return specs;
 }
 
+i64 resnet_partition_parameter_count(const ResnetConfig& config, ResnetPartition partition) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  ParameterTensors views{};
+  i64 count = 0;
+  for_each_parameter(views, layout_of(config, blocks, partition, Recompute::none),
+                     [&](const ParameterSpec& spec, float*&, std::uint64_t) { count += spec.shape.numel(); });
+  return count;
+}
+
+i64 resnet_partition_statistics_count(const ResnetConfig& config, ResnetPartition partition) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  RunningStatisticsTensors views{};
+  i64 count = 0;
+  for_each_statistic(views, layout_of(config, blocks, partition, Recompute::none),
+                     [&](const std::string&, i64 C, float*&) { count += C; });
+  return count;
+}
+
 template <class S>
 i64 resnet_slot_activation_bytes(const ResnetConfig& config, i64 N, ResnetPartition partition, Recompute recompute) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
@@ -66,7 +84,8 @@ template <class S>
 ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels::Backend backend,
                               MemoryTracker& tracker, ResnetPartition partition, i64 activation_slots,
                               kernels::KernelRecorder* recorder, Residency gradient_residency,
-                              Recompute recompute, Residency master_residency, Residency parameter_residency)
+                              Recompute recompute, Residency master_residency, Residency parameter_residency,
+                              ResnetParameterStorageT<S> storage)
     : config_(config),
       blocks_(),
       backend_(backend),
@@ -128,18 +147,31 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
     shortcut_bn_out_ = reinterpret_cast<S*>(placeholder);
     return;
   }
-  params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
-                                 mixed ? "resnet 16-bit params" : "resnet params", Device::cpu, parameter_residency);
-  if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
-    master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
-                                   "resnet fp32 master params", Device::cpu, master_residency);
-  grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency), kFloat * parameter_count_,
-                                "resnet grads",
-                                Device::cpu, gradient_residency);
-  // Running statistics are model state saved with the weights but never trained: charged to
-  // params, kept out of parameter_slices().
-  statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,
-                                     "resnet running statistics");
+  statistics_count_ = statistics_floats;
+  if (storage.params) {  // a chunk's share of the caller's buffers
+    SB_CHECK(storage.grads && storage.statistics && (!mixed || storage.master),
+             "resnet: given storage without gradients, running statistics or (16-bit) master weights");
+    params_base_ = storage.params;
+    grads_base_ = storage.grads;
+    statistics_base_ = storage.statistics;
+    master_base_ = mixed ? storage.master : reinterpret_cast<float*>(storage.params);
+  } else {
+    params_memory_ = TrackedBuffer(tracker, MemoryCategory::params, static_cast<i64>(sizeof(S)) * parameter_count_,
+                                   mixed ? "resnet 16-bit params" : "resnet params", Device::cpu, parameter_residency);
+    if (mixed)  // counted with the optimizer state, as the ZeRO paper's K = 12 bytes per parameter
+      master_memory_ = TrackedBuffer(tracker, MemoryCategory::optimizer, kFloat * parameter_count_,
+                                     "resnet fp32 master params", Device::cpu, master_residency);
+    grads_memory_ = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency), kFloat * parameter_count_,
+                                  "resnet grads", Device::cpu, gradient_residency);
+    // Running statistics are model state saved with the weights but never trained: charged to
+    // params, kept out of parameter_slices().
+    statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,
+                                       "resnet running statistics");
+    params_base_ = params_memory_.as<S>();
+    grads_base_ = grads_memory_.as<float>();
+    statistics_base_ = statistics_memory_.as<float>();
+    master_base_ = mixed ? master_memory_.as<float>() : params_memory_.as<float>();
+  }
   const i64 slot_bytes = count_bytes<ActivationTensorsT<S>>(l, max_batch);
   acts_memory_ = TrackedBuffer(tracker, MemoryCategory::activations, activation_slots * slot_bytes,
                                "resnet activations");
@@ -165,16 +197,13 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
       base += spec.shape.numel();
     });
   };
-  point(params_, params_memory_.as<S>());
-  if constexpr (mixed) {
-    point(master_, master_memory_.as<float>());
-    master_base_ = master_memory_.as<float>();
-  } else {
+  point(params_, params_base_);
+  if constexpr (mixed)
+    point(master_, master_base_);
+  else
     master_ = params_;
-    master_base_ = params_memory_.as<float>();
-  }
-  point(grads_, grads_memory_.as<float>());
-  float* base = statistics_memory_.as<float>();
+  point(grads_, grads_base_);
+  float* base = statistics_base_;
   for_each_statistic(statistics_, l, [&](const std::string&, i64 C, float*& view) {
     view = base;
     base += C;
@@ -196,7 +225,7 @@ FlatRange ResnetModelT<S>::unit_parameter_range(i64 unit) const {
 
 template <class S>
 ResnetModelT<S>::HeldUnit::HeldUnit(const ResnetModelT& model, i64 unit, i64 next)
-    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr), params_base_(model.params_memory_.as<S>()) {
+    : gather_(model.k_.runs_kernels() ? model.unit_gather_ : nullptr), params_base_(model.params_base_) {
   if (!gather_) return;
   range_ = model.unit_parameter_range(unit);
   // The gather's buffer is read only (kernels take the weights as const); the views are S*.
@@ -272,7 +301,7 @@ void ResnetModelT<S>::init_weights(std::uint64_t seed) {
 template <class S>
 void ResnetModelT<S>::sync_storage_parameters() {
   if (unit_gather_) return;  // ZeRO-3: the shards' owner rounds its 16-bit shard; units are gathered from it
-  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_memory_.as<S>(), master_base_, parameter_count_);
+  if constexpr (!std::is_same_v<S, float>) k_.narrow(params_base_, master_base_, parameter_count_);
 }
 
 template <class S>
@@ -291,7 +320,7 @@ void ResnetModelT<S>::reduce_batchnorm_sums(i64 C) {
 
 template <class S>
 void ResnetModelT<S>::gradient_ready(const float* first, i64 count) {
-  if (gradient_ready_) gradient_ready_(first - grads_memory_.as<float>(), count);
+  if (gradient_ready_) gradient_ready_(first - grads_base_, count);
 }
 
 template <class S>
@@ -500,7 +529,7 @@ const S* ResnetModelT<S>::input_gradient() const {
 
 template <class S>
 void ResnetModelT<S>::zero_grad() {
-  std::memset(grads_memory_.data(), 0, static_cast<std::size_t>(grads_memory_.bytes()));
+  if (grads_base_) std::fill(grads_base_, grads_base_ + parameter_count_, 0.0f);
 }
 
 // dout (N, OC, OH, OW) -> dinp (N, IC, H, W) +=, this block's parameter gradients +=, each
@@ -618,7 +647,7 @@ void ResnetModelT<S>::backward(i64 slot, const S* doutput) {
 template <class S>
 std::vector<ParameterView> ResnetModelT<S>::parameter_views() {
   std::vector<ParameterView> views;
-  float* grad = grads_memory_.as<float>();
+  float* grad = grads_base_;
   const Layout l{config_, blocks_, first_unit_, end_unit_, full_recompute_};
   for_each_parameter(master_, l, [&](const ParameterSpec& spec, float*& param, std::uint64_t) {
     views.push_back({spec.name, param, grad, spec.shape.numel()});

@@ -169,6 +169,21 @@ struct ActivationGradientsT {
 };
 using ActivationGradients = ActivationGradientsT<float>;
 
+// Under interleaving: where one model chunk's weights (S), fp32 master weights (16-bit S only),
+// gradients and BatchNorm running statistics live, inside buffers the caller holds for all its
+// chunks (so that they form one flat span each). Null params: the model allocates its own.
+template <class S>
+struct ResnetParameterStorageT {
+  S* params = nullptr;
+  float* master = nullptr;
+  float* grads = nullptr;
+  float* statistics = nullptr;
+};
+
+// Parameters and running-statistics floats of the units [first, end) of a partition.
+std::int64_t resnet_partition_parameter_count(const ResnetConfig& config, ResnetPartition partition);
+std::int64_t resnet_partition_statistics_count(const ResnetConfig& config, ResnetPartition partition);
+
 // all_reduce_sum(values): replaces values by their sum over every data-parallel rank.
 using BatchnormReducer = std::function<void(std::span<double>)>;
 // (offset, count) in floats into gradients_flat(): that range is final for this backward().
@@ -208,13 +223,14 @@ class ResnetModelT {
   // the block's input and the BatchNorm statistics its forward kept (no second reduction or
   // running-statistics update), so the gradients are those of recompute none, bit for bit.
   // parameter_residency: the weights' buffer charged by resident pages (ZeRO-3, whose ranks
-  // hold its shards and gather each unit: set_unit_parameter_gather).
+  // hold its shards and gather each unit: set_unit_parameter_gather). storage: a chunk's
+  // parameters in the caller's buffers (interleaving; the residencies are then the caller's).
   ResnetModelT(const ResnetConfig& config, std::int64_t max_batch, kernels::Backend backend,
                MemoryTracker& tracker, ResnetPartition partition = {},
                std::int64_t activation_slots = 1, kernels::KernelRecorder* recorder = nullptr,
                Residency gradient_residency = Residency::allocated, Recompute recompute = Recompute::none,
                Residency master_residency = Residency::allocated,
-               Residency parameter_residency = Residency::allocated);
+               Residency parameter_residency = Residency::allocated, ResnetParameterStorageT<S> storage = {});
 
   // Kaiming normal (fan_out, ReLU gain) convs, BatchNorm weight 1 bias 0, nn.Linear's
   // uniform(±1/sqrt(64)) head; running statistics reset. Element i of parameter tensor k
@@ -314,8 +330,9 @@ class ResnetModelT {
   const ParameterTensorsT<S>& params() const { return params_; }
   const ParameterTensors& grads() const { return grads_; }
   std::span<float> parameters_flat() { return {master_base_, flat_size()}; }
-  std::span<float> gradients_flat() { return {grads_memory_.as<float>(), flat_size()}; }
-  // The buffer behind gradients_flat(): charged by resident pages under ZeRO-2.
+  std::span<float> gradients_flat() { return {grads_base_, flat_size()}; }
+  // The buffer behind gradients_flat(): charged by resident pages under ZeRO-2 (empty for given
+  // storage, as the two below).
   TrackedBuffer& gradient_memory() { return grads_memory_; }
   // The 16-bit weights' buffer and the fp32 master weights' (mixed precision; the master's
   // charged by resident pages under ZeRO, whose ranks hold its shards: master_residency).
@@ -324,8 +341,7 @@ class ResnetModelT {
   // Rounds fp32 values into the weights' type (out: in.size() elements; a copy in fp32).
   void narrow_to_storage(std::span<const float> in, S* out) const;
   std::span<float> running_statistics_flat() {
-    return {statistics_memory_.as<float>(),
-            static_cast<std::size_t>(statistics_memory_.bytes()) / sizeof(float)};
+    return {statistics_base_, static_cast<std::size_t>(statistics_count_)};
   }
   std::vector<ParameterView> parameter_views();
   std::vector<StatisticsView> statistics_views();
@@ -426,7 +442,11 @@ class ResnetModelT {
   TrackedBuffer acts_grads_memory_;  // workspace
   ParameterTensorsT<S> params_{};
   ParameterTensors master_{};  // params_ itself in fp32
-  float* master_base_ = nullptr;
+  float* master_base_ = nullptr;  // the fp32 master weights (the weights themselves in fp32)
+  S* params_base_ = nullptr;
+  float* grads_base_ = nullptr;
+  float* statistics_base_ = nullptr;
+  std::int64_t statistics_count_ = 0;
   ParameterTensors grads_{};
   RunningStatisticsTensors statistics_{};
   std::vector<Slot> slots_;

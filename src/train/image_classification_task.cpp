@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ResNet on labelled images: per-epoch shuffled batches, gradient accumulation over
 // micro-batches, test-set and training-subset evaluation with BatchNorm in eval mode; under
-// pipeline parallelism one stage driven by the pipeline executor.
+// pipeline parallelism one stage driven by the pipeline executor (under interleaving, v model
+// chunks whose parameters share one allocation).
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -22,12 +23,59 @@ namespace sb::train {
 
 namespace {
 
-// This rank's stage: its units (stem, blocks, head) as the plan assigns them.
-resnet::ResnetPartition partition_of(const plan::RunPlan& run_plan, int stage) {
+// This rank's local chunk k (0: its stage without interleaving): its units (stem, blocks, head)
+// as the plan assigns them.
+resnet::ResnetPartition partition_of(const plan::RunPlan& run_plan, int stage, std::int64_t k = 0) {
   if (run_plan.pp == 1) return {};
-  const plan::StagePlan& mine = run_plan.stage(stage);
+  const plan::StagePlan& mine = run_plan.chunk(stage, k);
   return {mine.unit_begin, mine.unit_end};
 }
+
+// Under interleaving: the weights, fp32 master weights (16-bit S), gradients and BatchNorm
+// running statistics of every chunk of this rank in one allocation each, chunk after chunk, so
+// that the optimizer, the data-parallel exchange and checkpoints see one flat span as with one
+// model. Empty with one chunk (the model allocates its own).
+template <class S>
+struct ResnetChunkParameters {
+  std::vector<std::int64_t> offsets{0}, statistics_offsets{0};  // before chunk k; the last entry the total
+  TrackedBuffer params, master, grads, statistics;
+
+  ResnetChunkParameters(const plan::TrainConfig& c, const resnet::ResnetConfig& r, const plan::RunPlan& run_plan,
+                        parallel::ProcessGrid& grid, MemoryTracker& tracker) {
+    if (grid.pp() == 1 || run_plan.interleave == 1) return;
+    for (std::int64_t k = 0; k < run_plan.interleave; ++k) {
+      const resnet::ResnetPartition partition = partition_of(run_plan, grid.pp_rank(), k);
+      offsets.push_back(offsets.back() + resnet::resnet_partition_parameter_count(r, partition));
+      statistics_offsets.push_back(statistics_offsets.back() + resnet::resnet_partition_statistics_count(r, partition));
+    }
+    const std::int64_t n = offsets.back();
+    constexpr bool mixed = !std::is_same_v<S, float>;
+    params = TrackedBuffer(tracker, MemoryCategory::params, n * static_cast<std::int64_t>(sizeof(S)),
+                           mixed ? "resnet 16-bit params" : "resnet params", Device::cpu, parameter_residency(c));
+    if (mixed)
+      master = TrackedBuffer(tracker, MemoryCategory::optimizer, n * 4, "resnet fp32 master params", Device::cpu,
+                             master_residency(c));
+    grads = TrackedBuffer(tracker, gradient_buffer_category(gradient_residency(c)), n * 4, "resnet grads",
+                          Device::cpu, gradient_residency(c));
+    statistics = TrackedBuffer(tracker, MemoryCategory::params, statistics_offsets.back() * 4,
+                               "resnet running statistics");
+  }
+  bool shared() const { return offsets.size() > 1; }
+  resnet::ResnetParameterStorageT<S> of(std::int64_t k) const {
+    if (!shared()) return {};
+    const auto at = offsets[static_cast<std::size_t>(k)];
+    return {params.as<S>() + at, master.data() ? master.as<float>() + at : nullptr, grads.as<float>() + at,
+            statistics.as<float>() + statistics_offsets[static_cast<std::size_t>(k)]};
+  }
+  std::span<float> parameters() const {
+    return {master.data() ? master.as<float>() : static_cast<float*>(params.data()),
+            static_cast<std::size_t>(offsets.back())};
+  }
+  std::span<float> gradients() const { return {grads.as<float>(), static_cast<std::size_t>(offsets.back())}; }
+  std::span<float> running_statistics() const {
+    return {statistics.as<float>(), static_cast<std::size_t>(statistics_offsets.back())};
+  }
+};
 
 // S: the model's storage (float, or bf16/fp16 under mixed precision), also the type of the
 // activations and gradients pipeline stages exchange.
@@ -44,9 +92,11 @@ class ImageClassificationTask final : public TrainingTask {
         micro_(run_plan.micro_batch),
         train_(load(c, "train")),
         test_(load(c, "test")),
+        chunk_parameters_(c, model_config_, run_plan, grid, tracker),
         model_(model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank()),
                run_plan.stage(grid.pp_rank()).in_flight, nullptr, gradient_residency(c),
-               recompute_from_string(c.strategy.recompute), master_residency(c), parameter_residency(c)),
+               recompute_from_string(c.strategy.recompute), master_residency(c), parameter_residency(c),
+               chunk_parameters_.of(0)),
         kernels_(kernels::kernels_for(backend)),
         train_batches_(train_, c.global_batch, c.seed, true),
         images_(static_cast<std::size_t>(c.global_batch * train_.image_size())),
@@ -55,58 +105,91 @@ class ImageClassificationTask final : public TrainingTask {
                   "{}: {} takes {}×{} images with {} channel(s) but {} has {}×{} with {}", c.source,
                   model_config_.name, model_config_.image_size, model_config_.image_size, model_config_.image_channels,
                   train_.name, train_.height, train_.width, train_.channels);
-    model_.init_weights(c.seed);
+    for (std::int64_t k = 1; k < (grid.pp() > 1 ? run_plan.interleave : 1); ++k)
+      more_chunks_.push_back(std::make_unique<resnet::ResnetModelT<S>>(
+          model_config_, micro_, backend, tracker, partition_of(run_plan, grid.pp_rank(), k),
+          run_plan.chunk(grid.pp_rank(), k).in_flight, nullptr, gradient_residency(c),
+          recompute_from_string(c.strategy.recompute), master_residency(c), parameter_residency(c),
+          chunk_parameters_.of(k)));
+    for_each_chunk([&](resnet::ResnetModelT<S>& chunk) { chunk.init_weights(c.seed); });
     if (!c.distill.teacher.empty()) load_teacher(c, backend, tracker);
     if (grid.pp() > 1) {
-      stage_.emplace(model_, micro_);
-      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), *stage_,
-                                                     run_plan.schedule, run_plan.micro_batches, tracker);
-      stage_activation_.resize(static_cast<std::size_t>(micro_ * model_.input_floats_per_image()));
+      std::vector<PipelineStage*> stages;
+      std::int64_t largest_input = 0;
+      for_each_chunk([&](resnet::ResnetModelT<S>& chunk) {
+        stages_.push_back(std::make_unique<ResnetPipelineStageT<S>>(chunk, micro_));
+        stages.push_back(stages_.back().get());
+        largest_input = std::max(largest_input, chunk.input_floats_per_image());
+      });
+      executor_ = std::make_unique<PipelineExecutor>(grid.pp_comm(), std::move(stages), run_plan.schedule,
+                                                     run_plan.micro_batches, tracker);
+      stage_activation_.resize(static_cast<std::size_t>(micro_ * largest_input));
     }
   }
 
   std::string model_name() const override { return model_config_.name; }
   std::string dataset_name() const override { return config_.data.dataset; }
-  std::int64_t parameter_count() const override { return model_.parameter_count(); }
+  // The whole network's (a pipeline stage holds a part), as the GPT's.
+  std::int64_t parameter_count() const override { return resnet::resnet_parameter_count(model_config_); }
   std::int64_t seq_len() const override { return 0; }
   std::int64_t tokens_per_step() const override { return 0; }
   std::int64_t steps_per_epoch() const override { return train_.count / config_.global_batch; }
   double flops_per_step() const override { return resnet::resnet_training_flops(model_config_, config_.global_batch); }
-  std::vector<optim::ParameterSlice> parameter_slices() override { return model_.parameter_slices(); }
-  std::span<float> parameters_flat() override { return model_.parameters_flat(); }
-  std::span<float> gradients_flat() override { return model_.gradients_flat(); }
+  // Chunk after chunk, as the flat spans below.
+  std::vector<optim::ParameterSlice> parameter_slices() override {
+    std::vector<optim::ParameterSlice> slices;
+    for_each_chunk([&](resnet::ResnetModelT<S>& chunk) {
+      for (optim::ParameterSlice& slice : chunk.parameter_slices()) slices.push_back(std::move(slice));
+    });
+    return slices;
+  }
+  std::span<float> parameters_flat() override {
+    return chunk_parameters_.shared() ? chunk_parameters_.parameters() : model_.parameters_flat();
+  }
+  std::span<float> gradients_flat() override {
+    return chunk_parameters_.shared() ? chunk_parameters_.gradients() : model_.gradients_flat();
+  }
   TrackedBuffer* gradient_pages() override {
-    TrackedBuffer& own = model_.gradient_memory();
+    TrackedBuffer& own = chunk_parameters_.shared() ? chunk_parameters_.grads : model_.gradient_memory();
     return own.residency() == Residency::resident_pages ? &own : nullptr;
   }
   TrackedBuffer* parameter_pages() override {
     TrackedBuffer& own = model_.parameter_memory();
-    return own.residency() == Residency::resident_pages ? &own : nullptr;
+    return !chunk_parameters_.shared() && own.residency() == Residency::resident_pages ? &own : nullptr;
   }
-  void set_unit_parameter_gather(UnitParameterGather* gather) override { model_.set_unit_parameter_gather(gather); }
+  void set_unit_parameter_gather(UnitParameterGather* gather) override {
+    SB_CHECK(more_chunks_.empty(), "zero-3 with {} model chunks", more_chunks_.size() + 1);
+    model_.set_unit_parameter_gather(gather);
+  }
   TrackedBuffer* master_pages() override {
-    TrackedBuffer& master = model_.master_memory();
+    TrackedBuffer& master = chunk_parameters_.shared() ? chunk_parameters_.master : model_.master_memory();
     return master.data() && master.residency() == Residency::resident_pages ? &master : nullptr;
   }
   std::span<std::byte> sixteen_bit_parameters() override {
     if constexpr (std::is_same_v<S, float>) return {};
-    const TrackedBuffer& params = model_.parameter_memory();
+    const TrackedBuffer& params = chunk_parameters_.shared() ? chunk_parameters_.params : model_.parameter_memory();
     return {params.as<std::byte>(), static_cast<std::size_t>(params.bytes())};
   }
   void narrow_to_storage(std::span<const float> in, std::byte* out) override {
     model_.narrow_to_storage(in, reinterpret_cast<S*>(out));
   }
-  std::span<float> untrained_state_flat() override { return model_.running_statistics_flat(); }
-  void parameters_updated() override { model_.sync_storage_parameters(); }
-  void set_loss_scale(double scale) override { model_.set_loss_scale(scale); }
+  std::span<float> untrained_state_flat() override {
+    return chunk_parameters_.shared() ? chunk_parameters_.running_statistics() : model_.running_statistics_flat();
+  }
+  void parameters_updated() override {
+    for_each_chunk([](resnet::ResnetModelT<S>& chunk) { chunk.sync_storage_parameters(); });
+  }
+  void set_loss_scale(double scale) override {
+    for_each_chunk([scale](resnet::ResnetModelT<S>& chunk) { chunk.set_loss_scale(scale); });
+  }
   void synchronise_batchnorm(std::function<void(std::span<double>)> all_reduce_sum) override {
-    model_.set_batchnorm_reducer(std::move(all_reduce_sum));
+    for_each_chunk([&](resnet::ResnetModelT<S>& chunk) { chunk.set_batchnorm_reducer(all_reduce_sum); });
   }
 
   // Every rank draws the same shuffled global batch and trains its own images of it.
   double forward_backward(std::int64_t step) override {
     train_batches_.batch(step, images_.data(), labels_.data());
-    if (!reduces_every_micro_batch(sync_)) model_.zero_grad();
+    if (!reduces_every_micro_batch(sync_)) for_each_chunk([](resnet::ResnetModelT<S>& chunk) { chunk.zero_grad(); });
     const std::int64_t local = plan_.local_batch;
     const std::int64_t accumulation = local / micro_;
     const std::int64_t image_size = train_.image_size();
@@ -183,11 +266,12 @@ class ImageClassificationTask final : public TrainingTask {
   // One step of this rank's stage under the pipeline schedule; the loss is the last stage's.
   double pipeline_forward_backward(std::int64_t local, std::int64_t accumulation) {
     const std::int64_t first = shard_.rank * local;
-    stage_->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first,
-                      sync_around_backward(model_, accumulation));
+    for (std::size_t k = 0; k < stages_.size(); ++k)
+      stages_[k]->set_batch(images_.data() + first * train_.image_size(), labels_.data() + first,
+                            sync_around_backward(chunk(k), accumulation, chunk_parameters_.offsets[k]));
     const PipelineStepFigures figures = executor_->run_step();
     pipeline_times_ = {figures.p2p_s, figures.bubble_s(), figures.ops};
-    finish_gradients(sync_, kernels_, model_.gradients_flat(), accumulation);
+    finish_gradients(sync_, kernels_, gradients_flat(), accumulation);
     return from_last_stage(grid_.pp_comm(), figures.loss);
   }
 
@@ -246,6 +330,15 @@ class ImageClassificationTask final : public TrainingTask {
     return d;
   }
 
+  resnet::ResnetModelT<S>& chunk(std::size_t k) { return k == 0 ? model_ : *more_chunks_[k - 1]; }
+  template <class F>
+  void for_each_chunk(F&& f) {
+    f(model_);
+    for (const auto& more : more_chunks_) f(*more);
+  }
+  // The last local chunk: the one with the head on the last stage.
+  resnet::ResnetModelT<S>& head_chunk() { return more_chunks_.empty() ? model_ : *more_chunks_.back(); }
+
   EvalResult evaluate_split(const std::string& split, const data::ImageDataset& data, std::int64_t count) {
     data::ImageBatcher batches(data, micro_, 0, false);
     EvalResult r{split, 0, 0};
@@ -254,22 +347,26 @@ class ImageClassificationTask final : public TrainingTask {
     for (std::int64_t b = 0; seen < count; ++b) {
       const std::int64_t n = std::min(batches.batch(b, images_.data(), labels_.data()), count - seen);
       seen += n;
+      // through this rank's chunks in model order (under interleaving the last stage's chunk k
+      // feeds the first stage's chunk k + 1)
       float loss = 0;
-      if (model_.has_stem()) {
-        loss = model_.forward(0, images_.data(), labels_.data(), n, false);
-      } else {
-        const std::span<S> received(stage_activation_.data(),
-                                    static_cast<std::size_t>(n * model_.input_floats_per_image()));
-        receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(received));
-        loss = model_.forward_stage(0, received.data(), labels_.data(), n, false);
+      for (std::size_t k = 0; k <= more_chunks_.size(); ++k) {
+        resnet::ResnetModelT<S>& model = chunk(k);
+        if (model.has_stem()) {
+          loss = model.forward(0, images_.data(), labels_.data(), n, false);
+        } else {
+          const std::span<S> received(stage_activation_.data(),
+                                      static_cast<std::size_t>(n * model.input_floats_per_image()));
+          receive_from_previous_stage(grid_.pp_comm(), std::as_writable_bytes(received));
+          loss = model.forward_stage(0, received.data(), labels_.data(), n, false);
+        }
+        if (!model.has_head())
+          send_to_next_stage(grid_.pp_comm(), std::as_bytes(std::span(
+                                                  model.output(0), static_cast<std::size_t>(n * model.output_floats_per_image()))));
       }
-      if (!model_.has_head()) {
-        send_to_next_stage(grid_.pp_comm(), std::as_bytes(std::span(
-                                                model_.output(0), static_cast<std::size_t>(n * model_.output_floats_per_image()))));
-        continue;
-      }
+      if (!head_chunk().has_head()) continue;
       r.loss += static_cast<double>(loss) * static_cast<double>(n);
-      const S* logits = model_.logits();
+      const S* logits = head_chunk().logits();
       const auto less = [](S a, S b) { return kernels::widen_value(a) < kernels::widen_value(b); };
       for (std::int64_t i = 0; i < n; ++i) {
         const S* row = logits + i * classes;
@@ -288,7 +385,9 @@ class ImageClassificationTask final : public TrainingTask {
   resnet::ResnetConfig model_config_;
   std::int64_t micro_;
   data::ImageDataset train_, test_;
-  resnet::ResnetModelT<S> model_;
+  ResnetChunkParameters<S> chunk_parameters_;
+  resnet::ResnetModelT<S> model_;  // local chunk 0 (the stage without interleaving)
+  std::vector<std::unique_ptr<resnet::ResnetModelT<S>>> more_chunks_;  // local chunks 1 .. v − 1 (interleaving)
   const kernels::KernelTable& kernels_;
   data::ImageBatcher train_batches_;
   std::vector<float> images_;
@@ -298,9 +397,9 @@ class ImageClassificationTask final : public TrainingTask {
   std::vector<float> teacher_logits_;  // (micro, classes) of the current micro-batch
   std::int64_t teacher_bytes_ = 0;     // its tracked parameters and running statistics, fp32
   // pipeline parallel only
-  std::optional<ResnetPipelineStageT<S>> stage_;
+  std::vector<std::unique_ptr<ResnetPipelineStageT<S>>> stages_;  // per local chunk
   std::unique_ptr<PipelineExecutor> executor_;
-  std::vector<S> stage_activation_;  // (micro, in_floats) an evaluation forward's input from the previous stage
+  std::vector<S> stage_activation_;  // (micro, largest in_floats) an evaluation forward's input from the previous stage
   PipelineTimes pipeline_times_;
 };
 

@@ -97,7 +97,8 @@ class PipelineExecutor {
                    PipelineExecutorOptions options = {});
   // Interleaved: chunks[k] is this rank's local chunk k (v = chunks.size() > 1 needs schedule
   // 1f1b and micro_batches a multiple of pp.size()); each holds at least its
-  // pipeline_chunk_peak_in_flight slots. Every chunk's messages to one neighbour have one size.
+  // pipeline_chunk_peak_in_flight slots. Chunks' messages may differ in size (the ResNet's chunk
+  // boundaries do); each neighbouring pair of chunks agrees on its own.
   PipelineExecutor(parallel::Communicator& pp, std::vector<PipelineStage*> chunks, plan::PipelineSchedule schedule,
                    std::int64_t micro_batches, MemoryTracker& tracker, PipelineExecutorOptions options = {});
   ~PipelineExecutor();

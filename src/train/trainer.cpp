@@ -98,10 +98,6 @@ void check_supported(const plan::TrainConfig& c) {
                 "{}: model {} has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), "
                 "which the trainer does not build; `scalebench predict` and `plan` model it",
                 c.source, c.model.name);
-  SB_USER_CHECK(c.strategy.interleave == 1 || !plan::trains_resnet(c),
-                "{}: strategy.interleave {} (virtual pipeline stages) trains the GPT; model {} is modelled by "
-                "predict and plan with it but the trainer runs it with interleave 1",
-                c.source, c.strategy.interleave, c.model.name);
   SB_USER_CHECK(!c.strategy.sequence_parallel || c.data.dataset == "sotu",
                 "{}: strategy.sequence_parallel trains the GPT language model (data.dataset sotu), not {}", c.source,
                 c.data.dataset);

@@ -84,10 +84,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "trainer keeps fp32 main gradients (precision.main_grads: fp32)"},
         BadInput{"interleave_without_pipeline", std::string(kGoodCase) + "strategy: {interleave: 2}\n", "",
                  "strategy.interleave 2 splits each pipeline rank's layers into virtual stages; it needs strategy.pp > 1"},
-        BadInput{"interleave_resnet_in_trainer",
-                 "model: resnet-mini\ndata: mnist\nsteps: 2\nbatch: {global: 4}\n"
-                 "strategy: {pp: 2, interleave: 2, micro_batches: 2}\n", "",
-                 "model resnet-mini is modelled by predict and plan with it but the trainer runs it with interleave 1"},
+        BadInput{"interleave_resnet_too_few_units",
+                 "model: resnet-mini\ndata: mnist\nsteps: 2\nbatch: {global: 8}\n"
+                 "strategy: {pp: 4, interleave: 3, micro_batches: 4}\n", "",
+                 "strategy.pp 4 × strategy.interleave 3 = 12 model chunks, but model resnet-mini has 8"},
         BadInput{"selective_recompute_on_resnet",
                  "model: resnet-mini\ndata: mnist\nsteps: 2\nstrategy: {recompute: selective}\n", "",
                  "strategy.recompute selective recomputes attention, which model resnet-mini (a ResNet) has none of; "
