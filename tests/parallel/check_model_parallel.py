@@ -268,11 +268,14 @@ for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b",
 # Interleaved 1F1B on resnet-mini's 8 units (stem, 6 blocks, head): pp 2 × 2 chunks (rank 0 holds
 # the first and third), pp 4 × 2 chunks of one unit, with full recomputation, and dp 2 × pp 2 ×
 # 2 chunks with ZeRO-1. The chunks' boundaries differ in size (each stage of the network has its
-# own C·H·W); every rank's tracked memory is the prediction's for its chunks.
+# own C·H·W), and in bf16; every rank's tracked memory is the prediction's for its chunks.
 for name, dp, pp, reference, extra in [
         ("resnet_pp2_v2", 1, 2, resnet_one, []), ("resnet_pp4_v2", 1, 4, resnet_one, []),
         ("resnet_pp2_v2_full", 1, 2, resnet_one, FULL_RESNET),
-        ("resnet_dp2_pp2_v2_zero1", 2, 2, resnet_dp2, ["--set", "strategy.zero=1"])]:
+        ("resnet_dp2_pp2_v2_zero1", 2, 2, resnet_dp2, ["--set", "strategy.zero=1"]),
+        # bf16: the chunks' 16-bit weights rounded from their share of one fp32 master buffer
+        ("resnet_pp2_v2_bf16", 1, 2, train("resnet_one_bf16", RESNET, 1, 1, 1, "1f1b", ["--set", "precision=bf16"]),
+         ["--set", "precision=bf16"])]:
     run = train(name, RESNET, dp, 1, pp, "1f1b", V2 + extra)
     compare(name, run, reference, dp, 1, pp, RESNET_TOL if dp > 1 else REL_TOL)
     if pp <= 2:  # this machine's site holds 2 devices: no prediction for 4 ranks
