@@ -114,11 +114,13 @@ int calibrate_site(const SiteCalibrationOptions& options) {
 
   // ---- kernels: one process per thread count, placed as a one-rank run places its threads;
   // then, where a node holds several ranks of t threads, that many processes at once, placed
-  // as a multi-rank run places them, their tables averaged. Each process times one round and
-  // the configurations take turns, kRounds times over: the machine's speed wanders over
-  // minutes (a neighbour, the host's clock), and a slow spell then lands on one round of every
-  // configuration, which the median over the rounds leaves out, instead of on every round of
-  // one of them ----
+  // as a multi-rank run places them, each kernel's time the slowest rank's (ranks that exchange
+  // gradients or activations every step wait for the slowest: a core that runs slower, a sibling
+  // hyperthread or the host's interrupts, sets the step, and a mean would hide it). Each process
+  // times one round and the configurations take turns, kRounds times over: the machine's speed
+  // wanders over minutes (a neighbour, the host's clock), and a slow spell then lands on one
+  // round of every configuration, which the median over the rounds leaves out, instead of on
+  // every round of one of them ----
   constexpr int kRounds = 3;
   const auto command = [&](const fs::path& csv, int t, int ranks) {
     std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
@@ -133,7 +135,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
     configurations.push_back({t, 1});
     if (base.devices_per_node / t > 1) configurations.push_back({t, base.devices_per_node / t});
   }
-  // rounds[c][k]: configuration c's table from round k, the mean over its ranks
+  // rounds[c][k]: configuration c's table from round k, the slowest of its ranks per kernel
   std::vector<std::vector<std::vector<KernelTime>>> rounds(configurations.size());
   for (int round = 0; round < kRounds; ++round)
     for (std::size_t c = 0; c < configurations.size(); ++c) {
@@ -153,12 +155,11 @@ int calibrate_site(const SiteCalibrationOptions& options) {
                       t, ranks, code);
       std::vector<KernelProfile> parts;
       for (const fs::path& table : tables) parts.push_back(KernelProfile::load(table));
-      std::vector<KernelTime> mean = parts[0].times();
-      for (std::size_t i = 0; i < mean.size(); ++i) {
-        for (std::size_t r = 1; r < parts.size(); ++r) mean[i].seconds += parts[r].times()[i].seconds;
-        mean[i].seconds /= static_cast<double>(parts.size());
-      }
-      rounds[c].push_back(std::move(mean));
+      std::vector<KernelTime> slowest = parts[0].times();
+      for (std::size_t i = 0; i < slowest.size(); ++i)
+        for (std::size_t r = 1; r < parts.size(); ++r)
+          slowest[i].seconds = std::max(slowest[i].seconds, parts[r].times()[i].seconds);
+      rounds[c].push_back(std::move(slowest));
     }
   KernelProfile profile;
   for (const std::vector<std::vector<KernelTime>>& tables : rounds)
