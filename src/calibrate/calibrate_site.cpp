@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fit: kernel times as measured (the table), the link's α (one-way time of the fastest small
-// ping-pong message) and β (the median bandwidth of the messages of 1 MiB and up),
+// ping-pong message), β (the median bandwidth of the messages of 1 MiB and up) and γ (what the
+// ring all-reduce of 1 MiB and up takes per byte reduced beyond its moves at α/β),
 // and, for predictions that fall back to FLOPs (models whose calls are not written down,
 // recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
 // efficiency of the largest residual add on every core.
@@ -69,6 +70,19 @@ costmodel::LinkFit fit_link(const fs::path& file) {
   for (std::size_t i = 0; i < sizes.size(); ++i)
     if (paths[i] == "scalebench") points.push_back({sizes[i], seconds[i]});
   return costmodel::fit_link(std::move(points));
+}
+
+// γ of the ring all-reduce in `file` (the data-parallel exchange's own ring, as the trainer runs
+// it by default) over 2 ranks, beyond its moves at the link's α/β.
+costmodel::ReductionFit fit_reduction(const fs::path& file, const costmodel::LinkFit& link) {
+  const std::string table = "/calibration/all_reduce";
+  const std::vector<double> sizes = io::read_column(file, table, "size_bytes");
+  const std::vector<double> seconds = io::read_column(file, table, "time_s");
+  const std::vector<std::string> paths = io::read_string_column(file, table, "path");
+  std::vector<std::pair<double, double>> points;  // buffer bytes, seconds
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (paths[i] == "ring") points.push_back({sizes[i], seconds[i]});
+  return costmodel::fit_reduction(std::move(points), 2, link);
 }
 
 // The largest timed call of a kernel in a precision and devices.
@@ -173,14 +187,16 @@ int calibrate_site(const SiteCalibrationOptions& options) {
 
   // ---- the link between two ranks of a node -------------------------------------------------
   std::optional<costmodel::LinkFit> link;
+  std::optional<costmodel::ReductionFit> reduction;
   if (base.devices_per_node >= 2) {
     prepare_mpirun_environment(2);
     const fs::path h5 = scratch / "links.h5";
     const int code = spawn_and_wait({SB_MPIEXEC, "-np", "2", self, "calibrate", "--out", h5.string(), "--collective",
-                                     "p2p", "--max-bytes", "16MiB"},
+                                     "p2p", "--collective", "all_reduce", "--max-bytes", "16MiB"},
                                     "calibrate measures the link with mpirun (Open MPI)");
-    SB_USER_CHECK(code == 0, "calibrate: the ping-pong under mpirun failed (exit {})", code);
+    SB_USER_CHECK(code == 0, "calibrate: the ping-pong and all-reduce under mpirun failed (exit {})", code);
     link = fit_link(h5);
+    reduction = fit_reduction(h5, *link);
   }
 
   // ---- efficiencies for the FLOPs fallback ---------------------------------------------------
@@ -229,8 +245,9 @@ int calibrate_site(const SiteCalibrationOptions& options) {
                       refault.rounds, refault.pages);
   if (link)
     yaml += fmt::format(
-        "  links:\n    intra_node:   # ping-pong between two ranks: {}\n      alpha: {:.4g}\n      beta: {:.4g}\n",
-        link->from, link->alpha, link->beta);
+        "  links:\n    intra_node:   # ping-pong between two ranks: {}\n      alpha: {:.4g}\n      beta: {:.4g}\n"
+        "      gamma: {:.4g}   # seconds per byte reduced: {}\n",
+        link->from, link->alpha, link->beta, reduction->gamma, reduction->from);
   const fs::path partial = fs::path(out).concat(".partial");
   {
     std::ofstream o(partial);

@@ -60,7 +60,8 @@ double ring_seconds(parallel::Collective collective, double steps_per_rank, doub
   SB_CHECK(n >= 1 && bytes >= 0, "collective of {} bytes over {} ranks", bytes, n);
   if (n == 1) return 0.0;
   SB_CHECK(link.bandwidth > 0, "a link of bandwidth {} bytes/s", link.bandwidth);
-  return parallel::bus_bandwidth_factor(collective, n) * bytes / link.bandwidth +
+  const double reduced = collective == parallel::Collective::all_gather ? 0.0 : static_cast<double>(n - 1) / n;
+  return parallel::bus_bandwidth_factor(collective, n) * bytes / link.bandwidth + reduced * bytes * link.reduction +
          steps_per_rank * static_cast<double>(n - 1) * link.latency;
 }
 }  // namespace

@@ -65,10 +65,12 @@ double pipeline_bubble_fraction(int p, int m, int v = 1);
 struct LinkCost {
   double bandwidth = 0;
   double latency = 0;
+  double reduction = 0;  // γ: seconds per byte a rank reduces (calibrated sites; 0: moves only)
 };
-// Ring all-reduce of S bytes over n ranks: 2(n−1)/n · S/B + 2(n−1)·α (0 for n = 1).
+// Ring all-reduce of S bytes over n ranks: 2(n−1)/n · S/B + (n−1)/n · S·γ + 2(n−1)·α (0 for n = 1).
 double ring_all_reduce_seconds(double bytes, int n, LinkCost link);
-// Ring reduce-scatter or all-gather, S the full buffer: (n−1)/n · S/B + (n−1)·α.
+// Ring reduce-scatter or all-gather, S the full buffer: (n−1)/n · S/B + (n−1)·α, the
+// reduce-scatter + (n−1)/n · S·γ.
 double ring_reduce_scatter_seconds(double bytes, int n, LinkCost link);
 double ring_all_gather_seconds(double bytes, int n, LinkCost link);
 // Point-to-point message: α + S/B.

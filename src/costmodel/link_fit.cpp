@@ -32,4 +32,22 @@ LinkFit fit_link(std::vector<std::pair<double, double>> points) {
   return fit;
 }
 
+ReductionFit fit_reduction(std::vector<std::pair<double, double>> points, int n, const LinkFit& link) {
+  SB_CHECK(n >= 2 && link.beta > 0, "a reduction fit over {} ranks, link bandwidth {}", n, link.beta);
+  constexpr double kLarge = 1 << 20;
+  const double moved = 2.0 * (n - 1) / n, reduced = static_cast<double>(n - 1) / n;
+  std::vector<double> per_byte;
+  for (const auto& [bytes, seconds] : points)
+    if (bytes >= kLarge)
+      per_byte.push_back((seconds - 2.0 * (n - 1) * link.alpha - moved * bytes / link.beta) / (reduced * bytes));
+  SB_USER_CHECK(per_byte.size() >= 2, "calibrate: the all-reduce needs two sizes of 1 MiB or more; it has {}",
+                per_byte.size());
+  ReductionFit fit;
+  fit.gamma = std::max(0.0, median(per_byte));
+  fit.from = fmt::format("ring all-reduce over {} ranks beyond its moves at α/β: median of {} sizes of 1 to {:.0f} MiB, "
+                         "{:.3g} GB/s reduced", n, per_byte.size(), std::max_element(points.begin(), points.end())->first / kLarge,
+                         fit.gamma > 0 ? 1e-9 / fit.gamma : 0.0);
+  return fit;
+}
+
 }  // namespace sb::costmodel

@@ -132,13 +132,16 @@ NcclLevel read_nccl_level(const Mapping& parent, const std::string& source, bool
 }
 
 SiteLink read_link(const Mapping& parent, const std::string& key, const std::string& source,
-                   const char* bandwidth_key, const char* latency_key, bool with_nccl = false) {
+                   const char* bandwidth_key, const char* latency_key, bool with_nccl = false,
+                   const char* reduction_key = nullptr) {
   std::vector<std::string> keys{bandwidth_key, latency_key};
   if (with_nccl) keys.emplace_back("nccl");
+  if (reduction_key) keys.emplace_back(reduction_key);
   Mapping m(parent.child(key), parent.qualified(key), source, keys);
   SiteLink link;
   link.bandwidth = m.positive(bandwidth_key);
   link.latency = non_negative(m, latency_key, source);
+  if (reduction_key && m.has(reduction_key)) link.reduction = non_negative(m, reduction_key, source);
   if (with_nccl && m.has("nccl")) link.nccl = read_nccl_level(m, source, key == "inter_node");
   return link;
 }
@@ -325,8 +328,10 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     }
     if (c.has("links")) {
       const Mapping l(c.child("links"), "calibrated.links", source, {"intra_node", "inter_node"});
-      if (l.has("intra_node")) p.calibrated_intra_node = read_link(l, "intra_node", source, "beta", "alpha");
-      if (l.has("inter_node")) p.calibrated_inter_node = read_link(l, "inter_node", source, "beta", "alpha");
+      if (l.has("intra_node"))
+        p.calibrated_intra_node = read_link(l, "intra_node", source, "beta", "alpha", false, "gamma");
+      if (l.has("inter_node"))
+        p.calibrated_inter_node = read_link(l, "inter_node", source, "beta", "alpha", false, "gamma");
     }
   }
   if (top.has("gemm")) {

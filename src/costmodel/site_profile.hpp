@@ -25,6 +25,7 @@ namespace sb::costmodel {
 struct SiteLink {
   double bandwidth = 0;  // bytes/s per device and direction
   double latency = 0;    // seconds per message step
+  double reduction = 0;  // calibrated `gamma`: seconds per byte a rank reduces (link_fit.hpp)
   // `nccl:` the achieved bus bandwidth and latency of each NCCL algorithm on this level
   // (nccl_collectives.hpp). When both levels carry one (and neither is calibrated), collectives
   // are timed by algorithm; otherwise by the ring formula over bandwidth and latency above.

@@ -464,7 +464,7 @@ GroupComm group_comm(const SiteProfile& site, int ranks_per_node, int stride, in
   GroupComm g;
   const bool inter = crosses_nodes(stride, ranks, ranks_per_node);
   const SiteLink l = site.link(inter);
-  g.link = LinkCost{l.bandwidth, l.latency};
+  g.link = LinkCost{l.bandwidth, l.latency, l.reduction};
   g.level = link_level(ranks, inter);
   g.group = collective_group(ranks, stride, ranks_per_node);
   if (!inter) g.group.nodes = 1;

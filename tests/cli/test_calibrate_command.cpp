@@ -41,12 +41,14 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   ASSERT_TRUE(fitted.calibrated_intra_node.has_value());
   EXPECT_GT(fitted.calibrated_intra_node->latency, 0.0);
   EXPECT_GT(fitted.calibrated_intra_node->bandwidth, 1e8);  // shared memory between two cores
+  EXPECT_GE(fitted.calibrated_intra_node->reduction, 0.0);  // γ: what the ring all-reduce adds to its moves
   ASSERT_EQ(fitted.gemm_efficiency.count("fp32"), 1u);
   EXPECT_GT(fitted.gemm_efficiency.at("fp32"), 0.0);
   EXPECT_LE(fitted.gemm_efficiency.at("fp32"), 1.0);
   // the datasheet comments stay; a second calibration replaces the section instead of adding one
   const std::string text = read_text(site);
   EXPECT_NE(text.find("# Peak per core = clock"), std::string::npos);
+  EXPECT_NE(text.find("      gamma: "), std::string::npos) << text;
   const CommandResult refit = scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
                                           " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1");
   ASSERT_EQ(refit.exit_code, 0) << refit.stderr_text << refit.stdout_text;

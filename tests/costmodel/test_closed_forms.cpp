@@ -103,5 +103,16 @@ TEST(ClosedForms, RingCollectivesAndPointToPoint) {
   EXPECT_DOUBLE_EQ(p2p_seconds(S, link), 5e-6 + S / 100e9);
 }
 
+// The α-β-γ model: the reduce-scatter (and so the all-reduce) adds (n−1)/n · S·γ for the bytes a
+// rank reduces; the all-gather reduces nothing.
+TEST(ClosedForms, RingReductionsAddTheirReducedBytesAtGamma) {
+  const LinkCost moves{100e9, 5e-6}, reducing{100e9, 5e-6, 0.2e-9};
+  const double S = 1e9;
+  EXPECT_DOUBLE_EQ(ring_reduce_scatter_seconds(S, 8, reducing), ring_reduce_scatter_seconds(S, 8, moves) + 7.0 / 8 * S * 0.2e-9);
+  EXPECT_DOUBLE_EQ(ring_all_reduce_seconds(S, 8, reducing), ring_all_reduce_seconds(S, 8, moves) + 7.0 / 8 * S * 0.2e-9);
+  EXPECT_DOUBLE_EQ(ring_all_gather_seconds(S, 8, reducing), ring_all_gather_seconds(S, 8, moves));
+  EXPECT_DOUBLE_EQ(ring_all_reduce_seconds(S, 1, reducing), 0.0);
+}
+
 }  // namespace
 }  // namespace sb::costmodel

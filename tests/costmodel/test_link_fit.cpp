@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The α-β link fit calibrate writes into site profiles: it reads α and β back from exact
 // one-way times, keeps one-way times one way, resists one slowed round, and names what is
-// missing.
+// missing; and the all-reduce's γ read back from exact ring times.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +52,25 @@ TEST(LinkFit, OneSlowSmallMessageDoesNotSetAlpha) {
   const LinkFit fit = fit_link(points);
   EXPECT_NEAR(fit.alpha, 1e-6 + 16 / 8e9, 1e-15);  // the 16-byte message's time
   EXPECT_NEAR(fit.beta / 8e9, 1.0, 1e-5);
+}
+
+// Ring all-reduce times over n ranks built from α, β and γ: the fit returns γ, whatever α's
+// share; a slowed size does not move the median; below two sizes of 1 MiB it refuses.
+TEST(ReductionFit, RecoversGammaFromExactRingTimes) {
+  const LinkFit link{0.5e-6, 18e9, ""};
+  for (int n : {2, 4}) {
+    std::vector<std::pair<double, double>> points;
+    for (double bytes = 4096; bytes <= 16 * 1048576.0; bytes *= 2)
+      points.push_back({bytes, 2.0 * (n - 1) * link.alpha + 2.0 * (n - 1) / n * bytes / link.beta +
+                                   (n - 1.0) / n * bytes * 0.2e-9});
+    points[points.size() - 2].second *= 3;  // one slowed size
+    const ReductionFit fit = fit_reduction(points, n, link);
+    EXPECT_NEAR(fit.gamma / 0.2e-9, 1.0, 1e-9) << n << " ranks";
+    EXPECT_NE(fit.from.find("5 GB/s reduced"), std::string::npos) << fit.from;
+  }
+  // a reduction faster than the moves alone leaves γ at 0
+  EXPECT_EQ(fit_reduction({{1 << 20, 1e-6}, {1 << 21, 2e-6}}, 2, link).gamma, 0.0);
+  EXPECT_THROW(fit_reduction({{4096, 1e-6}, {1 << 20, 1e-4}}, 2, link), UserError);
 }
 
 TEST(LinkFit, TooFewSizesIsAUserError) {
