@@ -13,13 +13,18 @@ without a stored prediction error. A run whose site refused its configuration (a
 a number, e.g. tp beyond a node) is listed with the reason, not compared.
 
 Runs are named by their id, or file/id where several files hold the same id (one file per case,
-as bench/strategies_closed_loop.sh writes them). A run whose ranks computed unevenly (a rank's
+as bench/strategies_closed_loop.sh writes them). Files named CASE.rK.h5 are repeats K of one case
+(the closed loop runs every case once per round, round after round, so that a slow spell of the
+machine lands on one round of many cases rather than every round of one): a case's runs of one id
+are compared by their median measured step time, as calibrate keeps its median round, with the
+spread noted; memory by the largest error of its repeats. A run whose ranks computed unevenly (a rank's
 median compute_cpu_s in /runs/<id>/timeline more than --uneven-pct above the median of its
 pipeline stage's other ranks) is noted: the prediction assumes even ranks, so a slow core or a
 busy neighbour shows up as step-time error there (`scalebench inspect` names such a rank).
 """
 import argparse
 import os
+import re
 import sys
 
 import h5py
@@ -96,6 +101,41 @@ def runs_of(path):
             }
 
 
+def merge_repeats(rows):
+    """Rows of files CASE.rK.h5 with one run id become one row per case and id: the median measured
+    step time against the prediction, the largest memory errors, the spread in a note."""
+    groups, merged = {}, []
+    for r in rows:
+        base = os.path.splitext(os.path.basename(r["file"]))[0]
+        m = re.fullmatch(r"(.+)\.r(\d+)", base)
+        if not m or r["status"] != "ok":
+            merged.append(r)
+            continue
+        key = (os.path.join(os.path.dirname(r["file"]), m.group(1) + ".h5"), r["run"])
+        if key not in groups:
+            groups[key] = []
+            merged.append(key)
+        groups[key].append(r)
+    out = []
+    for item in merged:
+        if isinstance(item, dict):
+            out.append(item)
+            continue
+        repeats = groups[item]
+        measured = [r["measured_s"] for r in repeats]
+        r = dict(repeats[0], file=item[0])
+        r["measured_s"] = float(np.median(measured))
+        r["predicted_s"] = float(np.median([x["predicted_s"] for x in repeats]))
+        r["step"] = 100.0 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"]
+        for c in CATEGORIES:
+            r[c] = max((x[c] for x in repeats), key=abs)
+        unevens = [x["uneven"] for x in repeats if x["uneven"]]
+        r["uneven"] = sorted(unevens, key=lambda u: u[1])[len(unevens) // 2] if unevens else None
+        r["repeats"] = (len(repeats), min(measured), max(measured))
+        out.append(r)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+")
@@ -105,7 +145,7 @@ def main():
                         help="note a run whose slowest rank computes this much longer than its stage's others")
     args = parser.parse_args()
 
-    rows = [r for path in args.files for r in runs_of(path)]
+    rows = merge_repeats([r for path in args.files for r in runs_of(path)])
     ids = [r["run"] for r in rows]
     for r in rows:  # one file per case often means one run id in every file: name the file too
         if ids.count(r["run"]) > 1:
@@ -134,6 +174,9 @@ def main():
                 failures.append(r["run"])
         if not r["kernel_timed"]:
             notes.append("from FLOPs (no kernel times)")
+        if "repeats" in r:
+            count, fastest, slowest = r["repeats"]
+            notes.append(f"median of {count} repeats ({fastest * 1e3:.1f}-{slowest * 1e3:.1f} ms)")
         if r["uneven"] and r["uneven"][1] > args.uneven_pct:
             notes.append(f"ranks uneven: rank {r['uneven'][0]} computed {r['uneven'][1]:+.0f}% against its stage's "
                          "others (predicted even)")

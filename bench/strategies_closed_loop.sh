@@ -8,8 +8,11 @@
 # 16-bit main gradients (precision.main_grads storage; also under ZeRO-1 and 2, and pp 2 in bf16 with
 # them), each run predicted by the
 # calibrated profile before it trains, then prints every run's prediction error and fails when
-# one is off by more than 15% (step time) or 5% (memory). A benchmark, not a test: run it on a
-# quiet machine. Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
+# one is off by more than 15% (step time) or 5% (memory). Every case runs once per round, round
+# after round (SB_CLOSED_LOOP_ROUNDS, default 3), and is judged by its median round, as calibrate
+# keeps its median round: a slow spell of a shared machine then lands on one round of several
+# cases instead of every round of one. A benchmark, not a test: run it on a quiet machine.
+# Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
@@ -21,29 +24,32 @@ export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMP_PROC_BIND=false
 export SB_SITES_DIR=$out/sites
 launch=(mpirun)
 if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
+rounds=${SB_CLOSED_LOOP_ROUNDS:-3}
 run() {
   local name=$1 ranks=$2
   shift 2
-  echo "[closed loop] $name ($ranks rank(s))"
+  echo "[closed loop] round $round of $rounds: $name ($ranks rank(s))"
   "${launch[@]}" -np "$ranks" "$build/scalebench" train --config "$root/models/gpt/configs/gpt-nano-sotu.yaml" \
     --set model=gpt-tiny --set batch.global=16 --set steps=8 --set threads=1 --set eval_every=0 \
-    --set eval_batches=1 "$@" --out "$out/$name.h5" --force >"$out/$name.log" 2>&1
+    --set eval_batches=1 "$@" --out "$out/$name.r$round.h5" --force >"$out/$name.r$round.log" 2>&1
 }
-run recompute-none 1
-run recompute-selective 1 --set strategy.recompute=selective
-run recompute-full 1 --set strategy.recompute=full
-for zero in 0 1 2 3; do run "dp2-zero$zero" 2 --set strategy.dp=2 --set "strategy.zero=$zero"; done
-run tp2 2 --set strategy.tp=2
-run tp2-sequence-parallel 2 --set strategy.tp=2 --set strategy.sequence_parallel=true
-run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
-run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
-run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
-for zero in 1 2; do run "dp2-zero$zero-bf16" 2 --set strategy.dp=2 --set "strategy.zero=$zero" --set precision=bf16; done
-run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
-run dp2-zero1-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=1 \
-  --set 'precision={dtype: bf16, main_grads: storage}'
-run dp2-zero2-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=2 \
-  --set 'precision={dtype: bf16, main_grads: storage}'
-run pp2-bf16-main-grads-storage 2 --set strategy.pp=2 --set strategy.micro_batches=4 \
-  --set 'precision={dtype: bf16, main_grads: storage}'
-/usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.h5 --step-time-pct 15 --memory-pct 5
+for round in $(seq 1 "$rounds"); do
+  run recompute-none 1
+  run recompute-selective 1 --set strategy.recompute=selective
+  run recompute-full 1 --set strategy.recompute=full
+  for zero in 0 1 2 3; do run "dp2-zero$zero" 2 --set strategy.dp=2 --set "strategy.zero=$zero"; done
+  run tp2 2 --set strategy.tp=2
+  run tp2-sequence-parallel 2 --set strategy.tp=2 --set strategy.sequence_parallel=true
+  run pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
+  run pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
+  run dp2-bf16 2 --set strategy.dp=2 --set precision=bf16
+  for zero in 1 2; do run "dp2-zero$zero-bf16" 2 --set strategy.dp=2 --set "strategy.zero=$zero" --set precision=bf16; done
+  run dp2-bf16-main-grads-storage 2 --set strategy.dp=2 --set 'precision={dtype: bf16, main_grads: storage}'
+  run dp2-zero1-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=1 \
+    --set 'precision={dtype: bf16, main_grads: storage}'
+  run dp2-zero2-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=2 \
+    --set 'precision={dtype: bf16, main_grads: storage}'
+  run pp2-bf16-main-grads-storage 2 --set strategy.pp=2 --set strategy.micro_batches=4 \
+    --set 'precision={dtype: bf16, main_grads: storage}'
+done
+/usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.r*.h5 --step-time-pct 15 --memory-pct 5
