@@ -247,9 +247,15 @@ for precision in ["bf16", "fp16"]:
             problems.append(f"{precision} {name} main_grads storage: loss or eval differs from one rank by {gap:.2e} "
                             f"(> {tolerance})")
         # each rank's parameters: its tp shard's 16-bit weights (the ResNet's params also hold the
-        # BatchNorm running statistics; it has no tp; ZeRO-3's hold a shard: one rank's count)
-        params = [int(p) // 2 for p in (run if zero < 3 else reference)["state"]["params"]] if model is GPT \
-            else [run["parameters"]] * dp
+        # BatchNorm running statistics; it has no tp; ZeRO-3's hold a shard: one rank's count); a
+        # ResNet pipeline stage's from its fp32 master weights and SGD momentum, 8 bytes each (the
+        # run's `parameters` is the whole network's; the optimizer is then held to the prediction)
+        if model is GPT:
+            params = [int(p) // 2 for p in (run if zero < 3 else reference)["state"]["params"]]
+        elif pp > 1:
+            params = [int(o) // 8 for o in run["state"]["optimizer"]]
+        else:
+            params = [run["parameters"]] * dp
         params = params * dp if len(params) < dp else params
         shard = -(-params[0] // dp)  # ZeRO's shard: ceil(parameters / dp)
         for rank, parameters in enumerate(params):
