@@ -111,9 +111,7 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
   output_floats_ = l.out_floats(l.end - 1);
   for (i64 unit = l.first; unit < l.end; ++unit) {  // each unit's parameters, in storage order
     unit_offsets_.push_back(parameter_count_);
-    ParameterTensors views{};
-    for_each_parameter(views, Layout{config_, blocks_, unit, unit + 1},
-                       [&](const ParameterSpec& spec, float*&, std::uint64_t) { parameter_count_ += spec.shape.numel(); });
+    parameter_count_ += resnet_partition_parameter_count(config_, {unit, unit + 1});
   }
   unit_offsets_.push_back(parameter_count_);
   if (l.stem() && l.head()) {
@@ -121,11 +119,7 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
              "resnet parameter shapes sum to {}, layers give {}", parameter_count_,
              resnet_parameter_count(config_));
   }
-  i64 statistics_floats = 0;
-  {
-    RunningStatisticsTensors views{};
-    for_each_statistic(views, l, [&](const std::string&, i64 C, float*&) { statistics_floats += C; });
-  }
+  statistics_count_ = resnet_partition_statistics_count(config_, {l.first, l.end});
 
   constexpr bool mixed = !std::is_same_v<S, float>;
   i64 max_channels = config_.stem_channels;
@@ -147,7 +141,6 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
     shortcut_bn_out_ = reinterpret_cast<S*>(placeholder);
     return;
   }
-  statistics_count_ = statistics_floats;
   if (storage.params) {  // a chunk's share of the caller's buffers
     SB_CHECK(storage.grads && storage.statistics && (!mixed || storage.master),
              "resnet: given storage without gradients, running statistics or (16-bit) master weights");
@@ -165,7 +158,7 @@ ResnetModelT<S>::ResnetModelT(const ResnetConfig& config, i64 max_batch, kernels
                                   "resnet grads", Device::cpu, gradient_residency);
     // Running statistics are model state saved with the weights but never trained: charged to
     // params, kept out of parameter_slices().
-    statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_floats,
+    statistics_memory_ = TrackedBuffer(tracker, MemoryCategory::params, kFloat * statistics_count_,
                                        "resnet running statistics");
     params_base_ = params_memory_.as<S>();
     grads_base_ = grads_memory_.as<float>();
