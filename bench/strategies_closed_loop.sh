@@ -6,8 +6,9 @@
 # and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 (also under ZeRO-1
 # and 2, which shard the fp32 master weights) with fp32 and with
 # 16-bit main gradients (precision.main_grads storage; also under ZeRO-1 and 2, and pp 2 in bf16 with
-# them), each run predicted by the
-# calibrated profile before it trains, then prints every run's prediction error and fails when
+# them), and resnet-mini on MNIST (global batch 32, 8 steps) under recompute none/full, dp 2 with
+# ZeRO 0/2/3 (ZeRO-3 also with full recomputation, and in bf16 with 16-bit main gradients), pp 2
+# plain and interleaved (also in bf16), each run predicted by the calibrated profile before it trains, then prints every run's prediction error and fails when
 # one is off by more than 15% (step time) or 5% (memory). Every case runs once per round, round
 # after round (SB_CLOSED_LOOP_ROUNDS, default 3), and is judged by its median round, as calibrate
 # keeps its median round: a slow spell of a shared machine then lands on one round of several
@@ -33,6 +34,14 @@ run() {
     --set model=gpt-tiny --set batch.global=16 --set steps=8 --set threads=1 --set eval_every=0 \
     --set eval_batches=1 "$@" --out "$out/$name.r$round.h5" --force >"$out/$name.r$round.log" 2>&1
 }
+run_resnet() {
+  local name=$1 ranks=$2
+  shift 2
+  echo "[closed loop] round $round of $rounds: resnet-$name ($ranks rank(s))"
+  "${launch[@]}" -np "$ranks" "$build/scalebench" train --config "$root/models/resnet/configs/resnet-mini-mnist.yaml" \
+    --set epochs=0 --set steps=8 --set batch.global=32 --set threads=1 --set eval_every=0 --set eval_batches=1 "$@" \
+    --out "$out/resnet-$name.r$round.h5" --force >"$out/resnet-$name.r$round.log" 2>&1
+}
 for round in $(seq 1 "$rounds"); do
   run recompute-none 1
   run recompute-selective 1 --set strategy.recompute=selective
@@ -51,5 +60,15 @@ for round in $(seq 1 "$rounds"); do
     --set 'precision={dtype: bf16, main_grads: storage}'
   run pp2-bf16-main-grads-storage 2 --set strategy.pp=2 --set strategy.micro_batches=4 \
     --set 'precision={dtype: bf16, main_grads: storage}'
+  run_resnet recompute-none 1
+  run_resnet recompute-full 1 --set strategy.recompute=full
+  for zero in 0 2 3; do run_resnet "dp2-zero$zero" 2 --set strategy.dp=2 --set "strategy.zero=$zero"; done
+  run_resnet dp2-zero3-recompute-full 2 --set strategy.dp=2 --set strategy.zero=3 --set strategy.recompute=full
+  run_resnet dp2-zero3-bf16-main-grads-storage 2 --set strategy.dp=2 --set strategy.zero=3 \
+    --set 'precision={dtype: bf16, main_grads: storage}'
+  run_resnet pp2 2 --set strategy.pp=2 --set strategy.micro_batches=4
+  run_resnet pp2-interleave2 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2
+  run_resnet pp2-interleave2-bf16 2 --set strategy.pp=2 --set strategy.micro_batches=4 --set strategy.interleave=2 \
+    --set precision=bf16
 done
 /usr/bin/python3 "$root/analysis/prediction_errors.py" "$out"/*.r*.h5 --step-time-pct 15 --memory-pct 5

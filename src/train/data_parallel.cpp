@@ -234,7 +234,9 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
     // at most kZeroTwoBucketsInFlight buckets' staging held: double buffering, as DeepSpeed's
     if (static_cast<int>(buckets_.size()) >= kZeroTwoBucketsInFlight) complete_buckets(true);
     Bucket bucket;
-    const std::int64_t elements = std::max(bucket_elements_, count);
+    // no larger than the model's gradients: a bucket never holds more of them (a small model's
+    // staging is its gradients' size, not strategy.bucket_mb's)
+    const std::int64_t elements = std::max(std::min(bucket_elements_, static_cast<std::int64_t>(gradients_.size())), count);
     bucket.capacity = elements;
     const std::int64_t bytes = gradient_bytes() * elements;
     const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const TrackedBuffer& b) { return b.bytes() >= bytes; });
