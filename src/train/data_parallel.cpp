@@ -185,7 +185,7 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
                (stage >= 2 && (gradient_type == parallel::DataType::bf16 || gradient_type == parallel::DataType::f16)),
            "zero-{}: gradient shards of type {}", stage, parallel::to_string(gradient_type));
   if (stage_ >= 2) {
-    pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3");
+    pages_.emplace(gradient_pages, gradients, stage == 2 ? "zero-2" : "zero-3", GradientPageReturn::Return::when_asked);
     shard_grads_ = TrackedBuffer(tracker, MemoryCategory::grads, shard_ * gradient_bytes(),
                                  fmt::format("zero-{} gradient shard ({})", stage, parallel::to_string(gradient_type)));
   }
@@ -270,6 +270,7 @@ void ZeroSharding::stage_piece(std::int64_t begin, std::int64_t end, int owner) 
 void ZeroSharding::start_open_bucket() {
   if (buckets_.empty() || buckets_.back().start_s >= 0) return;
   Bucket& bucket = buckets_.back();
+  pages_->give_back_held();  // the gradients staged so far are copied out: their pages go back
   bucket.start_s = comm_clock_seconds();
   bucket.request = dp_.iall_reduce(bucket.staging.data(), bucket.used, gradient_type_, parallel::ReduceOp::sum);
   figures_.bytes += bucket.used * gradient_bytes();
@@ -339,6 +340,8 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
     begin = end;
   }
   pages_->consumed(offset, offset + count);
+  // every staged gradient in a bucket whose reduction started: their pages go back now
+  if (!buckets_.empty() && buckets_.back().start_s >= 0) pages_->give_back_held();
   complete_buckets(false);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
   figures_.cpu_in_backward_s += process_cpu_seconds() - entered_cpu_s;
@@ -348,6 +351,7 @@ void ZeroSharding::micro_batch_done() {
   if (stage_ == 1) return;
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
   start_open_bucket();
+  pages_->give_back_held();  // before the next micro-batch's backward writes them again
   complete_buckets(true);
   pages_->recharge();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
@@ -361,6 +365,7 @@ void ZeroSharding::finish(double local_scale) {
   if (stage_ >= 2) {
     SB_CHECK(step_open_, "zero-{}: backward reported no gradients this step", stage_);
     start_open_bucket();
+    pages_->give_back_held();
     complete_buckets(true);
     pages_->recharge();
     SB_CHECK(pages_->all_given_back(),

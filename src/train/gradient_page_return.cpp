@@ -10,8 +10,9 @@
 
 namespace sb::train {
 
-GradientPageReturn::GradientPageReturn(TrackedBuffer* pages, std::span<float> gradients, const char* who)
-    : pages_(pages) {
+GradientPageReturn::GradientPageReturn(TrackedBuffer* pages, std::span<float> gradients, const char* who,
+                                       Return when)
+    : pages_(pages), when_(when) {
   SB_CHECK(pages_ && pages_->residency() == Residency::resident_pages && pages_->as<float>() == gradients.data(),
            "{}: the model's gradients must be a buffer charged by resident pages", who);
   const std::int64_t page = resident_page_bytes();
@@ -24,7 +25,7 @@ void GradientPageReturn::consumed(std::int64_t begin, std::int64_t end) {
   const std::int64_t byte_begin = begin * 4, byte_end = end * 4;
   std::int64_t run_begin = -1, run_end = -1;  // consecutive whole pages, given back in one call
   const auto give_back_run = [&] {
-    if (run_begin >= 0) pages_->discard(run_begin, run_end - run_begin);
+    if (run_begin >= 0) give_back(run_begin, run_end);
     run_begin = run_end = -1;
   };
   for (std::int64_t p = byte_begin / page; p * page < byte_end; ++p) {
@@ -53,7 +54,26 @@ void GradientPageReturn::consumed(std::int64_t begin, std::int64_t end) {
   give_back_run();
 }
 
+void GradientPageReturn::give_back(std::int64_t begin, std::int64_t end) {
+  if (when_ == Return::at_once) {
+    pages_->discard(begin, end - begin);
+    return;
+  }
+  if (!held_.empty() && held_.back().first == end)  // backward reports ranges downwards
+    held_.back().first = begin;
+  else if (!held_.empty() && held_.back().second == begin)
+    held_.back().second = end;
+  else
+    held_.emplace_back(begin, end);
+}
+
+void GradientPageReturn::give_back_held() {
+  for (const auto& [begin, end] : held_) pages_->discard(begin, end - begin);
+  held_.clear();
+}
+
 void GradientPageReturn::give_back_consumed() {
+  give_back_held();
   const std::int64_t page = resident_page_bytes(), total = pages_->bytes();
   for (std::size_t p = 0; p < consumed_.size(); ++p) {
     if (consumed_[p] == 0) continue;
@@ -65,7 +85,7 @@ void GradientPageReturn::give_back_consumed() {
 }
 
 bool GradientPageReturn::all_given_back() const {
-  return std::all_of(consumed_.begin(), consumed_.end(), [](std::int64_t c) { return c == 0; });
+  return held_.empty() && std::all_of(consumed_.begin(), consumed_.end(), [](std::int64_t c) { return c == 0; });
 }
 
 }  // namespace sb::train

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // GradientPageReturn: pages go back once every float on them is consumed; a consumed range on a
 // page that stays is zeroed in place, and a range consumed twice before its page went back (the
-// model chunks of an interleaved stage) is counted once.
+// model chunks of an interleaved stage) is counted once; held pages (ZeRO-2/3's) go back only when
+// asked, every held run of them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +70,44 @@ TEST(GradientPageReturn, AStraddlingPageBackForOneSideGoesBackAtTheStepsEnd) {
   pages.give_back_consumed();
   EXPECT_TRUE(pages.all_given_back());
   EXPECT_EQ(p.resident(), 0);
+}
+
+TEST(GradientPageReturn, HeldPagesGoBackOnlyWhenAsked) {
+  Pages p;
+  const std::int64_t page = resident_page_bytes();
+  GradientPageReturn pages(&p.buffer, p.gradients, "test", GradientPageReturn::Return::when_asked);
+  p.write_all(1.0f);
+  pages.consumed(2 * p.page_floats, p.floats);  // backward's ranges, from the end down
+  pages.consumed(p.page_floats, 2 * p.page_floats);
+  EXPECT_EQ(p.resident(), 3 * page) << "consumed pages are held";
+  EXPECT_FALSE(pages.all_given_back()) << "held pages are not given back";
+  pages.give_back_held();
+  EXPECT_EQ(p.resident(), page) << "pages 1 and 2 went back, page 0 was not consumed";
+  EXPECT_EQ(p.gradients[0], 1.0f);
+  pages.consumed(0, p.page_floats);
+  EXPECT_EQ(p.resident(), page);
+  pages.give_back_held();
+  EXPECT_EQ(p.resident(), 0);
+  EXPECT_TRUE(pages.all_given_back());
+}
+
+TEST(GradientPageReturn, HeldRunsApartAllGoBackAndAPartlyConsumedPageIsZeroedAtOnce) {
+  Pages p;
+  const std::int64_t page = resident_page_bytes();
+  GradientPageReturn pages(&p.buffer, p.gradients, "test", GradientPageReturn::Return::when_asked);
+  p.write_all(1.0f);
+  const std::int64_t half = p.page_floats / 2;
+  pages.consumed(2 * p.page_floats, p.floats);
+  pages.consumed(0, p.page_floats + half);  // page 0 whole, page 1 half: apart from page 2
+  EXPECT_EQ(p.gradients[static_cast<std::size_t>(p.page_floats)], 0.0f) << "the consumed half of page 1 is zeroed";
+  EXPECT_EQ(p.gradients[static_cast<std::size_t>(p.page_floats + half)], 1.0f);
+  EXPECT_EQ(p.resident(), 3 * page);
+  pages.give_back_held();
+  EXPECT_EQ(p.resident(), page) << "pages 0 and 2 went back, page 1 waits for its other half";
+  pages.consumed(p.page_floats + half, 2 * p.page_floats);
+  pages.give_back_consumed();  // gives back what is held, too
+  EXPECT_EQ(p.resident(), 0);
+  EXPECT_TRUE(pages.all_given_back());
 }
 
 }  // namespace
