@@ -64,16 +64,23 @@ CommandResult run_under_mpirun(const Scratch& scratch, int ranks, const std::str
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
-// How a case splits the model over its ranks: one of dp, tp, pp is `ranks`, the others 1.
+// How a case splits the model over its ranks: one of dp, tp, pp is `ranks`, the others 1; with
+// more strategy keys (`strategy`, e.g. "recompute: full") and a model of its own where they need
+// more blocks than gpt-nano's two (`model`, a name or an inline mapping). `label` names its files.
 struct Split {
   const char* name = "dp";  // "dp", "tp" or "pp"
   int ranks = 1;
+  const char* strategy = "";
+  const char* model = "gpt-nano";
+  const char* label = "";
 };
 
 std::string case_yaml(const std::string& device, const std::string& precision, Split split) {
   // pp: four micro-batches of 2, so the schedule overlaps the stages
-  const std::string extra = std::string(split.name) == "pp" ? ", micro_batches: 4" : "";
-  return "model: gpt-nano\ndata: {dataset: sotu}\nbatch: {global: 8}\nsteps: " + std::to_string(kSteps) +
+  std::string extra = std::string(split.name) == "pp" ? ", micro_batches: 4" : "";
+  if (*split.strategy) extra += std::string(", ") + split.strategy;
+  return "model: " + std::string(split.model) + "\ndata: {dataset: sotu}\nbatch: {global: 8}\nsteps: " +
+         std::to_string(kSteps) +
          "\neval_every: 4\neval_batches: 2\nthreads: 2\nseed: 1\noptimizer: {type: adamw, lr: 1.0e-3}\n"
          "device: " + device + "\nprecision: " + precision + "\nstrategy: {" + split.name + ": " +
          std::to_string(split.ranks) + extra + ", allreduce: mpi}\n";
@@ -82,7 +89,7 @@ std::string case_yaml(const std::string& device, const std::string& precision, S
 // Trains one case and reads what the comparison needs; through mpirun when it has several ranks.
 RunFigures train(const Scratch& scratch, const std::string& device, const std::string& precision,
                  Split split = {}) {
-  const std::string name = device + "_" + precision + "_" + split.name + std::to_string(split.ranks);
+  const std::string name = device + "_" + precision + "_" + split.name + std::to_string(split.ranks) + split.label;
   const auto config = scratch.write(name + ".yaml", case_yaml(device, precision, split));
   const auto out = scratch.path(name + ".h5");
   const std::string train = "train --config " + config.string() + " --out " + out.string() + " --run-id run";
@@ -138,6 +145,20 @@ TEST_F(CudaTrain, GptNanoBf16FollowsTheCpuRun) {
   expect_same_training(train(scratch, "cuda", "bf16"), train(scratch, "cpu", "bf16"), "bf16");
 }
 
+// The memory-for-time strategies on one GPU: selective recomputation (the attention core again
+// in backward) and full (each block from its input), against the same on the cpu.
+TEST_F(CudaTrain, GptNanoSelectiveRecomputationFollowsTheCpuRun) {
+  Scratch scratch;
+  const Split split{.strategy = "recompute: selective", .label = "_selective"};
+  expect_same_training(train(scratch, "cuda", "fp32", split), train(scratch, "cpu", "fp32", split), "fp32");
+}
+
+TEST_F(CudaTrain, GptNanoFullRecomputationBf16FollowsTheCpuRun) {
+  Scratch scratch;
+  const Split split{.strategy = "recompute: full", .label = "_full"};
+  expect_same_training(train(scratch, "cuda", "bf16", split), train(scratch, "cpu", "bf16", split), "bf16");
+}
+
 // Two ranks, one GPU each, against two cpu ranks over MPI (the same split of the model).
 class CudaTrainOnTwoGpus : public CudaTrain {
  protected:
@@ -172,6 +193,22 @@ TEST_F(CudaTrainOnTwoGpus, GptNanoTensorParallelBf16FollowsTheCpuRun) {
 TEST_F(CudaTrainOnTwoGpus, GptNanoPipelineParallelFollowsTheCpuRun) {
   Scratch scratch;
   expect_same_training(train(scratch, "cuda", "fp32", {"pp", 2}), train(scratch, "cpu", "fp32", {"pp", 2}), "fp32");
+}
+
+// Megatron sequence parallelism: LayerNorms and residuals on each rank's rows, all-gathers and
+// reduce-scatters by NCCL around the parallel linears
+TEST_F(CudaTrainOnTwoGpus, GptNanoSequenceParallelFollowsTheCpuRun) {
+  Scratch scratch;
+  const Split split{.name = "tp", .ranks = 2, .strategy = "sequence_parallel: true", .label = "_sp"};
+  expect_same_training(train(scratch, "cuda", "fp32", split), train(scratch, "cpu", "fp32", split), "fp32");
+}
+
+// interleaved 1F1B: two model chunks of one block per rank (four blocks of gpt-nano's width)
+TEST_F(CudaTrainOnTwoGpus, InterleavedPipelineFollowsTheCpuRun) {
+  Scratch scratch;
+  const Split split{.name = "pp", .ranks = 2, .strategy = "interleave: 2",
+                    .model = "{layers: 4, hidden: 64, heads: 4, seq_len: 64, vocab: 256}", .label = "_v2"};
+  expect_same_training(train(scratch, "cuda", "fp32", split), train(scratch, "cpu", "fp32", split), "fp32");
 }
 
 }  // namespace
