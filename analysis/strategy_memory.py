@@ -6,7 +6,8 @@ Activation recomputation (GPT, one rank, tp 1): the tracked activation bytes of 
 the trainer's own prediction (/runs/*/prediction) and against Korthikanti et al. 2022 (Reducing
 Activation Recomputation in Large Transformer Models, Table 2), per layer at 16 bits:
 sbh(34 + 5as/h) without recomputation, 34sbh selective, 2sbh full (each block's input), times
-the layers and doubled for fp32 storage (4 bytes an element). Their count includes dropout masks
+the layers and doubled for fp32 storage (4 bytes an element); src/costmodel/closed_forms.hpp states the
+same count for the cost model (with tp and sequence parallelism), which this script cannot call. Their count includes dropout masks
 and leaves out the embedding and head; the trainer has no dropout, so the ratio is not 1.
 
 ZeRO (fp32 model state, AdamW; Rajbhandari et al. 2020 §5 with K = 8 and 4-byte weights and
@@ -61,20 +62,20 @@ def recompute_row(name, run, args):
             f"{measured / formula:>7.2f} {step_median_s(run) * 1e3:>10.0f}")
 
 
-def zero_rows(name, run):
+def zero_row(name, run):
+    """Rank 0's model state beside the formulas, and the largest difference over every rank."""
     a = run.attrs
     zero, dp = int(a["zero"]), int(a["dp"])
     psi = int(run["summary"].attrs["parameters"])
-    rows, worst = [], 0
-    for row in run["memory"][:]:
-        want = zero_formula(zero, psi, dp, int(row["rank"]))
-        for part, bytes_ in want.items():
-            worst = max(worst, abs(int(row[part]) - bytes_))
-        if int(row["rank"]) == 0:
-            rows.append(f"{name:<28} {dp:>3} {zero:>5} " + " ".join(
-                f"{int(row[p]) / MB:>8.2f} ({bytes_ / MB:>6.2f})" for p, bytes_ in want.items()) +
-                f" {step_median_s(run) * 1e3:>9.0f}")
-    return rows, worst
+    memory = run["memory"][:]
+    worst = max(abs(int(row[part]) - bytes_) for row in memory
+                for part, bytes_ in zero_formula(zero, psi, dp, int(row["rank"])).items())
+    first = memory[memory["rank"] == 0][0]
+    want = zero_formula(zero, psi, dp, 0)
+    row = (f"{name:<28} {dp:>3} {zero:>5} " +
+           " ".join(f"{int(first[p]) / MB:>8.2f} ({bytes_ / MB:>6.2f})" for p, bytes_ in want.items()) +
+           f" {step_median_s(run) * 1e3:>9.0f}")
+    return row, worst
 
 
 def main():
@@ -87,13 +88,13 @@ def main():
     recompute, zero, worst = [], [], 0
     for path in args.results:
         with h5py.File(path, "r") as f:
-            for run_id, run in f["runs"].items():
+            for run in f["runs"].values():
                 if run.attrs["status"] != "ok":
                     continue
                 name = path.rsplit("/", 1)[-1].removesuffix(".h5")
                 if int(run.attrs["dp"]) > 1 and run.attrs["precision"] == "fp32":
-                    rows, off = zero_rows(name, run)
-                    zero += rows
+                    row, off = zero_row(name, run)
+                    zero.append(row)
                     worst = max(worst, off)
                 elif (row := recompute_row(name, run, args)) is not None:
                     recompute.append(row)

@@ -26,22 +26,20 @@ export SB_SITES_DIR=$out/sites
 launch=(mpirun)
 if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
 rounds=${SB_CLOSED_LOOP_ROUNDS:-3}
-run() {
+gpt_tiny=(--config "$root/models/gpt/configs/gpt-nano-sotu.yaml" --set model=gpt-tiny --set batch.global=16 --set steps=8)
+resnet_mini=(--config "$root/models/resnet/configs/resnet-mini-mnist.yaml" --set epochs=0 --set steps=8
+  --set batch.global=32)
+# train_case NAME RANKS MODEL [--set KEY=VALUE ...]: MODEL names one of the arrays above
+train_case() {
   local name=$1 ranks=$2
-  shift 2
+  local -n model=$3
+  shift 3
   echo "[closed loop] round $round of $rounds: $name ($ranks rank(s))"
-  "${launch[@]}" -np "$ranks" "$build/scalebench" train --config "$root/models/gpt/configs/gpt-nano-sotu.yaml" \
-    --set model=gpt-tiny --set batch.global=16 --set steps=8 --set threads=1 --set eval_every=0 \
+  "${launch[@]}" -np "$ranks" "$build/scalebench" train "${model[@]}" --set threads=1 --set eval_every=0 \
     --set eval_batches=1 "$@" --out "$out/$name.r$round.h5" --force >"$out/$name.r$round.log" 2>&1
 }
-run_resnet() {
-  local name=$1 ranks=$2
-  shift 2
-  echo "[closed loop] round $round of $rounds: resnet-$name ($ranks rank(s))"
-  "${launch[@]}" -np "$ranks" "$build/scalebench" train --config "$root/models/resnet/configs/resnet-mini-mnist.yaml" \
-    --set epochs=0 --set steps=8 --set batch.global=32 --set threads=1 --set eval_every=0 --set eval_batches=1 "$@" \
-    --out "$out/resnet-$name.r$round.h5" --force >"$out/resnet-$name.r$round.log" 2>&1
-}
+run() { train_case "$1" "$2" gpt_tiny "${@:3}"; }
+run_resnet() { train_case "resnet-$1" "$2" resnet_mini "${@:3}"; }
 for round in $(seq 1 "$rounds"); do
   run recompute-none 1
   run recompute-selective 1 --set strategy.recompute=selective
