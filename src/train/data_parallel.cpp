@@ -340,7 +340,8 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
     begin = end;
   }
   pages_->consumed(offset, offset + count);
-  // every staged gradient in a bucket whose reduction started: their pages go back now
+  // every staged gradient in a bucket whose reduction started: their pages go back now (else
+  // they go when the open bucket starts, at the latest in micro_batch_done or finish)
   if (!buckets_.empty() && buckets_.back().start_s >= 0) pages_->give_back_held();
   complete_buckets(false);
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
@@ -350,8 +351,7 @@ void ZeroSharding::ready(std::int64_t offset, std::int64_t count) {
 void ZeroSharding::micro_batch_done() {
   if (stage_ == 1) return;
   const double entered_s = comm_clock_seconds(), entered_cpu_s = process_cpu_seconds();
-  start_open_bucket();
-  pages_->give_back_held();  // before the next micro-batch's backward writes them again
+  start_open_bucket();  // gives back the held pages before the next backward writes them again
   complete_buckets(true);
   pages_->recharge();
   figures_.in_backward_s += comm_clock_seconds() - entered_s;
@@ -365,7 +365,6 @@ void ZeroSharding::finish(double local_scale) {
   if (stage_ >= 2) {
     SB_CHECK(step_open_, "zero-{}: backward reported no gradients this step", stage_);
     start_open_bucket();
-    pages_->give_back_held();
     complete_buckets(true);
     pages_->recharge();
     SB_CHECK(pages_->all_given_back(),
