@@ -17,6 +17,7 @@
 
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
+#include "costmodel/exchange_work.hpp"
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/model_description.hpp"
 #include "costmodel/nccl_collectives.hpp"
@@ -497,10 +498,16 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
 }
 
 // The data-parallel gradient reduction of a stage: buckets of strategy.bucket_mb, or one
-// reduction of everything without overlap.
+// reduction of everything without overlap; ZeRO-1's one reduce-scatter after backward.
 void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
-                          double grad_bytes_per_parameter, const GroupComm& dp) {
+                          double grad_bytes_per_parameter, const GroupComm& dp, const ExchangeWork& work) {
   if (p.dp <= 1) return;
+  if (work.reduce_scatter_bytes > 0) {
+    op.bucket_bytes.push_back(work.reduce_scatter_bytes);
+    op.bucket_s.push_back(dp.seconds(parallel::Collective::reduce_scatter, work.reduce_scatter_bytes));
+    op.buckets_after_backward = true;
+    return;
+  }
   const auto& s = c.strategy;
   const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
   const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
@@ -511,6 +518,17 @@ void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Pr
     op.bucket_bytes.push_back(size);
     op.bucket_s.push_back(size == bucket || size == gradient_bytes ? full_bucket_s : bucket_seconds(size));
   }
+}
+
+// The exchange's passes over the gradients (exchange_work.hpp) at the rank's memory speed, and
+// ZeRO-1 and 2's gather of the updated parameters after the optimizer.
+void add_exchange_work(StageOpCosts& op, const ExchangeWork& work, const GroupComm& dp, double memory_speed) {
+  op.backward_exchange_s = work.backward_bytes_per_micro_batch / memory_speed;
+  op.last_backward_exchange_s = work.backward_bytes_per_step / memory_speed;
+  op.finish_exchange_s = work.finish_bytes / memory_speed;
+  op.after_optimizer_s = work.after_optimizer_bytes / memory_speed;
+  if (work.after_optimizer_gather_bytes > 0)
+    op.after_optimizer_s += dp.seconds(parallel::Collective::all_gather, work.after_optimizer_gather_bytes);
 }
 
 // ZeRO-3: every forward and every backward of a micro-batch gathers the stage's parameters
@@ -586,7 +604,9 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
     if (i + 1 < stages.size()) op.send_forward_s = r.pp.send_seconds(st.boundary_bytes);
     if (i > 0) op.send_backward_s = r.pp.send_seconds(stages[i - 1].boundary_bytes);
-    add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp);
+    const ExchangeWork work = exchange_work(c, st.parameters, p.dp, plan.micro_batches);
+    add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp, work);
+    add_exchange_work(op, work, r.dp, r.memory_speed);
     add_parameter_gathers(op, c, p, st, state_bytes(c, element_bytes).param, r.dp);
     add_gradient_page_refaults(op, c, st, site);
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
@@ -608,7 +628,7 @@ void take_step_time(Prediction& p, const StepSimulation& sim) {
   p.compute_s = critical.compute_s;
   p.tp_comm_s = critical.tp_s;
   p.p2p_s = critical.p2p_s;
-  p.dp_comm_s = critical.dp_exposed_s + critical.gather_s;
+  p.dp_comm_s = critical.dp_exposed_s + critical.gather_s + critical.exchange_s + critical.after_optimizer_s;
   p.optimizer_s = critical.optimizer_s;
   p.bubble_s = critical.bubble_s;
   p.comm_s = p.tp_comm_s + p.p2p_s + p.dp_comm_s;

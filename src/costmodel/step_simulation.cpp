@@ -82,12 +82,15 @@ void run_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, double
   const double compute = forward ? cost.forward_compute_s : cost.backward_compute_s;
   const double tp = forward ? cost.forward_tp_s : cost.backward_tp_s;
   const double gather = forward ? cost.forward_gather_s : cost.backward_gather_s;
+  const double exchange =
+      forward ? 0.0 : cost.backward_exchange_s + (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0);
   const TimelineOp done{forward ? TimelineOpKind::forward : TimelineOpKind::backward, op.micro, ready,
-                        ready + compute + tp + gather, op.chunk};
+                        ready + compute + tp + gather + exchange, op.chunk};
   tl.compute.push_back(done);
   tl.compute_s += compute;
   tl.tp_s += tp;
   tl.gather_s += gather;
+  tl.exchange_s += exchange;
   double end = done.end;
   if (forward) st.forwarded[s][i] = true;
   if (!forward && op.micro == st.m - 1) st.last_backward[s][chunk] = done;
@@ -136,14 +139,14 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
   SB_CHECK(st.ops[s].back() == (plan::PipelineOp{plan::PipelineOpKind::backward, m - 1, 0}),
            "stage {} does not end with the last micro-batch's backward", s);
   tl.pipeline_end = st.free_at[s];
-  tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s);
+  tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s + tl.exchange_s);
   tl.peak_in_flight = plan::count_peak_in_flight(st.ops[s]);
   std::vector<std::size_t> chunks(st.v);
   for (std::size_t c = 0; c < st.v; ++c) chunks[c] = c;
   std::sort(chunks.begin(), chunks.end(), [&](std::size_t a, std::size_t b) {
     return st.last_backward[s][a].end < st.last_backward[s][b].end;
   });
-  double comm_free = 0, optimizer = 0;
+  double comm_free = 0, optimizer = 0, finish = 0, after_optimizer = 0;
   i64 bucket_index = 0;
   for (const std::size_t c : chunks) {
     const StageOpCosts& cost = input.stages[c * st.p + s];
@@ -152,24 +155,28 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
     double total_bytes = 0;
     for (double b : cost.bucket_bytes) total_bytes += b;
     // without overlap every bucket waits for the rank's last backward (its chunk 0's)
-    const TimelineOp& lb = st.last_backward[s][input.overlap ? c : 0];
+    const bool overlap = input.overlap && !cost.buckets_after_backward;
+    const TimelineOp& lb = st.last_backward[s][overlap ? c : 0];
     double produced = 0;
     for (std::size_t k = 0; k < cost.bucket_s.size(); ++k) {
       produced += cost.bucket_bytes[k];
       const double ready =
-          input.overlap && total_bytes > 0 ? lb.start + (lb.end - lb.start) * (produced / total_bytes) : lb.end;
+          overlap && total_bytes > 0 ? lb.start + (lb.end - lb.start) * (produced / total_bytes) : lb.end;
       const double start = std::max(ready, comm_free);
       comm_free = start + cost.bucket_s[k];
       tl.comm.push_back({TimelineOpKind::dp_bucket, bucket_index++, start, comm_free});
       tl.dp_s += cost.bucket_s[k];
     }
     optimizer += cost.optimizer_s;
+    finish += cost.finish_exchange_s;
+    after_optimizer += cost.after_optimizer_s;
   }
-  const double optimizer_start = std::max(tl.pipeline_end, comm_free);
+  const double optimizer_start = std::max(tl.pipeline_end, comm_free) + finish;
   tl.dp_exposed_s = optimizer_start - tl.pipeline_end;
   tl.optimizer_s = optimizer;
-  tl.end = optimizer_start + optimizer;
-  tl.compute.push_back({TimelineOpKind::optimizer, 0, optimizer_start, tl.end});
+  tl.after_optimizer_s = after_optimizer;
+  tl.compute.push_back({TimelineOpKind::optimizer, 0, optimizer_start, optimizer_start + optimizer});
+  tl.end = optimizer_start + optimizer + after_optimizer;
 }
 
 }  // namespace
@@ -196,7 +203,7 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
   sim.idle_s.resize(p);
   for (std::size_t s = 0; s < p; ++s) {
     const StageTimeline& tl = sim.stages[s];
-    sim.idle_s[s] = sim.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s);
+    sim.idle_s[s] = sim.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s + tl.exchange_s);
   }
   return sim;
 }

@@ -12,8 +12,9 @@
 // per-layer FLOPs, bytes and link costs); this file only orders them in time. Under
 // interleaving (v model chunks per rank) each rank runs the interleaved 1F1B order over its
 // chunks, chunk c of rank s costing stages[c·p + s], and each chunk's buckets launch as its own
-// last backward produces them. Leaves out link contention between concurrent messages and
-// jitter: every op takes exactly its cost.
+// last backward produces them; ZeRO-1's one reduction waits for the last backward, and its
+// parameters' gather (ZeRO-2's too) follows the optimizer. Leaves out link contention between
+// concurrent messages and jitter: every op takes exactly its cost.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +33,16 @@ struct StageOpCosts {
   double forward_gather_s = 0, backward_gather_s = 0;
   double send_forward_s = 0;   // α + S/B of the activation to stage + 1 (0 on the last stage)
   double send_backward_s = 0;  // α + S/B of the input gradient to stage − 1 (0 on the first)
+  // The exchange's own passes over the gradients on the compute stream (costmodel/exchange_work.hpp):
+  // inside every micro-batch's backward, and once more inside the last one's
+  double backward_exchange_s = 0, last_backward_exchange_s = 0;
   // The dp reduction of this stage's gradients, bucket by bucket in the order the backward
   // produces them: bucket_bytes[k] bytes taking bucket_s[k] seconds. Empty: nothing to reduce.
   std::vector<double> bucket_bytes, bucket_s;
+  bool buckets_after_backward = false;  // ZeRO-1: reduced after the last backward, not beside it
+  double finish_exchange_s = 0;  // after the last bucket, before the optimizer (sums back, scaling)
   double optimizer_s = 0;
+  double after_optimizer_s = 0;  // ZeRO-1 and 2: the updated parameters' gather
 };
 
 struct StepSimulationInput {
@@ -64,12 +71,14 @@ struct StageTimeline {
   std::vector<TimelineOp> comm;     // dp stream: gradient buckets
   double compute_s = 0, tp_s = 0, p2p_s = 0;  // compute-stream busy time by part
   double gather_s = 0;                          // ... and ZeRO-3's exposed parameter gathers
+  double exchange_s = 0;                        // ... and the exchange's passes inside backward
   double pipeline_end = 0;    // end of the stage's last backward
   double bubble_s = 0;        // compute stream idle before pipeline_end
   double dp_s = 0;            // the buckets' total time
-  double dp_exposed_s = 0;    // how long the optimizer waited for the last bucket
+  double dp_exposed_s = 0;    // how long the optimizer waited for the last bucket (and the finish)
   double optimizer_s = 0;
-  double end = 0;             // the optimizer's end
+  double after_optimizer_s = 0;  // the parameters' gather after the optimizer
+  double end = 0;             // the step's end: the optimizer's, or that gather's
   std::int64_t peak_in_flight = 0;  // most micro-batches forwarded and not yet backwarded
 };
 
