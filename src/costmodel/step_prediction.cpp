@@ -550,13 +550,12 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
 // ZeRO-2 and 3 give the pages of each micro-batch's reduced gradients back to the system, and
 // 16-bit main gradients those of each range added into them; the next backward faults them in
 // again: the stage's fp32 gradient pages (what backward writes, whatever the main gradients'
-// type) at the calibrated cost.
+// type) at the calibrated cost per byte.
 void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, const StageCost& st,
-                                const SiteProfile& site) {
+                                std::optional<double> seconds_per_byte) {
   const bool staged = c.strategy.zero >= 2 || c.precision.sixteen_bit_main_gradients();
-  if (!staged || !site.page_refault_s) return;
-  constexpr double kPageBytes = 4096.0;  // page_refault_s's unit
-  op.backward_compute_s += st.parameters * 4.0 / kPageBytes * *site.page_refault_s;
+  if (!staged || !seconds_per_byte) return;
+  op.backward_compute_s += st.parameters * 4.0 * *seconds_per_byte;
 }
 
 // A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
@@ -578,6 +577,23 @@ KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, cons
   return k;
 }
 
+// What giving a gradient page back and faulting it in again costs per byte: the kernel table's
+// `page_refault` row, timed with as many ranks faulting at once as this run puts on a node
+// (they contend in the kernel and, on a virtual machine, the hypervisor), else the site's
+// one-process figure (page_refault_s, per 4096 bytes), else nothing.
+std::optional<double> page_refault_seconds_per_byte(const plan::TrainConfig& c, const SiteProfile& site,
+                                                    const KernelTiming& k) {
+  constexpr double kBytes = 64.0 * 1024 * 1024;
+  if (k.stages) {
+    const KernelCall call{"page_refault", {static_cast<std::int64_t>(kBytes)}, kBytes, 0.0, 0.0};
+    if (const std::optional<double> s =
+            site.kernel_times->seconds(call, c.precision.dtype, k.rank_devices, k.node_ranks))
+      return *s / kBytes;
+  }
+  if (site.page_refault_s) return *site.page_refault_s / 4096.0;
+  return std::nullopt;
+}
+
 // Each stage's per-op costs for the event simulation of the step.
 StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::RunPlan& plan, const Prediction& p,
                                      const SiteProfile& site, const StagedModel& m, const StepRates& r,
@@ -588,6 +604,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   in.interleave = plan.interleave;
   in.overlap = c.strategy.overlap;
   const std::vector<StageCost>& stages = m.stages;
+  const std::optional<double> page_refault = page_refault_seconds_per_byte(c, site, k);
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     StageOpCosts op;
@@ -608,7 +625,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     add_gradient_buckets(op, c, p, st, state_bytes(c, element_bytes).grad, r.dp, work);
     add_exchange_work(op, work, r.dp, r.memory_speed);
     add_parameter_gathers(op, c, p, st, state_bytes(c, element_bytes).param, r.dp);
-    add_gradient_page_refaults(op, c, st, site);
+    add_gradient_page_refaults(op, c, st, page_refault);
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
     if (k.stages) {

@@ -5,10 +5,14 @@
 // times. Checked through the files, never stdout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "cli_harness.hpp"
+#include "costmodel/kernel_calls.hpp"
+#include "costmodel/kernel_profile.hpp"
 #include "costmodel/site_profile.hpp"
 #include "io/results_reader.hpp"
 
@@ -38,6 +42,17 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   EXPECT_TRUE(fitted.kernel_times->covers("fp32", 1));
   EXPECT_FALSE(fitted.kernel_times->covers("fp32", 2));
   EXPECT_FALSE(fitted.kernel_times->covers("bf16", 1));
+  // giving 64 MiB of pages back and faulting them in again, timed alone and with every core's
+  // rank doing it at once: between 0.05 µs and 1 ms a 4 KiB page
+  constexpr std::int64_t kRefaultBytes = 64 << 20;
+  const costmodel::KernelCall refault{"page_refault", {kRefaultBytes}, static_cast<double>(kRefaultBytes), 0, 0};
+  for (int ranks = 1; ranks <= std::min(base.devices_per_node, 2); ++ranks) {
+    const std::optional<double> seconds = fitted.kernel_times->seconds(refault, "fp32", 1, ranks);
+    ASSERT_TRUE(seconds.has_value()) << ranks << " rank(s) at once";
+    const double per_page = *seconds / (kRefaultBytes / 4096.0);
+    EXPECT_GT(per_page, 5e-8) << ranks;
+    EXPECT_LT(per_page, 1e-3) << ranks;
+  }
   ASSERT_TRUE(fitted.calibrated_intra_node.has_value());
   EXPECT_GT(fitted.calibrated_intra_node->latency, 0.0);
   EXPECT_GT(fitted.calibrated_intra_node->bandwidth, 1e8);  // shared memory between two cores
