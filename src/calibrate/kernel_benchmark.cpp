@@ -231,8 +231,13 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
         passes_of[q](one);
         for (std::size_t i = 0; i < count; ++i) seconds[i].push_back(one[i]);
       }
+      const bool micro_batch = sequences[q].source != KernelSequence::Source::step_calls;
+      std::vector<double> figures(count);
+      if (micro_batch) figures = per_call_seconds_of_passes(seconds);
+      else
+        for (std::size_t i = 0; i < count; ++i) figures[i] = median(seconds[i]);
       for (std::size_t i = 0; i < count; ++i) {
-        sum[call_ids[q][i]] += median(std::move(seconds[i]));
+        sum[call_ids[q][i]] += figures[i];
         occurrences[call_ids[q][i]] += 1;
       }
       done += count;
@@ -248,6 +253,25 @@ std::vector<KernelTime> time_all(const std::vector<KernelSequence>& sequences, c
 }
 
 }  // namespace
+
+std::vector<double> per_call_seconds_of_passes(const std::vector<std::vector<double>>& seconds_by_call) {
+  std::vector<double> figures;
+  if (seconds_by_call.empty()) return figures;
+  const std::size_t passes = seconds_by_call.front().size();
+  SB_CHECK(passes > 0, "calibrate: a sequence timed in no passes");
+  std::vector<double> pass_seconds(passes, 0.0);
+  double sum_of_medians = 0;
+  for (const std::vector<double>& call : seconds_by_call) {
+    SB_CHECK(call.size() == passes, "calibrate: a call timed in {} passes of {}", call.size(), passes);
+    for (std::size_t p = 0; p < passes; ++p) pass_seconds[p] += call[p];
+    figures.push_back(median(call));
+    sum_of_medians += figures.back();
+  }
+  if (sum_of_medians <= 0) return figures;
+  const double scale = median(std::move(pass_seconds)) / sum_of_medians;
+  for (double& f : figures) f *= scale;
+  return figures;
+}
 
 std::vector<KernelSequence> sequences_to_calibrate(const std::string& precision, i64 max_batch) {
   const auto timed = [max_batch](i64 batch) { return max_batch <= 0 || batch <= max_batch; };
@@ -275,10 +299,11 @@ std::vector<KernelSequence> sequences_to_calibrate(const std::string& precision,
                          micro_batch(costmodel::resnet_stage_kernel_calls(r, 0, unit_count, n, precision))});
   }
   const int element_bytes = precision == "fp32" ? 4 : 2;
-  for (i64 n : {10'000, 30'000, 100'000, 300'000, 1'000'000, 3'000'000, 10'000'000})
+  // from a BatchNorm's 16 channels to a large matrix: the optimizer steps each tensor on its own
+  for (i64 n : {16, 100, 1'000, 3'000, 10'000, 30'000, 100'000, 300'000, 1'000'000, 3'000'000, 10'000'000})
     for (const char* optimizer : {"adamw", "sgd"})
       sequences.push_back({KernelSequence::Source::step_calls, "", 1, 0,
-                           costmodel::optimizer_kernel_calls(optimizer, n, n, element_bytes)});
+                           costmodel::optimizer_kernel_calls(optimizer, n, {n}, element_bytes)});
   KernelSequence fills;
   for (i64 bytes = 1024; bytes <= (i64{64} << 20); bytes *= 4) {
     const kernels::KernelWork w = kernels::fill_work(bytes);

@@ -38,6 +38,15 @@ struct KernelSequence {
 // image counts above it (ResNet keeps its smallest, 4).
 std::vector<KernelSequence> sequences_to_calibrate(const std::string& precision, std::int64_t max_batch = 0);
 
+// Each call's figure from the passes of one micro-batch, seconds_by_call[call][pass]: its median
+// over the passes, the medians scaled together so that they add up to the median of the whole
+// passes. A step's time is a sum of hundreds of calls, so its noise averages out and it lies
+// near the sum of the calls' means; each call's own noise is skewed (a call is never faster than
+// its work, often slower), so a sum of medians falls short of it: 1-4% for gpt-nano's
+// micro-batches of 1 to 8 sequences on this project's 2-core guest, 0-1% for larger ones. The
+// median whole pass keeps the median's robustness against a pass that a neighbour slowed.
+std::vector<double> per_call_seconds_of_passes(const std::vector<std::vector<double>>& seconds_by_call);
+
 // Seconds per call of each distinct call (kernel and shape) of the sequences in `precision`
 // ("fp32", "bf16", "fp16"), each timed inside its sequence: `rounds` rounds, in each the median
 // of at least three passes after a warm-up pass, within about a third of `seconds_per_call`

@@ -4,14 +4,17 @@
 // into the stage. Inputs are never read, so placeholders stand for them.
 #include "costmodel/kernel_calls.hpp"
 
+#include <algorithm>
 #include <span>
 
 #include "core/check.hpp"
 #include "core/memory.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "models/gpt/gpt.hpp"
+#include "models/gpt/gpt_partition.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
+#include "optim/parameter_slice.hpp"
 
 namespace sb::costmodel {
 
@@ -28,6 +31,18 @@ std::vector<KernelCall> composed(const std::vector<RecordedUnit>& units, i64 blo
     for (i64 r = 0; r < (u.unit == "block" ? block_repeats : 1); ++r)
       calls.insert(calls.end(), u.calls.begin(), u.calls.end());
   return calls;
+}
+
+// The optimizer's tensors of a stage of `blocks` blocks (GptModelT::parameter_slices: the
+// shard's tensors that it holds, each block tensor covering every block).
+std::vector<i64> gpt_parameter_tensors(const gpt::GptConfig& config, gpt::GptPartition partition, i64 blocks) {
+  partition.layer_end = partition.layer_begin + blocks;
+  gpt::GptConfig whole = config;
+  whole.layers = std::max(config.layers, blocks);
+  std::vector<i64> tensors;
+  for (const Shape& shape : gpt::gpt_shard_shapes(whole, gpt::gpt_shard_shape(whole, partition)))
+    if (shape.numel() > 0) tensors.push_back(shape.numel());
+  return tensors;
 }
 
 template <class S>
@@ -55,6 +70,7 @@ KernelCalls record_gpt_stage(const gpt::GptConfig& config, i64 tp, i64 blocks, b
   model.forward_stage(0, first ? tokens.data() : nullptr, first ? nullptr : &placeholder,
                       last ? tokens.data() : nullptr, B, T);
   KernelCalls calls;
+  calls.parameter_tensors = gpt_parameter_tensors(config, partition, blocks);
   calls.forward = composed(recorder.units(), blocks);
   recorder.clear();
   model.backward_stage(0, last ? nullptr : &placeholder);
@@ -80,6 +96,7 @@ KernelCalls record_resnet_stage(const resnet::ResnetConfig& config, std::size_t 
   else
     model.forward_stage(0, &placeholder, labels.data(), N, true);
   KernelCalls calls;
+  for (const optim::ParameterSlice& slice : model.parameter_slices()) calls.parameter_tensors.push_back(slice.numel);
   calls.forward = recorder.calls();
   recorder.clear();
   model.backward(0, model.has_head() ? nullptr : &placeholder);
@@ -117,20 +134,39 @@ KernelCalls resnet_stage_kernel_calls(const resnet::ResnetConfig& config, std::s
   return {};
 }
 
-std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, i64 parameters, i64 owned,
-                                               int element_bytes) {
+std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, i64 parameters,
+                                               const std::vector<i64>& owned_tensors, int element_bytes) {
   SB_CHECK(optimizer == "adamw" || optimizer == "sgd", "optimizer kernel calls: '{}'", optimizer);
   const auto call = [](const char* kernel, i64 shape, const kernels::KernelWork& w) {
     return KernelCall{kernel, {shape}, w.size, w.flops, w.bytes};
   };
   const i64 gradient_bytes = parameters * static_cast<i64>(sizeof(float));
   std::vector<KernelCall> calls = {call("fill", gradient_bytes, kernels::fill_work(gradient_bytes))};
-  if (optimizer == "adamw")
-    calls.push_back(call("adamw_step", owned, kernels::adamw_update_work(owned)));
-  else
-    calls.push_back(call("sgd_step", owned, kernels::sgd_update_work(owned)));
+  for (const i64 owned : owned_tensors) {
+    if (optimizer == "adamw")
+      calls.push_back(call("adamw_step", owned, kernels::adamw_update_work(owned)));
+    else
+      calls.push_back(call("sgd_step", owned, kernels::sgd_update_work(owned)));
+  }
   if (element_bytes < 4) calls.push_back(call("narrow", parameters, kernels::convert_work(parameters)));
   return calls;
+}
+
+std::vector<i64> owned_tensor_runs(const std::vector<i64>& tensors, int ranks, int rank) {
+  SB_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "owned tensor runs: rank {} of {}", rank, ranks);
+  if (ranks == 1) return tensors;
+  i64 total = 0;
+  for (const i64 n : tensors) total += n;
+  const i64 shard = (total + ranks - 1) / ranks;
+  const i64 begin = shard * rank, end = std::min(total, begin + shard);
+  std::vector<i64> runs;
+  i64 offset = 0;
+  for (const i64 n : tensors) {
+    const i64 lo = std::max(offset, begin), hi = std::min(offset + n, end);
+    if (lo < hi) runs.push_back(hi - lo);
+    offset += n;
+  }
+  return runs;
 }
 
 bool negligible_kernel_call(const KernelCall& call) { return call.kernel == "batchnorm2d_statistics"; }

@@ -23,6 +23,9 @@ using kernels::KernelCall;
 
 struct KernelCalls {
   std::vector<KernelCall> forward, backward;
+  // The stage's parameter tensors as its optimizer steps them, one call each (the model's
+  // parameter_slices: tp rank 0's shards, in storage order), elements each.
+  std::vector<std::int64_t> parameter_tensors;
 };
 
 // tp rank 0 of t of a GPT pipeline stage holding `blocks` blocks, with the embedding when `first`
@@ -46,10 +49,18 @@ bool resnet_kernel_calls_known(const resnet::ResnetConfig& config);
 
 // A step's per-parameter calls as the trainer's step makes them (train/trainer.cpp): the model's
 // zero_grad over the fp32 gradients of `parameters` ("fill"), the optimizer's clip_and_step over
-// the `owned` ones ("adamw_step" or "sgd_step", timed whole by calibrate), and in 16-bit storage
-// the model's sync_storage_parameters ("narrow").
+// the `owned_tensors` ("adamw_step" or "sgd_step" per tensor: each tensor's norm and update,
+// timed together by calibrate at sizes from a bias to a large matrix; a model of many small
+// tensors pays each call's fixed cost), and in 16-bit storage the model's
+// sync_storage_parameters ("narrow").
 std::vector<KernelCall> optimizer_kernel_calls(const std::string& optimizer, std::int64_t parameters,
-                                               std::int64_t owned, int element_bytes);
+                                               const std::vector<std::int64_t>& owned_tensors, int element_bytes);
+
+// The runs of `tensors` (elements each, laid end to end in storage order) that rank `rank` of
+// `ranks` steps under ZeRO: the trainer's shard [rank·s, rank·s + s), s = ceil(total / ranks),
+// cut at the tensors' edges (train/data_parallel.cpp, ZeroSharding::shard_slices). One rank:
+// the tensors themselves.
+std::vector<std::int64_t> owned_tensor_runs(const std::vector<std::int64_t>& tensors, int ranks, int rank);
 
 // Calls the cost model counts as free where a kernel table has no time for them: BatchNorm's
 // per-channel statistics (a few hundred values; tables calibrated before the calls were

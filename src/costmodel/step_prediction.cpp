@@ -244,6 +244,7 @@ std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescr
 // devices per rank, or a kernel was never timed, or the model is one the trainer does not run.
 struct TimedStage {
   double forward_s = 0, backward_s = 0;
+  std::vector<i64> parameter_tensors;  // the stage's optimizer tensors (KernelCalls)
 };
 
 KernelCalls stage_kernel_calls(const StageCost& st, const ModelDescription& d, const plan::TrainConfig& c) {
@@ -285,17 +286,26 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
     const std::optional<double> forward = timed_seconds(calls.forward, times, precision, devices, ranks);
     const std::optional<double> backward = timed_seconds(calls.backward, times, precision, devices, ranks);
     if (!forward || !backward) return std::nullopt;
-    timed.push_back({*forward, *backward});
+    timed.push_back({*forward, *backward, calls.parameter_tensors});
   }
   return timed;
 }
 
-std::optional<double> timed_optimizer_seconds(const plan::TrainConfig& c, double parameters, double owned,
-                                              double element_bytes, const KernelProfile& times, int devices,
-                                              int ranks) {
-  return timed_seconds(optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
-                                             static_cast<i64>(owned), static_cast<int>(element_bytes)),
-                       times, c.precision.dtype, devices, ranks);
+// The slowest owner's optimizer step: under ZeRO each dp rank steps the tensors' runs in its
+// shard, and the step waits for the rank with the most (or the costliest) calls.
+std::optional<double> timed_optimizer_seconds(const plan::TrainConfig& c, double parameters,
+                                              const std::vector<i64>& tensors, int owners, double element_bytes,
+                                              const KernelProfile& times, int devices, int ranks) {
+  std::optional<double> slowest;
+  for (int owner = 0; owner < owners; ++owner) {
+    const std::optional<double> seconds =
+        timed_seconds(optimizer_kernel_calls(c.optimizer.type, static_cast<i64>(parameters),
+                                             owned_tensor_runs(tensors, owners, owner), static_cast<int>(element_bytes)),
+                      times, c.precision.dtype, devices, ranks);
+    if (!seconds) return std::nullopt;
+    slowest = std::max(slowest.value_or(0.0), *seconds);
+  }
+  return slowest;
 }
 
 // A group of n ranks whose members sit `stride` world ranks apart (tp 1, dp tp, pp tp·dp:
@@ -629,8 +639,10 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     const double owned = st.parameters / (c.strategy.zero >= 1 ? static_cast<double>(p.dp) : 1.0);
     op.optimizer_s = owned * optimizer_bytes_per_parameter(c, element_bytes) / r.memory_speed;
     if (k.stages) {
-      const std::optional<double> optimizer = timed_optimizer_seconds(
-          c, st.parameters, owned, element_bytes, *site.kernel_times, k.rank_devices, k.node_ranks);
+      const int owners = c.strategy.zero >= 1 ? p.dp : 1;
+      const std::optional<double> optimizer =
+          timed_optimizer_seconds(c, st.parameters, (*k.stages)[i].parameter_tensors, owners, element_bytes,
+                                  *site.kernel_times, k.rank_devices, k.node_ranks);
       if (optimizer) op.optimizer_s = *optimizer;
     }
     in.stages.push_back(std::move(op));

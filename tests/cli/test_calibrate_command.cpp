@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "calibrate/kernel_benchmark.hpp"
 #include "cli_harness.hpp"
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/kernel_profile.hpp"
@@ -83,6 +84,25 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   EXPECT_EQ(io::read_number_attribute(out, p, "calibrated"), 1);
   EXPECT_TRUE(std::isfinite(io::read_number_attribute(out, p, "error_step_time_pct")));
   EXPECT_EQ(io::read_number_attribute(out, p, "error_activations_pct"), 0.0);
+}
+
+// A micro-batch's per-call figures add up to its median whole pass, split as the calls'
+// medians split it: with skewed noise (each call slow now and then, on different passes) the
+// medians alone add up to less than any pass took.
+TEST(CalibrateKernelTimes, PerCallFiguresAddUpToTheMedianWholePass) {
+  // seconds[call][pass]: three calls of 1, 2 and 3 ms, each 50% slower on one pass of five
+  const std::vector<std::vector<double>> seconds = {{1.0, 1.5, 1.0, 1.0, 1.0},
+                                                    {2.0, 2.0, 3.0, 2.0, 2.0},
+                                                    {3.0, 3.0, 3.0, 4.5, 3.0}};
+  const std::vector<double> figures = calibrate::per_call_seconds_of_passes(seconds);
+  ASSERT_EQ(figures.size(), 3u);
+  // passes: 6, 6.5, 7, 7.5, 6: median 6.5; medians 1, 2, 3 add up to 6
+  EXPECT_NEAR(figures[0] + figures[1] + figures[2], 6.5, 1e-12);
+  EXPECT_NEAR(figures[1] / figures[0], 2.0, 1e-12);
+  EXPECT_NEAR(figures[2] / figures[0], 3.0, 1e-12);
+  // a single pass is its own median: figures are the pass itself
+  EXPECT_EQ(calibrate::per_call_seconds_of_passes({{1.0}, {2.0}}), (std::vector<double>{1.0, 2.0}));
+  EXPECT_THROW(calibrate::per_call_seconds_of_passes({{1.0, 2.0}, {1.0}}), std::exception);
 }
 
 TEST(CalibrateCommand, GpuSiteIsRefusedInOneSentence) {

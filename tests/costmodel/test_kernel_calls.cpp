@@ -14,7 +14,10 @@
 #include "costmodel/kernel_profile.hpp"
 #include "costmodel/step_prediction.hpp"
 #include "costmodel_test_support.hpp"
+#include "core/memory.hpp"
+#include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_flops.hpp"
 #include "models/resnet/resnet_partition.hpp"
 
@@ -108,6 +111,62 @@ TEST(KernelCalls, ResnetConvolutionsAreTheTrainersFlops) {
   EXPECT_TRUE(resnet_kernel_calls_known(r));
   EXPECT_FALSE(resnet_kernel_calls_known(resnet::resnet_config_by_name("resnet-50")));
   EXPECT_THROW(resnet_stage_kernel_calls(resnet::resnet_config_by_name("resnet-50"), 1, 2, 1, "fp32"), UserError);
+}
+
+// The optimizer's tensors of a stage are the ones the trainer's model steps: a real model's
+// parameter_slices, stage by stage, for the GPT (tp 1 and a tp shard's sizes) and the ResNet.
+TEST(KernelCalls, StageParameterTensorsAreTheModelsSlices) {
+  const auto slice_sizes = [](std::vector<optim::ParameterSlice> slices) {
+    std::vector<std::int64_t> sizes;
+    for (const optim::ParameterSlice& s : slices) sizes.push_back(s.numel);
+    return sizes;
+  };
+  MemoryTracker tracker;
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-nano");
+  for (const auto& [begin, end] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, g.layers}, {0, 1}, {1, g.layers}}) {
+    gpt::GptPartition partition;
+    partition.layer_begin = begin, partition.layer_end = end;
+    partition.embedding = begin == 0, partition.head = end == g.layers;
+    gpt::GptModel model(g, 1, 8, kernels::Backend::cpu, tracker, partition);
+    const KernelCalls calls = gpt_stage_kernel_calls(g, 1, end - begin, partition.embedding, partition.head, 1, 8, "fp32");
+    EXPECT_EQ(calls.parameter_tensors, slice_sizes(model.parameter_slices())) << "blocks " << begin << ".." << end;
+  }
+  // tp 2: every tensor but the replicated ones halved, 16 in all on a whole stage
+  const KernelCalls one = gpt_stage_kernel_calls(g, 1, g.layers, true, true, 1, 8, "fp32");
+  const KernelCalls two = gpt_stage_kernel_calls(g, 2, g.layers, true, true, 1, 8, "fp32");
+  ASSERT_EQ(one.parameter_tensors.size(), 16u);
+  ASSERT_EQ(two.parameter_tensors.size(), 16u);
+  EXPECT_EQ(two.parameter_tensors[4] * 2, one.parameter_tensors[4]);  // qkvw
+  EXPECT_EQ(two.parameter_tensors[2], one.parameter_tensors[2]);      // ln1w, replicated
+  const resnet::ResnetConfig r = resnet::resnet_config_by_name("resnet-mini");
+  const std::size_t units = resnet::resnet_pipeline_units(r).size();
+  for (const auto& [begin, end] : std::vector<std::pair<std::size_t, std::size_t>>{{0, units}, {0, 2}, {2, units}}) {
+    const resnet::ResnetPartition partition{static_cast<std::int64_t>(begin),
+                                            end == units ? resnet::kResnetAllUnits : static_cast<std::int64_t>(end)};
+    resnet::ResnetModel model(r, 4, kernels::Backend::cpu, tracker, partition, 1);
+    EXPECT_EQ(resnet_stage_kernel_calls(r, begin, end, 4, "fp32").parameter_tensors,
+              slice_sizes(model.parameter_slices()))
+        << "units " << begin << ".." << end;
+  }
+}
+
+// ZeRO cuts the tensors laid end to end at the shards' edges, as the trainer's shard_slices does;
+// the optimizer makes one call per owned run.
+TEST(KernelCalls, ZeroOwnersStepTheirShardsRuns) {
+  const std::vector<std::int64_t> tensors = {10, 5, 7};  // 22 elements
+  EXPECT_EQ(owned_tensor_runs(tensors, 1, 0), tensors);
+  EXPECT_EQ(owned_tensor_runs(tensors, 2, 0), (std::vector<std::int64_t>{10, 1}));  // shards of 11
+  EXPECT_EQ(owned_tensor_runs(tensors, 2, 1), (std::vector<std::int64_t>{4, 7}));
+  EXPECT_EQ(owned_tensor_runs(tensors, 3, 1), (std::vector<std::int64_t>{2, 5, 1}));  // [8, 16)
+  EXPECT_EQ(owned_tensor_runs(tensors, 3, 2), (std::vector<std::int64_t>{6}));
+  EXPECT_TRUE(owned_tensor_runs({3}, 4, 3).empty());  // shards of 1: the last rank owns padding only
+  const std::vector<KernelCall> calls = optimizer_kernel_calls("adamw", 22, {10, 1}, 2);
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[0].kernel, "fill");
+  EXPECT_EQ(calls[0].shape, (std::vector<std::int64_t>{88}));
+  EXPECT_EQ(calls[1].kernel, "adamw_step");
+  EXPECT_EQ(calls[2].shape, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(calls[3].kernel, "narrow");
 }
 
 TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
