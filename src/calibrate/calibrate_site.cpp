@@ -6,6 +6,7 @@
 // recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
 // efficiency of the largest residual add on every core.
 #include "calibrate/calibrate_site.hpp"
+#include "core/cpu_identity.hpp"
 #include "calibrate/page_refault.hpp"
 
 #include <fmt/format.h>
@@ -228,11 +229,12 @@ int calibrate_site(const SiteCalibrationOptions& options) {
       "calibrated:\n"
       "  date: \"{}\"\n"
       "  command: \"scalebench calibrate --site {} --out {}\"\n"
+      "  cpu: \"{}\"   # /proc/cpuinfo: the CPU whose kernel times these are\n"
       "  # seconds per call of the trainer's kernels, per precision, threads (a rank's cores) and\n"
       "  # ranks timed at once on the node\n"
       "  kernel_times: {}\n",
       options.base, options.out, fitted_at, profile.times().size(), threads.size(), fitted_at, options.base,
-      options.out, table.filename().string());
+      options.out, cpu_identity(), table.filename().string());
   if (!gemm.empty()) {
     yaml += "  # for predictions from FLOPs (calls not written down, recomputation)\n  gemm_efficiency:\n";
     for (const auto& [precision, line] : gemm) yaml += fmt::format("    {}: {}\n", precision, line);

@@ -103,6 +103,11 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
     const parallel::NodePlacement nodes = parallel::gather_node_placement(MPI_COMM_WORLD);
     const costmodel::RankPlacement placement{nodes.nodes(), nodes.most_ranks_on_a_node()};
     const plan::RunPrediction prediction = costmodel::predict_run(config, &placement);
+    if (!prediction.warning.empty()) {
+      int world_rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      if (world_rank == 0) std::cerr << "scalebench: warning: " << prediction.warning << "\n";
+    }
     parallel::install_termination_handler();
     parallel::defer_termination_signal(SIGUSR1);  // the trainer checkpoints at its next step boundary
     try {

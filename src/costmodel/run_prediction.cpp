@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/check.hpp"
+#include "core/cpu_identity.hpp"
 #include "costmodel/prediction_band.hpp"
 
 namespace sb::costmodel {
@@ -22,6 +23,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
                       {"device", site.device},
                       {"calibrated", std::int64_t{p.calibrated}},
                       {"kernel_timed", std::int64_t{p.kernel_timed}},
+                      {"calibrated_cpu", site.calibrated_cpu},
                       {"devices_per_rank", p.devices_per_rank},
                       {"feasible", std::int64_t{p.feasible}},
                       {"reason", p.reason}};
@@ -79,6 +81,15 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
   return a;
 }
 
+std::string calibrated_elsewhere(const plan::TrainConfig& config, const SiteProfile& site, const Prediction& p,
+                                 const std::string& this_cpu) {
+  if (config.device != "cpu" || !p.kernel_timed || site.calibrated_cpu.empty() || site.calibrated_cpu == this_cpu)
+    return "";
+  return fmt::format("site '{}' ({}) was calibrated on {}, and this run is on {}: its prediction times another "
+                     "CPU's kernels (run `scalebench calibrate --site {} --out SITE.yaml` here, then set site: SITE.yaml)",
+                     site.name, site.source, site.calibrated_cpu, this_cpu, site.name);
+}
+
 plan::RunPrediction predict_run(const plan::TrainConfig& config, const RankPlacement* placement) {
   plan::RunPrediction run;
   const std::string site_name = site_of(config);
@@ -115,6 +126,7 @@ plan::RunPrediction predict_run(const plan::TrainConfig& config, const RankPlace
                                       site.peak_flops_source.empty() ? "no peak_flops_source given" : site.peak_flops_source,
                                       site.source, config.precision.dtype);
   run.mfu_convention = kMfuConvention;
+  run.warning = calibrated_elsewhere(config, site, p, cpu_identity());
   return run;
 }
 

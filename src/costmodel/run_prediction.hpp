@@ -35,6 +35,12 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
 // Predicts the case on its site (site_of) for the trainer; a case with no site gets an
 // infeasible prediction saying so. UserError for a site file that is missing or wrong.
 // placement: where the trainer found its ranks (nodes, ranks per node); null before MPI starts.
+// The warning of a cpu run predicted from kernel times that calibrate timed on another CPU than
+// `this_cpu` (core/cpu_identity.hpp), naming both; "" when they match, the site does not say
+// which CPU it was calibrated on, or the prediction did not use kernel times.
+std::string calibrated_elsewhere(const plan::TrainConfig& config, const SiteProfile& site, const Prediction& p,
+                                 const std::string& this_cpu);
+
 plan::RunPrediction predict_run(const plan::TrainConfig& config, const RankPlacement* placement = nullptr);
 
 }  // namespace sb::costmodel

@@ -310,7 +310,8 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
   if (top.has("calibrated")) {
     const Mapping c(top.child("calibrated"), "calibrated", source,
                     {"gemm_efficiency", "memory_efficiency", "page_refault_s", "links", "kernel_times", "date",
-                     "command"});
+                     "command", "cpu"});
+    if (c.has("cpu")) p.calibrated_cpu = c.required<std::string>("cpu");
     if (c.has("gemm_efficiency"))
       p.gemm_efficiency = read_per_precision(c, "gemm_efficiency", source, false, true);
     p.memory_efficiency = c.optional_positive("memory_efficiency");

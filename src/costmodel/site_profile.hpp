@@ -87,6 +87,9 @@ struct SiteProfile {
   // the profile): a prediction of a model the trainer runs sums its kernel calls' times.
   std::shared_ptr<const KernelProfile> kernel_times;
   std::string kernel_times_file;  // as written in the profile
+  // The CPU calibrate ran on (calibrated.cpu, core/cpu_identity.hpp): whose kernel times these
+  // are; empty where the profile does not say.
+  std::string calibrated_cpu;
   SiteScheduler scheduler;
 
   // Dense peak of a precision ("fp32", "bf16", ...); UserError naming the file when absent.

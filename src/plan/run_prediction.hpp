@@ -29,6 +29,9 @@ struct RunPrediction {
   // the step time's band (low, high) in seconds, when the site's device has one; the trainer
   // stores step_time_outside_band after the run
   std::optional<std::pair<double, double>> band_step_time_s;  // beside summary.mfu (costmodel::kMfuConvention)
+  // A sentence the trainer prints on rank 0 before the first step: the site's kernel times were
+  // calibrated on another CPU than this one. Empty: nothing to say.
+  std::string warning;
 };
 
 }  // namespace sb::plan

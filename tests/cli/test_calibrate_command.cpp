@@ -12,6 +12,7 @@
 
 #include "calibrate/kernel_benchmark.hpp"
 #include "cli_harness.hpp"
+#include "core/cpu_identity.hpp"
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/kernel_profile.hpp"
 #include "costmodel/site_profile.hpp"
@@ -39,6 +40,7 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   EXPECT_EQ(fitted.name, base.name);
   EXPECT_EQ(fitted.peak("fp32"), base.peak("fp32"));
   EXPECT_EQ(fitted.scheduler.partition, base.scheduler.partition);
+  EXPECT_EQ(fitted.calibrated_cpu, cpu_identity());  // whose kernel times these are
   ASSERT_NE(fitted.kernel_times, nullptr);
   EXPECT_TRUE(fitted.kernel_times->covers("fp32", 1));
   EXPECT_FALSE(fitted.kernel_times->covers("fp32", 2));
@@ -84,6 +86,23 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   EXPECT_EQ(io::read_number_attribute(out, p, "calibrated"), 1);
   EXPECT_TRUE(std::isfinite(io::read_number_attribute(out, p, "error_step_time_pct")));
   EXPECT_EQ(io::read_number_attribute(out, p, "error_activations_pct"), 0.0);
+  EXPECT_EQ(io::read_string_attribute(out, p, "calibrated_cpu"), cpu_identity());
+  EXPECT_EQ(t.stderr_text.find("was calibrated on"), std::string::npos) << t.stderr_text;
+
+  // the same profile claiming another CPU: the run warns, naming both, and still trains
+  std::string elsewhere = read_text(site);
+  const std::string line = "  cpu: \"" + cpu_identity() + "\"";
+  ASSERT_NE(elsewhere.find(line), std::string::npos) << elsewhere;
+  elsewhere.replace(elsewhere.find(line), line.size(), "  cpu: \"Some Other CPU (GenuineIntel, family 6, model 1)\"");
+  std::ofstream(site) << elsewhere;
+  const auto out2 = scratch.path("nano2.h5");
+  const CommandResult w = scratch.run("train --config " + config.string() + " --out " + out2.string());
+  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
+  EXPECT_NE(w.stderr_text.find("was calibrated on Some Other CPU (GenuineIntel, family 6, model 1), and this run is on " +
+                               cpu_identity()),
+            std::string::npos)
+      << w.stderr_text;
+  EXPECT_EQ(io::read_string_attribute(out2, p, "calibrated_cpu"), "Some Other CPU (GenuineIntel, family 6, model 1)");
 }
 
 // A micro-batch's per-call figures add up to its median whole pass, split as the calls'
