@@ -50,6 +50,15 @@ i64 resnet_partition_parameter_count(const ResnetConfig& config, ResnetPartition
   return count;
 }
 
+std::vector<i64> resnet_partition_parameter_tensors(const ResnetConfig& config, ResnetPartition partition) {
+  const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
+  ParameterTensors views{};
+  std::vector<i64> tensors;
+  for_each_parameter(views, layout_of(config, blocks, partition, Recompute::none),
+                     [&](const ParameterSpec& spec, float*&, std::uint64_t) { tensors.push_back(spec.shape.numel()); });
+  return tensors;
+}
+
 i64 resnet_partition_statistics_count(const ResnetConfig& config, ResnetPartition partition) {
   const std::vector<ResnetBlockShape> blocks = resnet_blocks(config);
   RunningStatisticsTensors views{};

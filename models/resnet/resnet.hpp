@@ -182,6 +182,9 @@ struct ResnetParameterStorageT {
 
 // Parameters and running-statistics floats of the units [first, end) of a partition.
 std::int64_t resnet_partition_parameter_count(const ResnetConfig& config, ResnetPartition partition);
+// Elements of each of the partition's parameter tensors, in storage order (the optimizer's
+// slices: ResnetModelT::parameter_slices).
+std::vector<std::int64_t> resnet_partition_parameter_tensors(const ResnetConfig& config, ResnetPartition partition);
 std::int64_t resnet_partition_statistics_count(const ResnetConfig& config, ResnetPartition partition);
 
 // all_reduce_sum(values): replaces values by their sum over every data-parallel rank.

@@ -14,7 +14,6 @@
 #include "models/gpt/gpt_partition.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
-#include "optim/parameter_slice.hpp"
 
 namespace sb::costmodel {
 
@@ -96,7 +95,7 @@ KernelCalls record_resnet_stage(const resnet::ResnetConfig& config, std::size_t 
   else
     model.forward_stage(0, &placeholder, labels.data(), N, true);
   KernelCalls calls;
-  for (const optim::ParameterSlice& slice : model.parameter_slices()) calls.parameter_tensors.push_back(slice.numel);
+  calls.parameter_tensors = resnet::resnet_partition_parameter_tensors(config, partition);
   calls.forward = recorder.calls();
   recorder.clear();
   model.backward(0, model.has_head() ? nullptr : &placeholder);
