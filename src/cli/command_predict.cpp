@@ -46,8 +46,8 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   out += fmt::format("step time     {:10.4f} s  (event simulation; the parts below are the last rank's, "
                      "on pipeline stage {})\n", p.step_time_s, p.critical_stage);
   if (p.kernel_timed)
-    out += fmt::format("  compute     {:10.4f} s  (the trainer's kernel calls, timed by calibrate on {})\n", p.compute_s,
-                       site.name);
+    out += fmt::format("  compute     {:10.4f} s  (the trainer's kernel calls, timed by calibrate on {}{})\n", p.compute_s,
+                       site.name, site.calibrated_cpu.empty() ? "" : ": " + site.calibrated_cpu);
   else
     out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
                        p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
