@@ -6,7 +6,6 @@
 // recomputation), each precision's GEMM efficiency at the largest timed GEMM and the memory
 // efficiency of the largest residual add on every core.
 #include "calibrate/calibrate_site.hpp"
-#include "core/cpu_identity.hpp"
 #include "calibrate/page_refault.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +20,7 @@
 
 #include "core/bounded_file.hpp"
 #include "core/check.hpp"
+#include "core/cpu_identity.hpp"
 #include "core/statistics.hpp"
 #include "costmodel/kernel_profile.hpp"
 #include "costmodel/link_fit.hpp"

@@ -26,6 +26,14 @@ std::string field(const std::string& cpuinfo, const std::string& key) {
   return "";
 }
 
+// /proc/cpuinfo's text, or "" where it cannot be read.
+std::string read_cpuinfo() {
+  std::ifstream file("/proc/cpuinfo");
+  std::stringstream text;
+  if (file) text << file.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 std::string cpu_identity_of(const std::string& cpuinfo) {
@@ -35,12 +43,11 @@ std::string cpu_identity_of(const std::string& cpuinfo) {
                      field(cpuinfo, "cpu family"), field(cpuinfo, "model"));
 }
 
-std::string cpu_identity() {
-  std::ifstream file("/proc/cpuinfo");
-  if (!file) return "unknown";
-  std::stringstream text;
-  text << file.rdbuf();
-  return cpu_identity_of(text.str());
+std::string cpu_identity() { return cpu_identity_of(read_cpuinfo()); }
+
+std::string cpu_model_name() {
+  const std::string name = field(read_cpuinfo(), "model name");
+  return name.empty() ? "unknown" : name;
 }
 
 }  // namespace sb

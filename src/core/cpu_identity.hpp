@@ -16,4 +16,8 @@ std::string cpu_identity();
 // The same from the text of a /proc/cpuinfo (for tests).
 std::string cpu_identity_of(const std::string& cpuinfo);
 
+// The first processor's model name alone ("AMD EPYC"), as a run's context records it; "unknown"
+// where /proc/cpuinfo or the line is absent.
+std::string cpu_model_name();
+
 }  // namespace sb

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "parallel/zero_shard.hpp"
+
 namespace sb::costmodel {
 
 namespace {
@@ -49,7 +51,7 @@ ExchangeWork exchange_work(const plan::TrainConfig& config, double parameters, i
   const int zero = static_cast<int>(config.strategy.zero);
   const bool storage = config.precision.sixteen_bit_main_gradients();
   const bool mixed = config.precision.dtype != "fp32";
-  const double shard = std::ceil(parameters / dp);
+  const double shard = static_cast<double>(parallel::zero_shard_size(std::llround(parameters), dp));
   if (storage && zero <= 1) {
     add_sixteen_bit_accumulation(w, parameters);
     if (dp > 1 && zero == 1) {  // StorageMainGradients::reduce_scatter, then the 16-bit weights' gather

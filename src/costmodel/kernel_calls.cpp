@@ -14,6 +14,7 @@
 #include "models/gpt/gpt_partition.hpp"
 #include "models/resnet/resnet.hpp"
 #include "models/resnet/resnet_partition.hpp"
+#include "parallel/zero_shard.hpp"
 
 namespace sb::costmodel {
 
@@ -36,10 +37,8 @@ std::vector<KernelCall> composed(const std::vector<RecordedUnit>& units, i64 blo
 // shard's tensors that it holds, each block tensor covering every block).
 std::vector<i64> gpt_parameter_tensors(const gpt::GptConfig& config, gpt::GptPartition partition, i64 blocks) {
   partition.layer_end = partition.layer_begin + blocks;
-  gpt::GptConfig whole = config;
-  whole.layers = std::max(config.layers, blocks);
   std::vector<i64> tensors;
-  for (const Shape& shape : gpt::gpt_shard_shapes(whole, gpt::gpt_shard_shape(whole, partition)))
+  for (const Shape& shape : gpt::gpt_shard_shapes(config, gpt::gpt_shard_shape(config, partition)))
     if (shape.numel() > 0) tensors.push_back(shape.numel());
   return tensors;
 }
@@ -156,7 +155,7 @@ std::vector<i64> owned_tensor_runs(const std::vector<i64>& tensors, int ranks, i
   if (ranks == 1) return tensors;
   i64 total = 0;
   for (const i64 n : tensors) total += n;
-  const i64 shard = (total + ranks - 1) / ranks;
+  const i64 shard = parallel::zero_shard_size(total, ranks);
   const i64 begin = shard * rank, end = std::min(total, begin + shard);
   std::vector<i64> runs;
   i64 offset = 0;

@@ -4,6 +4,7 @@
 #include "metrics/run_context.hpp"
 
 #include "core/check.hpp"
+#include "core/cpu_identity.hpp"
 #include "core/cpu_isa.hpp"
 #include "parallel/nccl_communicator.hpp"
 #include "parallel/node_placement.hpp"
@@ -44,17 +45,6 @@ parallel::NodePlacement placement_of(MPI_Comm comm) {
   alone.rank_nodes = {0};
   alone.rank_node_ranks = {parallel::launcher_local_rank().value_or(0)};
   return alone;
-}
-
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.starts_with("model name")) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  }
-  return "unknown";
 }
 
 // "performance" is what benchmarks want; "powersave" or "ondemand" make timings drift.
@@ -129,7 +119,7 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   // by world rank: the index of its host in hostnames, and its rank on that node
   context.emplace_back("rank_nodes", placement.rank_nodes);
   context.emplace_back("rank_node_ranks", placement.rank_node_ranks);
-  context.emplace_back("cpu_model", cpu_model());
+  context.emplace_back("cpu_model", cpu_model_name());
   context.emplace_back("cores", static_cast<std::int64_t>(std::thread::hardware_concurrency()));
   context.emplace_back("threads", static_cast<std::int64_t>(threads));
   context.emplace_back("cpu_scaling_governor", cpu_scaling_governor());

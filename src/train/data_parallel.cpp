@@ -155,7 +155,6 @@ void BucketedAllReduce::finish(double local_scale) {
 
 // ---- ZeRO-1 and ZeRO-2 ------------------------------------------------------------------------
 
-std::int64_t zero_shard_size(std::int64_t parameters, int ranks) { return (parameters + ranks - 1) / ranks; }
 
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,

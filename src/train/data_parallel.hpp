@@ -19,6 +19,7 @@
 #include "kernels/kernels.hpp"
 #include "optim/parameter_slice.hpp"
 #include "parallel/communicator.hpp"
+#include "parallel/zero_shard.hpp"
 #include "train/gradient_page_return.hpp"
 #include "train/gradient_sync.hpp"
 
@@ -112,8 +113,7 @@ class BucketedAllReduce final : public GradientSync {
   GradientExchangeFigures figures_;
 };
 
-// ZeRO's shard of `parameters` over `ranks`: ceil(parameters / ranks) each, the last one shorter.
-std::int64_t zero_shard_size(std::int64_t parameters, int ranks);
+using parallel::zero_shard_size;  // parallel/zero_shard.hpp
 
 // ZeRO stages 1, 2 and 3 over the data-parallel ranks: rank r owns the contiguous shard
 // [r·shard, (r+1)·shard) of the flat parameters (shard = ceil(N / dp), the last one shorter);
