@@ -185,6 +185,7 @@ class NcclCommunicator final : public Communicator {
     mpi_->broadcast(&id, static_cast<std::int64_t>(sizeof id), DataType::u8, 0);
     refuse_shared_gpus();
     mpi_->stats().set_enabled(recording);
+    absorb_host_records();  // what `mpi` recorded before it was wrapped, in order, now
     SB_NCCL_CHECK(ncclCommInitRank(&comm_, mpi_->size(), id, mpi_->rank()));
     // after the init, which may throw: a constructor that throws runs no destructor
     SB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

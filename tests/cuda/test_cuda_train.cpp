@@ -48,11 +48,20 @@ struct RunFigures {
   double params = 0, grads = 0, optimizer = 0;
 };
 
-// `mpirun -np ranks scalebench args` in the scratch folder (Scratch::run starts scalebench alone).
+// The executables this build made, or, on a GPU node that runs a bundle of them
+// (tests/gpu/run_all.sh --bundle, where the build's paths do not exist), the ones that
+// SB_SCALEBENCH and SB_MPIEXEC name.
+std::string executable(const char* variable, const char* built) {
+  const char* named = std::getenv(variable);
+  return named != nullptr && *named != '\0' ? named : built;
+}
+std::string scalebench() { return executable("SB_SCALEBENCH", SB_EXE); }
+
+// `mpirun -np ranks scalebench args` in the scratch folder.
 CommandResult run_under_mpirun(const Scratch& scratch, int ranks, const std::string& args) {
   const auto out = scratch.path("mpirun_stdout.txt"), err = scratch.path("mpirun_stderr.txt");
-  const std::string line = std::string(SB_MPIEXEC) + " -np " + std::to_string(ranks) + " " + SB_EXE + " " + args +
-                           " >" + out.string() + " 2>" + err.string();
+  const std::string line = executable("SB_MPIEXEC", SB_MPIEXEC) + " -np " + std::to_string(ranks) + " " +
+                           scalebench() + " " + args + " >" + out.string() + " 2>" + err.string();
   const StartAffinityScope start_cpus;  // mpirun gets the CPUs the test started with
   const int status = std::system(line.c_str());
   const auto slurp = [](const std::filesystem::path& p) {
@@ -93,7 +102,8 @@ RunFigures train(const Scratch& scratch, const std::string& device, const std::s
   const auto config = scratch.write(name + ".yaml", case_yaml(device, precision, split));
   const auto out = scratch.path(name + ".h5");
   const std::string train = "train --config " + config.string() + " --out " + out.string() + " --run-id run";
-  const CommandResult r = split.ranks == 1 ? scratch.run(train) : run_under_mpirun(scratch, split.ranks, train);
+  const CommandResult r = split.ranks == 1 ? scratch.run_command_line(scalebench() + " " + train)
+                                            : run_under_mpirun(scratch, split.ranks, train);
   EXPECT_EQ(r.exit_code, 0) << name << ": " << r.stderr_text << r.stdout_text;
   RunFigures f;
   if (r.exit_code != 0) return f;

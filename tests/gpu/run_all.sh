@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs every CUDA test and benchmark (GEMMs, a GPT training step and its kernels) on a GPU node in one go and
-# writes a summary.
+# Runs every CUDA test and benchmark (GEMMs, a GPT training step and its kernels, `scalebench train`
+# on device cuda against device cpu) on a GPU node in one go and writes a summary.
 # Builds first (needs the full toolchain: MPI, HDF5, Kokkos, GoogleTest, Benchmark), or with
 # --bundle runs the binaries scripts/gpu_bundle.sh packed (needs only the NVIDIA driver and
-# the CUDA 13 libraries). Without a GPU every test skips and the script still exits 0.
+# the CUDA 13 libraries, NCCL's too; the bundle brings Open MPI's runtime). Without a GPU every
+# test skips and the script still exits 0. test_cuda_train reads the State of the Union corpus
+# from SB_DATA_DIR (default: the checkout's data/, where scripts/setup.sh puts it).
 # The NCCL section (test_nccl_communicator on 1 rank, and on 2 when 2 GPUs are visible;
 # bench_nccl_collectives on one rank per GPU) runs only where mpirun exists: both binaries link
 # MPI and call MPI_Init, which Open MPI cannot do without mpirun (a singleton start needs its
 # orted and plugins, which a bundle does not carry). Without mpirun, or in a bundle without
-# the two binaries, the section says so in the summary and counts as skipped.
+# the two binaries, the section says so in the summary and counts as skipped. A bundle carries
+# mpirun and orted, so with a bundle the section runs.
 # Finishes in under 8 minutes (the time limits below).
 #
 #   bash tests/gpu/run_all.sh --out DIR [--bundle DIR] [--quick]
-# DIR receives at most 9 files: summary.txt, run_all.log (with the benchmarks' output),
-# test_cuda_kernels.txt, test_cuda_storage_kernels.txt, test_cuda_gpt_training.txt,
+# DIR receives at most 10 files: summary.txt, run_all.log (with the benchmarks' output),
+# test_cuda_kernels.txt, test_cuda_storage_kernels.txt, test_cuda_gpt_training.txt, test_cuda_train.txt,
 # bench_cuda_gemm.json, bench_cuda_gpt_step.json (the bf16 step), test_nccl_communicator.txt,
 # and sanitizer.txt after a failed test.
 # Exit status: 0 when everything that ran passed (or skipped), 1 on a failed test or
@@ -38,8 +41,8 @@ summary=$out/summary.txt
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 started=$(date +%s)
-# 3 tests × 50 + 45 + 150 + 2 GPT steps × 40 + 45 = 470 s
-test_limit_s=50 sanitizer_limit_s=45 bench_limit_s=150 step_limit_s=40 kernels_limit_s=45
+# 3 tests × 50 + 150 (train) + 45 + 150 + 2 GPT steps × 40 + 45 = 620 s, less with --quick
+test_limit_s=50 train_limit_s=150 sanitizer_limit_s=45 bench_limit_s=150 step_limit_s=40 kernels_limit_s=45
 # The GPT step: gpt2-124m in bf16 (the issue's MFU yardstick) at a shape that fills an H200,
 # then the same shape in fp32 for comparison (fewer steps: several times slower).
 step_shape=(--model gpt2-124m --batch 16 --seq-len 1024)
@@ -50,21 +53,28 @@ if [[ -n $bundle ]]; then
   bin_dir=$bundle/bin
   # CUDA libraries: the toolkit's, else the ones PyTorch's nvidia-* wheels carry.
   cuda_dirs=""
-  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    [[ -e $dir/libcublas.so.13 ]] && cuda_dirs+=":$dir"
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    [[ -e $dir/libcublas.so.13 || -e $dir/libnccl.so.2 ]] && cuda_dirs+=":$dir"
   done
-  if [[ -z $cuda_dirs ]] && command -v python3 >/dev/null; then
+  if [[ $cuda_dirs != *libcublas* ]] && command -v python3 >/dev/null; then
     for top in $(python3 -c 'import nvidia, os; print(" ".join(nvidia.__path__))' 2>/dev/null); do
-      for dir in $(find "$top" -name 'libcublas*.so.13*' -printf '%h\n' 2>/dev/null | sort -u); do
+      for dir in $(find "$top" \( -name 'libcublas*.so.13*' -o -name 'libnccl.so.2*' \) -printf '%h\n' 2>/dev/null | sort -u); do
         cuda_dirs+=":$dir"
       done
     done
   fi
+  # Open MPI from the bundle: OPAL_PREFIX relocates its plugins, help files and orted.
+  export OPAL_PREFIX=$bundle/openmpi PATH=$bundle/openmpi/bin:$PATH PMIX_MCA_mca_base_component_path=$bundle/pmix
+  export SB_SCALEBENCH=$bin_dir/scalebench SB_MPIEXEC=$bundle/openmpi/bin/mpirun
+  # one node: shared memory between ranks, without the network plugins' libraries
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  # the node's own programs (python3 for the PyTorch peer) keep the node's libraries
+  node_library_path="${cuda_dirs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export LD_LIBRARY_PATH="$bundle/lib$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   say "bundle: $bundle"
   [[ -f $bundle/MANIFEST.txt ]] && sed 's/^/  /' "$bundle/MANIFEST.txt" | tee -a "$log"
   say "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  missing=$(ldd "$bin_dir"/* 2>&1 | grep -E 'not found|version .* not found' || true)
+  missing=$(ldd "$bin_dir"/* "$bundle"/openmpi/bin/* 2>&1 | grep -E 'not found|version .* not found' || true)
   if [[ -n $missing ]]; then
     { echo "run_all.sh: the bundle's binaries cannot find their libraries on this node:"; echo "$missing"; } | tee -a "$log" >"$summary"
     exit 2
@@ -76,9 +86,9 @@ else
   say "building in $build"
   if ! { cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSB_ENABLE_CUDA=ON &&
          cmake --build "$build" -j"$(nproc)" --target test_cuda_kernels test_cuda_storage_kernels test_cuda_gpt_training test_cuda_dispatch \
-           bench_cuda_gemm bench_cuda_gpt_step bench_cuda_gpt_kernels &&
+           test_cuda_train scalebench bench_cuda_gemm bench_cuda_gpt_step bench_cuda_gpt_kernels &&
          mkdir -p "$build/gpu-bin" &&
-         ln -sf "$build"/tests/cuda/test_cuda_{kernels,storage_kernels,gpt_training} "$build"/bench/bench_cuda_{gemm,gpt_step,gpt_kernels} "$build/gpu-bin/"; } >>"$log" 2>&1; then
+         ln -sf "$build"/tests/cuda/test_cuda_{kernels,storage_kernels,gpt_training,train} "$build"/scalebench "$build"/bench/bench_cuda_{gemm,gpt_step,gpt_kernels} "$build/gpu-bin/"; } >>"$log" 2>&1; then
     echo "run_all.sh: build failed; see $log" | tee -a "$log" >"$summary"
     tail -30 "$log" >>"$summary"
     exit 1
@@ -97,17 +107,20 @@ say "gpu: $gpu"
 # GoogleTest's closing lines: "[  PASSED  ] 3 tests.", "[  FAILED  ] 1 test, listed below:"...
 count_of() { grep -oP "^\\[  $1 *\\] \\K[0-9]+(?= tests?[.,])" "$2" | tail -1; }
 test_status=0 first_failed="" test_lines=""
-for name in test_cuda_kernels test_cuda_storage_kernels test_cuda_gpt_training; do
+export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for name in test_cuda_kernels test_cuda_storage_kernels test_cuda_gpt_training test_cuda_train; do
   [[ -x $bin_dir/$name ]] || { say "$name: not in $bin_dir, skipped"; continue; }
-  say "running $name (limit ${test_limit_s}s)"
-  timeout "$test_limit_s" "$bin_dir/$name" >"$out/$name.txt" 2>&1
+  limit=$test_limit_s
+  [[ $name == test_cuda_train ]] && limit=$train_limit_s
+  say "running $name (limit ${limit}s)"
+  timeout "$limit" "$bin_dir/$name" >"$out/$name.txt" 2>&1
   status=$?
   ((status != 0)) && test_status=1
   passed=$(count_of PASSED "$out/$name.txt") failed=$(count_of FAILED "$out/$name.txt")
   skipped=$(count_of SKIPPED "$out/$name.txt")
   skip_reason=$(grep -m1 -o 'no CUDA device visible' "$out/$name.txt" || true)
   line="$name: exit $status, ${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped${skip_reason:+ ($skip_reason)}"
-  ((status == 124)) && line+=" (stopped at the ${test_limit_s}s limit)"
+  ((status == 124)) && line+=" (stopped at the ${limit}s limit)"
   say "$line"
   test_lines+="$line"$'\n'
   test_lines+=$(grep '^\[  FAILED  \] .*(.* ms)$' "$out/$name.txt" | sed 's/^/  /')
@@ -157,7 +170,7 @@ say "bench_cuda_gpt_kernels: exit $kernels_status"
 peer_script=$(dirname "${BASH_SOURCE[0]}")/torch_gpt2_step.py
 if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
   say "running torch_gpt2_step.py (limit ${step_limit_s}s)"
-  timeout "$step_limit_s" python3 "$peer_script" >"$out/gpt_peer.tmp" 2>>"$log"
+  LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} timeout "$step_limit_s" python3 "$peer_script" >"$out/gpt_peer.tmp" 2>>"$log"
   say "torch_gpt2_step.py: exit $?"
 fi
 

@@ -66,7 +66,9 @@ void matmul_forward(S* out, const S* inp, const S* weight, const S* bias, i64 BT
 }
 
 // dinp (BT,C) += dout (BT,OC) · weight (OC,C); dweight (OC,C) += dout ᵀ · inp (fp32 output);
-// dbias (OC) += column sums of dout.
+// dbias (OC) += column sums of dout. On the cuBLASLt path dinp's sum is rounded twice on Hopper:
+// its kernels round the product to S before adding the old dinp (beta 1), seen on an H200
+// (tests/cuda/test_cuda_gemm.cpp, GemmTolerance); the cublasGemmEx path rounds once.
 template <class S>
 void matmul_backward(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
                      i64 BT, i64 C, i64 OC) {
