@@ -45,7 +45,9 @@ started=$(date +%s)
 test_limit_s=50 train_limit_s=150 sanitizer_limit_s=45 bench_limit_s=150 step_limit_s=40 kernels_limit_s=45
 # The GPT step: gpt2-124m in bf16 (the MFU yardstick) at a shape that fills an H200,
 # then the same shape in fp32 for comparison (fewer steps: several times slower).
-step_shape=(--model gpt2-124m --batch 16 --seq-len 1024)
+# The PyTorch peer runs the same shape, so the two are compared at one batch.
+step_batch=16 step_seq_len=1024
+step_shape=(--model gpt2-124m --batch "$step_batch" --seq-len "$step_seq_len")
 
 # ---- the binaries ------------------------------------------------------------------------
 if [[ -n $bundle ]]; then
@@ -170,7 +172,8 @@ say "bench_cuda_gpt_kernels: exit $kernels_status"
 peer_script=$(dirname "${BASH_SOURCE[0]}")/torch_gpt2_step.py
 if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
   say "running torch_gpt2_step.py (limit ${step_limit_s}s)"
-  LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} timeout "$step_limit_s" python3 "$peer_script" >"$out/gpt_peer.tmp" 2>>"$log"
+  LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} timeout "$step_limit_s" python3 "$peer_script" --batch "$step_batch" --seq-len "$step_seq_len" \
+    >"$out/gpt_peer.tmp" 2>>"$log"
   say "torch_gpt2_step.py: exit $?"
 fi
 

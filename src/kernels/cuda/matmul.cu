@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA fully connected layer: the two GEMMs through cuBLAS (fp32, no TF32), bias as small
-// kernels. Leaves out fused epilogues and 16-bit storage (storage_matmul.cu: cuBLASLt through
+// CUDA fully connected layer: the two GEMMs through cuBLAS (fp32, no TF32), the bias added by
+// a small kernel, its gradient as deterministic column sums (storage_column_sums.cuh: slices of
+// rows over the whole GPU, added in slice order). Leaves out fused epilogues and 16-bit storage (storage_matmul.cu: cuBLASLt through
 // gemm.hpp, the bias in the epilogue).
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/storage_column_sums.cuh"
 #include "kernels/kernels.hpp"
 
 namespace sb::kernels::cuda {
@@ -14,16 +16,6 @@ namespace {
 // out (BT,OC) += bias (OC) on every row
 __global__ void add_bias_to_rows(float* out, const float* bias, i64 BT, i64 OC) {
   for (i64 i = grid_index(); i < BT * OC; i += grid_stride()) out[i] += bias[i % OC];
-}
-
-// dbias (OC) += column sums of dout (BT,OC), one thread per column, rows in order (the
-// reference's order, so the result matches it bit for bit).
-__global__ void accumulate_column_sums(float* dbias, const float* dout, i64 BT, i64 OC) {
-  for (i64 o = grid_index(); o < OC; o += grid_stride()) {
-    float sum = dbias[o];
-    for (i64 bt = 0; bt < BT; ++bt) sum += dout[bt * OC + o];
-    dbias[o] = sum;
-  }
 }
 
 }  // namespace
@@ -51,10 +43,9 @@ SB_DECLARE_MATMUL_BACKWARD(float, float) {
                                  dout, OC, &one, dinp, C));
   SB_CUBLAS_CHECK(cublasSgemm_64(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, BT, &one, inp, C,
                                  dout, OC, &one, dweight, C));
-  if (dbias) {
-    accumulate_column_sums<<<blocks_for(OC), kThreads, 0, ctx.stream()>>>(dbias, dout, BT, OC);
-    SB_CUDA_CHECK_LAUNCH();
-  }
+  if (dbias)
+    native::accumulate_column_sums(ctx, dbias, static_cast<float*>(nullptr), dout, static_cast<const float*>(nullptr),
+                                   nullptr, nullptr, BT, OC);
 }
 
 }  // namespace sb::kernels::cuda
