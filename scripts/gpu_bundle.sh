@@ -114,7 +114,7 @@ fi
   echo "open mpi: $(ompi_info --version 2>/dev/null | head -1), relocated with OPAL_PREFIX=<bundle>/openmpi"
 } >"$bundle/MANIFEST.txt"
 
-tar -C "$out_dir" -cJf "$out_dir/.gpu-bundle.tar.xz" .gpu-bundle
+XZ_OPT="${XZ_OPT:--T0}" tar -C "$out_dir" -cJf "$out_dir/.gpu-bundle.tar.xz" .gpu-bundle  # xz on every core
 bytes=$(stat -c %s "$out_dir/.gpu-bundle.tar.xz")
 if ((bytes > max_bytes)); then
   echo "gpu_bundle: .gpu-bundle.tar.xz is $((bytes / 1024 / 1024)) MiB, over the 60 MiB limit" >&2
