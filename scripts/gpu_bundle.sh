@@ -6,9 +6,9 @@
 # out glibc, libstdc++/libgcc and the NVIDIA driver and CUDA libraries (cudart, cuBLAS,
 # cuBLASLt, NCCL): the GPU node has its own (PyTorch's nvidia-* wheels carry them). The engine's
 # binaries link MPI, HDF5, Kokkos, OpenBLAS and oneDNN, which travel as libraries; Open MPI's
-# runtime travels too (mpirun, orted, its and PMIx's plugins, help files; relocated by OPAL_PREFIX), so
-# scalebench starts there as a singleton and the NCCL tests under mpirun. The bundle is
-# git-ignored; .gpu-bundle.tar.xz, the same packed for the trip, is at most 60 MiB.
+# runtime travels too (mpirun, orted, its and PMIx's plugins, help files; relocated by
+# OPAL_PREFIX), so scalebench starts there as a singleton and the NCCL tests under mpirun. The
+# bundle is git-ignored; .gpu-bundle.tar.xz, the same packed for the trip, is at most 60 MiB.
 #
 #   scripts/gpu_bundle.sh [--no-build] [--out DIR] [BUILD_DIR]
 # BUILD_DIR defaults to build; --no-build packs what it holds without configuring or building
@@ -34,8 +34,8 @@ targets=(test_cuda_kernels test_cuda_storage_kernels test_cuda_gpt_training test
 binaries=(tests/cuda/test_cuda_kernels tests/cuda/test_cuda_storage_kernels tests/cuda/test_cuda_gpt_training
   tests/cuda/test_cuda_train scalebench bench/bench_cuda_gemm bench/bench_cuda_gpt_step bench/bench_cuda_gpt_kernels
   tests/cuda/test_nccl_communicator bench/bench_nccl_collectives)
-# Libraries every Linux GPU node has (glibc's, which must match the node's libc; the C++ runtime) or that must come from the node
-# itself (the driver, the CUDA libraries matching it).
+# Libraries every Linux GPU node has (glibc's, which must match the node's libc; the C++
+# runtime) or that must come from the node itself (the driver, the CUDA libraries matching it).
 on_every_node='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libutil\.so|libanl\.so|libnsl\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libnccl\.so|libnvidia)'
 
 if ((do_build)); then
