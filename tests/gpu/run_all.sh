@@ -13,13 +13,13 @@
 # orted and plugins, which a bundle does not carry). Without mpirun, or in a bundle without
 # the two binaries, the section says so in the summary and counts as skipped. A bundle carries
 # mpirun and orted, so with a bundle the section runs.
-# Finishes in under 8 minutes (the time limits below).
+# Takes about two and a half minutes on an H200; the time limits below bound each step.
 #
 #   bash tests/gpu/run_all.sh --out DIR [--bundle DIR] [--quick]
-# DIR receives at most 10 files: summary.txt, run_all.log (with the benchmarks' output),
-# test_cuda_kernels.txt, test_cuda_storage_kernels.txt, test_cuda_gpt_training.txt, test_cuda_train.txt,
-# bench_cuda_gemm.json, bench_cuda_gpt_step.json (the bf16 step), test_nccl_communicator.txt,
-# and sanitizer.txt after a failed test.
+# DIR receives at most 11 files: summary.txt, run_all.log (with the benchmarks' output),
+# test_cuda_kernels.txt, test_cuda_storage_kernels.txt, test_cuda_gpt_training.txt,
+# test_cuda_train.txt, gpt2_recompute.h5, bench_cuda_gemm.json, bench_cuda_gpt_step.json (the
+# bf16 step), test_nccl_communicator.txt, and sanitizer.txt after a failed test.
 # Exit status: 0 when everything that ran passed (or skipped), 1 on a failed test or
 # benchmark, 2 on bad usage or a broken bundle.
 set -uo pipefail
@@ -41,8 +41,10 @@ summary=$out/summary.txt
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 started=$(date +%s)
-# 3 tests × 50 + 150 (train) + 45 + 150 + 2 GPT steps × 40 + 45 = 620 s, less with --quick
+# 3 tests × 50 + 150 (train) + 45 + 150 + 2 GPT steps × 40 + 45 + 3 recompute runs × 90 = 890 s
+# at worst, less with --quick
 test_limit_s=50 train_limit_s=150 sanitizer_limit_s=45 bench_limit_s=150 step_limit_s=40 kernels_limit_s=45
+recompute_limit_s=90
 # The GPT step: gpt2-124m in bf16 (the issue's MFU yardstick) at a shape that fills an H200,
 # then the same shape in fp32 for comparison (fewer steps: several times slower).
 # The PyTorch peer runs the same shape, so the two are compared at one batch.
@@ -177,6 +179,40 @@ if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
   say "torch_gpt2_step.py: exit $?"
 fi
 
+# ---- memory for time on the GPU: gpt2-124m under recompute none, selective, full -------------
+# `scalebench train` on cuda (bf16, batch 32 × 1024, 20 steps) into one file; the summary takes
+# each run's median step and tracked memory from `scalebench inspect`, and, where python3 has
+# h5py, the prediction beside them (site SB_GPU_SITE, e.g. h200-sxm-hgx; none without it).
+recompute_status=0 recompute_lines=""
+recompute_file=$out/gpt2_recompute.h5
+if [[ $gpu == "none visible" ]]; then
+  recompute_lines="recompute: skipped (no CUDA device visible)"
+elif [[ ! -x $bin_dir/scalebench ]]; then
+  recompute_lines="recompute: skipped (no scalebench in $bin_dir)"
+else
+  rm -f "$recompute_file"
+  for recompute in none selective full; do
+    say "running scalebench train gpt2-124m bf16, recompute $recompute (limit ${recompute_limit_s}s)"
+    append=()
+    [[ -f $recompute_file ]] && append=(--append)
+    timeout "$recompute_limit_s" "$bin_dir/scalebench" train --config "$root/models/gpt/configs/gpt2-124m-cuda.yaml" \
+      --set steps=20 --set eval_every=0 --set "strategy.recompute=$recompute" ${SB_GPU_SITE:+--set "site=$SB_GPU_SITE"} \
+      --out "$recompute_file" "${append[@]}" --run-id "recompute-$recompute" --progress off >>"$log" 2>&1
+    status=$?
+    say "recompute $recompute: exit $status"
+    ((status != 0)) && recompute_status=1
+  done
+  if [[ -f $recompute_file ]]; then
+    recompute_lines=$("$bin_dir/scalebench" inspect "$recompute_file" 2>&1 |
+      grep -E '^run |median step time|peak tracked memory' | sed 's/^/  /')
+    if [[ -n ${SB_GPU_SITE:-} ]] && LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} python3 -c 'import h5py' 2>/dev/null; then
+      recompute_lines+=$'\n'$(LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} python3 \
+        "$root/analysis/prediction_errors.py" "$recompute_file" 2>&1 | sed 's/^/  /')
+    fi
+  fi
+  recompute_lines="recompute on the GPU (gpt2-124m bf16, batch 32 x 1024): exit $recompute_status"$'\n'"$recompute_lines"
+fi
+
 # ---- NCCL: the communicator's test and the collectives benchmark, under mpirun ------------------
 nccl_status=0 nccl_lines=""
 nccl_limit_s=90
@@ -232,7 +268,8 @@ fi
 # ---- summary --------------------------------------------------------------------------------
 elapsed=$(($(date +%s) - started))
 status=0
-((test_status != 0 || bench_status != 0 || step_status != 0 || kernels_status != 0 || nccl_status != 0)) && status=1
+((test_status != 0 || bench_status != 0 || step_status != 0 || kernels_status != 0 || nccl_status != 0 ||
+  recompute_status != 0)) && status=1
 {
   echo "scalebench GPU checks: $( ((status == 0)) && echo OK || echo FAILED ) in ${elapsed}s on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "gpu: $gpu"
@@ -249,6 +286,8 @@ status=0
     echo
   done
   [[ -s $out/gpt_peer.tmp ]] && cat "$out/gpt_peer.tmp"
+  echo
+  echo "$recompute_lines"
   echo
   echo "$nccl_lines"
 } >"$summary"
