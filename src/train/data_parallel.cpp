@@ -11,6 +11,7 @@
 #include "core/cpu_clock.hpp"
 #include "core/device_memory.hpp"
 #include "parallel/ring.hpp"
+#include "parallel/zero_shard.hpp"
 #include "train/sixteen_bit_arrays.hpp"
 
 namespace sb::train {
@@ -155,7 +156,6 @@ void BucketedAllReduce::finish(double local_scale) {
 
 // ---- ZeRO-1 and ZeRO-2 ------------------------------------------------------------------------
 
-
 ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<float> parameters,
                            std::span<float> gradients, TrackedBuffer* gradient_pages, std::int64_t bucket_bytes,
                            MemoryTracker& tracker, MemoryCategory parameter_shard_category,
@@ -165,7 +165,7 @@ ZeroSharding::ZeroSharding(int stage, parallel::Communicator& dp, std::span<floa
       parameters_(parameters),
       gradients_(gradients),
       gradient_type_(gradient_type),
-      shard_(zero_shard_size(static_cast<std::int64_t>(parameters.size()), dp.size())),
+      shard_(parallel::zero_shard_size(static_cast<std::int64_t>(parameters.size()), dp.size())),
       bucket_elements_(std::max<std::int64_t>(1, bucket_bytes / gradient_bytes())),
       tracker_(tracker),
       weights_(std::move(weights)),

@@ -19,7 +19,6 @@
 #include "kernels/kernels.hpp"
 #include "optim/parameter_slice.hpp"
 #include "parallel/communicator.hpp"
-#include "parallel/zero_shard.hpp"
 #include "train/gradient_page_return.hpp"
 #include "train/gradient_sync.hpp"
 
@@ -112,8 +111,6 @@ class BucketedAllReduce final : public GradientSync {
   PackedBuckets buckets_;
   GradientExchangeFigures figures_;
 };
-
-using parallel::zero_shard_size;  // parallel/zero_shard.hpp
 
 // ZeRO stages 1, 2 and 3 over the data-parallel ranks: rank r owns the contiguous shard
 // [r·shard, (r+1)·shard) of the flat parameters (shard = ceil(N / dp), the last one shorter);

@@ -10,6 +10,7 @@
 #include "core/check.hpp"
 #include "core/cpu_clock.hpp"
 #include "parallel/ring.hpp"
+#include "parallel/zero_shard.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
 #include "train/sixteen_bit_arrays.hpp"
@@ -34,7 +35,7 @@ StorageMainGradients::StorageMainGradients(parallel::Communicator& dp, std::span
       micro_batches_(micro_batches),
       ring_(algorithm == "ring"),
       reduction_(reduction),
-      shard_(zero_shard_size(static_cast<std::int64_t>(gradients.size()), dp.size())),
+      shard_(parallel::zero_shard_size(static_cast<std::int64_t>(gradients.size()), dp.size())),
       buckets_(bucket_bytes / 2, overlap, [this](std::int64_t begin, std::int64_t count, int index) {
         return start_bucket(begin, count, index);
       }) {

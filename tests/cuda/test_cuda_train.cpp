@@ -9,13 +9,9 @@
 // (tests/cli/test_bad_input.cpp).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,22 +53,6 @@ std::string executable(const char* variable, const char* built) {
 }
 std::string scalebench() { return executable("SB_SCALEBENCH", SB_EXE); }
 
-// `mpirun -np ranks scalebench args` in the scratch folder.
-CommandResult run_under_mpirun(const Scratch& scratch, int ranks, const std::string& args) {
-  const auto out = scratch.path("mpirun_stdout.txt"), err = scratch.path("mpirun_stderr.txt");
-  const std::string line = executable("SB_MPIEXEC", SB_MPIEXEC) + " -np " + std::to_string(ranks) + " " +
-                           scalebench() + " " + args + " >" + out.string() + " 2>" + err.string();
-  const StartAffinityScope start_cpus;  // mpirun gets the CPUs the test started with
-  const int status = std::system(line.c_str());
-  const auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
-
 // How a case splits the model over its ranks: one of dp, tp, pp is `ranks`, the others 1; with
 // more strategy keys (`strategy`, e.g. "recompute: full") and a model of its own where they need
 // more blocks than gpt-nano's two (`model`, a name or an inline mapping). `label` names its files.
@@ -102,8 +82,9 @@ RunFigures train(const Scratch& scratch, const std::string& device, const std::s
   const auto config = scratch.write(name + ".yaml", case_yaml(device, precision, split));
   const auto out = scratch.path(name + ".h5");
   const std::string train = "train --config " + config.string() + " --out " + out.string() + " --run-id run";
-  const CommandResult r = split.ranks == 1 ? scratch.run_command_line(scalebench() + " " + train)
-                                            : run_under_mpirun(scratch, split.ranks, train);
+  const std::string launcher =
+      split.ranks == 1 ? "" : executable("SB_MPIEXEC", SB_MPIEXEC) + " -np " + std::to_string(split.ranks) + " ";
+  const CommandResult r = scratch.run_command_line(launcher + scalebench() + " " + train);
   EXPECT_EQ(r.exit_code, 0) << name << ": " << r.stderr_text << r.stdout_text;
   RunFigures f;
   if (r.exit_code != 0) return f;

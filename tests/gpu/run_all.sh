@@ -26,6 +26,9 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out="" bundle="" quick=""
+# The node's own programs (python3 for the PyTorch peer and the prediction table) keep the
+# node's libraries; with --bundle, LD_LIBRARY_PATH below puts the bundle's first.
+node_library_path=${LD_LIBRARY_PATH:-}
 while (($#)); do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -72,7 +75,6 @@ if [[ -n $bundle ]]; then
   export SB_SCALEBENCH=$bin_dir/scalebench SB_MPIEXEC=$bundle/openmpi/bin/mpirun
   # one node: shared memory between ranks, without the network plugins' libraries
   export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
-  # the node's own programs (python3 for the PyTorch peer) keep the node's libraries
   node_library_path="${cuda_dirs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export LD_LIBRARY_PATH="$bundle/lib$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   say "bundle: $bundle"
@@ -174,7 +176,7 @@ say "bench_cuda_gpt_kernels: exit $kernels_status"
 peer_script=$(dirname "${BASH_SOURCE[0]}")/torch_gpt2_step.py
 if [[ -f $peer_script ]] && python3 -c 'import torch' 2>/dev/null; then
   say "running torch_gpt2_step.py (limit ${step_limit_s}s)"
-  LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} timeout "$step_limit_s" python3 "$peer_script" --batch "$step_batch" --seq-len "$step_seq_len" \
+  LD_LIBRARY_PATH=$node_library_path timeout "$step_limit_s" python3 "$peer_script" --batch "$step_batch" --seq-len "$step_seq_len" \
     >"$out/gpt_peer.tmp" 2>>"$log"
   say "torch_gpt2_step.py: exit $?"
 fi
@@ -205,8 +207,8 @@ else
   if [[ -f $recompute_file ]]; then
     recompute_lines=$("$bin_dir/scalebench" inspect "$recompute_file" 2>&1 |
       grep -E '^run |median step time|peak tracked memory' | sed 's/^/  /')
-    if [[ -n ${SB_GPU_SITE:-} ]] && LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} python3 -c 'import h5py' 2>/dev/null; then
-      recompute_lines+=$'\n'$(LD_LIBRARY_PATH=${node_library_path-${LD_LIBRARY_PATH:-}} python3 \
+    if [[ -n ${SB_GPU_SITE:-} ]] && LD_LIBRARY_PATH=$node_library_path python3 -c 'import h5py' 2>/dev/null; then
+      recompute_lines+=$'\n'$(LD_LIBRARY_PATH=$node_library_path python3 \
         "$root/analysis/prediction_errors.py" "$recompute_file" 2>&1 | sed 's/^/  /')
     fi
   fi

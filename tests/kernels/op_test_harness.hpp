@@ -125,15 +125,17 @@ struct Mismatch {
   i64 failed = 0, total = 0;
 };
 
+// As compare() below, with rtol applied to scale[i] instead of |expected[i]|: for a sum whose
+// terms may cancel, the magnitude of what was added.
 template <class T>
 std::vector<Mismatch> compare(const std::string& tensor, const std::vector<T>& actual,
-                              const std::vector<T>& expected, Tolerance tol) {
+                              const std::vector<T>& expected, Tolerance tol, const std::vector<double>& scale) {
   Mismatch worst{tensor};
   worst.total = static_cast<i64>(expected.size());
   double worst_ratio = 0.0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double a = actual[i], e = expected[i];
-    const double error = std::fabs(a - e), allowed = tol.atol + tol.rtol * std::fabs(e);
+    const double error = std::fabs(a - e), allowed = tol.atol + tol.rtol * scale[i];
     if (a == e || error <= allowed) continue;  // NaN fails: every comparison with it is false
     ++worst.failed;
     const double ratio = allowed > 0 && error == error ? error / allowed : INFINITY;
@@ -146,6 +148,14 @@ std::vector<Mismatch> compare(const std::string& tensor, const std::vector<T>& a
   }
   if (worst.failed == 0) return {};
   return {worst};
+}
+
+template <class T>
+std::vector<Mismatch> compare(const std::string& tensor, const std::vector<T>& actual,
+                              const std::vector<T>& expected, Tolerance tol) {
+  std::vector<double> scale(expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) scale[i] = std::fabs(static_cast<double>(expected[i]));
+  return compare(tensor, actual, expected, tol, scale);
 }
 
 void report(const std::vector<Mismatch>& mismatches, std::string_view what);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA fully connected layer: the two GEMMs through cuBLAS (fp32, no TF32), the bias added by
 // a small kernel, its gradient as deterministic column sums (storage_column_sums.cuh: slices of
-// rows over the whole GPU, added in slice order). Leaves out fused epilogues and 16-bit storage (storage_matmul.cu: cuBLASLt through
-// gemm.hpp, the bias in the epilogue).
+// rows over the whole GPU, added in slice order). Leaves out fused epilogues and 16-bit storage
+// (storage_matmul.cu: cuBLASLt through gemm.hpp, the bias in the epilogue).
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/cuda/launch.cuh"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Column sums of a (N,C) 16-bit tensor into fp32 (+=), for bias and LayerNorm parameter
-// gradients: blocks of 32 columns × 8 row lanes each sum one slice of the rows, the slices'
+// Column sums of a (N,C) 16-bit or fp32 tensor into fp32 (+=), for bias and LayerNorm parameter
+// gradients of both the native 16-bit and the fp32 kernels: blocks of 32 columns × 8 row lanes each sum one slice of the rows, the slices'
 // partial sums go to the context's scratch, and one thread per column adds them in slice order.
 // Deterministic (no atomics, a fixed tree). Leaves out a fused single pass with a grid barrier.
 #pragma once
