@@ -566,6 +566,7 @@ void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, co
   const bool staged = c.strategy.zero >= 2 || c.precision.sixteen_bit_main_gradients();
   if (!staged || !seconds_per_byte) return;
   op.backward_compute_s += st.parameters * 4.0 * *seconds_per_byte;
+  if (op.backward_compute_alone_s >= 0) op.backward_compute_alone_s += st.parameters * 4.0 * *seconds_per_byte;
 }
 
 // A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
@@ -574,6 +575,9 @@ void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, co
 struct KernelTiming {
   int rank_devices = 1, node_ranks = 1;
   std::optional<std::vector<TimedStage>> stages;
+  // The same calls timed alone on the node, where the busy ones are not: a pipeline's stages
+  // take turns on a node, so part of each op runs with the others idle (step_simulation.hpp).
+  std::optional<std::vector<TimedStage>> alone_stages;
 };
 KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, const SiteProfile& site,
                            const StagedModel& m) {
@@ -584,6 +588,8 @@ KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, cons
   if (!site.kernel_times) return k;
   if (!site.kernel_times->covers(c.precision.dtype, k.rank_devices, k.node_ranks)) k.node_ranks = 1;
   k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks);
+  if (k.stages && k.node_ranks > 1 && c.strategy.pp > 1)
+    k.alone_stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, 1);
   return k;
 }
 
@@ -602,6 +608,17 @@ std::optional<double> page_refault_seconds_per_byte(const plan::TrainConfig& c, 
   }
   if (site.page_refault_s) return *site.page_refault_s / 4096.0;
   return std::nullopt;
+}
+
+// Which stages share a node, for the simulation's load (the trainer's grid order: a stage's
+// dp × tp ranks are consecutive world ranks, and nodes fill in rank order).
+void share_nodes(StepSimulationInput& in, const Prediction& p, const KernelTiming& k) {
+  if (!k.alone_stages) return;
+  const int stage_ranks = p.dp * p.tp;
+  const int per_node = std::max(1, p.ranks_per_node);
+  for (int s = 0; s < p.pp; ++s) in.stage_node.push_back(s * stage_ranks / per_node);
+  in.stage_ranks_per_node = std::min(stage_ranks, per_node);
+  in.node_ranks = k.node_ranks;
 }
 
 // Each stage's per-op costs for the event simulation of the step.
@@ -627,6 +644,10 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
       op.forward_compute_s = (*k.stages)[i].forward_s;
       op.backward_compute_s = (*k.stages)[i].backward_s;
     }
+    if (k.alone_stages) {
+      op.forward_compute_alone_s = (*k.alone_stages)[i].forward_s;
+      op.backward_compute_alone_s = (*k.alone_stages)[i].backward_s;
+    }
     op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * r.tp_collective_s;
     op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
     if (i + 1 < stages.size()) op.send_forward_s = r.pp.send_seconds(st.boundary_bytes);
@@ -647,6 +668,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     }
     in.stages.push_back(std::move(op));
   }
+  share_nodes(in, p, k);
   return in;
 }
 

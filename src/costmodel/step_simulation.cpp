@@ -5,6 +5,8 @@
 #include "costmodel/step_simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/check.hpp"
 
@@ -72,59 +74,154 @@ double ready_time(const PipelineState& st, std::size_t s, const plan::PipelineOp
   return std::max(st.free_at[s], st.gradient_at[s][i]);
 }
 
-// Runs rank s's op at `ready`: its compute and tp time, then the message it sends on (to the
-// next rank's same chunk, or from the last rank to rank 0's next chunk; gradients back alike).
-void run_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, double ready, const StageOpCosts& cost,
-            StageTimeline& tl) {
+// Rank s's compute stream in flight: waiting for its next op's inputs, running the op's
+// compute (until `end` at the node's present load, `length` long at that load), or sending
+// its message on (until `end`).
+struct Stream {
+  enum class Phase { waiting, busy, sending } phase = Phase::waiting;
+  double start = 0, end = 0, length = -1;  // length < 0: not priced yet
+};
+
+// What rank s's op spends on the compute stream besides its compute: the tp collectives,
+// ZeRO-3's gather waits and the exchange's passes, none of them re-priced by the node's load.
+double fixed_part(const PipelineState& st, const plan::PipelineOp& op, const StageOpCosts& cost) {
+  if (op.kind == plan::PipelineOpKind::forward) return cost.forward_tp_s + cost.forward_gather_s;
+  return cost.backward_tp_s + cost.backward_gather_s + cost.backward_exchange_s +
+         (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0);
+}
+
+// The op's length with k of its node's ranks computing: its compute between the alone and the
+// busy cost in proportion to the load, plus the fixed part.
+double op_length(const StepSimulationInput& input, const PipelineState& st, const plan::PipelineOp& op,
+                 const StageOpCosts& cost, int k) {
+  const bool forward = op.kind == plan::PipelineOpKind::forward;
+  const double busy = forward ? cost.forward_compute_s : cost.backward_compute_s;
+  const double alone_cost = forward ? cost.forward_compute_alone_s : cost.backward_compute_alone_s;
+  const double alone = alone_cost < 0 ? busy : alone_cost;
+  const int n = input.node_ranks;
+  const double share =
+      n > 1 && !input.stage_node.empty() ? std::clamp(static_cast<double>(k - 1) / (n - 1), 0.0, 1.0) : 1.0;
+  return alone + (busy - alone) * share + fixed_part(st, op, cost);
+}
+
+// Rank s's busy op ends at `now`: its record and time by part, then its message to the next
+// rank's same chunk (or from the last rank to rank 0's next chunk; gradients back alike).
+// Returns whether a message goes out (the stream then sends until st.free_at[s]).
+bool finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, const StageOpCosts& cost, double start,
+               double now, StageTimeline& tl) {
   const std::size_t i = st.at(op);
   const auto chunk = static_cast<std::size_t>(op.chunk);
   const bool forward = op.kind == plan::PipelineOpKind::forward;
-  const double compute = forward ? cost.forward_compute_s : cost.backward_compute_s;
+  const TimelineOp done{forward ? TimelineOpKind::forward : TimelineOpKind::backward, op.micro, start, now, op.chunk};
+  tl.compute.push_back(done);
   const double tp = forward ? cost.forward_tp_s : cost.backward_tp_s;
   const double gather = forward ? cost.forward_gather_s : cost.backward_gather_s;
-  const double exchange =
-      forward ? 0.0 : cost.backward_exchange_s + (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0);
-  const TimelineOp done{forward ? TimelineOpKind::forward : TimelineOpKind::backward, op.micro, ready,
-                        ready + compute + tp + gather + exchange, op.chunk};
-  tl.compute.push_back(done);
-  tl.compute_s += compute;
+  const double fixed = fixed_part(st, op, cost);
+  tl.compute_s += std::max(0.0, (now - start) - fixed);
   tl.tp_s += tp;
   tl.gather_s += gather;
-  tl.exchange_s += exchange;
-  double end = done.end;
+  tl.exchange_s += fixed - tp - gather;
   if (forward) st.forwarded[s][i] = true;
   if (!forward && op.micro == st.m - 1) st.last_backward[s][chunk] = done;
+  st.free_at[s] = now;
   const bool sends = forward ? s + 1 < st.p || chunk + 1 < st.v : s > 0 || chunk > 0;
-  if (sends) {
-    const double message = forward ? cost.send_forward_s : cost.send_backward_s;
-    tl.compute.push_back({forward ? TimelineOpKind::send_forward : TimelineOpKind::send_backward, op.micro, end,
-                          end + message, op.chunk});
-    end += message;
-    tl.p2p_s += message;
-    const std::size_t m = static_cast<std::size_t>(st.m);
-    if (forward)
-      (s + 1 < st.p ? st.activation_at[s + 1][i] : st.activation_at[0][i + m]) = end;
-    else
-      (s > 0 ? st.gradient_at[s - 1][i] : st.gradient_at[st.p - 1][i - m]) = end;
-  }
-  st.free_at[s] = end;
+  if (!sends) return false;
+  const double message = forward ? cost.send_forward_s : cost.send_backward_s;
+  const double arrives = now + message;
+  tl.compute.push_back(
+      {forward ? TimelineOpKind::send_forward : TimelineOpKind::send_backward, op.micro, now, arrives, op.chunk});
+  tl.p2p_s += message;
+  const std::size_t m = static_cast<std::size_t>(st.m);
+  if (forward)
+    (s + 1 < st.p ? st.activation_at[s + 1][i] : st.activation_at[0][i + m]) = arrives;
+  else
+    (s > 0 ? st.gradient_at[s - 1][i] : st.gradient_at[st.p - 1][i - m]) = arrives;
+  st.free_at[s] = arrives;
+  return true;
 }
 
-// An op's start depends only on its rank's previous op and one message, both fixed once
-// known, so running every ready op, in any order, until none is gives exact times.
-void run_pipeline(const StepSimulationInput& input, PipelineState& st, StepSimulation& sim) {
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::size_t s = 0; s < st.p; ++s) {
-      while (st.next[s] < st.ops[s].size()) {
-        const plan::PipelineOp& op = st.ops[s][st.next[s]];
-        const double ready = ready_time(st, s, op);
-        if (ready < 0) break;
-        run_op(st, s, op, ready, st.cost(input, s, op), sim.stages[s]);
-        ++st.next[s];
-        progress = true;
+// The ranks computing on each stage's node now.
+std::vector<int> node_loads(const StepSimulationInput& input, const std::vector<Stream>& streams) {
+  const std::size_t p = streams.size();
+  std::vector<int> load(p, 0);
+  for (std::size_t s = 0; s < p; ++s) {
+    if (streams[s].phase != Stream::Phase::busy) continue;
+    for (std::size_t o = 0; o < p; ++o)
+      if (o == s || (!input.stage_node.empty() && input.stage_node[o] == input.stage_node[s]))
+        load[o] += input.stage_ranks_per_node;
+  }
+  return load;
+}
+
+// Prices each busy op at its node's present load: a new op from now, a running one by the
+// share of it left (unchanged when its load is).
+void price_busy_ops(const StepSimulationInput& input, const PipelineState& st, std::vector<Stream>& streams,
+                    double now) {
+  const std::vector<int> load = node_loads(input, streams);
+  for (std::size_t s = 0; s < st.p; ++s) {
+    Stream& run = streams[s];
+    if (run.phase != Stream::Phase::busy) continue;
+    const plan::PipelineOp& op = st.ops[s][st.next[s]];
+    const double length = op_length(input, st, op, st.cost(input, s, op), load[s]);
+    if (run.length < 0)
+      run.end = now + length;
+    else if (length != run.length)
+      run.end = now + (run.length > 0 ? (run.end - now) / run.length * length : 0.0);
+    run.length = length;
+  }
+}
+
+// Every stream's event due by `now`: a ready op starts, a busy op ends (and sends), a send
+// ends. Returns whether anything changed.
+bool take_events(const StepSimulationInput& input, PipelineState& st, std::vector<Stream>& streams, double now,
+                 StepSimulation& sim) {
+  bool changed = false;
+  for (std::size_t s = 0; s < st.p; ++s) {
+    Stream& run = streams[s];
+    if (run.phase == Stream::Phase::busy && run.end <= now) {
+      const plan::PipelineOp& op = st.ops[s][st.next[s]];
+      const bool sends = finish_op(st, s, op, st.cost(input, s, op), run.start, now, sim.stages[s]);
+      ++st.next[s];
+      run = sends ? Stream{Stream::Phase::sending, now, st.free_at[s]} : Stream{};
+      changed = true;
+    }
+    if (run.phase == Stream::Phase::sending && run.end <= now) {
+      run = Stream{};
+      changed = true;
+    }
+    if (run.phase == Stream::Phase::waiting && st.next[s] < st.ops[s].size()) {
+      const double ready = ready_time(st, s, st.ops[s][st.next[s]]);
+      if (ready >= 0 && ready <= now) {
+        run = Stream{Stream::Phase::busy, now, now};
+        changed = true;
       }
     }
+  }
+  return changed;
+}
+
+// The next time a stream has something to do after `now`; infinity when none has.
+double next_event(const PipelineState& st, const std::vector<Stream>& streams) {
+  double next = std::numeric_limits<double>::infinity();
+  for (std::size_t s = 0; s < st.p; ++s) {
+    const Stream& run = streams[s];
+    if (run.phase != Stream::Phase::waiting) {
+      next = std::min(next, run.end);
+    } else if (st.next[s] < st.ops[s].size()) {
+      const double ready = ready_time(st, s, st.ops[s][st.next[s]]);
+      if (ready >= 0) next = std::min(next, ready);
+    }
+  }
+  return next;
+}
+
+// Runs every stage's op list against the others in time: at each event the streams due start,
+// end or send, and the busy ops are re-priced by their nodes' loads, until no stream has an op
+// left it can run.
+void run_pipeline(const StepSimulationInput& input, PipelineState& st, StepSimulation& sim) {
+  std::vector<Stream> streams(st.p);
+  for (double now = 0; std::isfinite(now); now = next_event(st, streams)) {
+    while (take_events(input, st, streams, now, sim)) price_busy_ops(input, st, streams, now);
   }
   for (std::size_t s = 0; s < st.p; ++s)
     SB_CHECK(st.next[s] == st.ops[s].size(), "the {} schedule deadlocks on stage {} of {}",

@@ -13,8 +13,15 @@
 // interleaving (v model chunks per rank) each rank runs the interleaved 1F1B order over its
 // chunks, chunk c of rank s costing stages[c·p + s], and each chunk's buckets launch as its own
 // last backward produces them; ZeRO-1's one reduction waits for the last backward, and its
-// parameters' gather (ZeRO-2's too) follows the optimizer. Leaves out link contention between
-// concurrent messages and jitter: every op takes exactly its cost.
+// parameters' gather (ZeRO-2's too) follows the optimizer.
+//
+// Stages that share a node share its memory system: an op's compute runs at its `alone` cost
+// while only its own stage's ranks compute there and at its busy cost while all of the node's
+// ranks do, in between in proportion to the ranks computing (a pipeline's stages take turns, so
+// on a node of several stages part of each op runs with the others idle). The simulation moves
+// through time event by event and re-prices every running op when the node's load changes.
+// Leaves out link contention between concurrent messages and jitter, and the optimizer's and
+// dp buckets' share of the node's load: they take exactly their cost.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,8 @@ namespace sb::costmodel {
 // What one rank of a stage spends on one micro-batch, and on its gradients once per step.
 struct StageOpCosts {
   double forward_compute_s = 0, backward_compute_s = 0;  // GEMMs and element-wise work
+  // The same compute with only this stage's ranks computing on the node; negative: as above
+  double forward_compute_alone_s = -1, backward_compute_alone_s = -1;
   double forward_tp_s = 0, backward_tp_s = 0;            // tp collectives inside the op (blocking)
   // ZeRO-3: the op's waits for its units' parameter gathers, the part the prefetch behind each
   // unit's compute does not hide
@@ -53,6 +62,13 @@ struct StepSimulationInput {
   // true: bucket k launches when the last micro-batch's backward has produced it; false: one
   // reduction of everything after that backward ends (the buckets still run back to back).
   bool overlap = true;
+  // Who shares a node: per pp rank, the node its ranks sit on (empty: each stage on its own),
+  // how many of a stage's ranks sit on one node, and how many ranks compute at once in the
+  // busy costs. A stage's op runs at (alone + (busy − alone)·(k − 1)/(node_ranks − 1)) with k
+  // ranks of its node computing.
+  std::vector<int> stage_node;
+  int stage_ranks_per_node = 1;
+  int node_ranks = 1;
 };
 
 enum class TimelineOpKind { forward, backward, send_forward, send_backward, dp_bucket, optimizer };

@@ -245,5 +245,48 @@ TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
   EXPECT_FALSE(predict_step(c, machine).kernel_timed);
 }
 
+// gpt-nano's calls timed at 1 ms with one rank computing on the node and 2 ms with two: a
+// data-parallel pair always computes together (the busy cost), the stages of a pipeline take
+// turns, so part of their work runs at the alone cost (the simulation re-prices it).
+TEST(StepPrediction, PipelineStagesRunPartlyAtTheAloneCost) {
+  SiteProfile machine = site("this-machine");
+  machine.devices_per_node = 2;
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-nano");
+  const KernelCalls whole = gpt_stage_kernel_calls(g, 1, g.layers, true, true, 8, 64, "fp32");
+  const KernelCalls first = gpt_stage_kernel_calls(g, 1, g.layers / 2, true, false, 4, 64, "fp32");
+  const KernelCalls last = gpt_stage_kernel_calls(g, 1, g.layers / 2, false, true, 4, 64, "fp32");
+  auto times = std::make_shared<KernelProfile>();
+  for (const KernelCalls* k : {&whole, &first, &last})
+    for (const auto* list : {&k->forward, &k->backward})
+      for (const KernelCall& call : *list)
+        for (const int ranks : {1, 2}) times->add({call.kernel, "fp32", 1, ranks, call.shape, call.size, 1e-3 * ranks});
+  for (const char* kernel : {"fill", "adamw_step"})
+    for (const int ranks : {1, 2}) times->add({kernel, "fp32", 1, ranks, {1}, 1, 1e-9});
+  machine.kernel_times = times;
+
+  plan::TrainConfig c = gpt_case(1, 1, 1, 2, 1, 1, 16, 8, "fp32");
+  c.model = plan::ModelSpec{};
+  c.model.name = "gpt-nano";
+  c.threads = 1;
+  c.optimizer.type = "adamw";
+  const Prediction dp = predict_step(c, machine);
+  ASSERT_TRUE(dp.feasible) << dp.reason;
+  ASSERT_TRUE(dp.kernel_timed);
+  // one micro-batch of 8 per rank, both ranks computing throughout
+  EXPECT_NEAR(dp.compute_s, 2e-3 * static_cast<double>(whole.forward.size() + whole.backward.size()), 1e-9);
+
+  c.strategy.dp = 1;
+  c.strategy.pp = 2;
+  c.micro_batch = 4;
+  const Prediction pp = predict_step(c, machine);
+  ASSERT_TRUE(pp.feasible) << pp.reason;
+  ASSERT_TRUE(pp.kernel_timed);
+  ASSERT_EQ(pp.micro_batches, 4);
+  const KernelCalls& critical = pp.critical_stage == 0 ? first : last;
+  const double alone_s = 4 * 1e-3 * static_cast<double>(critical.forward.size() + critical.backward.size());
+  EXPECT_GT(pp.compute_s, alone_s * 1.05) << "the stages' steady state overlaps";
+  EXPECT_LT(pp.compute_s, 2 * alone_s * 0.95) << "the pipeline's fill and drain run alone";
+}
+
 }  // namespace
 }  // namespace sb::costmodel

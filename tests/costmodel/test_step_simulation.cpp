@@ -127,6 +127,47 @@ TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
   EXPECT_DOUBLE_EQ(simulate_step(in).stages[0].dp_exposed_s, 2.0);
 }
 
+// Two stages on one node of two ranks: forwards cost 2 (stage 0) and 4 (stage 1) with both
+// ranks computing, half that alone; backwards cost nothing.
+StepSimulationInput shared_node_forwards() {
+  StepSimulationInput in = balanced(PipelineSchedule::gpipe, 2, 2, 2.0, 0.0);
+  in.stages[1].forward_compute_s = 4.0;
+  for (StageOpCosts& c : in.stages) c.forward_compute_alone_s = c.forward_compute_s / 2;
+  in.stage_node = {0, 0};
+  in.node_ranks = 2;
+  return in;
+}
+
+TEST(StepSimulation, OpsOnASharedNodeRunAtTheirLoadsCost) {
+  // stage 0's F0 runs alone in [0, 1]; then its F1 and stage 1's F0 both compute from 1: F1 at
+  // its busy length 2 ends at 3, when F0 is half done and its other half runs alone (1 more);
+  // stage 1's F1 then runs alone in [4, 6]
+  const StepSimulation sim = simulate_step(shared_node_forwards());
+  const std::vector<TimelineOp>& s0 = sim.stages[0].compute;
+  const std::vector<TimelineOp>& s1 = sim.stages[1].compute;
+  ASSERT_EQ(s0[0].kind, TimelineOpKind::forward);
+  EXPECT_DOUBLE_EQ(s0[0].end, 1.0);
+  ASSERT_EQ(s0[2].kind, TimelineOpKind::forward);  // after F0's (free) send
+  EXPECT_DOUBLE_EQ(s0[2].start, 1.0);
+  EXPECT_DOUBLE_EQ(s0[2].end, 3.0);
+  ASSERT_EQ(s1[0].kind, TimelineOpKind::forward);
+  EXPECT_DOUBLE_EQ(s1[0].start, 1.0);
+  EXPECT_DOUBLE_EQ(s1[0].end, 4.0);
+  EXPECT_DOUBLE_EQ(s1[1].end, 6.0);
+  EXPECT_DOUBLE_EQ(sim.pipeline_end, 6.0);
+  EXPECT_DOUBLE_EQ(sim.stages[1].compute_s, 5.0);
+}
+
+TEST(StepSimulation, StagesOnTheirOwnNodesRunAtTheBusyCost) {
+  StepSimulationInput in = shared_node_forwards();
+  in.stage_node = {0, 1};  // each alone on its node: the busy cost is what one rank there takes
+  in.node_ranks = 1;
+  EXPECT_DOUBLE_EQ(simulate_step(in).pipeline_end, 2.0 + 4.0 + 4.0);
+  in = shared_node_forwards();
+  in.stage_node.clear();  // no sharing told: every op at its busy cost, as before alone costs
+  EXPECT_DOUBLE_EQ(simulate_step(in).pipeline_end, 2.0 + 4.0 + 4.0);
+}
+
 // A site whose devices compute infinitely fast: what is left of a step is communication.
 SiteProfile communication_only(SiteProfile s) {
   s.peak_flops = {{"fp32", std::numeric_limits<double>::infinity()},
