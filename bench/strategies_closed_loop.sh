@@ -10,9 +10,10 @@
 # ZeRO 0/2/3 (ZeRO-3 also with full recomputation, and in bf16 with 16-bit main gradients), pp 2
 # plain and interleaved (also in bf16), each run predicted by the calibrated profile before it trains, then prints every run's prediction error and fails when
 # one is off by more than 15% (step time) or 5% (memory). Every case runs once per round, round
-# after round (SB_CLOSED_LOOP_ROUNDS, default 3), and is judged by its median round, as calibrate
-# keeps its median round: a slow spell of a shared machine then lands on one round of several
-# cases instead of every round of one. A benchmark, not a test: run it on a quiet machine.
+# after round (SB_CLOSED_LOOP_ROUNDS, default 5), and is judged by its median round, as calibrate
+# (--rounds 5 here) keeps its median round: a slow spell of a shared machine then lands on one or
+# two rounds of several cases instead of every round of one, and the median outvotes it. A
+# benchmark, not a test: run it on a quiet machine.
 # Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,11 +22,11 @@ out=${2:-$(mktemp -d -t scalebench-closed-loop.XXXXXX)}
 mkdir -p "$out/sites"
 export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMP_PROC_BIND=false
 "$build/scalebench" calibrate --out "$out/sites/this-machine.yaml" --threads 1 --precision fp32 --precision bf16 \
-  --max-batch 16
+  --max-batch 16 --rounds 5
 export SB_SITES_DIR=$out/sites
 launch=(mpirun)
 if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
-rounds=${SB_CLOSED_LOOP_ROUNDS:-3}
+rounds=${SB_CLOSED_LOOP_ROUNDS:-5}
 gpt_tiny=(--config "$root/models/gpt/configs/gpt-nano-sotu.yaml" --set model=gpt-tiny --set batch.global=16 --set steps=8)
 resnet_mini=(--config "$root/models/resnet/configs/resnet-mini-mnist.yaml" --set epochs=0 --set steps=8
   --set batch.global=32)

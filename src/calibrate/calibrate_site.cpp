@@ -132,11 +132,12 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   // as a multi-rank run places them, each kernel's time the slowest rank's (ranks that exchange
   // gradients or activations every step wait for the slowest: a core that runs slower, a sibling
   // hyperthread or the host's interrupts, sets the step, and a mean would hide it). Each process
-  // times one round and the configurations take turns, kRounds times over: the machine's speed
+  // times one round and the configurations take turns, `rounds` times over: the machine's speed
   // wanders over minutes (a neighbour, the host's clock), and a slow spell then lands on one
   // round of every configuration, which the median over the rounds leaves out, instead of on
-  // every round of one of them ----
-  constexpr int kRounds = 3;
+  // every round of one of them (more rounds outvote longer spells) ----
+  const int rounds_total = options.rounds;
+  SB_USER_CHECK(rounds_total >= 1, "calibrate: --rounds must be at least 1, got {}", rounds_total);
   const auto command = [&](const fs::path& csv, int t, int ranks) {
     std::vector<std::string> args = {self, "calibrate", "--kernel-times", csv.string(), "--threads",
                                      std::to_string(t), "--ranks-on-node", std::to_string(ranks),
@@ -152,10 +153,10 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   }
   // rounds[c][k]: configuration c's table from round k, the slowest of its ranks per kernel
   std::vector<std::vector<std::vector<KernelTime>>> rounds(configurations.size());
-  for (int round = 0; round < kRounds; ++round)
+  for (int round = 0; round < rounds_total; ++round)
     for (std::size_t c = 0; c < configurations.size(); ++c) {
       const auto [t, ranks] = configurations[c];
-      std::printf("calibrate: round %d of %d, %d thread(s), %d rank(s) at once\n", round + 1, kRounds, t, ranks);
+      std::printf("calibrate: round %d of %d, %d thread(s), %d rank(s) at once\n", round + 1, rounds_total, t, ranks);
       std::fflush(stdout);
       prepare_mpirun_environment(ranks);
       std::vector<std::vector<std::string>> commands;

@@ -21,6 +21,7 @@ struct SiteCalibrationOptions {
   std::vector<std::string> precisions;  // empty: fp32, bf16, fp16
   double seconds_per_call = 0.02;       // timing budget per kernel call
   std::int64_t max_batch = 0;           // largest micro-batch timed (GPT sequences, ResNet images); 0: all
+  int rounds = 3;  // turns of every kernel configuration; each kernel's median turn counts
 };
 
 int calibrate_site(const SiteCalibrationOptions& options);

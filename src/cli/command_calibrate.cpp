@@ -39,7 +39,6 @@ struct CalibrateOptions {
   calibrate::SiteCalibrationOptions site;
   std::string kernel_times;  // the child's mode: time the kernels into this CSV
   int ranks_on_node = 1;     // the child's mode: how many children time at once
-  int rounds = 3;            // the child's mode: rounds over the list (calibrate_site runs one per child)
   calibrate::CollectiveSweepOptions sweep;
   bool gemm = false;                      // --gemm: also /calibration/gemm, the trainer's GEMM per
                                           // precision on every rank at once (gemm_sweep.hpp)
@@ -170,9 +169,10 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
   cmd->add_option("--kernel-times", options->kernel_times,
                   "time the trainer's kernels in this process (--threads N, one value) into this CSV file; what "
                   "--out SITE.yaml runs once per thread count");
-  cmd->add_option("--rounds", options->rounds,
-                  "with --kernel-times: rounds over the list, the median counts (default 3; --out SITE.yaml runs "
-                  "three processes of one round each per configuration, taking turns)")
+  cmd->add_option("--rounds", options->site.rounds,
+                  "rounds over the kernel list, each kernel's median round counts (default 3): with --out SITE.yaml "
+                  "one process of one round per configuration, the configurations taking turns; with "
+                  "--kernel-times all rounds in this process")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--ranks-on-node", options->ranks_on_node,
                   "with --kernel-times: how many such processes time at once on this node (recorded in the table)")
@@ -197,7 +197,7 @@ std::function<int()> add_calibrate_command(CLI::App& app, int& argc, char**& arg
       const int threads = options->site.threads.empty() ? 1 : options->site.threads[0];
       SB_USER_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
       return calibrate::time_kernels_to_file(options->kernel_times, threads, options->ranks_on_node, options->site.precisions,
-                                  options->site.seconds_per_call, options->site.max_batch, options->rounds);
+                                  options->site.seconds_per_call, options->site.max_batch, options->site.rounds);
     }
     SB_USER_CHECK(!options->out.empty(), "calibrate needs --out SITE.yaml (fit a site profile) or --out F.h5 "
                   "(the collective sweep, under mpirun)");

@@ -68,8 +68,11 @@ TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   EXPECT_NE(text.find("# Peak per core = clock"), std::string::npos);
   EXPECT_NE(text.find("      gamma: "), std::string::npos) << text;
   const CommandResult refit = scratch.run("calibrate --site " + site.string() + " --out " + site.string() +
-                                          " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1");
+                                          " --precision fp32 --threads 1 --seconds-per-call 0.0001 --max-batch 1"
+                                          " --rounds 1");
   ASSERT_EQ(refit.exit_code, 0) << refit.stderr_text << refit.stdout_text;
+  EXPECT_NE(refit.stdout_text.find("round 1 of 1,"), std::string::npos) << refit.stdout_text;  // --rounds taken
+  EXPECT_EQ(r.stdout_text.find("round 1 of 1,"), std::string::npos);                           // the default: 3
   const std::string again = read_text(site);
   EXPECT_EQ(again.find("calibrated:"), again.rfind("calibrated:"));
   EXPECT_EQ(again.find("# Fitted by"), again.rfind("# Fitted by")) << again;
