@@ -16,8 +16,9 @@ Runs are named by their id, or file/id where several files hold the same id (one
 as bench/strategies_closed_loop.sh writes them). Files named CASE.rK.h5 are repeats K of one case
 (the closed loop runs every case once per round, round after round, so that a slow spell of the
 machine lands on one round of many cases rather than every round of one): a case's runs of one id
-are compared by their median measured step time, as calibrate keeps its median round, with the
-spread noted; memory by the largest error of its repeats. A run whose ranks computed unevenly (a rank's
+are judged by the median of their step-time errors, each run against the prediction stored with
+it (the closed loop calibrates again every round, so a run's prediction comes from minutes before
+it), with the spread of the errors noted; memory by the largest error of its repeats. A run whose ranks computed unevenly (a rank's
 median compute_cpu_s in /runs/<id>/timeline more than --uneven-pct above the median of its
 pipeline stage's other ranks) is noted: the prediction assumes even ranks, so a slow core or a
 busy neighbour shows up as step-time error there (`scalebench inspect` names such a rank).
@@ -102,8 +103,9 @@ def runs_of(path):
 
 
 def merge_repeats(rows):
-    """Rows of files CASE.rK.h5 with one run id become one row per case and id: the median measured
-    step time against the prediction, the largest memory errors, the spread in a note."""
+    """Rows of files CASE.rK.h5 with one run id become one row per case and id: the median of the
+    repeats' step-time errors (each against its own prediction), the median measured and predicted
+    times beside it, the largest memory errors, the errors' spread in a note."""
     groups, merged = {}, []
     for r in rows:
         base = os.path.splitext(os.path.basename(r["file"]))[0]
@@ -126,12 +128,13 @@ def merge_repeats(rows):
         r = dict(repeats[0], file=item[0])
         r["measured_s"] = float(np.median(measured))
         r["predicted_s"] = float(np.median([x["predicted_s"] for x in repeats]))
-        r["step"] = 100.0 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"]
+        errors = [x["step"] for x in repeats]
+        r["step"] = float(np.median(errors))
         for c in CATEGORIES:
             r[c] = max((x[c] for x in repeats), key=abs)
         unevens = [x["uneven"] for x in repeats if x["uneven"]]
         r["uneven"] = sorted(unevens, key=lambda u: u[1])[len(unevens) // 2] if unevens else None
-        r["repeats"] = (len(repeats), min(measured), max(measured))
+        r["repeats"] = (len(repeats), min(errors), max(errors))
         out.append(r)
     return out
 
@@ -175,8 +178,8 @@ def main():
         if not r["kernel_timed"]:
             notes.append("from FLOPs (no kernel times)")
         if "repeats" in r:
-            count, fastest, slowest = r["repeats"]
-            notes.append(f"median of {count} repeats ({fastest * 1e3:.1f}-{slowest * 1e3:.1f} ms)")
+            count, lowest, highest = r["repeats"]
+            notes.append(f"median of {count} repeats' errors ({lowest:+.1f} to {highest:+.1f}%)")
         if r["uneven"] and r["uneven"][1] > args.uneven_pct:
             notes.append(f"ranks uneven: rank {r['uneven'][0]} computed {r['uneven'][1]:+.0f}% against its stage's "
                          "others (predicted even)")

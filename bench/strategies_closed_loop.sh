@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The closed loop on time for the strategies that trade memory for time: calibrates this machine
-# into a scratch site directory, trains gpt-tiny (global batch 16, 8 steps, one thread per rank,
-# at most one rank per core) under recompute none/selective/full, dp 2 with ZeRO 0-3, tp 2 with
-# and without sequence parallelism, pp 2 plain and interleaved, and dp 2 in bf16 (also under ZeRO-1
-# and 2, which shard the fp32 master weights) with fp32 and with
-# 16-bit main gradients (precision.main_grads storage; also under ZeRO-1 and 2, and pp 2 in bf16 with
-# them), and resnet-mini on MNIST (global batch 32, 8 steps) under recompute none/full, dp 2 with
-# ZeRO 0/2/3 (ZeRO-3 also with full recomputation, and in bf16 with 16-bit main gradients), pp 2
-# plain and interleaved (also in bf16), each run predicted by the calibrated profile before it trains, then prints every run's prediction error and fails when
-# one is off by more than 15% (step time) or 5% (memory). Every case runs once per round, round
-# after round (SB_CLOSED_LOOP_ROUNDS, default 5), and is judged by its median round, as calibrate
-# (--rounds 5 here) keeps its median round: a slow spell of a shared machine then lands on one or
-# two rounds of several cases instead of every round of one, and the median outvotes it. A
-# benchmark, not a test: run it on a quiet machine.
+# The closed loop on time for the strategies that trade memory for time: trains gpt-tiny (global
+# batch 16, 8 steps, one thread per rank, at most one rank per core) under recompute
+# none/selective/full, dp 2 with ZeRO 0-3, tp 2 with and without sequence parallelism, pp 2 plain
+# and interleaved, and dp 2 in bf16 (also under ZeRO-1 and 2, which shard the fp32 master weights)
+# with fp32 and with 16-bit main gradients (precision.main_grads storage; also under ZeRO-1 and 2,
+# and pp 2 in bf16 with them), and resnet-mini on MNIST (global batch 32, 8 steps) under recompute
+# none/full, dp 2 with ZeRO 0/2/3 (ZeRO-3 also with full recomputation, and in bf16 with 16-bit
+# main gradients), pp 2 plain and interleaved (also in bf16), each run predicted before it trains
+# by a profile calibrated on this machine, then prints every run's prediction error and fails
+# when one is off by more than 15% (step time) or 5% (memory).
+# It runs in rounds (SB_CLOSED_LOOP_ROUNDS, default 5): each round calibrates this machine into
+# its own site directory (one calibrate round) and then runs every case once, predicted from it,
+# and a case is judged by the median of its rounds' errors. A shared machine's speed wanders by
+# 15-20% over minutes; calibrated once, a slow spell during the runs (or the calibration) would
+# be charged to the model, where here each run's prediction comes from minutes before it, and a
+# round that a spell splits is outvoted. A benchmark, not a test: run it on a quiet machine.
 # Usage: bench/strategies_closed_loop.sh [BUILD_DIR] [OUT_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 out=${2:-$(mktemp -d -t scalebench-closed-loop.XXXXXX)}
-mkdir -p "$out/sites"
 export SB_DATA_DIR=${SB_DATA_DIR:-$root/data} OMP_PROC_BIND=false
-"$build/scalebench" calibrate --out "$out/sites/this-machine.yaml" --threads 1 --precision fp32 --precision bf16 \
-  --max-batch 16 --rounds 5
-export SB_SITES_DIR=$out/sites
+# calibrate_round: this round's site profile, which the round's runs predict from
+calibrate_round() {
+  echo "[closed loop] round $round of $rounds: calibrate"
+  mkdir -p "$out/sites.r$round"
+  "$build/scalebench" calibrate --out "$out/sites.r$round/this-machine.yaml" --threads 1 --precision fp32 \
+    --precision bf16 --max-batch 16 --rounds 1 >"$out/calibrate.r$round.log" 2>&1
+  export SB_SITES_DIR=$out/sites.r$round
+}
 launch=(mpirun)
 if [ "$(id -u)" = 0 ]; then launch+=(--allow-run-as-root); fi
 rounds=${SB_CLOSED_LOOP_ROUNDS:-5}
@@ -42,6 +48,7 @@ train_case() {
 run() { train_case "$1" "$2" gpt_tiny "${@:3}"; }
 run_resnet() { train_case "resnet-$1" "$2" resnet_mini "${@:3}"; }
 for round in $(seq 1 "$rounds"); do
+  calibrate_round
   run recompute-none 1
   run recompute-selective 1 --set strategy.recompute=selective
   run recompute-full 1 --set strategy.recompute=full
