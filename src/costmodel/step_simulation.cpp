@@ -140,16 +140,17 @@ bool finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, con
   return true;
 }
 
-// The ranks computing on each stage's node now.
+// The ranks computing on each stage's node now; empty when the input says no stage shares a
+// node (every op then takes its busy cost, whatever the others do).
 std::vector<int> node_loads(const StepSimulationInput& input, const std::vector<Stream>& streams) {
-  const std::size_t p = streams.size();
-  std::vector<int> load(p, 0);
-  for (std::size_t s = 0; s < p; ++s) {
-    if (streams[s].phase != Stream::Phase::busy) continue;
-    for (std::size_t o = 0; o < p; ++o)
-      if (o == s || (!input.stage_node.empty() && input.stage_node[o] == input.stage_node[s]))
-        load[o] += input.stage_ranks_per_node;
-  }
+  if (input.stage_node.empty()) return {};
+  const int nodes = *std::max_element(input.stage_node.begin(), input.stage_node.end()) + 1;
+  std::vector<int> computing(static_cast<std::size_t>(nodes), 0);
+  for (std::size_t s = 0; s < streams.size(); ++s)
+    if (streams[s].phase == Stream::Phase::busy) computing[static_cast<std::size_t>(input.stage_node[s])] += 1;
+  std::vector<int> load(streams.size());
+  for (std::size_t s = 0; s < streams.size(); ++s)
+    load[s] = computing[static_cast<std::size_t>(input.stage_node[s])] * input.stage_ranks_per_node;
   return load;
 }
 
@@ -160,9 +161,9 @@ void price_busy_ops(const StepSimulationInput& input, const PipelineState& st, s
   const std::vector<int> load = node_loads(input, streams);
   for (std::size_t s = 0; s < st.p; ++s) {
     Stream& run = streams[s];
-    if (run.phase != Stream::Phase::busy) continue;
+    if (run.phase != Stream::Phase::busy || (load.empty() && run.length >= 0)) continue;
     const plan::PipelineOp& op = st.ops[s][st.next[s]];
-    const double length = op_length(input, st, op, st.cost(input, s, op), load[s]);
+    const double length = op_length(input, st, op, st.cost(input, s, op), load.empty() ? 0 : load[s]);
     if (run.length < 0)
       run.end = now + length;
     else if (length != run.length)
@@ -284,6 +285,12 @@ StepSimulation simulate_step(const StepSimulationInput& input) {
            "step simulation of {} chunks, {} per rank", input.stages.size(), v);
   const std::size_t p = input.stages.size() / static_cast<std::size_t>(v);
   SB_CHECK(p >= 1 && m >= 1, "step simulation of {} stages and {} micro-batches", p, m);
+  SB_CHECK(input.stage_node.empty() ||
+               (input.stage_node.size() == p &&
+                *std::min_element(input.stage_node.begin(), input.stage_node.end()) >= 0 &&
+                input.stage_ranks_per_node >= 1 && input.node_ranks >= 1),
+           "step simulation of {} stages: {} node indices, {} ranks of a stage per node, {} on a node", p,
+           input.stage_node.size(), input.stage_ranks_per_node, input.node_ranks);
   StepSimulation sim;
   sim.stages.resize(p);
   PipelineState state(input, p, m);
