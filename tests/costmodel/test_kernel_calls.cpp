@@ -211,6 +211,16 @@ TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
   std::filesystem::remove(file);
 }
 
+// gpt-nano at global batch 16, micro-batches of 8, one thread a rank, AdamW, over dp ranks.
+plan::TrainConfig gpt_nano_case(std::int64_t dp) {
+  plan::TrainConfig c = gpt_case(1, 1, 1, dp, 1, 1, 16, 8, "fp32");
+  c.model = plan::ModelSpec{};
+  c.model.name = "gpt-nano";
+  c.threads = 1;
+  c.optimizer.type = "adamw";
+  return c;
+}
+
 // Every distinct call of gpt-nano timed at its own figure: a micro-batch's forward and backward
 // are the sums over the recorded calls, and the step is theirs plus the optimizer's calls.
 TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
@@ -229,11 +239,7 @@ TEST(StepPrediction, KernelTimesMakeTheComputeTime) {
   for (const char* kernel : {"fill", "adamw_step"}) times->add({kernel, "fp32", 1, 1, {1}, 1, 1e-9});
   machine.kernel_times = times;
 
-  plan::TrainConfig c = gpt_case(1, 1, 1, 1, 1, 1, 16, 8, "fp32");
-  c.model = plan::ModelSpec{};
-  c.model.name = "gpt-nano";
-  c.threads = 1;
-  c.optimizer.type = "adamw";
+  plan::TrainConfig c = gpt_nano_case(1);
   const Prediction p = predict_step(c, machine);
   ASSERT_TRUE(p.feasible) << p.reason;
   EXPECT_TRUE(p.kernel_timed);
@@ -264,11 +270,7 @@ TEST(StepPrediction, PipelineStagesRunPartlyAtTheAloneCost) {
     for (const int ranks : {1, 2}) times->add({kernel, "fp32", 1, ranks, {1}, 1, 1e-9});
   machine.kernel_times = times;
 
-  plan::TrainConfig c = gpt_case(1, 1, 1, 2, 1, 1, 16, 8, "fp32");
-  c.model = plan::ModelSpec{};
-  c.model.name = "gpt-nano";
-  c.threads = 1;
-  c.optimizer.type = "adamw";
+  plan::TrainConfig c = gpt_nano_case(2);
   const Prediction dp = predict_step(c, machine);
   ASSERT_TRUE(dp.feasible) << dp.reason;
   ASSERT_TRUE(dp.kernel_timed);
