@@ -565,8 +565,9 @@ void add_gradient_page_refaults(StageOpCosts& op, const plan::TrainConfig& c, co
                                 std::optional<double> seconds_per_byte) {
   const bool staged = c.strategy.zero >= 2 || c.precision.sixteen_bit_main_gradients();
   if (!staged || !seconds_per_byte) return;
-  op.backward_compute_s += st.parameters * 4.0 * *seconds_per_byte;
-  if (op.backward_compute_alone_s >= 0) op.backward_compute_alone_s += st.parameters * 4.0 * *seconds_per_byte;
+  const double refault_s = st.parameters * 4.0 * *seconds_per_byte;
+  op.backward_compute_s += refault_s;
+  if (op.backward_compute_alone_s >= 0) op.backward_compute_alone_s += refault_s;
 }
 
 // A calibrated site times the trainer's kernel calls (with as many ranks busy on the node as
@@ -588,6 +589,8 @@ KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, cons
   if (!site.kernel_times) return k;
   if (!site.kernel_times->covers(c.precision.dtype, k.rank_devices, k.node_ranks)) k.node_ranks = 1;
   k.stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, k.node_ranks);
+  // without a pipeline a node's ranks all belong to one stage and always compute together: the
+  // simulation would price every op at its busy cost, so the alone rows are not looked up
   if (k.stages && k.node_ranks > 1 && c.strategy.pp > 1)
     k.alone_stages = timed_stages(m.stages, m.description, c, *site.kernel_times, k.rank_devices, 1);
   return k;

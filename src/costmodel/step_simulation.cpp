@@ -82,12 +82,17 @@ struct Stream {
   double start = 0, end = 0, length = -1;  // length < 0: not priced yet
 };
 
-// What rank s's op spends on the compute stream besides its compute: the tp collectives,
-// ZeRO-3's gather waits and the exchange's passes, none of them re-priced by the node's load.
-double fixed_part(const PipelineState& st, const plan::PipelineOp& op, const StageOpCosts& cost) {
-  if (op.kind == plan::PipelineOpKind::forward) return cost.forward_tp_s + cost.forward_gather_s;
-  return cost.backward_tp_s + cost.backward_gather_s + cost.backward_exchange_s +
-         (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0);
+// What rank s's op spends on the compute stream besides its compute, none of it re-priced by
+// the node's load: the tp collectives, ZeRO-3's gather waits and the exchange's passes (in a
+// backward; the last micro-batch's once more).
+struct FixedParts {
+  double tp = 0, gather = 0, exchange = 0;
+  double total() const { return tp + gather + exchange; }
+};
+FixedParts fixed_parts(const PipelineState& st, const plan::PipelineOp& op, const StageOpCosts& cost) {
+  if (op.kind == plan::PipelineOpKind::forward) return {cost.forward_tp_s, cost.forward_gather_s, 0.0};
+  return {cost.backward_tp_s, cost.backward_gather_s,
+          cost.backward_exchange_s + (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0)};
 }
 
 // The op's length with k of its node's ranks computing: its compute between the alone and the
@@ -101,7 +106,7 @@ double op_length(const StepSimulationInput& input, const PipelineState& st, cons
   const int n = input.node_ranks;
   const double share =
       n > 1 && !input.stage_node.empty() ? std::clamp(static_cast<double>(k - 1) / (n - 1), 0.0, 1.0) : 1.0;
-  return alone + (busy - alone) * share + fixed_part(st, op, cost);
+  return alone + (busy - alone) * share + fixed_parts(st, op, cost).total();
 }
 
 // Rank s's busy op ends at `now`: its record and time by part, then its message to the next
@@ -114,13 +119,11 @@ bool finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, con
   const bool forward = op.kind == plan::PipelineOpKind::forward;
   const TimelineOp done{forward ? TimelineOpKind::forward : TimelineOpKind::backward, op.micro, start, now, op.chunk};
   tl.compute.push_back(done);
-  const double tp = forward ? cost.forward_tp_s : cost.backward_tp_s;
-  const double gather = forward ? cost.forward_gather_s : cost.backward_gather_s;
-  const double fixed = fixed_part(st, op, cost);
-  tl.compute_s += std::max(0.0, (now - start) - fixed);
-  tl.tp_s += tp;
-  tl.gather_s += gather;
-  tl.exchange_s += fixed - tp - gather;
+  const FixedParts fixed = fixed_parts(st, op, cost);
+  tl.compute_s += std::max(0.0, (now - start) - fixed.total());
+  tl.tp_s += fixed.tp;
+  tl.gather_s += fixed.gather;
+  tl.exchange_s += fixed.exchange;
   if (forward) st.forwarded[s][i] = true;
   if (!forward && op.micro == st.m - 1) st.last_backward[s][chunk] = done;
   st.free_at[s] = now;

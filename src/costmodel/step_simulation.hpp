@@ -62,10 +62,10 @@ struct StepSimulationInput {
   // true: bucket k launches when the last micro-batch's backward has produced it; false: one
   // reduction of everything after that backward ends (the buckets still run back to back).
   bool overlap = true;
-  // Who shares a node: per pp rank, the node its ranks sit on (empty: each stage on its own),
-  // how many of a stage's ranks sit on one node, and how many ranks compute at once in the
-  // busy costs. A stage's op runs at (alone + (busy − alone)·(k − 1)/(node_ranks − 1)) with k
-  // ranks of its node computing.
+  // Who shares a node: per pp rank, the node its ranks sit on (empty: not known, every op at its
+  // busy cost), how many of a stage's ranks sit on one node, and how many ranks compute at once
+  // in the busy costs. A stage's op runs at (alone + (busy − alone)·(k − 1)/(node_ranks − 1))
+  // with k ranks of its node computing.
   std::vector<int> stage_node;
   int stage_ranks_per_node = 1;
   int node_ranks = 1;
