@@ -107,9 +107,10 @@ int run_fit(const PredictOptions& options) {
                  stdout);
   }
   if (!options.write_site.empty()) {
-    // one device: PATH is the copy; several: PATH is a folder receiving <site>.yaml for each
-    const bool folder = fits.size() > 1;
-    SB_USER_CHECK(!folder || std::filesystem::is_directory(options.write_site),
+    // an existing folder receives <site>.yaml for each device (required for several); else, with
+    // one device, PATH is the copy
+    const bool folder = std::filesystem::is_directory(options.write_site);
+    SB_USER_CHECK(folder || fits.size() == 1,
                   "--write-site {}: the sets' rows run on {} devices, so it must be an existing folder to write one "
                   "profile per device into", options.write_site, fits.size());
     for (const costmodel::EmaxFit& f : fits) {
@@ -158,8 +159,9 @@ std::function<int()> add_predict_command(CLI::App& app) {
           ->excludes(devices)
           ->excludes(overrides);
   cmd->add_option("--write-site", options->write_site,
-                  "with --fit: write a copy of the fitted device's site profile with the fitted gemm.e_max to this path (a "
-                  "folder, receiving SITE.yaml per device, when the sets run on several devices)")
+                  "with --fit: write a copy of the fitted device's site profile with the fitted gemm.e_max to this path, or "
+                  "into it as SITE.yaml per device when it is an existing folder (required when the sets run on several "
+                  "devices)")
       ->needs(fit);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {

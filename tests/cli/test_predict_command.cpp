@@ -234,7 +234,7 @@ TEST(PredictCommand, ValidateReplaysTheShippedSetsByName) {
 }
 
 // predict --fit prints the fitted e_max per device and writes nothing; --write-site writes a
-// profile copy whose e_max names the set, and that copy loads.
+// profile copy whose e_max names the set, and that copy loads; a folder receives SITE.yaml.
 TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
   Scratch scratch;
   const CommandResult r = scratch.run("predict --fit llm-foundry-mpt-benchmarks --json");
@@ -257,6 +257,12 @@ TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
   const CommandResult folder = scratch.run("predict --fit llm-foundry-mpt-benchmarks --write-site " + out.string());
   EXPECT_EQ(folder.exit_code, 2) << folder.stderr_text;
   EXPECT_NE(folder.stderr_text.find("must be an existing folder"), std::string::npos) << folder.stderr_text;
+  // an existing folder receives SITE.yaml, for one device as for several
+  const auto sites = scratch.path("sites");
+  std::filesystem::create_directories(sites);
+  const CommandResult one = scratch.run("predict --fit megatron-lm-narayanan2021-table1 --write-site " + sites.string());
+  ASSERT_EQ(one.exit_code, 0) << one.stderr_text;
+  EXPECT_TRUE(std::filesystem::exists(sites / "a100-80gb-dgx.yaml"));
 }
 
 // A case the trainer refuses is still predicted, and predict names the refusal.

@@ -4,13 +4,20 @@
 // set predicted with it, and the replay of the shipped validation sets within the errors
 // measured when the shipped e_max were fitted (a regression fails). Leaves out the flat
 // peak × efficiency model (test_step_prediction.cpp).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/gemm_model.hpp"
+#include "costmodel/site_profile.hpp"
 #include "costmodel/step_prediction.hpp"
 #include "costmodel/validation_set.hpp"
 #include "costmodel_test_support.hpp"
@@ -143,27 +150,94 @@ ValidationReplay replay(const std::string& name) {
       load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
 }
 
-// Bounds: the errors measured with the shipped e_max (A100 0.6720 fitted on the Megatron set,
-// H100 0.4626 on the MPT set) and the profiles' NCCL figures, plus a margin of about one point,
-// so a change that worsens the replay fails here. Measured: Megatron tflops_per_device mean
-// 4.0%, max 14.2%; MPT tokens_per_s_per_device mean 6.4%, max 14.0%. The Megatron maximum is
-// the 1.7B row (tp 1: its dp all-reduce now crosses nodes at the 192 GB/s NVIDIA measures for a
-// DGX A100, not at one 25 GB/s rail), whose compute the GEMM model puts 15% fast: with the
-// ring formula over one rail the row read 4.8% fast (mean 3.1%, max 7.2%).
-constexpr double kMegatronMean = 5.0, kMegatronMax = 15.0, kMptMean = 7.5, kMptMax = 15.0;
+// The mean and max |error| of one figure over a replay's rows on one site.
+struct SiteErrors {
+  int rows = 0;
+  double mean = 0, max = 0;
+};
+SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, const std::string& figure) {
+  SiteErrors e;
+  for (const RowReplay& row : replay.rows) {
+    if (row.site != site) continue;
+    for (const FigureComparison& f : row.figures) {
+      if (f.figure != figure || !f.error_pct) continue;
+      ++e.rows;
+      e.mean += std::abs(*f.error_pct);
+      e.max = std::max(e.max, std::abs(*f.error_pct));
+    }
+  }
+  if (e.rows > 0) e.mean /= e.rows;
+  return e;
+}
+
+// Bounds: the errors measured with the shipped e_max (A100 0.7052 fitted on the Megatron set,
+// H100 0.7880 on the NVIDIA DGX Cloud GPT-3 175B set) and the profiles' NCCL figures, plus a
+// margin of about one point, so a change that worsens the replay fails here. Measured:
+// - fitted on (in sample): Megatron A100 tflops_per_device mean 4.1%, max 14.4% (the 1.7B row,
+//   tp 1, whose compute the GEMM model puts fast); DGX Cloud H100 step_time_s mean 0.4%, max 1.1%;
+// - held out: MPT's A100 rows tokens_per_s_per_device mean 7.2%, max 10.7%; MPT's H100 rows
+//   mean 58.3%, max 80.9%, all predicted fast: llm-foundry's 2023 H100 runs reached 35-46% MFU
+//   where NeMo Megatron's 2024 runs of the same GPU reach 52-54% (the software stack, which one
+//   e_max per device cannot carry; validation/README.md).
+struct Bound {
+  const char* set;
+  const char* site;
+  const char* figure;
+  int rows;
+  double mean, max;
+};
+constexpr Bound kBounds[] = {
+    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 5.0, 15.5},
+    {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 1.5, 2.5},
+    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 8.0, 12.0},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 60.0, 82.0},
+};
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
-  const ValidationReplay megatron = replay("megatron-lm-narayanan2021-table1");
-  const FigureSummary& tflops = summary_of(megatron, "tflops_per_device");
-  EXPECT_EQ(tflops.rows, 10);
-  EXPECT_EQ(tflops.infeasible, 0);
-  EXPECT_LE(tflops.mean_abs_error_pct, kMegatronMean);
-  EXPECT_LE(tflops.max_abs_error_pct, kMegatronMax);
-  const ValidationReplay mpt = replay("llm-foundry-mpt-benchmarks");
-  const FigureSummary& tokens = summary_of(mpt, "tokens_per_s_per_device");
-  EXPECT_EQ(tokens.rows, 11);
-  EXPECT_EQ(tokens.infeasible, 0);
-  EXPECT_LE(tokens.mean_abs_error_pct, kMptMean);
-  EXPECT_LE(tokens.max_abs_error_pct, kMptMax);
+  for (const Bound& b : kBounds) {
+    const ValidationReplay r = replay(b.set);
+    EXPECT_EQ(summary_of(r, b.figure).infeasible, 0) << b.set;
+    const SiteErrors e = errors_on(r, b.site, b.figure);
+    EXPECT_EQ(e.rows, b.rows) << b.set << " on " << b.site;
+    EXPECT_LE(e.mean, b.mean) << b.set << " on " << b.site;
+    EXPECT_LE(e.max, b.max) << b.set << " on " << b.site;
+  }
+}
+
+// Each shipped GPU profile's gemm.e_max is what `predict --fit` gives on the set and version its
+// comment names: a change to the cost model that moves the fit leaves no stale constant behind.
+TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
+  int profiles = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(SB_SOURCE_DIR) + "/jobs/sites")) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string marker = "# fitted by predict --fit on ";
+    const std::size_t at = text.find(marker);
+    if (at == std::string::npos) continue;
+    ++profiles;
+    const std::string named = text.substr(at + marker.size(), text.find('\n', at) - at - marker.size());
+    // "SET version N[, SET version N ...]"
+    std::vector<ValidationSet> sets;
+    std::string set_names;
+    for (std::size_t from = 0; from < named.size();) {
+      const std::size_t comma = std::min(named.find(", ", from), named.size());
+      const std::string one = named.substr(from, comma - from);
+      const std::string name = one.substr(0, one.find(" version "));
+      sets.push_back(load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
+      EXPECT_EQ(one, fmt::format("{} version {}", name, sets.back().version)) << entry.path();
+      set_names += (set_names.empty() ? "" : ", ") + name;
+      from = comma + 2;
+    }
+    const SiteProfile site = load_site_profile(entry.path());
+    bool found = false;
+    for (const EmaxFit& fit : fit_gemm_e_max(sets)) {
+      if (fit.site != site.name) continue;
+      found = true;
+      EXPECT_NEAR(site.gemm->e_max, fit.e_max, 2e-4) << entry.path() << " names " << named;
+    }
+    EXPECT_TRUE(found) << entry.path() << ": no row of " << set_names << " runs on its device";
+  }
+  EXPECT_GE(profiles, 2);  // the A100 and the H100 profiles
 }
 
 }  // namespace
