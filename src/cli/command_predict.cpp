@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -90,38 +92,54 @@ int run_fit(const PredictOptions& options) {
   if (options.json) {
     nlohmann::json j{{"sets", names}, {"fits", nlohmann::json::array()}};
     for (const costmodel::EmaxFit& f : fits)
-      j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file},
-                           {"shipped_e_max", f.shipped_e_max}, {"e_max", f.e_max}, {"rows", f.rows},
-                           {"infeasible", f.infeasible}, {"shipped_mean_abs_error_pct", f.shipped_mean_abs_error_pct},
+      j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file}, {"key", f.key},
+                           {"shipped_e_max", std::isfinite(f.shipped_e_max) ? nlohmann::json(f.shipped_e_max) : nullptr}, {"e_max", f.e_max}, {"rows", f.rows},
+                           {"infeasible", f.infeasible},
+                           {"shipped_mean_abs_error_pct", std::isfinite(f.shipped_mean_abs_error_pct)
+                                                              ? nlohmann::json(f.shipped_mean_abs_error_pct)
+                                                              : nullptr},
                            {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
     std::puts(j.dump(2).c_str());
   } else {
     std::printf("GEMM e_max fitted on %s (per row the mean |error| of its figures, parameters left out)\n",
                 names.c_str());
-    for (const costmodel::EmaxFit& f : fits)
-      std::fputs(fmt::format("{:<24} site {:<20} e_max {:.4f} (profile {:.4f}): {} rows{}, mean |error| {:.1f}% "
-                             "(profile's {:.1f}%), max {:.1f}%\n", f.device, f.site, f.e_max, f.shipped_e_max, f.rows,
+    for (const costmodel::EmaxFit& f : fits) {
+      const bool shipped = std::isfinite(f.shipped_e_max);
+      std::fputs(fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}): {} rows{}, mean |error| {:.1f}% "
+                             "(profile's {}), max {:.1f}%\n", f.device, f.site, f.key, f.e_max,
+                             shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", f.rows,
                              f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
-                             f.mean_abs_error_pct, f.shipped_mean_abs_error_pct, f.max_abs_error_pct)
+                             f.mean_abs_error_pct,
+                             shipped ? fmt::format("{:.1f}%", f.shipped_mean_abs_error_pct) : "-", f.max_abs_error_pct)
                      .c_str(),
                  stdout);
+    }
   }
   if (!options.write_site.empty()) {
     // an existing folder receives <site>.yaml for each device (required for several); else, with
     // one device, PATH is the copy
+    std::vector<std::string> site_files;  // each fitted profile once, with all its fitted keys
+    for (const costmodel::EmaxFit& f : fits)
+      if (std::find(site_files.begin(), site_files.end(), f.site_file) == site_files.end())
+        site_files.push_back(f.site_file);
     const bool folder = std::filesystem::is_directory(options.write_site);
-    SB_USER_CHECK(folder || fits.size() == 1,
+    SB_USER_CHECK(folder || site_files.size() == 1,
                   "--write-site {}: the sets' rows run on {} devices, so it must be an existing folder to write one "
-                  "profile per device into", options.write_site, fits.size());
-    for (const costmodel::EmaxFit& f : fits) {
-      std::ifstream in(f.site_file);
-      SB_USER_CHECK(in.good(), "--write-site: cannot read the site profile {}", f.site_file);
+                  "profile per device into", options.write_site, site_files.size());
+    for (const std::string& site_file : site_files) {
+      std::ifstream in(site_file);
+      SB_USER_CHECK(in.good(), "--write-site: cannot read the site profile {}", site_file);
       std::stringstream text;
       text << in.rdbuf();
-      const std::string written = costmodel::site_profile_with_e_max(
-          text.str(), f.site_file, f.e_max, fmt::format("fitted by predict --fit on {}", names));
+      std::string written = text.str(), site;
+      for (const costmodel::EmaxFit& f : fits) {
+        if (f.site_file != site_file) continue;
+        site = f.site;
+        written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max,
+                                                     fmt::format("fitted by predict --fit on {}", names), f.key);
+      }
       const std::filesystem::path path =
-          folder ? std::filesystem::path(options.write_site) / (f.site + ".yaml") : std::filesystem::path(options.write_site);
+          folder ? std::filesystem::path(options.write_site) / (site + ".yaml") : std::filesystem::path(options.write_site);
       costmodel::parse_site_profile(YAML::Load(written), path.string());  // what is written loads
       std::ofstream out(path);
       out << written;

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/mpi_session.hpp"
@@ -95,6 +96,9 @@ std::function<int()> add_train_command(CLI::App& app, int& argc, char**& argv) {
                                                         : config.model.name;
     check_outputs_are_not_inputs(*options, config, train::checkpoint_path_of(config, out, run_id));
     check_out_is_new(*options, config, run_id);
+    // What the trainer does not run (fp8, fused attention, Llama blocks, ...) is refused as such,
+    // before the prediction, whose site may not model it either.
+    if (const std::optional<std::string> refusal = train::trainer_refusal(config)) throw UserError(*refusal);
     // The cost model's prediction of this run, made before it (a wrong site fails here).
     costmodel::predict_run(config);
     MpiSession mpi(argc, argv);

@@ -18,8 +18,20 @@ double gemm_quantisation(const GemmModel& g, double batch, double m, double n) {
   return waves / std::ceil(waves) * padding;
 }
 
+double GemmModel::efficiency(const std::string& precision, const std::string& source) const {
+  if (precision != "fp8") return e_max;
+  SB_USER_CHECK(e_max_fp8.has_value(), "{}: 'gemm.e_max_fp8' is not given: no fp8 GEMM efficiency has been fitted for "
+                "this device (predict --fit on a set of fp8 runs writes one)", source);
+  return *e_max_fp8;
+}
+
 double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes) {
-  const double compute = s.flops() / (peak * g.e_max * gemm_quantisation(g, s.batch, s.m, s.n));
+  return gemm_seconds_at(g, g.e_max, s, peak, bandwidth, element_bytes);
+}
+
+double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s, double peak, double bandwidth,
+                       double element_bytes) {
+  const double compute = s.flops() / (peak * efficiency * gemm_quantisation(g, s.batch, s.m, s.n));
   if (s.fused) return compute;
   const double bytes = element_bytes * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
   return std::max(compute, bytes / bandwidth);

@@ -10,7 +10,10 @@
 // (step_prediction) and the fit of e_max (validation_set).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "models/gpt/gpt_config.hpp"
@@ -21,6 +24,13 @@ struct GemmModel {
   int sm_count = 0;               // streaming multiprocessors (datasheet)
   int tile_m = 128, tile_n = 128;  // output tile of the large GEMMs' kernels
   double e_max = 1.0;             // a full wave of full tiles reaches e_max × the dense peak (fitted)
+  // the same for fp8 GEMMs against the fp8 dense peak (fitted on fp8 runs); none: fp8 not modelled
+  std::optional<double> e_max_fp8;
+  // The profile key of the efficiency a GEMM in `precision` runs at: "e_max_fp8" for fp8, else "e_max".
+  static const char* key_for(const std::string& precision) { return precision == "fp8" ? "e_max_fp8" : "e_max"; }
+  // That efficiency; UserError naming `source` when fp8 is asked of a model without e_max_fp8.
+  double efficiency(const std::string& precision, const std::string& source) const;
+  double& efficiency_of(const std::string& key) { return key == "e_max_fp8" ? e_max_fp8.emplace(e_max_fp8.value_or(1.0)) : e_max; }
 };
 
 struct GemmShape {
@@ -30,12 +40,19 @@ struct GemmShape {
 };
 
 // q(M, N) above: the wave quantisation times the tile padding, in (0, 1].
+// A GEMM at `efficiency` instead of e_max (an fp8 GEMM at e_max_fp8 of the fp8 peak):
+// gemm_seconds_at. gemm_seconds is it at e_max.
 double gemm_quantisation(const GemmModel& g, double batch, double m, double n);
 // t(M, N, K) above; peak in FLOP/s, bandwidth in bytes/s, element_bytes of the operands.
 double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes);
+double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s, double peak, double bandwidth,
+                       double element_bytes);
 // The two GEMMs of a GEMM's backward: the input's gradient (M×K over N) and the weight's (K×N over M).
 std::vector<GemmShape> gemm_backward(const GemmShape& s);
 
+// The first kGptBlockLinearGemms of gpt_block_gemms are the block's linear layers (QKV, the
+// attention's projection, the MLP's two), the rest its attention core.
+inline constexpr std::size_t kGptBlockLinearGemms = 4;
 // One GPT block's forward GEMMs on one of tp ranks (Megatron-LM's column/row split) for B
 // sequences of T tokens; their FLOPs times tp are gpt_block_forward_flops. flash_attention marks
 // the attention core (scores, probabilities·V) fused.

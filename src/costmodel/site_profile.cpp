@@ -79,7 +79,7 @@ class Mapping {
   const std::string& source_;
 };
 
-const std::vector<std::string> kPrecisions{"fp32", "tf32", "bf16", "fp16"};
+const std::vector<std::string> kPrecisions{"fp32", "tf32", "bf16", "fp16", "fp8"};
 
 std::map<std::string, double> read_per_precision(const Mapping& parent, const std::string& key,
                                                  const std::string& source, bool required_set,
@@ -92,9 +92,9 @@ std::map<std::string, double> read_per_precision(const Mapping& parent, const st
       SB_USER_CHECK(!at_most_one || values[precision] <= 1.0,
                     "{}: '{}' must lie in (0, 1], got {}", source, m.qualified(precision),
                     values[precision]);
-    } else if (required_set && precision != "tf32") {
-      throw UserError(fmt::format("{}: '{}' is missing (fp32, bf16 and fp16 are required; tf32 "
-                                  "where the device has it)", source, m.qualified(precision)));
+    } else if (required_set && precision != "tf32" && precision != "fp8") {
+      throw UserError(fmt::format("{}: '{}' is missing (fp32, bf16 and fp16 are required; tf32 and fp8 "
+                                  "where the device has them)", source, m.qualified(precision)));
     }
   }
   return values;
@@ -336,7 +336,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     }
   }
   if (top.has("gemm")) {
-    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max"});
+    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8"});
     GemmModel model;
     model.sm_count = g.required<int>("sm_count");
     if (g.has("tile_m")) model.tile_m = g.required<int>("tile_m");
@@ -345,6 +345,13 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
                   "{}: 'gemm.sm_count', 'gemm.tile_m' and 'gemm.tile_n' must be at least 1", source);
     model.e_max = g.positive("e_max");
     SB_USER_CHECK(model.e_max <= 1.0, "{}: 'gemm.e_max' must lie in (0, 1], got {}", source, model.e_max);
+    if (g.has("e_max_fp8")) {
+      model.e_max_fp8 = g.positive("e_max_fp8");
+      SB_USER_CHECK(*model.e_max_fp8 <= 1.0, "{}: 'gemm.e_max_fp8' must lie in (0, 1], got {}", source,
+                    *model.e_max_fp8);
+      SB_USER_CHECK(p.peak_flops.count("fp8") == 1, "{}: 'gemm.e_max_fp8' is given but 'peak_flops.fp8' is not",
+                    source);
+    }
     SB_USER_CHECK(p.gemm_efficiency.empty(),
                   "{}: 'gemm' and 'calibrated.gemm_efficiency' both set the GEMMs' efficiency; keep one", source);
     SB_USER_CHECK(!p.device_is_cpu_core, "{}: 'gemm' models a GPU's SMs; a CPU-core site may not carry it", source);

@@ -18,6 +18,7 @@
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
 #include "costmodel/exchange_work.hpp"
+#include "costmodel/gemm_model.hpp"
 #include "costmodel/kernel_calls.hpp"
 #include "costmodel/model_description.hpp"
 #include "costmodel/nccl_collectives.hpp"
@@ -108,6 +109,22 @@ TrainerActivationBytes trainer_activation_bytes(const gpt::GptConfig& g, const M
           static_cast<double>(scratch)};
 }
 
+// The bytes one block's fp8 casts move on one tp rank: 4 per element of each linear layer's
+// input in the forward and of its output gradient in the backward; none outside fp8.
+struct FpEightCasts {
+  double forward_bytes = 0, backward_bytes = 0;
+};
+FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 micro_batch, i64 seq_len, bool flash) {
+  FpEightCasts casts;
+  if (c.precision.dtype != "fp8") return casts;
+  const std::vector<GemmShape> gemms = gpt_block_gemms(g, micro_batch, seq_len, c.strategy.tp, flash);
+  for (std::size_t i = 0; i < kGptBlockLinearGemms; ++i) {
+    casts.forward_bytes += 4.0 * gemms[i].m * gemms[i].k;
+    casts.backward_bytes += 4.0 * gemms[i].m * gemms[i].n;
+  }
+  return casts;
+}
+
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -136,7 +153,12 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       : recompute == Recompute::selective
           ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective, flash) * scale
           : 0.0;
-  const double block_traffic = 3.0 * written + recomputed;
+  // fp8: each linear layer's input (forward) and output gradient (backward) cast to fp8 with its
+  // transpose, one pass reading bf16 and writing both (2 + 1 + 1 bytes an element); the weights'
+  // casts, made once a step and kept over the micro-batches, are left out
+  const FpEightCasts casts = fp8_casts(c, g, d.micro_batch, d.seq_len, flash);
+  const double block_traffic = 3.0 * written + recomputed + casts.backward_bytes +
+                               casts.forward_bytes * (recompute == Recompute::full ? 2.0 : 1.0);
   std::vector<StageCost> stages;
   i64 block_begin = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -147,7 +169,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.parameters = blocks * static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
     st.activation_bytes = blocks * block_activations;
     st.elementwise_bytes = blocks * block_traffic;
-    st.forward_elementwise_bytes = blocks * written;
+    st.forward_elementwise_bytes = blocks * (written + casts.forward_bytes);
     st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
     st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
@@ -363,13 +385,21 @@ StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, 
 // The GEMMs' seconds of each stage on a site with a shape-aware GEMM model: the GPT's GEMMs by
 // their shapes (the backward's two per forward GEMM, a full recomputation's forward again, a
 // selective one's attention core); a ResNet's FLOPs at e_max (its convolutions' shapes are not
-// modelled).
+// modelled). In fp8 the blocks' linear layers (forward, input and weight gradients) run at the
+// fp8 peak and e_max_fp8 with one-byte operands, the attention core and the head in bf16 at e_max
+// (Transformer Engine's FP8 recipe: its fp8 GEMMs are the linear layers').
 void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c, const ModelDescription& d,
                       const SiteProfile& site, Recompute recompute) {
   if (!site.gemm) return;
   const GemmModel& g = *site.gemm;
-  const double peak = site.peak(c.precision.dtype), bandwidth = site.memory_bandwidth;
+  const bool fp8 = c.precision.dtype == "fp8";
+  const double peak = site.peak(fp8 ? "bf16" : c.precision.dtype), bandwidth = site.memory_bandwidth;
   const double e = d.element_bytes;
+  SB_USER_CHECK(!fp8 || d.family == ModelFamily::gpt, "{}: precision fp8 is modelled for the GPT's linear layers; "
+                "the ResNet runs fp32, bf16 or fp16", c.source);
+  const double linear_peak = fp8 ? site.peak("fp8") : peak;
+  const double linear_efficiency = g.efficiency(c.precision.dtype, site.source);
+  const double linear_bytes = fp8 ? 1.0 : e;
   if (d.family == ModelFamily::resnet) {
     for (StageCost& st : stages) {
       st.gemm_s = st.executed_flops / (peak * g.e_max);
@@ -379,16 +409,20 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
   }
   const bool flash = c.model.attention == "flash";
   const auto seconds = [&](const GemmShape& s) { return gemm_seconds(g, s, peak, bandwidth, e); };
-  const auto forward_backward = [&](const std::vector<GemmShape>& gemms) {
+  const auto linear_seconds = [&](const GemmShape& s) {
+    return gemm_seconds_at(g, linear_efficiency, s, linear_peak, bandwidth, linear_bytes);
+  };
+  const auto forward_backward = [&](const std::vector<GemmShape>& gemms, std::size_t linears = 0) {
     std::pair<double, double> fb{0.0, 0.0};
-    for (const GemmShape& s : gemms) {
-      fb.first += seconds(s);
-      for (const GemmShape& grad : gemm_backward(s)) fb.second += seconds(grad);
+    for (std::size_t i = 0; i < gemms.size(); ++i) {
+      const auto time = [&](const GemmShape& s) { return i < linears ? linear_seconds(s) : seconds(s); };
+      fb.first += time(gemms[i]);
+      for (const GemmShape& grad : gemm_backward(gemms[i])) fb.second += time(grad);
     }
     return fb;
   };
-  const auto [block_f, block_b] =
-      forward_backward(gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, flash));
+  const auto [block_f, block_b] = forward_backward(
+      gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, flash), kGptBlockLinearGemms);
   const double block_r = recompute == Recompute::full ? block_f
                          : recompute == Recompute::selective
                              ? forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len,

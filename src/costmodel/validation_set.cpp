@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <limits>
 #include <regex>
 
 #include "core/check.hpp"
@@ -293,31 +294,38 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
     plan::TrainConfig config;
     SiteProfile site;
   };
-  std::vector<std::string> devices;
-  std::map<std::string, std::vector<Case>> cases;
+  // one fit per device and key, in the order the rows name them
+  std::vector<std::pair<std::string, std::string>> groups;
+  std::map<std::pair<std::string, std::string>, std::vector<Case>> cases;
   for (const ValidationSet& set : sets)
     for (const ValidationRow& row : set.rows) {
       SiteProfile site = validation_site(set, row);
       SB_USER_CHECK(site.gemm.has_value(),
                     "{}: the profile of {} (row '{}' of {}) has no 'gemm:' (sm_count, e_max), so its GEMM efficiency "
                     "cannot be fitted", site.source, site.device, row.id, set.file);
-      if (!cases.count(row.device)) devices.push_back(row.device);
-      cases[row.device].push_back({&row, validation_case(set, row), std::move(site)});
+      plan::TrainConfig config = validation_case(set, row);
+      const std::pair<std::string, std::string> group{row.device, GemmModel::key_for(config.precision.dtype)};
+      if (!cases.count(group)) groups.push_back(group);
+      cases[group].push_back({&row, std::move(config), std::move(site)});
     }
   std::vector<EmaxFit> fits;
-  for (const std::string& device : devices) {
-    std::vector<Case>& rows = cases[device];
+  for (const auto& group : groups) {
+    std::vector<Case>& rows = cases[group];
     EmaxFit fit;
-    fit.device = device;
+    fit.device = group.first;
+    fit.key = group.second;
     fit.site = rows.front().site.name;
     fit.site_file = rows.front().site.source;
-    fit.shipped_e_max = rows.front().site.gemm->e_max;
+    const GemmModel& shipped = *rows.front().site.gemm;
+    const std::optional<double> shipped_value = fit.key == "e_max" ? std::optional<double>(shipped.e_max)
+                                                                   : shipped.e_max_fp8;
+    fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());
     // the mean and max of the rows' errors at e_max; rows infeasible at e_max counted
     const auto evaluate = [&](double e_max, int* infeasible, double* worst) {
       double sum = 0;
       int n = 0;
       for (Case& c : rows) {
-        c.site.gemm->e_max = e_max;
+        c.site.gemm->efficiency_of(fit.key) = e_max;
         const std::optional<double> error = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
         if (!error) {
           if (infeasible) ++*infeasible;
@@ -332,10 +340,12 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
       return sum / n;
     };
     int infeasible = 0;
-    fit.shipped_mean_abs_error_pct = evaluate(fit.shipped_e_max, &infeasible, nullptr);
-    SB_USER_CHECK(std::isfinite(fit.shipped_mean_abs_error_pct),
-                  "no row on {} is feasible in the cost model ({} rows), so its GEMM e_max cannot be fitted", device,
-                  rows.size());
+    // which rows are feasible does not depend on e_max (memory): count them at any value
+    const double feasible_error = evaluate(shipped_value.value_or(1.0), &infeasible, nullptr);
+    SB_USER_CHECK(std::isfinite(feasible_error),
+                  "no row on {} is feasible in the cost model ({} rows), so its GEMM {} cannot be fitted", fit.device,
+                  rows.size(), fit.key);
+    fit.shipped_mean_abs_error_pct = shipped_value ? feasible_error : std::numeric_limits<double>::quiet_NaN();
     fit.infeasible = infeasible;
     double best = 1.0, best_error = std::numeric_limits<double>::infinity();
     for (int i = 20; i <= 100; ++i) {
@@ -368,15 +378,27 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
 }
 
 std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
-                                    const std::string& provenance) {
-  const std::regex line(R"((^|\n)([ \t]+)e_max:[^\n]*)");
-  const auto begin = std::sregex_iterator(text.begin(), text.end(), line);
-  const auto count = std::distance(begin, std::sregex_iterator());
-  SB_USER_CHECK(count == 1, "{}: {} 'gemm.e_max' lines where one is replaced; give the profile one gemm: mapping "
-                "with sm_count and e_max", file, count);
-  const std::smatch& m = *begin;
-  return text.substr(0, static_cast<std::size_t>(m.position(0))) + m[1].str() + m[2].str() +
-         fmt::format("e_max: {:.4f}   # {}", e_max, provenance) +
+                                    const std::string& provenance, const std::string& key) {
+  const auto lines_of = [&](const std::string& name) {
+    const std::regex line("(^|\\n)([ \\t]+)" + name + ":[^\\n]*");
+    std::vector<std::smatch> found;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it)
+      found.push_back(*it);
+    return found;
+  };
+  const std::vector<std::smatch> base = lines_of("e_max");
+  SB_USER_CHECK(base.size() == 1, "{}: {} 'gemm.e_max' lines where one is expected; give the profile one gemm: "
+                "mapping with sm_count and e_max", file, base.size());
+  const std::vector<std::smatch> target = key == "e_max" ? base : lines_of(key);
+  SB_USER_CHECK(target.size() <= 1, "{}: {} 'gemm.{}' lines where one is replaced", file, target.size(), key);
+  const std::string indent = base.front()[2].str();
+  const std::string written = indent + fmt::format("{}: {:.4f}   # {}", key, e_max, provenance);
+  if (target.empty()) {  // a new line after e_max's
+    const auto after = static_cast<std::size_t>(base.front().position(0) + base.front().length(0));
+    return text.substr(0, after) + "\n" + written + text.substr(after);
+  }
+  const std::smatch& m = target.front();
+  return text.substr(0, static_cast<std::size_t>(m.position(0))) + m[1].str() + written +
          text.substr(static_cast<std::size_t>(m.position(0) + m.length(0)));
 }
 

@@ -97,18 +97,22 @@ ValidationReplay replay_validation_set(const ValidationSet& set, const std::map<
 // section to 1e-4). Rows the cost model finds infeasible are left out (their memory does not
 // depend on e_max) and counted. UserError naming the device when its profile has no `gemm:` or
 // none of its rows is feasible.
+// Rows in fp8 fit the device's e_max_fp8 (its fp8 GEMMs against the fp8 peak), the others its
+// e_max: one fit per device and key. A profile without e_max_fp8 has no shipped value (NaN).
 struct EmaxFit {
   std::string device, site, site_file;
+  std::string key = "e_max";  // the profile key fitted: e_max or e_max_fp8
   double shipped_e_max = 0, e_max = 0;
   int rows = 0, infeasible = 0;
   double shipped_mean_abs_error_pct = 0, mean_abs_error_pct = 0, max_abs_error_pct = 0;  // the objective's
 };
 std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets);
 
-// A site profile's text with its `gemm.e_max` line replaced by e_max and a comment naming
-// `provenance`; UserError naming `file` when the text has no such line (or more than one).
+// A site profile's text with its `gemm.<key>` line (e_max or e_max_fp8) replaced by the value
+// and a comment naming `provenance`; an e_max_fp8 the text lacks goes on a line of its own after
+// e_max. UserError naming `file` when the text has no e_max line (or more than one of either).
 std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
-                                    const std::string& provenance);
+                                    const std::string& provenance, const std::string& key = "e_max");
 
 nlohmann::json validation_replay_json(const ValidationReplay& replay);
 std::string validation_replay_table(const ValidationReplay& replay);

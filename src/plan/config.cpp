@@ -351,7 +351,7 @@ void read_precision(const MapReader& top, TrainConfig& c, const std::string& sou
       m.read("loss_scale", c.precision.loss_scale);
       m.read("growth_interval", c.precision.growth_interval);
     }
-    require_one_of(c.precision.dtype, {"fp32", "fp16", "bf16"}, "precision", source);
+    require_one_of(c.precision.dtype, {"fp32", "fp16", "bf16", "fp8"}, "precision", source);
     require_one_of(c.precision.main_grads, {"fp32", "storage"}, "precision.main_grads", source);
     const std::string& scale = c.precision.loss_scale;
     if (scale != "dynamic" && scale != "none") {

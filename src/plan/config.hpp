@@ -49,7 +49,9 @@ struct StrategySpec {
 };
 
 struct PrecisionSpec {
-  std::string dtype = "fp32";        // fp32 | fp16 | bf16
+  // fp32 | fp16 | bf16 | fp8 (predict and plan only: Transformer Engine's FP8 recipe, the GPT
+  // blocks' linear layers in fp8, everything else, the weights and the activations in bf16)
+  std::string dtype = "fp32";
   std::string loss_scale = "dynamic";  // dynamic | none | a number (fp16 only)
   double static_loss_scale = 0;        // that number, parsed by the config reader; 0 otherwise
   std::int64_t growth_interval = 2000;  // dynamic: good steps in a row before the scale doubles

@@ -91,6 +91,10 @@ void check_sixteen_bit_main_gradients(const plan::TrainConfig& c) {
 }
 
 void check_supported(const plan::TrainConfig& c) {
+  SB_USER_CHECK(c.precision.dtype != "fp8",
+                "{}: precision fp8 (the blocks' linear layers in fp8, the rest in bf16, as Transformer Engine runs "
+                "them) is modelled by `scalebench predict` and `plan` only; the trainer runs fp32, bf16 and fp16",
+                c.source);
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);

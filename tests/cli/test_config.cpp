@@ -82,8 +82,8 @@ TEST(Config, MessagesNameTheFileAndKey) {
   EXPECT_EQ(message("data: sotu\n"),
             "case.yaml: 'model' is missing (a name such as gpt-tiny, or a mapping with layers, hidden, heads, "
             "seq_len, vocab)");
-  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: fp8\n"),
-            "case.yaml: 'precision' is 'fp8' but must be one of: fp32, fp16, bf16");
+  EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: fp4\n"),
+            "case.yaml: 'precision' is 'fp4' but must be one of: fp32, fp16, bf16, fp8");
   EXPECT_EQ(message("model: gpt-nano\ndata: sotu\nprecision: {dtype: bf16, main_grads: bf16}\n"),
             "case.yaml: 'precision.main_grads' is 'bf16' but must be one of: fp32, storage");
   EXPECT_EQ(plan::parse_train_config(plan::parse_yaml_text("model: gpt-nano\ndata: sotu\nprecision: {dtype: fp16, main_grads: storage}\n",

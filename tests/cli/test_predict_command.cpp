@@ -265,6 +265,29 @@ TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
   EXPECT_TRUE(std::filesystem::exists(sites / "a100-80gb-dgx.yaml"));
 }
 
+// fp8 is predicted on a device with an fp8 peak and a fitted e_max_fp8, against that peak; a
+// device without one is refused by name; the trainer refuses fp8 and writes nothing.
+TEST(PredictCommand, FpEightIsPredictedWhereTheDeviceHasItAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const auto config = scratch.write(
+      "fp8.yaml", "model: {layers: 4, hidden: 1024, heads: 8, seq_len: 1024, vocab: 50304, attention: flash}\n"
+                  "data: sotu\nstrategy: {dp: 8}\nprecision: fp8\nbatch: {global: 64, micro: 8}\n");
+  const std::string h100 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h100-sxm-dgx.yaml";
+  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + h100 + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(p.stdout_text);
+  EXPECT_EQ(j["peak_flops_precision"], "fp8") << j;
+  EXPECT_DOUBLE_EQ(j["peak_flops"].get<double>(), 1979.0e12) << j;
+  const CommandResult a100 = scratch.run("predict --config " + config.string() + " --site " + kSite);
+  EXPECT_EQ(a100.exit_code, 2) << a100.stderr_text;
+  EXPECT_NE(a100.stderr_text.find("'peak_flops.fp8' is not given"), std::string::npos) << a100.stderr_text;
+  const CommandResult t =
+      scratch.run("train --config " + config.string() + " --out " + scratch.path("fp8.h5").string());
+  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
+  EXPECT_NE(t.stderr_text.find("precision fp8"), std::string::npos) << t.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(scratch.path("fp8.h5")));
+}
+
 // A case the trainer refuses is still predicted, and predict names the refusal.
 TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   Scratch scratch;

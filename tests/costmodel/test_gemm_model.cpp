@@ -110,6 +110,55 @@ TEST(GemmModel, BlockGemmsHaveTheBlocksFlops) {
 }
 
 // A set whose published figures are the cost model's own at e_max 0.55 on the A100 profile.
+// fp8 rows fit the device's e_max_fp8 and leave its e_max alone: a set predicted at e_max_fp8
+// 0.6 (e_max as shipped) gives back 0.6 under the key e_max_fp8.
+TEST(GemmFit, FpEightRowsFitTheirOwnEfficiency) {
+  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b-fp8.yaml");
+  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max_fp8 0.6", 1, {}};
+  double shipped_e_max = 0;
+  for (std::size_t i = 0; i < 2; ++i) {
+    ValidationRow row = dgxc.rows[i];
+    SiteProfile site = validation_site(dgxc, row);
+    ASSERT_TRUE(site.gemm.has_value());
+    shipped_e_max = site.gemm->e_max;
+    site.gemm->e_max_fp8 = 0.6;
+    const Prediction p = predict_step(validation_case(dgxc, row), site, row.gpus);
+    ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
+    row.published = {{"step_time_s", p.step_time_s}};
+    synthetic.rows.push_back(row);
+  }
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].key, "e_max_fp8");
+  EXPECT_NEAR(fits[0].e_max, 0.6, 2e-4);
+  // the fit moved e_max_fp8 only: the bf16 GEMMs (attention core, head) kept the shipped e_max
+  EXPECT_LT(fits[0].mean_abs_error_pct, 0.05);
+  EXPECT_GT(shipped_e_max, 0.6 + 0.05);
+}
+
+// fp8 puts the blocks' linear layers on the fp8 peak: the same run is faster than in bf16 but
+// not twice (the attention core and head stay bf16, the casts add memory passes), and a device
+// without an fp8 peak or an fp8 efficiency refuses it by name.
+TEST(GemmModel, FpEightRunsTheLinearLayersOnTheFpEightPeak) {
+  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b-fp8.yaml");
+  const ValidationRow& row = dgxc.rows.front();
+  SiteProfile site = validation_site(dgxc, row);
+  plan::TrainConfig fp8 = validation_case(dgxc, row), bf16 = fp8;
+  bf16.precision.dtype = "bf16";
+  site.gemm->e_max_fp8 = site.gemm->e_max;  // the same efficiency, each against its own peak
+  const Prediction f = predict_step(fp8, site, row.gpus), b = predict_step(bf16, site, row.gpus);
+  ASSERT_TRUE(f.feasible && b.feasible);
+  EXPECT_LT(f.compute_s, 0.75 * b.compute_s);
+  EXPECT_GT(f.compute_s, 0.5 * b.compute_s);
+  EXPECT_DOUBLE_EQ(f.peak_flops, site.peak("fp8"));
+  site.gemm->e_max_fp8.reset();
+  EXPECT_THROW(predict_step(fp8, site, row.gpus), UserError);
+  site.peak_flops.erase("fp8");
+  EXPECT_THROW(predict_step(fp8, site, row.gpus), UserError);
+}
+
 TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
   const ValidationSet megatron = load_validation_set(std::string(SB_SOURCE_DIR) +
                                                      "/validation/published/megatron-lm-narayanan2021-table1.yaml");
@@ -137,6 +186,13 @@ TEST(GemmFit, WritesTheFittedValueWithItsProvenance) {
   EXPECT_EQ(site_profile_with_e_max(text, "p.yaml", 0.61234, "fitted by predict --fit on s version 1"),
             "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.6123   # fitted by predict --fit on s version 1\nname: x\n");
   EXPECT_THROW(site_profile_with_e_max("name: x\n", "p.yaml", 0.6, "f"), UserError);
+  // e_max_fp8: a new line after e_max, then replaced in place
+  const std::string with_fp8 = site_profile_with_e_max(text, "p.yaml", 0.5, "fitted on f", "e_max_fp8");
+  EXPECT_EQ(with_fp8, "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.7    # not yet fitted\n"
+                      "  e_max_fp8: 0.5000   # fitted on f\nname: x\n");
+  EXPECT_EQ(site_profile_with_e_max(with_fp8, "p.yaml", 0.25, "g", "e_max_fp8"),
+            "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.7    # not yet fitted\n"
+            "  e_max_fp8: 0.2500   # g\nname: x\n");
 }
 
 const FigureSummary& summary_of(const ValidationReplay& replay, const std::string& figure) {
@@ -175,27 +231,32 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
 // margin of about one point, so a change that worsens the replay fails here. Measured:
 // - fitted on (in sample): Megatron A100 tflops_per_device mean 4.1%, max 14.4% (the 1.7B row,
 //   tp 1, whose compute the GEMM model puts fast); DGX Cloud H100 step_time_s mean 0.4%, max 1.1%;
+//   the DGX Cloud FP8 runs (H100 e_max_fp8 0.7855) step_time_s mean 1.2%, max 2.8%;
 // - held out: MPT's A100 rows tokens_per_s_per_device mean 7.2%, max 10.7%; MPT's H100 rows
 //   mean 58.3%, max 80.9%, all predicted fast: llm-foundry's 2023 H100 runs reached 35-46% MFU
 //   where NeMo Megatron's 2024 runs of the same GPU reach 52-54% (the software stack, which one
-//   e_max per device cannot carry; validation/README.md).
+//   e_max per device cannot carry; validation/README.md); NeMo 24.07's FP8 GPT-3 rows mean
+//   14.3%, max 36.7% (the 5B, whose small fp8 GEMMs run far below the 175B's efficiency), and its
+//   175B row on 512 GPUs infeasible (the model's interleaved activations exceed 80 GiB).
 struct Bound {
   const char* set;
   const char* site;
   const char* figure;
-  int rows;
+  int rows, infeasible;
   double mean, max;
 };
 constexpr Bound kBounds[] = {
-    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 5.0, 15.5},
-    {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 1.5, 2.5},
-    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 8.0, 12.0},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 60.0, 82.0},
+    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 5.0, 15.5},
+    {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
+    {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
+    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 8.0, 12.0},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 60.0, 82.0},
+    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 3, 1, 15.5, 38.0},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   for (const Bound& b : kBounds) {
     const ValidationReplay r = replay(b.set);
-    EXPECT_EQ(summary_of(r, b.figure).infeasible, 0) << b.set;
+    EXPECT_EQ(summary_of(r, b.figure).infeasible, b.infeasible) << b.set;
     const SiteErrors e = errors_on(r, b.site, b.figure);
     EXPECT_EQ(e.rows, b.rows) << b.set << " on " << b.site;
     EXPECT_LE(e.mean, b.mean) << b.set << " on " << b.site;
@@ -203,41 +264,55 @@ TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   }
 }
 
-// Each shipped GPU profile's gemm.e_max is what `predict --fit` gives on the set and version its
-// comment names: a change to the cost model that moves the fit leaves no stale constant behind.
+// The sets a profile comment's "SET version N[, SET version N ...]" names, each at that version.
+std::vector<ValidationSet> sets_named(const std::string& named, const std::filesystem::path& profile) {
+  std::vector<ValidationSet> sets;
+  for (std::size_t from = 0; from < named.size();) {
+    const std::size_t comma = std::min(named.find(", ", from), named.size());
+    const std::string one = named.substr(from, comma - from);
+    const std::string name = one.substr(0, one.find(" version "));
+    sets.push_back(load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
+    EXPECT_EQ(one, fmt::format("{} version {}", name, sets.back().version)) << profile;
+    from = comma + 2;
+  }
+  return sets;
+}
+
+// Each fitted line of a profile's text: its key (e_max, e_max_fp8) and what its comment names.
+std::vector<std::pair<std::string, std::string>> fitted_lines(const std::string& text) {
+  const std::string marker = "# fitted by predict --fit on ";
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+    const std::size_t begin = text.find_first_not_of(' ', text.rfind('\n', at) + 1);
+    lines.emplace_back(text.substr(begin, text.find(':', begin) - begin),
+                       text.substr(at + marker.size(), text.find('\n', at) - at - marker.size()));
+  }
+  return lines;
+}
+
+// Each shipped GPU profile's gemm.e_max (and e_max_fp8) is what `predict --fit` gives on the set
+// and version its comment names: a change to the cost model that moves the fit leaves no stale
+// constant behind.
 TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
-  int profiles = 0;
+  int fitted = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(SB_SOURCE_DIR) + "/jobs/sites")) {
     if (entry.path().extension() != ".yaml") continue;
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string marker = "# fitted by predict --fit on ";
-    const std::size_t at = text.find(marker);
-    if (at == std::string::npos) continue;
-    ++profiles;
-    const std::string named = text.substr(at + marker.size(), text.find('\n', at) - at - marker.size());
-    // "SET version N[, SET version N ...]"
-    std::vector<ValidationSet> sets;
-    std::string set_names;
-    for (std::size_t from = 0; from < named.size();) {
-      const std::size_t comma = std::min(named.find(", ", from), named.size());
-      const std::string one = named.substr(from, comma - from);
-      const std::string name = one.substr(0, one.find(" version "));
-      sets.push_back(load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
-      EXPECT_EQ(one, fmt::format("{} version {}", name, sets.back().version)) << entry.path();
-      set_names += (set_names.empty() ? "" : ", ") + name;
-      from = comma + 2;
-    }
     const SiteProfile site = load_site_profile(entry.path());
-    bool found = false;
-    for (const EmaxFit& fit : fit_gemm_e_max(sets)) {
-      if (fit.site != site.name) continue;
-      found = true;
-      EXPECT_NEAR(site.gemm->e_max, fit.e_max, 2e-4) << entry.path() << " names " << named;
+    for (const auto& [key, named] : fitted_lines(text)) {
+      ++fitted;
+      bool found = false;
+      for (const EmaxFit& fit : fit_gemm_e_max(sets_named(named, entry.path()))) {
+        if (fit.site != site.name || fit.key != key) continue;
+        found = true;
+        const double shipped = key == "e_max" ? site.gemm->e_max : site.gemm->e_max_fp8.value_or(-1.0);
+        EXPECT_NEAR(shipped, fit.e_max, 2e-4) << entry.path() << ": " << key << " names " << named;
+      }
+      EXPECT_TRUE(found) << entry.path() << ": no row of " << named << " fits its " << key;
     }
-    EXPECT_TRUE(found) << entry.path() << ": no row of " << set_names << " runs on its device";
   }
-  EXPECT_GE(profiles, 2);  // the A100 and the H100 profiles
+  EXPECT_GE(fitted, 3);  // the A100's e_max, the H100's e_max and e_max_fp8
 }
 
 }  // namespace
