@@ -50,6 +50,11 @@ struct StageCost {
   i64 tp_all_reduces = 0;        // per micro-batch
   i64 forward_tp_all_reduces = 0;  // the forward's part of tp_all_reduces
   i64 in_flight = 1;             // micro-batches whose activations are held at once
+  // The trainer's layout: activations in a pool per chunk sized by that chunk's own peak in
+  // flight (so a rank holds the sum over its chunks). Else (Korthikanti et al.'s count, the
+  // layouts the trainer does not build) a framework that allocates as it goes, which holds the
+  // peak over time of what is in flight.
+  bool pooled_activations = false;
   std::size_t unit_begin = 0, unit_end = 0;  // its pipeline units [begin, end) of the description
   double shared_activation_bytes = 0;  // held once whatever the micro-batches in flight (scratch)
   double buffer_bytes = 0;             // model state beside the parameters (BatchNorm running statistics)
@@ -198,6 +203,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
           trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);
       st.activation_bytes = held.slot;
       st.shared_activation_bytes = held.shared;
+      st.pooled_activations = true;
     }
     st.unit_begin = first ? 0 : static_cast<std::size_t>(1 + block_begin);
     st.unit_end = static_cast<std::size_t>(1 + block_begin + sizes[i] + (last ? 1 : 0));
@@ -235,6 +241,7 @@ std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescr
       st.boundary_bytes = u.output_bytes;
     }
     st.shared_activation_bytes = largest_dropped;
+    st.pooled_activations = true;  // the ResNets' layout is the trainer's
     st.executed_flops = 3.0 * forward + recomputed;
     st.forward_flops = forward;
     st.forward_elementwise_bytes = st.elementwise_bytes / 3.0;
@@ -440,7 +447,22 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
 // Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
 // interleaving the sum over the rank's chunks, each holding its own micro-batches in flight);
 // the reason when it exceeds what a rank's devices hold.
-std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c,
+// The peak over rank `rank`'s op order of the activations it holds when each forward adds its
+// chunk's bytes and each backward frees them (an interleaved pipeline's chunks peak at
+// different times, so this is below the sum of their own peaks).
+double activation_peak_over_time(const plan::RunPlan& plan, const std::vector<StageCost>& stages, int pp,
+                                 std::size_t rank) {
+  double held = 0, peak = 0;
+  for (const plan::PipelineOp& op :
+       plan::pipeline_stage_ops(plan.schedule, pp, static_cast<int>(rank), plan.micro_batches, plan.interleave)) {
+    const double bytes = stages[rank + static_cast<std::size_t>(op.chunk) * static_cast<std::size_t>(pp)].activation_bytes;
+    held += op.kind == plan::PipelineOpKind::forward ? bytes : -bytes;
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c, const plan::RunPlan& plan,
                                           const std::vector<StageCost>& stages, const SiteProfile& site,
                                           double element_bytes) {
   const StateBytes bytes = state_bytes(c, element_bytes);
@@ -455,8 +477,13 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.params += states.params + st.buffer_bytes;
     rank.grads += states.grads;
     rank.optimizer += states.optimizer;
-    rank.activations += static_cast<double>(st.in_flight) * st.activation_bytes + st.shared_activation_bytes;
+    rank.activations += (st.pooled_activations ? static_cast<double>(st.in_flight) * st.activation_bytes : 0.0) +
+                        st.shared_activation_bytes;
   }
+  for (std::size_t r = 0; r < ranks && !stages.empty() && !stages.front().pooled_activations; ++r)
+    memory[r].activations += ranks == 1 && plan.interleave == 1
+                                 ? static_cast<double>(stages[r].in_flight) * stages[r].activation_bytes
+                                 : activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
   for (std::size_t r = 0; r < ranks; ++r)
     if (memory[r].total() > memory[heaviest].total()) heaviest = r;
   p.memory = memory[heaviest];
@@ -777,7 +804,7 @@ Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int
   const Recompute recompute = recompute_from_string(c.strategy.recompute);
   StagedModel m = staged_model(c, plan, element_bytes, recompute);
   add_gemm_seconds(m.stages, c, m.description, site, recompute);
-  if (auto too_big = predict_memory(p, c, m.stages, site, element_bytes))
+  if (auto too_big = predict_memory(p, c, plan, m.stages, site, element_bytes))
     return plan::refused(p, Refusal::memory, std::move(*too_big));
 
   p.peak_flops = site.peak(c.precision.dtype);

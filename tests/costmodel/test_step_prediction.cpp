@@ -14,6 +14,7 @@
 #include "costmodel_test_support.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/gpt/gpt_flops.hpp"
+#include "plan/pipeline_schedule.hpp"
 
 namespace sb::costmodel {
 namespace {
@@ -136,6 +137,27 @@ TEST(StepPrediction, PipelineBubbleIsTheClosedForm) {
   ASSERT_TRUE(interleaved.feasible) << interleaved.reason;
   EXPECT_NEAR(interleaved.bubble_s / p.bubble_s, 0.5, 0.1);
   EXPECT_LT(interleaved.step_time_s, p.step_time_s);
+}
+
+// Fused attention is a framework's layout (Korthikanti et al.'s count), which allocates as it
+// goes: under an interleaved pipeline a rank holds the peak over its op order of what is in
+// flight, not the sum of each chunk's own peak (the trainer's pool per chunk). p 2, v 2, m 8:
+// Megatron-LM's interleaved 1F1B runs (p − 1)·2 + (v − 1)·p = 4 warm-up forwards on rank 0, so
+// 5 chunk micro-batches are held at once, each 2 blocks of 34·s·b·h bytes in 16 bits.
+TEST(StepPrediction, InterleavedActivationsPeakOverTimeWhereTheFrameworkAllocatesAsItGoes) {
+  plan::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 2, 8, 1);
+  c.model.vocab = 256;
+  c.model.attention = "flash";
+  c.strategy.interleave = 2;
+  c.strategy.stages = {2, 2, 2, 2};
+  const Prediction p = predict_step(c, site("a100-80gb-dgx"));
+  ASSERT_TRUE(p.feasible) << p.reason;
+  const double block = 34.0 * 2048 * 1 * 1024;
+  EXPECT_NEAR(p.rank_memory[0].activations, 5 * 2 * block, 1e-6 * block);
+  std::int64_t chunk_peaks = 0;
+  for (std::int64_t chunk = 0; chunk < 2; ++chunk)
+    chunk_peaks += plan::pipeline_chunk_peak_in_flight(plan::PipelineSchedule::one_f_one_b, 2, 0, 8, 2, chunk);
+  EXPECT_GT(static_cast<double>(chunk_peaks) * 2 * block, p.rank_memory[0].activations);
 }
 
 TEST(StepPrediction, ZeroMemoryOfTheSevenAndAHalfBillionModel) {
