@@ -68,8 +68,9 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
 
 std::function<int()> add_plan_command(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
-  CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp × micro-batch × precision × ZeRO × recompute "
-                                             "for the fastest feasible configurations of a model on a site");
+  CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp × micro-batch × precision (fp8 too where the site "
+                                             "models it) × ZeRO × recompute for the fastest feasible configurations "
+                                             "of a model on a site");
   cmd->add_option("--model", options->model, "a named GPT (gpt-1.3b, gpt-175b, ...)")->required();
   cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites")->required();
   cmd->add_option("--devices", options->devices, "device count")->required()->check(CLI::PositiveNumber);

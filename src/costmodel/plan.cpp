@@ -46,6 +46,14 @@ const char* refusal_group(Refusal r) {
 }
 
 const std::vector<std::string> kPrecisions{"bf16", "fp16", "fp32"};
+
+// The precisions a site is searched in: fp8 too where its GEMM model has a fitted fp8
+// efficiency (gemm.e_max_fp8, which needs peak_flops.fp8).
+std::vector<std::string> precisions_of(const SiteProfile& site) {
+  std::vector<std::string> precisions = kPrecisions;
+  if (site.gemm && site.gemm->e_max_fp8) precisions.push_back("fp8");
+  return precisions;
+}
 const std::vector<std::string> kRecomputes{"none", "selective", "full"};
 
 std::vector<std::string> schedules_of(i64 pp) {
@@ -75,7 +83,7 @@ void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, int dev
                  const std::function<void(const PlanCandidate&, i64)>& reject) {
   const auto& s = grid.strategy;
   for (i64 micro : divisors(grid.global_batch / s.dp))
-    for (const std::string& precision : kPrecisions)
+    for (const std::string& precision : precisions_of(site))
       for (i64 zero = 0; zero <= 3; ++zero)
         for (const std::string& recompute : kRecomputes)
           for (const std::string& schedule : schedules_of(s.pp)) {
@@ -151,7 +159,7 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
         const i64 micro_sizes = request.global_batch % grid.strategy.dp == 0
                                     ? static_cast<i64>(divisors(request.global_batch / grid.strategy.dp).size())
                                     : 1;
-        reject(base, micro_sizes * static_cast<i64>(kPrecisions.size() * 4 * kRecomputes.size() *
+        reject(base, micro_sizes * static_cast<i64>(precisions_of(site).size() * 4 * kRecomputes.size() *
                                                     schedules_of(pp).size()));
         continue;
       }
