@@ -79,73 +79,102 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   return out;
 }
 
-int run_fit(const PredictOptions& options) {
+// The sets --fit names and their fits.
+struct Fitted {
+  std::string names;  // "SET version N, ..."
+  std::vector<costmodel::EmaxFit> fits;
+};
+Fitted fit_sets(const std::string& fit) {
   std::vector<costmodel::ValidationSet> sets;
-  std::string names;
-  std::stringstream list(options.fit);
+  Fitted fitted;
+  std::stringstream list(fit);
   for (std::string item; std::getline(list, item, ',');) {
-    SB_USER_CHECK(!item.empty(), "--fit '{}': an empty set name between commas", options.fit);
+    SB_USER_CHECK(!item.empty(), "--fit '{}': an empty set name between commas", fit);
     sets.push_back(costmodel::load_validation_set(costmodel::validation_set_path(item)));
-    names += fmt::format("{}{} version {}", names.empty() ? "" : ", ", sets.back().name, sets.back().version);
+    fitted.names +=
+        fmt::format("{}{} version {}", fitted.names.empty() ? "" : ", ", sets.back().name, sets.back().version);
   }
-  const std::vector<costmodel::EmaxFit> fits = costmodel::fit_gemm_e_max(sets);
+  fitted.fits = costmodel::fit_gemm_e_max(sets);
+  return fitted;
+}
+
+nlohmann::json fits_json(const Fitted& fitted) {
+  const auto finite = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  nlohmann::json j{{"sets", fitted.names}, {"fits", nlohmann::json::array()}};
+  for (const costmodel::EmaxFit& f : fitted.fits)
+    j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file}, {"key", f.key},
+                         {"shipped_e_max", finite(f.shipped_e_max)}, {"e_max", f.e_max}, {"rows", f.rows},
+                         {"infeasible", f.infeasible},
+                         {"shipped_mean_abs_error_pct", finite(f.shipped_mean_abs_error_pct)},
+                         {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
+  return j;
+}
+
+std::string fits_table(const Fitted& fitted) {
+  std::string out = fmt::format(
+      "GEMM e_max fitted on {} (per row the mean |error| of its figures, parameters left out)\n", fitted.names);
+  for (const costmodel::EmaxFit& f : fitted.fits) {
+    const bool shipped = std::isfinite(f.shipped_e_max);
+    out += fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}): {} rows{}, mean |error| {:.1f}% (profile's {}), "
+                       "max {:.1f}%\n", f.device, f.site, f.key, f.e_max,
+                       shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", f.rows,
+                       f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
+                       f.mean_abs_error_pct, shipped ? fmt::format("{:.1f}%", f.shipped_mean_abs_error_pct) : "-",
+                       f.max_abs_error_pct);
+  }
+  return out;
+}
+
+// --write-site: each fitted profile once, with all its fitted keys; an existing folder receives
+// <site>.yaml for each (required for several), else PATH is the one copy.
+void write_fitted_sites(const Fitted& fitted, const std::string& write_site) {
+  std::vector<std::string> site_files;
+  for (const costmodel::EmaxFit& f : fitted.fits)
+    if (std::find(site_files.begin(), site_files.end(), f.site_file) == site_files.end())
+      site_files.push_back(f.site_file);
+  const bool folder = std::filesystem::is_directory(write_site);
+  SB_USER_CHECK(folder || site_files.size() == 1,
+                "--write-site {}: the sets' rows run on {} devices, so it must be an existing folder to write one "
+                "profile per device into", write_site, site_files.size());
+  for (const std::string& site_file : site_files) {
+    std::ifstream in(site_file);
+    SB_USER_CHECK(in.good(), "--write-site: cannot read the site profile {}", site_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string written = text.str(), site;
+    for (const costmodel::EmaxFit& f : fitted.fits) {
+      if (f.site_file != site_file) continue;
+      site = f.site;
+      written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max,
+                                                   fmt::format("fitted by predict --fit on {}", fitted.names), f.key);
+    }
+    const std::filesystem::path path =
+        folder ? std::filesystem::path(write_site) / (site + ".yaml") : std::filesystem::path(write_site);
+    costmodel::parse_site_profile(YAML::Load(written), path.string());  // what is written loads
+    std::ofstream out(path);
+    out << written;
+    SB_USER_CHECK(out.good(), "--write-site: cannot write {}", path.string());
+    std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+  }
+}
+
+// --fit alone prints the fits; with --validate it replays that set on them (held out when the
+// set is not among the fitted ones).
+int run_fit(const PredictOptions& options) {
+  const Fitted fitted = fit_sets(options.fit);
+  if (!options.write_site.empty()) write_fitted_sites(fitted, options.write_site);
+  if (options.validate.empty()) {
+    std::fputs(options.json ? (fits_json(fitted).dump(2) + "\n").c_str() : fits_table(fitted).c_str(), stdout);
+    return 0;
+  }
+  const costmodel::ValidationReplay replay = costmodel::replay_validation_set(
+      costmodel::load_validation_set(costmodel::validation_set_path(options.validate)), fitted.fits);
   if (options.json) {
-    nlohmann::json j{{"sets", names}, {"fits", nlohmann::json::array()}};
-    for (const costmodel::EmaxFit& f : fits)
-      j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file}, {"key", f.key},
-                           {"shipped_e_max", std::isfinite(f.shipped_e_max) ? nlohmann::json(f.shipped_e_max) : nullptr}, {"e_max", f.e_max}, {"rows", f.rows},
-                           {"infeasible", f.infeasible},
-                           {"shipped_mean_abs_error_pct", std::isfinite(f.shipped_mean_abs_error_pct)
-                                                              ? nlohmann::json(f.shipped_mean_abs_error_pct)
-                                                              : nullptr},
-                           {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
+    nlohmann::json j = costmodel::validation_replay_json(replay);
+    j["fitted_on"] = fits_json(fitted);
     std::puts(j.dump(2).c_str());
   } else {
-    std::printf("GEMM e_max fitted on %s (per row the mean |error| of its figures, parameters left out)\n",
-                names.c_str());
-    for (const costmodel::EmaxFit& f : fits) {
-      const bool shipped = std::isfinite(f.shipped_e_max);
-      std::fputs(fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}): {} rows{}, mean |error| {:.1f}% "
-                             "(profile's {}), max {:.1f}%\n", f.device, f.site, f.key, f.e_max,
-                             shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", f.rows,
-                             f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
-                             f.mean_abs_error_pct,
-                             shipped ? fmt::format("{:.1f}%", f.shipped_mean_abs_error_pct) : "-", f.max_abs_error_pct)
-                     .c_str(),
-                 stdout);
-    }
-  }
-  if (!options.write_site.empty()) {
-    // an existing folder receives <site>.yaml for each device (required for several); else, with
-    // one device, PATH is the copy
-    std::vector<std::string> site_files;  // each fitted profile once, with all its fitted keys
-    for (const costmodel::EmaxFit& f : fits)
-      if (std::find(site_files.begin(), site_files.end(), f.site_file) == site_files.end())
-        site_files.push_back(f.site_file);
-    const bool folder = std::filesystem::is_directory(options.write_site);
-    SB_USER_CHECK(folder || site_files.size() == 1,
-                  "--write-site {}: the sets' rows run on {} devices, so it must be an existing folder to write one "
-                  "profile per device into", options.write_site, site_files.size());
-    for (const std::string& site_file : site_files) {
-      std::ifstream in(site_file);
-      SB_USER_CHECK(in.good(), "--write-site: cannot read the site profile {}", site_file);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::string written = text.str(), site;
-      for (const costmodel::EmaxFit& f : fits) {
-        if (f.site_file != site_file) continue;
-        site = f.site;
-        written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max,
-                                                     fmt::format("fitted by predict --fit on {}", names), f.key);
-      }
-      const std::filesystem::path path =
-          folder ? std::filesystem::path(options.write_site) / (site + ".yaml") : std::filesystem::path(options.write_site);
-      costmodel::parse_site_profile(YAML::Load(written), path.string());  // what is written loads
-      std::ofstream out(path);
-      out << written;
-      SB_USER_CHECK(out.good(), "--write-site: cannot write {}", path.string());
-      std::fprintf(stderr, "wrote %s\n", path.string().c_str());
-    }
+    std::fputs((fits_table(fitted) + "\n" + costmodel::validation_replay_table(replay)).c_str(), stdout);
   }
   return 0;
 }
@@ -163,7 +192,7 @@ std::function<int()> add_predict_command(CLI::App& app) {
   cmd->add_option("--validate", options->validate,
                   "a validation set: a file, or a name in validation/published; replay its published runs, each on the site "
                   "profile of its device, and print predicted, published and error per row, then mean and max "
-                  "|error|")
+                  "|error|; with --fit, on the e_max fitted on those sets instead (held out when it is not one of them)")
       ->excludes(config)
       ->excludes(site)
       ->excludes(devices)
@@ -183,7 +212,6 @@ std::function<int()> add_predict_command(CLI::App& app) {
       ->needs(fit);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
-    SB_USER_CHECK(options->fit.empty() || options->validate.empty(), "predict takes --fit or --validate, not both");
     if (!options->fit.empty()) return run_fit(*options);
     if (!options->validate.empty()) {
       const costmodel::ValidationReplay replay =

@@ -167,13 +167,14 @@ SiteProfile validation_site(const ValidationSet& set, const ValidationRow& row) 
 
 namespace {
 
-void set_e_max(SiteProfile& site, const std::map<std::string, double>& e_max) {
-  const auto it = e_max.find(site.device);
-  if (it == e_max.end()) return;
-  SB_USER_CHECK(site.gemm.has_value(),
-                "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
-                site.source, site.device);
-  site.gemm->e_max = it->second;
+void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
+  for (const EmaxFit& fit : fitted) {
+    if (fit.device != site.device) continue;
+    SB_USER_CHECK(site.gemm.has_value(),
+                  "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
+                  site.source, site.device);
+    site.gemm->efficiency_of(fit.key) = fit.e_max;
+  }
 }
 
 // The mean |error| of a feasible prediction's figures that depend on its time (not parameters).
@@ -192,12 +193,12 @@ std::optional<double> row_error(const ValidationRow& row, const plan::TrainConfi
 
 }  // namespace
 
-ValidationReplay replay_validation_set(const ValidationSet& set, const std::map<std::string, double>& e_max) {
+ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted) {
   ValidationReplay replay{set.file, set.name, set.source, set.version, {}, {}};
   for (const ValidationRow& row : set.rows) {
     const plan::TrainConfig config = validation_case(set, row);
     SiteProfile site = validation_site(set, row);
-    set_e_max(site, e_max);
+    set_fitted(site, fitted);
     const Prediction p = predict_step(config, site, row.gpus);
     RowReplay r{row.id, row.source, site.name, p.feasible, p.reason, {}};
     for (const std::string& figure : validation_figures()) {

@@ -89,7 +89,10 @@ struct ValidationReplay {
 
 // Predicts every row on its site at its gpus; e_max (device -> value) replaces the `gemm.e_max`
 // of the sites of those devices (UserError naming the profile when it has no `gemm:`).
-ValidationReplay replay_validation_set(const ValidationSet& set, const std::map<std::string, double>& e_max = {});
+struct EmaxFit;
+// `fitted`: GEMM efficiencies (fit_gemm_e_max) that replace the shipped profiles' for their
+// device and key, for a replay held out of the fit.
+ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted = {});
 
 // `predict --fit`: per device the rows of the sets run on, the GEMM model's e_max in (0, 1]
 // that minimises the mean over those rows of each row's mean |error| over its published figures

@@ -288,6 +288,31 @@ TEST(PredictCommand, FpEightIsPredictedWhereTheDeviceHasItAndTheTrainerRefusesIt
   EXPECT_FALSE(std::filesystem::exists(scratch.path("fp8.h5")));
 }
 
+// --fit with --validate replays the held-out set on the efficiencies fitted on the others: the
+// MPT-fitted A100 e_max lies below the shipped (Megatron-fitted) one, so every Megatron row's
+// predicted TFLOP/s is lower than on the shipped profile, and the JSON says what was fitted.
+TEST(PredictCommand, FitWithValidateReplaysTheHeldOutSetOnTheFittedEfficiency) {
+  Scratch scratch;
+  const CommandResult held = scratch.run(
+      "predict --fit llm-foundry-mpt-benchmarks --validate megatron-lm-narayanan2021-table1 --json");
+  ASSERT_EQ(held.exit_code, 0) << held.stderr_text;
+  const CommandResult shipped = scratch.run("predict --validate megatron-lm-narayanan2021-table1 --json");
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.stderr_text;
+  const nlohmann::json h = nlohmann::json::parse(held.stdout_text), s = nlohmann::json::parse(shipped.stdout_text);
+  double a100_e_max = 0;
+  for (const auto& f : h["fitted_on"]["fits"])
+    if (f["device"] == "NVIDIA A100-SXM4-80GB") a100_e_max = f["e_max"].get<double>();
+  ASSERT_GT(a100_e_max, 0.0) << h["fitted_on"];
+  ASSERT_EQ(h["rows"].size(), s["rows"].size());
+  for (std::size_t i = 0; i < h["rows"].size(); ++i) {
+    const auto& held_row = h["rows"][i]["figures"][0];
+    const auto& shipped_row = s["rows"][i]["figures"][0];
+    ASSERT_EQ(held_row["figure"], "tflops_per_device");
+    EXPECT_LT(held_row["predicted"].get<double>(), shipped_row["predicted"].get<double>()) << h["rows"][i];
+  }
+  EXPECT_NE(h["fitted_on"]["sets"].get<std::string>().find("llm-foundry-mpt-benchmarks version 1"), std::string::npos);
+}
+
 // A case the trainer refuses is still predicted, and predict names the refusal.
 TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   Scratch scratch;
