@@ -30,7 +30,11 @@ struct GemmModel {
   static const char* key_for(const std::string& precision) { return precision == "fp8" ? "e_max_fp8" : "e_max"; }
   // That efficiency; UserError naming `source` when fp8 is asked of a model without e_max_fp8.
   double efficiency(const std::string& precision, const std::string& source) const;
-  double& efficiency_of(const std::string& key) { return key == "e_max_fp8" ? e_max_fp8.emplace(e_max_fp8.value_or(1.0)) : e_max; }
+  // The value under a profile key (e_max, e_max_fp8) for a fit or a replay to set; an absent
+  // e_max_fp8 is created first (at 1.0).
+  double& efficiency_of(const std::string& key) {
+    return key == "e_max_fp8" ? e_max_fp8.emplace(e_max_fp8.value_or(1.0)) : e_max;
+  }
 };
 
 struct GemmShape {

@@ -193,6 +193,8 @@ std::optional<double> row_error(const ValidationRow& row, const plan::TrainConfi
 
 }  // namespace
 
+ValidationReplay replay_validation_set(const ValidationSet& set) { return replay_validation_set(set, {}); }
+
 ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted) {
   ValidationReplay replay{set.file, set.name, set.source, set.version, {}, {}};
   for (const ValidationRow& row : set.rows) {

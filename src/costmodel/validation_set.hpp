@@ -87,12 +87,8 @@ struct ValidationReplay {
   std::vector<FigureSummary> summary;  // in validation_figures() order, figures some row publishes
 };
 
-// Predicts every row on its site at its gpus; e_max (device -> value) replaces the `gemm.e_max`
-// of the sites of those devices (UserError naming the profile when it has no `gemm:`).
-struct EmaxFit;
-// `fitted`: GEMM efficiencies (fit_gemm_e_max) that replace the shipped profiles' for their
-// device and key, for a replay held out of the fit.
-ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted = {});
+// Predicts every row on the shipped site profile of its device at its gpus.
+ValidationReplay replay_validation_set(const ValidationSet& set);
 
 // `predict --fit`: per device the rows of the sets run on, the GEMM model's e_max in (0, 1]
 // that minimises the mean over those rows of each row's mean |error| over its published figures
@@ -110,6 +106,11 @@ struct EmaxFit {
   double shipped_mean_abs_error_pct = 0, mean_abs_error_pct = 0, max_abs_error_pct = 0;  // the objective's
 };
 std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets);
+
+// A set's replay (above) on GEMM efficiencies `fitted` (fit_gemm_e_max) in place of the shipped
+// profiles' for their device and key: a replay held out of the fit (UserError naming the profile
+// when it has no `gemm:`).
+ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted);
 
 // A site profile's text with its `gemm.<key>` line (e_max or e_max_fp8) replaced by the value
 // and a comment naming `provenance`; an e_max_fp8 the text lacks goes on a line of its own after
