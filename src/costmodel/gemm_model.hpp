@@ -44,11 +44,10 @@ struct GemmShape {
 };
 
 // q(M, N) above: the wave quantisation times the tile padding, in (0, 1].
-// A GEMM at `efficiency` instead of e_max (an fp8 GEMM at e_max_fp8 of the fp8 peak):
-// gemm_seconds_at. gemm_seconds is it at e_max.
 double gemm_quantisation(const GemmModel& g, double batch, double m, double n);
 // t(M, N, K) above; peak in FLOP/s, bandwidth in bytes/s, element_bytes of the operands.
 double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes);
+// The same at `efficiency` in place of e_max (an fp8 GEMM at e_max_fp8 of the fp8 peak).
 double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s, double peak, double bandwidth,
                        double element_bytes);
 // The two GEMMs of a GEMM's backward: the input's gradient (M×K over N) and the weight's (K×N over M).

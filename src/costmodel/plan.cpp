@@ -46,6 +46,7 @@ const char* refusal_group(Refusal r) {
 }
 
 const std::vector<std::string> kPrecisions{"bf16", "fp16", "fp32"};
+const std::vector<std::string> kRecomputes{"none", "selective", "full"};
 
 // The precisions a site is searched in: fp8 too where its GEMM model has a fitted fp8
 // efficiency (gemm.e_max_fp8, which needs peak_flops.fp8).
@@ -54,7 +55,6 @@ std::vector<std::string> precisions_of(const SiteProfile& site) {
   if (site.gemm && site.gemm->e_max_fp8) precisions.push_back("fp8");
   return precisions;
 }
-const std::vector<std::string> kRecomputes{"none", "selective", "full"};
 
 std::vector<std::string> schedules_of(i64 pp) {
   return pp > 1 ? std::vector<std::string>{"1f1b", "gpipe"} : std::vector<std::string>{"1f1b"};
@@ -79,11 +79,11 @@ std::optional<std::pair<Refusal, std::string>> grid_refusal(const plan::TrainCon
 }
 
 // Each micro-batch size, precision, ZeRO stage, recomputation and schedule of one grid.
-void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, int devices, PlanResult& result,
-                 const std::function<void(const PlanCandidate&, i64)>& reject) {
+void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, const std::vector<std::string>& precisions,
+                 int devices, PlanResult& result, const std::function<void(const PlanCandidate&, i64)>& reject) {
   const auto& s = grid.strategy;
   for (i64 micro : divisors(grid.global_batch / s.dp))
-    for (const std::string& precision : precisions_of(site))
+    for (const std::string& precision : precisions)
       for (i64 zero = 0; zero <= 3; ++zero)
         for (const std::string& recompute : kRecomputes)
           for (const std::string& schedule : schedules_of(s.pp)) {
@@ -146,6 +146,7 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   };
 
   const i64 N = request.devices;
+  const std::vector<std::string> precisions = precisions_of(site);
   for (i64 tp : divisors(N)) {
     for (i64 pp : divisors(N / tp)) {
       const plan::TrainConfig grid = plan_grid_config(request, seq, N / (tp * pp), tp, pp);
@@ -159,11 +160,11 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
         const i64 micro_sizes = request.global_batch % grid.strategy.dp == 0
                                     ? static_cast<i64>(divisors(request.global_batch / grid.strategy.dp).size())
                                     : 1;
-        reject(base, micro_sizes * static_cast<i64>(precisions_of(site).size() * 4 * kRecomputes.size() *
+        reject(base, micro_sizes * static_cast<i64>(precisions.size() * 4 * kRecomputes.size() *
                                                     schedules_of(pp).size()));
         continue;
       }
-      search_grid(grid, site, static_cast<int>(N), result, reject);
+      search_grid(grid, site, precisions, static_cast<int>(N), result, reject);
     }
   }
 

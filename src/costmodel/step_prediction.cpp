@@ -404,9 +404,6 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
   const double e = d.element_bytes;
   SB_USER_CHECK(!fp8 || d.family == ModelFamily::gpt, "{}: precision fp8 is modelled for the GPT's linear layers; "
                 "the ResNet runs fp32, bf16 or fp16", c.source);
-  const double linear_peak = fp8 ? site.peak("fp8") : peak;
-  const double linear_efficiency = g.efficiency(c.precision.dtype, site.source);
-  const double linear_bytes = fp8 ? 1.0 : e;
   if (d.family == ModelFamily::resnet) {
     for (StageCost& st : stages) {
       st.gemm_s = st.executed_flops / (peak * g.e_max);
@@ -415,6 +412,9 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     return;
   }
   const bool flash = c.model.attention == "flash";
+  const double linear_peak = fp8 ? site.peak("fp8") : peak;
+  const double linear_efficiency = g.efficiency(c.precision.dtype, site.source);
+  const double linear_bytes = fp8 ? 1.0 : e;
   const auto seconds = [&](const GemmShape& s) { return gemm_seconds(g, s, peak, bandwidth, e); };
   const auto linear_seconds = [&](const GemmShape& s) {
     return gemm_seconds_at(g, linear_efficiency, s, linear_peak, bandwidth, linear_bytes);
@@ -444,9 +444,6 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
   }
 }
 
-// Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
-// interleaving the sum over the rank's chunks, each holding its own micro-batches in flight);
-// the reason when it exceeds what a rank's devices hold.
 // The peak over rank `rank`'s op order of the activations it holds when each forward adds its
 // chunk's bytes and each backward frees them (an interleaved pipeline's chunks peak at
 // different times, so this is below the sum of their own peaks).
@@ -462,11 +459,17 @@ double activation_peak_over_time(const plan::RunPlan& plan, const std::vector<St
   return peak;
 }
 
+// Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
+// interleaving the sum over the rank's chunks, each holding its own micro-batches in flight, or
+// for layouts the trainer does not build the peak over time); the reason when it exceeds what a
+// rank's devices hold.
 std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c, const plan::RunPlan& plan,
                                           const std::vector<StageCost>& stages, const SiteProfile& site,
                                           double element_bytes) {
   const StateBytes bytes = state_bytes(c, element_bytes);
   const auto ranks = static_cast<std::size_t>(c.strategy.pp);
+  // one chunk a rank: its own peak in flight is the peak over time, pooled or not
+  const bool over_time = plan.interleave > 1 && !stages.empty() && !stages.front().pooled_activations;
   std::size_t heaviest = 0;
   std::vector<RankMemory> memory(ranks);
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -477,13 +480,11 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.params += states.params + st.buffer_bytes;
     rank.grads += states.grads;
     rank.optimizer += states.optimizer;
-    rank.activations += (st.pooled_activations ? static_cast<double>(st.in_flight) * st.activation_bytes : 0.0) +
+    rank.activations += (over_time ? 0.0 : static_cast<double>(st.in_flight) * st.activation_bytes) +
                         st.shared_activation_bytes;
   }
-  for (std::size_t r = 0; r < ranks && !stages.empty() && !stages.front().pooled_activations; ++r)
-    memory[r].activations += ranks == 1 && plan.interleave == 1
-                                 ? static_cast<double>(stages[r].in_flight) * stages[r].activation_bytes
-                                 : activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
+  for (std::size_t r = 0; over_time && r < ranks; ++r)
+    memory[r].activations += activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
   for (std::size_t r = 0; r < ranks; ++r)
     if (memory[r].total() > memory[heaviest].total()) heaviest = r;
   p.memory = memory[heaviest];

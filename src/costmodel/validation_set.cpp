@@ -10,7 +10,6 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
-#include <limits>
 #include <regex>
 
 #include "core/check.hpp"
