@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compress/batchnorm_folding.hpp"
+#include "compress/channels_last.hpp"
 #include "core/check.hpp"
 
 namespace sb::compress {
@@ -68,28 +69,30 @@ QuantizedResnet::QuantizedResnet(resnet::ResnetModel& model, i64 max_batch, kern
   }
   fc_.emplace("fc", t.at("fc.weight"), t.at("fc.bias"), config_.classes, features_, tracker);
 
-  i64 input_q = max_batch * features_, padded = 0, columns = 0, rows_out = 0;
+  const i64 chunk = std::min(max_batch, kChunkImages);
+  i64 input_q = chunk * features_, first_in = chunk * features_ * last_hw_, first_out = 0;
   for_each_conv([&](QuantizedConv2d& c) {
-    input_q = std::max(input_q, c.input_q_bytes(max_batch));
-    padded = std::max(padded, c.padded_bytes());
-    columns = std::max(columns, c.columns_bytes(max_batch));
-    rows_out = std::max(rows_out, c.rows_out_floats(max_batch));
+    input_q = std::max(input_q, c.input_q_bytes(chunk));
+    first_in = std::max(first_in, c.channels_first_in_floats(chunk));
+    first_out = std::max(first_out, c.channels_first_out_floats(chunk));
   });
-  const i64 act_floats = 4 * max_batch * max_chw + max_batch * (features_ + config_.classes);
+  const i64 image_floats = config_.image_channels * size * size;
+  const i64 act_floats = chunk * (image_floats + 4 * max_chw + features_) + max_batch * config_.classes;
   acts_ = TrackedBuffer(tracker, MemoryCategory::activations, 4 * act_floats, "quantized_resnet.acts");
   float* a = acts_.as<float>();
+  images_ = a;
+  a += chunk * image_floats;
   for (float*& buffer : buffers_) {
     buffer = a;
-    a += max_batch * max_chw;
+    a += chunk * max_chw;
   }
   pooled_ = a;
-  logits_ = pooled_ + max_batch * features_;
-  scratch_ = TrackedBuffer(tracker, MemoryCategory::workspace, 4 * rows_out + input_q + padded + columns,
+  logits_ = pooled_ + chunk * features_;
+  scratch_ = TrackedBuffer(tracker, MemoryCategory::workspace, 4 * (first_in + first_out) + input_q,
                            "quantized_resnet.scratch");
-  conv_scratch_.rows_out = scratch_.as<float>();
-  conv_scratch_.input_q = reinterpret_cast<std::int8_t*>(conv_scratch_.rows_out + rows_out);
-  conv_scratch_.padded = conv_scratch_.input_q + input_q;
-  conv_scratch_.columns = conv_scratch_.padded + padded;
+  conv_scratch_.channels_first_in = scratch_.as<float>();
+  conv_scratch_.channels_first_out = conv_scratch_.channels_first_in + first_in;
+  conv_scratch_.input_q = reinterpret_cast<std::int8_t*>(conv_scratch_.channels_first_out + first_out);
 }
 
 template <class Function>
@@ -104,14 +107,22 @@ void QuantizedResnet::for_each_conv(Function f) {
 
 const float* QuantizedResnet::forward(const float* images, i64 N, InferenceMode mode) {
   SB_CHECK(N >= 1 && N <= max_batch_, "QuantizedResnet forward: N = {} outside [1, {}]", N, max_batch_);
+  const i64 C = config_.image_channels, HW = config_.image_size * config_.image_size;
+  for (i64 first = 0; first < N; first += kChunkImages) {
+    const i64 n = std::min(kChunkImages, N - first);
+    to_channels_last(images_, images + first * C * HW, n, C, HW);
+    forward_chunk(logits_ + first * config_.classes, n, mode);
+  }
+  return logits_;
+}
+
+void QuantizedResnet::forward_chunk(float* logits, i64 N, InferenceMode mode) {
   float *x = buffers_[0], *t = buffers_[1], *u = buffers_[2], *s = buffers_[3];
   QuantizedConv2d& stem = *stem_;
-  const i64 stem_n = N * stem.shape().OC * stem.shape().OH() * stem.shape().OW();
-  stem.forward(x, images, N, mode, conv_scratch_, k_);
-  k_.relu_forward(x, x, stem_n);
+  stem.forward(x, images_, N, mode, conv_scratch_, k_);
+  k_.relu_forward(x, x, N * stem.shape().outputs());
   for (Block& b : blocks_) {
-    const Conv2dShape& c2 = b.conv2.shape();
-    const i64 n = N * c2.OC * c2.OH() * c2.OW();
+    const i64 n = N * b.conv2.shape().outputs();
     b.conv1.forward(t, x, N, mode, conv_scratch_, k_);
     k_.relu_forward(t, t, n);
     b.conv2.forward(u, t, N, mode, conv_scratch_, k_);
@@ -124,9 +135,10 @@ const float* QuantizedResnet::forward(const float* images, i64 N, InferenceMode 
     k_.relu_forward(t, t, n);
     std::swap(x, t);
   }
-  k_.global_avgpool_forward(pooled_, x, N, features_, last_hw_);
-  fc_->forward(logits_, pooled_, conv_scratch_.input_q, N, mode, k_);
-  return logits_;
+  // the pool's sums in the trained model's channels-first order, so they round as its pool does
+  to_channels_first(conv_scratch_.channels_first_in, x, N, features_, last_hw_);
+  k_.global_avgpool_forward(pooled_, conv_scratch_.channels_first_in, N, features_, last_hw_);
+  fc_->forward(logits, pooled_, conv_scratch_.input_q, N, mode, k_);
 }
 
 void QuantizedResnet::finish_calibration() {

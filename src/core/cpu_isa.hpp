@@ -32,7 +32,8 @@ std::string conv2d_implementation(const std::string& precision);
 // AMX-INT8): the cpu back-end's int8 GEMM sums on oneDNN then (kernels/cpu/onednn_int8_matmul.hpp);
 // below that oneDNN's int8 kernels saturate 16-bit intermediates and the own kernel sums.
 bool onednn_has_int8_dot_products();
-// The int8 inference GEMM as runs record it (context.int8_matmul): "onednn" or "own".
+// The int8 inference GEMM and convolution as runs record it (context.int8_matmul): "onednn"
+// or "own".
 std::string int8_matmul_implementation();
 // Whether this CPU runs the F16C conversions (and AVX, which their 256-bit forms need): the cpu
 // back-end's float <-> fp16 conversions take them then (kernels/cpu/fp16_conversion_paths.hpp).

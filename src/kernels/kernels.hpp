@@ -370,6 +370,17 @@ inline KernelWork convert_work(i64 N) { return {0.0, 6.0 * as_double(N), as_doub
   void int8_matmul_forward(float* out, const std::int8_t* inp, const std::int8_t* weight,     \
                            float inp_scale, const float* weight_scale, const float* bias, i64 BT, \
                            i64 C, i64 OC)
+// The int8 convolution over channels-last images (NHWC, so that a pixel's channels are one
+// contiguous dot product, the layout int8 convolution kernels run in): inp (N,H,W,C) int8
+// quantised with inp_scale, weight (OC,C,KH,KW) int8 quantised per output channel with
+// weight_scale (OC), bias (OC) float or nullptr, zero padding `pad` on every side, the same
+// stride both ways -> out (N,OH,OW,OC), OH = (H + 2·pad - KH)/stride + 1 and OW alike,
+//   = fma(float(Σ_{c,kh,kw} inp·weight as int32), inp_scale·weight_scale[o], bias[o] or 0)
+// (OVERWRITTEN): int8_matmul_forward's dequantisation, so both give the same bits.
+#define SB_DECLARE_INT8_CONV2D_FORWARD                                                             \
+  void int8_conv2d_forward(float* out, const std::int8_t* inp, const std::int8_t* weight, float inp_scale, \
+                           const float* weight_scale, const float* bias, i64 N, i64 C, i64 H, i64 W,      \
+                           i64 OC, i64 KH, i64 KW, i64 stride, i64 pad)
 
 // X-macros over the kernels, in groups: X(name, DECLARE_MACRO). Every kernel is in exactly one
 // group; SB_FOR_EACH_KERNEL is all of them, SB_FOR_EACH_STORAGE_KERNEL those a model calls with
@@ -443,7 +454,8 @@ inline KernelWork convert_work(i64 N) { return {0.0, 6.0 * as_double(N), as_doub
 // X-macro over the int8 inference kernels: X(name, DECLARE), DECLARE a plain declaration.
 #define SB_FOR_EACH_INT8_KERNEL(X)             \
   X(quantize_int8, SB_DECLARE_QUANTIZE_INT8)   \
-  X(int8_matmul_forward, SB_DECLARE_INT8_MATMUL_FORWARD)
+  X(int8_matmul_forward, SB_DECLARE_INT8_MATMUL_FORWARD) \
+  X(int8_conv2d_forward, SB_DECLARE_INT8_CONV2D_FORWARD)
 
 // ---- backends ---------------------------------------------------------------------------
 namespace reference {  // templates, instantiated for float and double in reference/*.cpp

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The int8 layers: BatchNorm folding equals conv + eval BatchNorm; an int8 convolution (im2col +
-// int8 GEMM, strided, padded, non-square) equals the fp32 convolution EXACTLY when inputs and
+// The int8 layers: BatchNorm folding equals conv + eval BatchNorm; an int8 convolution over
+// channels-last images (strided, padded, non-square) equals the fp32 convolution EXACTLY when inputs and
 // weights lie on their quantisation grids (powers of two, so every product and sum is exact in
 // float); an int8 linear stays within 3% of fp32 on normal data; the tracked bytes of the int8
 // weights. On the reference and cpu back-ends. Leaves out the models (test_quantized_*).
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compress/batchnorm_folding.hpp"
+#include "compress/channels_last.hpp"
 #include "compress/quantized_conv2d.hpp"
 #include "compress/quantized_linear.hpp"
 #include "core/check.hpp"
@@ -77,21 +78,23 @@ TEST_P(QuantizedLayers, Int8ConvolutionOnTheGridEqualsFp32Exactly) {
       bias[o] = static_cast<float>(o - 2) * 5 * input_scale * scale;
     }
     QuantizedConv2d conv("conv", s, w.data(), bias.data(), tracker_);
-    const i64 out_n = N * s.OC * s.OH() * s.OW();
+    const i64 out_n = N * s.outputs(), OHW = s.OH() * s.OW();
     std::vector<float> expected(out_n), calibrated(out_n, -1), quantized(out_n, -2);
-    std::vector<std::int8_t> input_q(conv.input_q_bytes(N)), padded(conv.padded_bytes()),
-        columns(conv.columns_bytes(N));
-    std::vector<float> rows(conv.rows_out_floats(N));
-    const Conv2dScratch scratch{input_q.data(), padded.data(), columns.data(), rows.data()};
-    kernels::reference::conv2d_forward<float>(expected.data(), x.data(), w.data(), bias.data(), N, s.C,
+    std::vector<std::int8_t> input_q(conv.input_q_bytes(N));
+    std::vector<float> first_in(conv.channels_first_in_floats(N)), first_out(conv.channels_first_out_floats(N));
+    const Conv2dScratch scratch{input_q.data(), first_in.data(), first_out.data()};
+    std::vector<float> x_first(x.size()), expected_last(out_n);  // x is (N, H, W, C)
+    to_channels_first(x_first.data(), x.data(), N, s.C, s.H * s.W);
+    kernels::reference::conv2d_forward<float>(expected.data(), x_first.data(), w.data(), bias.data(), N, s.C,
                                               s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad);
+    to_channels_last(expected_last.data(), expected.data(), N, s.OC, OHW);
     EXPECT_THROW(conv.forward(quantized.data(), x.data(), N, InferenceMode::int8, scratch, k()), Error);
     conv.forward(calibrated.data(), x.data(), N, InferenceMode::calibrate, scratch, k());
     conv.gemm().finish_calibration();
     EXPECT_EQ(conv.gemm().input_scale(), input_scale);
     conv.forward(quantized.data(), x.data(), N, InferenceMode::int8, scratch, k());
-    EXPECT_EQ(calibrated, expected) << "KH " << s.KH << " stride " << s.stride;
-    EXPECT_EQ(quantized, expected) << "KH " << s.KH << " stride " << s.stride;
+    EXPECT_EQ(calibrated, expected_last) << "KH " << s.KH << " stride " << s.stride;
+    EXPECT_EQ(quantized, expected_last) << "KH " << s.KH << " stride " << s.stride;
   }
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cuda int8 inference kernels equal the reference bit for bit: quantisation (rounding ties to
-// even, saturation) and the int8 GEMM with per-channel dequantisation over odd shapes, with and
-// without bias. Skips without a GPU. Leaves out the cpu kernels (tests/kernels).
+// even, saturation), the int8 GEMM with per-channel dequantisation over odd shapes, with and
+// without bias, and the channels-last int8 convolution. Skips without a GPU. Leaves out the cpu
+// kernels (tests/kernels).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +63,31 @@ TEST_F(CudaInt8, MatmulEqualsReferenceBitForBit) {
                                          with_bias ? d_bias.data() : nullptr, s.BT, s.C, s.OC);
       EXPECT_EQ(d_out.to_host(), expected) << "BT=" << s.BT << " C=" << s.C << " OC=" << s.OC;
     }
+  }
+}
+
+TEST_F(CudaInt8, ConvolutionEqualsReferenceBitForBit) {
+  struct Shape {
+    i64 N, C, H, W, OC, KH, KW, stride, pad;
+  };
+  std::uint64_t stream = 50;
+  for (const Shape s : {Shape{4, 1, 28, 28, 16, 3, 3, 1, 1}, Shape{3, 16, 9, 7, 32, 3, 3, 2, 1},
+                        Shape{2, 5, 6, 6, 7, 1, 1, 2, 0}, Shape{1, 2, 3, 3, 5, 3, 3, 2, 3}}) {
+    const i64 outputs = s.N * conv2d_output_size(s.H, s.KH, s.stride, s.pad) *
+                        conv2d_output_size(s.W, s.KW, s.stride, s.pad) * s.OC;
+    const auto inp = random_int8(s.N * s.H * s.W * s.C, ++stream), weight = random_int8(s.OC * s.C * s.KH * s.KW, ++stream);
+    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
+    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const cuda::DeviceBuffer<std::int8_t> d_inp(inp), d_weight(weight);
+    const cuda::DeviceBuffer<float> d_scale(weight_scale), d_bias(bias);
+    std::vector<float> expected(outputs);
+    reference::int8_conv2d_forward(expected.data(), inp.data(), weight.data(), 0.0173f, weight_scale.data(),
+                                   bias.data(), s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad);
+    cuda::DeviceBuffer<float> d_out(outputs);
+    cuda_kernels().int8_conv2d_forward(d_out.data(), d_inp.data(), d_weight.data(), 0.0173f, d_scale.data(),
+                                       d_bias.data(), s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad);
+    EXPECT_EQ(d_out.to_host(), expected) << "N=" << s.N << " C=" << s.C << " OC=" << s.OC << " k=" << s.KH;
   }
 }
 
