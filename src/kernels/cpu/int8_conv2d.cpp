@@ -3,28 +3,15 @@
 // convolution where it has one (onednn_int8_conv2d.hpp), otherwise from the int8 GEMM over the
 // images unfolded into rows (im2col); either way dequantised with the reference's fma, so the
 // result is the reference's bit for bit.
-#include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/host_parallel.hpp"
+#include "kernels/cpu/int8_dequantise.hpp"
 #include "kernels/cpu/onednn_int8_conv2d.hpp"
 
 namespace sb::kernels::cpu {
 
 namespace {
-
-// Output pixel p's OC sums -> floats with the reference's dequantisation; scale (OC) holds
-// inp_scale·weight_scale[o], computed once.
-SB_CPU_VECTOR_CLONES
-void dequantise_pixel(float* __restrict out, const std::int32_t* __restrict sums, const float* __restrict scale,
-                      const float* __restrict bias, i64 OC) {
-  if (bias) {
-    for (i64 o = 0; o < OC; ++o) out[o] = std::fma(static_cast<float>(sums[o]), scale[o], bias[o]);
-  } else {
-    for (i64 o = 0; o < OC; ++o) out[o] = std::fma(static_cast<float>(sums[o]), scale[o], 0.0f);
-  }
-}
 
 // inp (N,H,W,C) -> rows (N·OH·OW, C·KH·KW) in the weight's (c, kh, kw) order, zeros where the
 // receptive field overlaps the padding.
@@ -57,14 +44,7 @@ SB_DECLARE_INT8_CONV2D_FORWARD {
   thread_local std::vector<std::int32_t> sums;
   if (C > 0 && static_cast<i64>(sums.size()) < pixels * OC) sums.resize(static_cast<std::size_t>(pixels * OC));
   if (C > 0 && onednn_int8_conv2d_sums(sums.data(), inp, weight, N, C, H, W, OC, KH, KW, stride, pad)) {
-    std::vector<float> scale(static_cast<std::size_t>(OC));
-    for (i64 o = 0; o < OC; ++o) scale[o] = inp_scale * weight_scale[o];
-    const std::int32_t* acc = sums.data();
-    const float* s = scale.data();
-    parallel_for_chunks("sb::int8_conv2d_forward::dequantise", pixels, std::max<i64>(1, kElementwiseChunk / OC),
-                        [=](i64 begin, i64 end) {
-                          for (i64 p = begin; p < end; ++p) dequantise_pixel(out + p * OC, acc + p * OC, s, bias, OC);
-                        });
+    dequantise_rows(out, sums.data(), inp_scale, weight_scale, bias, pixels, OC);
     return;
   }
   thread_local std::vector<std::int8_t> rows;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/host_parallel.hpp"
+#include "kernels/cpu/int8_dequantise.hpp"
 #include "kernels/cpu/onednn_int8_matmul.hpp"
 
 namespace sb::kernels::cpu {
@@ -81,9 +82,7 @@ SB_DECLARE_INT8_MATMUL_FORWARD {
     if (static_cast<i64>(sums.size()) < BT * OC) sums.resize(static_cast<std::size_t>(BT * OC));
     std::int32_t* acc = sums.data();
     if (onednn_int8_sums(acc, inp, weight, BT, C, OC)) {
-      parallel_for_each("sb::int8_matmul_forward::dequantise", BT, [=](i64 r) {
-        for (i64 o = 0; o < OC; ++o) out[r * OC + o] = dequantised(acc[r * OC + o], inp_scale, weight_scale, bias, o);
-      });
+      dequantise_rows(out, acc, inp_scale, weight_scale, bias, BT, OC);
       return;
     }
   }
