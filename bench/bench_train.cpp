@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One training step of each reference model on its real data, at the thread count of
-// SB_THREADS: GPT (forward, backward, clip, AdamW; fp32, and bf16 storage for gpt-tiny) on SOTU
-// windows and resnet-mini (forward, backward, SGD) on MNIST batches; the figures compared with PyTorch eager by
+// SB_THREADS: GPT (forward, backward, clip, AdamW) on SOTU windows and resnet-mini (forward,
+// backward, SGD) on MNIST batches, each in fp32 and with bf16 and fp16 storage (fp32 master
+// weights and gradients); the figures compared with PyTorch eager by
 // compare_pytorch.py. Leaves out evaluation and result writing (the trainer's own cost).
 #include <benchmark/benchmark.h>
 
@@ -22,6 +23,8 @@
 #include "models/resnet/resnet_flops.hpp"
 #include "optim/adamw.hpp"
 #include "optim/sgd.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 #include "runtime/parallel_runtime.hpp"
 
 namespace {
@@ -64,6 +67,9 @@ void BM_gpt_training_step(benchmark::State& state, const std::string& model_name
 void BM_gpt_bf16_training_step(benchmark::State& state, const std::string& model_name) {
   gpt_training_step<sb::bf16>(state, model_name);
 }
+void BM_gpt_fp16_training_step(benchmark::State& state, const std::string& model_name) {
+  gpt_training_step<sb::fp16>(state, model_name);
+}
 
 // S: the storage type, as for the GPT.
 template <class S>
@@ -100,6 +106,7 @@ void resnet_training_step(benchmark::State& state) {
 
 void BM_resnet_training_step(benchmark::State& state) { resnet_training_step<float>(state); }
 void BM_resnet_bf16_training_step(benchmark::State& state) { resnet_training_step<sb::bf16>(state); }
+void BM_resnet_fp16_training_step(benchmark::State& state) { resnet_training_step<sb::fp16>(state); }
 
 }  // namespace
 
@@ -108,7 +115,13 @@ BENCHMARK(BM_resnet_bf16_training_step)->Name("BM_resnet_bf16_training_step/resn
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_nano, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_tiny, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_training_step, gpt_small, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_resnet_fp16_training_step)->Name("BM_resnet_fp16_training_step/resnet_mini_fp16")->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_bf16_training_step, gpt_nano_bf16, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_gpt_bf16_training_step, gpt_tiny_bf16, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_bf16_training_step, gpt_small_bf16, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_fp16_training_step, gpt_nano_fp16, std::string("gpt-nano"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_fp16_training_step, gpt_tiny_fp16, std::string("gpt-tiny"))->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_gpt_fp16_training_step, gpt_small_fp16, std::string("gpt-small"))->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   const char* env = std::getenv("SB_THREADS");
