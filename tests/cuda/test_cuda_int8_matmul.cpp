@@ -6,9 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
-#include "core/rng.hpp"
+#include "../kernels/int8_test_values.hpp"
 #include "cuda_test_support.hpp"
 
 namespace sb::kernels::testing {
@@ -16,23 +17,11 @@ namespace {
 
 class CudaInt8 : public CudaTest {};
 
-std::vector<std::int8_t> random_int8(i64 n, std::uint64_t stream) {
-  const CounterRng rng(43, stream);
-  std::vector<std::int8_t> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<std::int8_t>(static_cast<i64>(rng.below(i, 255)) - 127);
-  return v;
-}
-
-std::vector<float> random_floats(i64 n, std::uint64_t stream, double scale) {
-  const CounterRng rng(43, stream);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(scale * rng.normal(i));
-  return v;
-}
+constexpr std::uint64_t kSeed = 43;
 
 TEST_F(CudaInt8, QuantizeEqualsReference) {
   const i64 n = 1'000'003;
-  auto inp = random_floats(n, 1, 3.0);
+  auto inp = random_floats(kSeed, n, 1, 3.0);
   inp[0] = 1e30f, inp[1] = -1e30f, inp[2] = 0.025f, inp[3] = 0.075f;
   std::vector<std::int8_t> expected(n);
   reference::quantize_int8(expected.data(), inp.data(), 0.05f, n);
@@ -48,10 +37,10 @@ TEST_F(CudaInt8, MatmulEqualsReferenceBitForBit) {
   };
   std::uint64_t stream = 10;
   for (const Shape s : {Shape{1, 1, 1}, Shape{37, 144, 16}, Shape{65, 257, 31}, Shape{127, 1024, 256}}) {
-    const auto inp = random_int8(s.BT * s.C, ++stream), weight = random_int8(s.OC * s.C, ++stream);
-    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    const auto inp = random_int8(kSeed, s.BT * s.C, ++stream), weight = random_int8(kSeed, s.OC * s.C, ++stream);
+    auto weight_scale = random_floats(kSeed, s.OC, ++stream, 1e-3);
     for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
-    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const auto bias = random_floats(kSeed, s.OC, ++stream, 1.0);
     const cuda::DeviceBuffer<std::int8_t> d_inp(inp), d_weight(weight);
     const cuda::DeviceBuffer<float> d_scale(weight_scale), d_bias(bias);
     for (const bool with_bias : {true, false}) {
@@ -75,10 +64,11 @@ TEST_F(CudaInt8, ConvolutionEqualsReferenceBitForBit) {
                         Shape{2, 5, 6, 6, 7, 1, 1, 2, 0}, Shape{1, 2, 3, 3, 5, 3, 3, 2, 3}}) {
     const i64 outputs = s.N * conv2d_output_size(s.H, s.KH, s.stride, s.pad) *
                         conv2d_output_size(s.W, s.KW, s.stride, s.pad) * s.OC;
-    const auto inp = random_int8(s.N * s.H * s.W * s.C, ++stream), weight = random_int8(s.OC * s.C * s.KH * s.KW, ++stream);
-    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    const auto inp = random_int8(kSeed, s.N * s.H * s.W * s.C, ++stream);
+    const auto weight = random_int8(kSeed, s.OC * s.C * s.KH * s.KW, ++stream);
+    auto weight_scale = random_floats(kSeed, s.OC, ++stream, 1e-3);
     for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
-    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const auto bias = random_floats(kSeed, s.OC, ++stream, 1.0);
     const cuda::DeviceBuffer<std::int8_t> d_inp(inp), d_weight(weight);
     const cuda::DeviceBuffer<float> d_scale(weight_scale), d_bias(bias);
     std::vector<float> expected(outputs);

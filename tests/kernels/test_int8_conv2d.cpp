@@ -9,39 +9,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <vector>
 
 #include "core/cpu_isa.hpp"
-#include "core/rng.hpp"
 #include "kernels/cpu/onednn_int8_conv2d.hpp"
 #include "kernels/kernels.hpp"
+#include "int8_test_values.hpp"
 
 namespace sb::kernels::testing {
 namespace {
 
-std::vector<std::int8_t> random_int8(i64 n, std::uint64_t stream) {
-  const CounterRng rng(44, stream);
-  std::vector<std::int8_t> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<std::int8_t>(static_cast<i64>(rng.below(i, 255)) - 127);
-  return v;
-}
-
-std::vector<float> random_floats(i64 n, std::uint64_t stream, double scale) {
-  const CounterRng rng(44, stream);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(scale * rng.normal(i));
-  return v;
-}
-
-i64 first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return static_cast<i64>(i);
-  return -1;
-}
+constexpr std::uint64_t kSeed = 44;
 
 struct ConvShape {
   i64 N, C, H, W, OC, KH, KW, stride, pad;
@@ -82,7 +63,7 @@ void expect_cpu_equals_reference(const ConvShape& s, const std::vector<std::int8
 TEST(Int8Conv2d, ReferenceEqualsFloatConvolutionOnIntegers) {
   std::uint64_t stream = 0;
   for (const ConvShape& s : kShapes) {
-    const auto inp = random_int8(s.inputs(), ++stream), weight = random_int8(s.weights(), ++stream);
+    const auto inp = random_int8(kSeed, s.inputs(), ++stream), weight = random_int8(kSeed, s.weights(), ++stream);
     std::vector<float> nchw(s.inputs()), w(weight.begin(), weight.end()), ones(s.OC, 1.0f);
     for (i64 n = 0; n < s.N; ++n)
       for (i64 c = 0; c < s.C; ++c)
@@ -105,10 +86,10 @@ TEST(Int8Conv2d, ReferenceEqualsFloatConvolutionOnIntegers) {
 TEST(Int8Conv2d, CpuEqualsReferenceBitForBit) {
   std::uint64_t stream = 100;
   for (const ConvShape& s : kShapes) {
-    const auto inp = random_int8(s.inputs(), ++stream), weight = random_int8(s.weights(), ++stream);
-    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    const auto inp = random_int8(kSeed, s.inputs(), ++stream), weight = random_int8(kSeed, s.weights(), ++stream);
+    auto weight_scale = random_floats(kSeed, s.OC, ++stream, 1e-3);
     for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
-    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const auto bias = random_floats(kSeed, s.OC, ++stream, 1.0);
     expect_cpu_equals_reference(s, inp, weight, weight_scale, bias.data());
     expect_cpu_equals_reference(s, inp, weight, weight_scale, nullptr);
   }
@@ -127,13 +108,13 @@ TEST(Int8Conv2d, SaturatedOperandsSumExactly) {
 // place (or a new one at the same address) must be reordered again, not served stale.
 TEST(Int8Conv2d, WeightsChangedInPlaceAreUsedAsChanged) {
   const ConvShape s{2, 16, 10, 10, 16, 3, 3, 1, 1};
-  const auto inp = random_int8(s.inputs(), 301);
-  auto weight = random_int8(s.weights(), 302);
+  const auto inp = random_int8(kSeed, s.inputs(), 301);
+  auto weight = random_int8(kSeed, s.weights(), 302);
   const std::vector<float> weight_scale(s.OC, 0.01f);
   expect_cpu_equals_reference(s, inp, weight, weight_scale, nullptr);
   weight[s.weights() / 2] = static_cast<std::int8_t>(weight[s.weights() / 2] == 5 ? 6 : 5);
   expect_cpu_equals_reference(s, inp, weight, weight_scale, nullptr);
-  const auto other = random_int8(s.weights(), 303);
+  const auto other = random_int8(kSeed, s.weights(), 303);
   std::copy(other.begin(), other.end(), weight.begin());
   expect_cpu_equals_reference(s, inp, weight, weight_scale, nullptr);
 }
@@ -142,7 +123,7 @@ TEST(Int8Conv2d, WeightsChangedInPlaceAreUsedAsChanged) {
 // it sums resnet-mini's convolutions; below them it declines and the own kernel sums.
 TEST(Int8Conv2d, OnednnSumsWhereItHasInt8DotProducts) {
   const ConvShape s{4, 16, 28, 28, 16, 3, 3, 1, 1};
-  const auto inp = random_int8(s.inputs(), 401), weight = random_int8(s.weights(), 402);
+  const auto inp = random_int8(kSeed, s.inputs(), 401), weight = random_int8(kSeed, s.weights(), 402);
   std::vector<std::int32_t> sums(s.outputs(), -1);
   const bool summed = cpu::onednn_int8_conv2d_sums(sums.data(), inp.data(), weight.data(), s.N, s.C, s.H, s.W, s.OC,
                                                    s.KH, s.KW, s.stride, s.pad);

@@ -7,39 +7,19 @@
 // quantisers (tests/compress).
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "core/cpu_isa.hpp"
-#include "core/rng.hpp"
 #include "kernels/cpu/onednn_int8_matmul.hpp"
 #include "kernels/kernels.hpp"
+#include "int8_test_values.hpp"
 
 namespace sb::kernels::testing {
 namespace {
 
-std::vector<std::int8_t> random_int8(i64 n, std::uint64_t stream) {
-  const CounterRng rng(42, stream);
-  std::vector<std::int8_t> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<std::int8_t>(static_cast<i64>(rng.below(i, 255)) - 127);
-  return v;
-}
-
-std::vector<float> random_floats(i64 n, std::uint64_t stream, double scale) {
-  const CounterRng rng(42, stream);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(scale * rng.normal(i));
-  return v;
-}
-
-// Index of the first element whose bits differ, or -1.
-i64 first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return static_cast<i64>(i);
-  return -1;
-}
+constexpr std::uint64_t kSeed = 42;
 
 struct GemmShape {
   i64 BT, C, OC;
@@ -51,11 +31,11 @@ TEST(Int8Matmul, CpuEqualsReferenceBitForBit) {
                               {33, 576, 64}, {127, 256, 769}, {2, 1023, 5}, {70, 3, 10}};
   std::uint64_t stream = 0;
   for (const GemmShape& s : shapes) {
-    const auto inp = random_int8(s.BT * s.C, ++stream);
-    const auto weight = random_int8(s.OC * s.C, ++stream);
-    auto weight_scale = random_floats(s.OC, ++stream, 1e-3);
+    const auto inp = random_int8(kSeed, s.BT * s.C, ++stream);
+    const auto weight = random_int8(kSeed, s.OC * s.C, ++stream);
+    auto weight_scale = random_floats(kSeed, s.OC, ++stream, 1e-3);
     for (float& w : weight_scale) w = std::abs(w) + 1e-5f;
-    const auto bias = random_floats(s.OC, ++stream, 1.0);
+    const auto bias = random_floats(kSeed, s.OC, ++stream, 1.0);
     for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
       std::vector<float> expected(s.BT * s.OC, -1.0f), actual(s.BT * s.OC, -2.0f);
       reference::int8_matmul_forward(expected.data(), inp.data(), weight.data(), 0.0173f,
@@ -96,7 +76,7 @@ TEST(Int8Matmul, ReferenceDequantisesWithBothScalesAndBias) {
 
 TEST(QuantizeInt8, CpuEqualsReferenceAndSaturates) {
   const i64 n = 3 * 8192 + 77;  // ends inside a cpu chunk
-  auto inp = random_floats(n, 99, 3.0);
+  auto inp = random_floats(kSeed, n, 99, 3.0);
   inp[0] = 1e30f, inp[1] = -1e30f, inp[2] = 0.5f * 0.05f, inp[3] = 1.5f * 0.05f, inp[4] = -0.0f;
   std::vector<std::int8_t> expected(n, 1), actual(n, 2);
   reference::quantize_int8(expected.data(), inp.data(), 0.05f, n);
@@ -113,7 +93,7 @@ TEST(QuantizeInt8, CpuEqualsReferenceAndSaturates) {
 // int8_matmul_isa_* tests) it sums every shape above, else it declines and the own kernel sums.
 TEST(Int8Matmul, OnednnSumsExactlyWhereItHasInt8DotProducts) {
   const i64 BT = 65, C = 257, OC = 31;
-  const auto inp = random_int8(BT * C, 7), weight = random_int8(OC * C, 8);
+  const auto inp = random_int8(kSeed, BT * C, 7), weight = random_int8(kSeed, OC * C, 8);
   std::vector<std::int32_t> sums(BT * OC, -1);
   const bool summed = cpu::onednn_int8_sums(sums.data(), inp.data(), weight.data(), BT, C, OC);
   EXPECT_EQ(summed, onednn_has_int8_dot_products()) << "oneDNN ISA " << onednn_cpu_isa();

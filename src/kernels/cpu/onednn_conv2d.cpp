@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "kernels/cpu/onednn_conv_shape.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -30,22 +31,6 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
-
-struct ConvShape {
-  i64 N, C, H, W, OC, KH, KW, stride, pad;
-  i64 OH() const { return (H + 2 * pad - KH) / stride + 1; }
-  i64 OW() const { return (W + 2 * pad - KW) / stride + 1; }
-  memory::dims src() const { return {N, C, H, W}; }
-  memory::dims weights() const { return {OC, C, KH, KW}; }
-  memory::dims dst() const { return {N, OC, OH(), OW()}; }
-  memory::dims strides() const { return {stride, stride}; }
-  memory::dims padding_l() const { return {pad, pad}; }
-  // The right padding that makes oneDNN's output extent ours exactly: pad, less the rows the
-  // stride leaves unread (at most stride - 1).
-  memory::dims padding_r() const {
-    return {(OH() - 1) * stride + KH - H - pad, (OW() - 1) * stride + KW - W - pad};
-  }
-};
 
 enum class Pass { forward, forward_bias, backward_data, backward_weights, backward_weights_bias };
 
@@ -237,16 +222,6 @@ class Call {
   std::unordered_map<int, memory> args_;
   std::vector<Pending> after_;
 };
-
-ConvShape checked_shape(const char* kernel, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
-                        i64 pad) {
-  const ConvShape s{N, C, H, W, OC, KH, KW, stride, pad};
-  SB_CHECK(N > 0 && C > 0 && OC > 0 && KH > 0 && KW > 0 && stride > 0 && pad >= 0 && H + 2 * pad >= KH &&
-               W + 2 * pad >= KW,
-           "oneDNN {}: N={} C={} H={} W={} OC={} kernel {}x{} stride {} padding {} has no output", kernel, N, C, H,
-           W, OC, KH, KW, stride, pad);
-  return s;
-}
 
 template <class T>
 void run_forward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* out, const T* inp, const T* weight,

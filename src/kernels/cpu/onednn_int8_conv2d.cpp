@@ -11,6 +11,7 @@
 
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
+#include "kernels/cpu/onednn_conv_shape.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -20,18 +21,9 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-struct Shape {
-  i64 N, C, H, W, OC, KH, KW, stride, pad;
-  i64 OH() const { return (H + 2 * pad - KH) / stride + 1; }
-  i64 OW() const { return (W + 2 * pad - KW) / stride + 1; }
-  // The right padding that makes oneDNN's output extent ours: pad, less what the stride leaves unread.
-  memory::dims padding_r() const { return {(OH() - 1) * stride + KH - H - pad, (OW() - 1) * stride + KW - W - pad}; }
-  i64 weight_bytes() const { return OC * C * KH * KW; }
-};
-
 using ShapeKey = std::tuple<i64, i64, i64, i64, i64, i64, i64, i64, i64>;
 
-ShapeKey key_of(const Shape& s) { return {s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad}; }
+ShapeKey key_of(const ConvShape& s) { return {s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad}; }
 
 // A 64-bit FNV-1a digest of the weight bytes, eight at a time: a tensor whose values changed
 // (or a new tensor at a freed one's address) is reordered again.
@@ -54,14 +46,13 @@ struct Conv {
 
 // src (N,C,H,W) s8 as nhwc, weights in the layout oneDNN picks, dst s32 as nhwc; nullopt where
 // oneDNN's choice is not a VNNI or AMX kernel.
-std::optional<Conv> make_conv(const Shape& s, const dnnl::engine& engine) {
+std::optional<Conv> make_conv(const ConvShape& s, const dnnl::engine& engine) {
   Conv conv;
-  conv.src = memory::desc({s.N, s.C, s.H, s.W}, dt::s8, tag::nhwc);
-  conv.dst = memory::desc({s.N, s.OC, s.OH(), s.OW()}, dt::s32, tag::nhwc);
-  const memory::desc any_weights({s.OC, s.C, s.KH, s.KW}, dt::s8, tag::any);
+  conv.src = memory::desc(s.src(), dt::s8, tag::nhwc);
+  conv.dst = memory::desc(s.dst(), dt::s32, tag::nhwc);
+  const memory::desc any_weights(s.weights(), dt::s8, tag::any);
   const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             conv.src, any_weights, conv.dst, {s.stride, s.stride}, {s.pad, s.pad},
-                                             s.padding_r());
+                                             conv.src, any_weights, conv.dst, s.strides(), s.padding_l(), s.padding_r());
   const dnnl::convolution_forward::primitive_desc pd(desc, engine);
   const std::string_view impl = pd.impl_info_str();
   if (impl.find("vnni") == std::string_view::npos && impl.find("amx") == std::string_view::npos) return std::nullopt;
@@ -85,7 +76,7 @@ constexpr std::size_t kMaxPreparedWeights = 1024;
 // reordered weights (per weight address and shape).
 class Int8Convolutions {
  public:
-  bool run(std::int32_t* acc, const std::int8_t* inp, const std::int8_t* weight, const Shape& s) {
+  bool run(std::int32_t* acc, const std::int8_t* inp, const std::int8_t* weight, const ConvShape& s) {
     std::lock_guard<std::mutex> lock(mutex_);
     const ShapeKey key = key_of(s);
     auto found = convs_.find(key);
@@ -100,8 +91,8 @@ class Int8Convolutions {
   }
 
  private:
-  const memory& prepared(const Conv& conv, const std::int8_t* weight, const Shape& s) {
-    const std::uint64_t d = digest(weight, s.weight_bytes());
+  const memory& prepared(const Conv& conv, const std::int8_t* weight, const ConvShape& s) {
+    const std::uint64_t d = digest(weight, s.OC * s.C * s.KH * s.KW);
     const auto key = std::make_pair(weight, key_of(s));
     auto found = weights_.find(key);
     if (found != weights_.end() && found->second.digest == d) return found->second.values;
@@ -112,7 +103,7 @@ class Int8Convolutions {
     PreparedWeights& p = found->second;
     p.digest = d;
     p.values = memory(conv.weights, engine_);
-    memory plain(memory::desc({s.OC, s.C, s.KH, s.KW}, dt::s8, tag::oihw), engine_, writable(weight));
+    memory plain(memory::desc(s.weights(), dt::s8, tag::oihw), engine_, writable(weight));
     dnnl::reorder(plain, p.values).execute(stream_, plain, p.values);
     stream_.wait();
     return p.values;
@@ -129,11 +120,7 @@ class Int8Convolutions {
 
 bool onednn_int8_conv2d_sums(std::int32_t* acc, const std::int8_t* inp, const std::int8_t* weight, i64 N, i64 C,
                              i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
-  const Shape s{N, C, H, W, OC, KH, KW, stride, pad};
-  SB_CHECK(N > 0 && C > 0 && OC > 0 && KH > 0 && KW > 0 && stride > 0 && pad >= 0 && H + 2 * pad >= KH &&
-               W + 2 * pad >= KW,
-           "oneDNN int8 convolution: N={} C={} H={} W={} OC={} kernel {}x{} stride {} padding {} has no output", N,
-           C, H, W, OC, KH, KW, stride, pad);
+  const ConvShape s = checked_shape("int8 convolution", N, C, H, W, OC, KH, KW, stride, pad);
   static const bool available = onednn_has_int8_dot_products();
   if (!available) return false;
   static Int8Convolutions convolutions;
