@@ -12,6 +12,7 @@
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
 #include "core/device_memory.hpp"
+#include "kernels/cpu/bf16_batchnorm2d.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
 #include "kernels/cpu/onednn_conv2d.hpp"
 
@@ -145,6 +146,7 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
   if constexpr (std::is_same_v<S, bf16>) {
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
+    host_bf16_ = backend == Backend::cpu;
   }
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
     conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
@@ -454,6 +456,9 @@ void StorageKernels<S>::batchnorm2d_channel_sums(double* sums, const S* inp, i64
   const CallRecord record(recorder_, "batchnorm2d_channel_sums", {N, C, HW},
                           batchnorm2d_channel_sums_work(N, C, HW, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::batchnorm2d_channel_sums(sums, inp, N, C, HW);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_channel_sums(sums, w.in(inp, N * C * HW), N, C, HW);
 }
@@ -474,6 +479,10 @@ void StorageKernels<S>::batchnorm2d_forward_apply(S* out, const S* inp, const fl
   const CallRecord record(recorder_, "batchnorm2d_forward_apply", {N, C, HW, residual ? 1 : 0, relu ? 1 : 0},
                           batchnorm2d_forward_apply_work(N, C, HW, residual != nullptr, relu, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_)
+      return cpu::batchnorm2d_forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_forward_apply(w.out(out, N * C * HW), w.in(inp, N * C * HW), mean, rstd, w.in(weight, C),
                                 w.in(bias, C), w.in(residual, N * C * HW), relu, N, C, HW);
@@ -486,6 +495,10 @@ void StorageKernels<S>::batchnorm2d_backward_sums(double* sums, float* dweight, 
   const CallRecord record(recorder_, "batchnorm2d_backward_sums", {N, C, HW},
                           batchnorm2d_backward_sums_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_)
+      return cpu::batchnorm2d_backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_backward_sums(sums, dweight, dbias, w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
                                 w.in(inp, N * C * HW), mean, rstd, N, C, HW);
@@ -498,6 +511,10 @@ void StorageKernels<S>::batchnorm2d_backward_apply(S* dinp, const S* dout, const
   const CallRecord record(recorder_, "batchnorm2d_backward_apply", {N, C, HW},
                           batchnorm2d_backward_apply_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_)
+      return cpu::batchnorm2d_backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
+  }
   Widened<S> w(*k_, scratch_.get());  // dinp is overwritten
   k_->batchnorm2d_backward_apply(w.out(dinp, N * C * HW), w.in(dout, N * C * HW), w.in(relu_out, N * C * HW),
                                  w.in(inp, N * C * HW), w.in(weight, C), mean, rstd, sums, count, N, C, HW);
@@ -507,6 +524,9 @@ template <class S>
 void StorageKernels<S>::relu_backward(S* dinp, const S* out, const S* dout, i64 N) {
   const CallRecord record(recorder_, "relu_backward", {N}, relu_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::relu_backward(dinp, out, dout, N);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->relu_backward(w.inout(dinp, N), w.in(out, N), w.in(dout, N), N);
 }

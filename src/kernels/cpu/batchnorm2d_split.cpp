@@ -2,22 +2,43 @@
 // BatchNorm2d split at its per-channel reductions, Kokkos over channels for the sums (rows
 // vectorised, added in double in row order: deterministic) and over (image, channel) rows
 // for the elementwise passes. The ReLU mask and the residual add are fused into the passes.
-// Leaves out Welford (the sums must be all-reducible).
+// Each pass is written once over the storage type S: float, and bf16 read and written as it
+// lies (cpu/bf16_batchnorm2d.hpp), each value widened in registers and each result rounded once,
+// so that a bf16 network's BatchNorm computes what widening its tensors to float and narrowing
+// the result did, without the passes over memory that costs.
+// Leaves out Welford (the sums must be all-reducible) and fp16 (widened by StorageKernels).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/cpu/bf16_batchnorm2d.hpp"
 #include "kernels/cpu/host_parallel.hpp"
+#include "precision/bf16.hpp"
 
 namespace sb::kernels::cpu {
 
 namespace {
 
-SB_CPU_VECTOR_CLONES
-void row_sum_and_squares(const float* x, i64 n, double& sum, double& sum_sq) {
+inline float widened(float x) { return x; }
+inline float widened(bf16 x) { return to_float(x); }
+template <class S>
+inline S stored(float x) {
+  if constexpr (std::is_same_v<S, float>)
+    return x;
+  else
+    return to_bf16(x);
+}
+
+// The row functions' bodies, inlined into one vector-cloned function per storage type below.
+// The sums are vectorised reductions: their order follows the vector width the compiler picks
+// for the storage type, so a bf16 row's sums may differ from its widened float row's in the last
+// bits; every elementwise result is the same bits.
+template <class S>
+[[gnu::always_inline]] inline void row_sum_and_squares_of(const S* x, i64 n, double& sum, double& sum_sq) {
   double a = 0, b = 0;
 #pragma omp simd reduction(+ : a, b)
   for (i64 i = 0; i < n; ++i) {
-    const double v = x[i];
+    const double v = widened(x[i]);
     a += v;
     b += v * v;
   }
@@ -26,39 +47,42 @@ void row_sum_and_squares(const float* x, i64 n, double& sum, double& sum_sq) {
 }
 
 // y = (x - m)·scale + shift (+ residual), then ReLU.
-SB_CPU_VECTOR_CLONES
-void apply_row(float* y, const float* x, float m, float scale, float shift,
-               const float* residual, bool relu, i64 n) {
+template <class S>
+[[gnu::always_inline]] inline void apply_row_of(S* y, const S* x, float m, float scale, float shift,
+                                                const S* residual, bool relu, i64 n) {
   if (residual) {
     if (relu) {
-      for (i64 i = 0; i < n; ++i) y[i] = std::max((x[i] - m) * scale + shift + residual[i], 0.0f);
+      for (i64 i = 0; i < n; ++i)
+        y[i] = stored<S>(std::max((widened(x[i]) - m) * scale + shift + widened(residual[i]), 0.0f));
     } else {
-      for (i64 i = 0; i < n; ++i) y[i] = (x[i] - m) * scale + shift + residual[i];
+      for (i64 i = 0; i < n; ++i) y[i] = stored<S>((widened(x[i]) - m) * scale + shift + widened(residual[i]));
     }
   } else if (relu) {
-    for (i64 i = 0; i < n; ++i) y[i] = std::max((x[i] - m) * scale + shift, 0.0f);
+    for (i64 i = 0; i < n; ++i) y[i] = stored<S>(std::max((widened(x[i]) - m) * scale + shift, 0.0f));
   } else {
-    for (i64 i = 0; i < n; ++i) y[i] = (x[i] - m) * scale + shift;
+    for (i64 i = 0; i < n; ++i) y[i] = stored<S>((widened(x[i]) - m) * scale + shift);
   }
 }
 
-// Σdy and Σdy (x - m) of one row, dy masked by relu_out when given.
-SB_CPU_VECTOR_CLONES
-void row_gradient_sums(const float* dy, const float* relu_out, const float* x, float m, i64 n,
-                       float& dy_sum, float& dy_centred_sum) {
+// Σdy and Σdy (x - m) of one row, dy masked by relu_out when given. Every operand is read
+// unconditionally, so that the mask compiles to a select (vectorised).
+template <class S>
+[[gnu::always_inline]] inline void row_gradient_sums_of(const S* dy, const S* relu_out, const S* x, float m, i64 n,
+                                                        float& dy_sum, float& dy_centred_sum) {
   float a = 0, b = 0;
   if (relu_out) {
 #pragma omp simd reduction(+ : a, b)
     for (i64 i = 0; i < n; ++i) {
-      const float g = relu_out[i] > 0.0f ? dy[i] : 0.0f;
+      const float d = widened(dy[i]);
+      const float g = widened(relu_out[i]) > 0.0f ? d : 0.0f;
       a += g;
-      b += g * (x[i] - m);
+      b += g * (widened(x[i]) - m);
     }
   } else {
 #pragma omp simd reduction(+ : a, b)
     for (i64 i = 0; i < n; ++i) {
-      a += dy[i];
-      b += dy[i] * (x[i] - m);
+      a += widened(dy[i]);
+      b += widened(dy[i]) * (widened(x[i]) - m);
     }
   }
   dy_sum = a;
@@ -67,20 +91,42 @@ void row_gradient_sums(const float* dy, const float* relu_out, const float* x, f
 
 // dx = dy·a - (x - m)·b - c, with a = weight·rstd, b = rstd²·dnorm_norm_mean,
 // c = rstd·dnorm_mean.
-SB_CPU_VECTOR_CLONES
-void backward_apply_row(float* dx, const float* dy, const float* relu_out, const float* x,
-                        float m, float a, float b, float c, i64 n) {
+template <class S>
+[[gnu::always_inline]] inline void backward_apply_row_of(S* dx, const S* dy, const S* relu_out, const S* x, float m,
+                                                         float a, float b, float c, i64 n) {
   if (relu_out) {
-    for (i64 i = 0; i < n; ++i)
-      dx[i] = (relu_out[i] > 0.0f ? dy[i] : 0.0f) * a - (x[i] - m) * b - c;
+    for (i64 i = 0; i < n; ++i) {
+      const float d = widened(dy[i]);
+      dx[i] = stored<S>((widened(relu_out[i]) > 0.0f ? d : 0.0f) * a - (widened(x[i]) - m) * b - c);
+    }
   } else {
-    for (i64 i = 0; i < n; ++i) dx[i] = dy[i] * a - (x[i] - m) * b - c;
+    for (i64 i = 0; i < n; ++i) dx[i] = stored<S>(widened(dy[i]) * a - (widened(x[i]) - m) * b - c);
   }
 }
 
-}  // namespace
+// One vector-cloned function per row body and storage type.
+#define SB_BATCHNORM_ROW_FUNCTIONS(S)                                                                           \
+  SB_CPU_VECTOR_CLONES void row_sum_and_squares(const S* x, i64 n, double& sum, double& sum_sq) {              \
+    row_sum_and_squares_of(x, n, sum, sum_sq);                                                                 \
+  }                                                                                                            \
+  SB_CPU_VECTOR_CLONES void apply_row(S* y, const S* x, float m, float scale, float shift, const S* residual, \
+                                      bool relu, i64 n) {                                                      \
+    apply_row_of(y, x, m, scale, shift, residual, relu, n);                                                    \
+  }                                                                                                            \
+  SB_CPU_VECTOR_CLONES void row_gradient_sums(const S* dy, const S* relu_out, const S* x, float m, i64 n,      \
+                                              float& dy_sum, float& dy_centred_sum) {                          \
+    row_gradient_sums_of(dy, relu_out, x, m, n, dy_sum, dy_centred_sum);                                       \
+  }                                                                                                            \
+  SB_CPU_VECTOR_CLONES void backward_apply_row(S* dx, const S* dy, const S* relu_out, const S* x, float m,     \
+                                               float a, float b, float c, i64 n) {                             \
+    backward_apply_row_of(dx, dy, relu_out, x, m, a, b, c, n);                                                 \
+  }
+SB_BATCHNORM_ROW_FUNCTIONS(float)
+SB_BATCHNORM_ROW_FUNCTIONS(bf16)
+#undef SB_BATCHNORM_ROW_FUNCTIONS
 
-SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) {
+template <class S>
+void channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW) {
   parallel_for_each("sb::batchnorm2d_channel_sums", C, [=](i64 c) {
     double sum = 0, sum_sq = 0;
     for (i64 n = 0; n < N; ++n) {
@@ -94,30 +140,19 @@ SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) {
   });
 }
 
-// C values: one thread, double, rounded once (as the reference).
-SB_DECLARE_BATCHNORM2D_STATISTICS(float, float) {
-  SB_CHECK(count > 1, "batchnorm2d_statistics: needs more than one value per channel, got {}",
-           count);
-  for (i64 c = 0; c < C; ++c) {
-    const double m = sums[c] / count;
-    const double biased_var = std::max(0.0, sums[C + c] / count - m * m);
-    mean[c] = static_cast<float>(m);
-    rstd[c] = static_cast<float>(1.0 / std::sqrt(biased_var + eps));
-    running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * m);
-    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] +
-                                        momentum * biased_var * count / (count - 1));
-  }
-}
-
-SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float, float) {
+template <class S>
+void forward_apply(S* out, const S* inp, const float* mean, const float* rstd, const S* weight, const S* bias,
+                   const S* residual, bool relu, i64 N, i64 C, i64 HW) {
   parallel_for_each("sb::batchnorm2d_forward_apply", N * C, [=](i64 nc) {
     const i64 c = nc % C;
-    apply_row(out + nc * HW, inp + nc * HW, mean[c], rstd[c] * weight[c], bias[c],
+    apply_row(out + nc * HW, inp + nc * HW, mean[c], rstd[c] * widened(weight[c]), widened(bias[c]),
               residual ? residual + nc * HW : nullptr, relu, HW);
   });
 }
 
-SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
+template <class S>
+void backward_sums(double* sums, float* dweight, float* dbias, const S* dout, const S* relu_out, const S* inp,
+                   const float* mean, const float* rstd, i64 N, i64 C, i64 HW) {
   parallel_for_each("sb::batchnorm2d_backward_sums", C, [=](i64 c) {
     const float m = mean[c];
     double dy_sum = 0, dy_centred_sum = 0;
@@ -137,17 +172,59 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
 }
 
 // dx = rstd (dy weight - dnorm_mean - (x - m) rstd dnorm_norm_mean), constants per channel.
-SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float, float) {
+template <class S>
+void backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp, const S* weight, const float* mean,
+                    const float* rstd, const double* sums, double count, i64 N, i64 C, i64 HW) {
   parallel_for_each("sb::batchnorm2d_backward_apply", N * C, [=](i64 nc) {
     const i64 c = nc % C;
-    const double s = rstd[c], w = weight[c];
+    const double s = rstd[c], w = widened(weight[c]);
     const double dnorm_mean = w * sums[c] / count, dnorm_norm_mean = w * sums[C + c] / count;
     const double b = s * s * dnorm_norm_mean;
     const i64 row = nc * HW;
-    backward_apply_row(dinp + row, dout + row, relu_out ? relu_out + row : nullptr, inp + row,
-                       mean[c], static_cast<float>(w * s), static_cast<float>(b),
-                       static_cast<float>(s * dnorm_mean), HW);
+    backward_apply_row(dinp + row, dout + row, relu_out ? relu_out + row : nullptr, inp + row, mean[c],
+                       static_cast<float>(w * s), static_cast<float>(b), static_cast<float>(s * dnorm_mean), HW);
   });
+}
+
+}  // namespace
+
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) { channel_sums(sums, inp, N, C, HW); }
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(bf16, float) { channel_sums(sums, inp, N, C, HW); }
+
+// C values: one thread, double, rounded once (as the reference).
+SB_DECLARE_BATCHNORM2D_STATISTICS(float, float) {
+  SB_CHECK(count > 1, "batchnorm2d_statistics: needs more than one value per channel, got {}",
+           count);
+  for (i64 c = 0; c < C; ++c) {
+    const double m = sums[c] / count;
+    const double biased_var = std::max(0.0, sums[C + c] / count - m * m);
+    mean[c] = static_cast<float>(m);
+    rstd[c] = static_cast<float>(1.0 / std::sqrt(biased_var + eps));
+    running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * m);
+    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] +
+                                        momentum * biased_var * count / (count - 1));
+  }
+}
+
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float, float) {
+  forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
+}
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(bf16, float) {
+  forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
+}
+
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
+  backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
+}
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(bf16, float) {
+  backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
+}
+
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float, float) {
+  backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
+}
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(bf16, float) {
+  backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
 }
 
 }  // namespace sb::kernels::cpu

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReLU with Kokkos over chunks, each chunk one vectorised loop; the backward masks with the
-// forward output, so the forward may run in place. Leaves out leaky and clipped variants.
+// forward output, so the forward may run in place. The backward also over bf16 as it lies
+// (cpu/bf16_batchnorm2d.hpp): widened in registers, the sum rounded once. Leaves out leaky and
+// clipped variants.
+#include "kernels/cpu/bf16_batchnorm2d.hpp"
 #include "kernels/cpu/host_parallel.hpp"
+#include "precision/bf16.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -18,6 +22,14 @@ void relu_backward_chunk(float* dinp, const float* out, const float* dout, i64 n
   for (i64 i = 0; i < n; ++i) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+SB_CPU_VECTOR_CLONES
+void relu_backward_chunk(bf16* dinp, const bf16* out, const bf16* dout, i64 n) {
+  for (i64 i = 0; i < n; ++i) {
+    const float d = to_float(dout[i]);  // read unconditionally: the mask compiles to a select
+    dinp[i] = to_bf16(to_float(dinp[i]) + (to_float(out[i]) > 0.0f ? d : 0.0f));
+  }
+}
+
 }  // namespace
 
 SB_DECLARE_RELU_FORWARD(float, float) {
@@ -27,6 +39,12 @@ SB_DECLARE_RELU_FORWARD(float, float) {
 }
 
 SB_DECLARE_RELU_BACKWARD(float, float) {
+  parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
+    relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
+  });
+}
+
+SB_DECLARE_RELU_BACKWARD(bf16, float) {
   parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
   });

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cpu back-end's BatchNorm2d passes and ReLU backward over bf16 as it lies
+// (kernels/cpu/bf16_batchnorm2d.hpp) compute what widening every operand to float, running the
+// float kernel and rounding the result to bf16 once did (and still does on other back-ends):
+// the elementwise results bit for bit, the per-channel sums within 1e-6 relative (a vectorised
+// reduction's order follows the type's vector width), over channel sums, the forward with and without residual
+// and ReLU, the backward sums with and without the ReLU mask, the backward apply, over rows that
+// are not multiples of a vector (HW 49, 13, 1) and ties at zero. StorageKernels<bf16> takes
+// them on the cpu only. Leaves out fp16 (widened) and cuda.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/memory.hpp"
+#include "core/rng.hpp"
+#include "kernels/cpu/bf16_batchnorm2d.hpp"
+#include "kernels/storage_kernels.hpp"
+#include "precision/bf16.hpp"
+
+namespace sb::kernels::testing {
+namespace {
+
+std::vector<bf16> random_bf16(i64 n, std::uint64_t stream, double scale) {
+  const CounterRng rng(17, stream);
+  std::vector<bf16> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = to_bf16(static_cast<float>(scale * rng.normal(i)));
+  for (i64 i = 0; i < n; i += 7) v[i] = to_bf16(0.0f);  // ReLU's tie
+  return v;
+}
+
+std::vector<float> widened(const std::vector<bf16>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
+  return out;
+}
+
+std::vector<bf16> narrowed(const std::vector<float>& v) {
+  std::vector<bf16> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bf16(v[i]);
+  return out;
+}
+
+// Index of the first value whose bits differ, or -1.
+template <class T>
+i64 first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<i64>(i);
+  return -1;
+}
+
+struct Shape {
+  i64 N, C, HW;
+  i64 size() const { return N * C * HW; }
+  std::string text() const { return "N=" + std::to_string(N) + " C=" + std::to_string(C) + " HW=" + std::to_string(HW); }
+};
+
+const Shape kShapes[] = {{4, 16, 49}, {3, 5, 13}, {2, 3, 1}, {2, 8, 196}};
+
+// Per-channel statistics the passes take: mean and rstd from the channel sums.
+struct Statistics {
+  std::vector<float> mean, rstd, running_mean, running_var;
+  std::vector<double> sums;
+};
+
+Statistics statistics_of(const std::vector<float>& x, const Shape& s) {
+  Statistics st{std::vector<float>(s.C), std::vector<float>(s.C), std::vector<float>(s.C, 0.0f),
+                std::vector<float>(s.C, 1.0f), std::vector<double>(2 * s.C)};
+  cpu::batchnorm2d_channel_sums(st.sums.data(), x.data(), s.N, s.C, s.HW);
+  cpu::batchnorm2d_statistics(st.mean.data(), st.rstd.data(), st.running_mean.data(), st.running_var.data(),
+                              st.sums.data(), static_cast<double>(s.N * s.HW) + 1.0, s.C, 0.1, 1e-5);
+  return st;
+}
+
+TEST(Bf16BatchNorm2d, ChannelSumsMatchTheWidenedKernel) {
+  std::uint64_t stream = 0;
+  for (const Shape& s : kShapes) {
+    const auto x = random_bf16(s.size(), ++stream, 2.0);
+    std::vector<double> expected(2 * s.C), actual(2 * s.C);
+    cpu::batchnorm2d_channel_sums(expected.data(), widened(x).data(), s.N, s.C, s.HW);
+    cpu::batchnorm2d_channel_sums(actual.data(), x.data(), s.N, s.C, s.HW);
+    for (i64 i = 0; i < 2 * s.C; ++i) EXPECT_NEAR(actual[i], expected[i], 1e-6 * (1.0 + std::abs(expected[i])));
+  }
+}
+
+TEST(Bf16BatchNorm2d, ForwardApplyEqualsTheWidenedKernel) {
+  std::uint64_t stream = 100;
+  for (const Shape& s : kShapes) {
+    const auto x = random_bf16(s.size(), ++stream, 2.0), residual = random_bf16(s.size(), ++stream, 1.0);
+    const auto weight = random_bf16(s.C, ++stream, 1.0), bias = random_bf16(s.C, ++stream, 0.5);
+    const Statistics st = statistics_of(widened(x), s);
+    for (const bool with_residual : {false, true})
+      for (const bool relu : {false, true}) {
+        std::vector<float> wide(s.size());
+        cpu::batchnorm2d_forward_apply(wide.data(), widened(x).data(), st.mean.data(), st.rstd.data(),
+                                       widened(weight).data(), widened(bias).data(),
+                                       with_residual ? widened(residual).data() : nullptr, relu, s.N, s.C, s.HW);
+        std::vector<bf16> actual(s.size());
+        cpu::batchnorm2d_forward_apply(actual.data(), x.data(), st.mean.data(), st.rstd.data(), weight.data(),
+                                       bias.data(), with_residual ? residual.data() : nullptr, relu, s.N, s.C, s.HW);
+        EXPECT_EQ(first_difference(actual, narrowed(wide)), -1)
+            << s.text() << " residual " << with_residual << " relu " << relu;
+      }
+  }
+}
+
+TEST(Bf16BatchNorm2d, BackwardMatchesTheWidenedKernels) {
+  std::uint64_t stream = 200;
+  for (const Shape& s : kShapes) {
+    const auto x = random_bf16(s.size(), ++stream, 2.0), dout = random_bf16(s.size(), ++stream, 1.0),
+               relu_out = random_bf16(s.size(), ++stream, 1.0), weight = random_bf16(s.C, ++stream, 1.0);
+    const Statistics st = statistics_of(widened(x), s);
+    const double count = static_cast<double>(s.N * s.HW);
+    for (const bool relu : {false, true}) {
+      std::vector<double> wide_sums(2 * s.C), sums(2 * s.C);
+      std::vector<float> wide_dweight(s.C, 0.5f), wide_dbias(s.C, -0.5f), dweight(s.C, 0.5f), dbias(s.C, -0.5f);
+      const std::vector<float> x_f = widened(x), dout_f = widened(dout), relu_f = widened(relu_out);
+      cpu::batchnorm2d_backward_sums(wide_sums.data(), wide_dweight.data(), wide_dbias.data(), dout_f.data(),
+                                     relu ? relu_f.data() : nullptr, x_f.data(), st.mean.data(), st.rstd.data(), s.N,
+                                     s.C, s.HW);
+      cpu::batchnorm2d_backward_sums(sums.data(), dweight.data(), dbias.data(), dout.data(),
+                                     relu ? relu_out.data() : nullptr, x.data(), st.mean.data(), st.rstd.data(), s.N,
+                                     s.C, s.HW);
+      for (i64 c = 0; c < s.C; ++c) {
+        EXPECT_NEAR(sums[c], wide_sums[c], 1e-5 * (1.0 + std::abs(wide_sums[c]))) << s.text() << " relu " << relu;
+        EXPECT_NEAR(sums[s.C + c], wide_sums[s.C + c], 1e-5 * (1.0 + std::abs(wide_sums[s.C + c])));
+        EXPECT_NEAR(dweight[c], wide_dweight[c], 1e-5f * (1.0f + std::abs(wide_dweight[c])));
+        EXPECT_NEAR(dbias[c], wide_dbias[c], 1e-5f * (1.0f + std::abs(wide_dbias[c])));
+      }
+
+      std::vector<float> wide_dinp(s.size());
+      cpu::batchnorm2d_backward_apply(wide_dinp.data(), dout_f.data(), relu ? relu_f.data() : nullptr, x_f.data(),
+                                      widened(weight).data(), st.mean.data(), st.rstd.data(), wide_sums.data(), count,
+                                      s.N, s.C, s.HW);
+      std::vector<bf16> dinp(s.size());
+      cpu::batchnorm2d_backward_apply(dinp.data(), dout.data(), relu ? relu_out.data() : nullptr, x.data(),
+                                      weight.data(), st.mean.data(), st.rstd.data(), wide_sums.data(), count, s.N,
+                                      s.C, s.HW);
+      EXPECT_EQ(first_difference(dinp, narrowed(wide_dinp)), -1) << s.text() << " relu " << relu;
+    }
+  }
+}
+
+TEST(Bf16BatchNorm2d, ReluBackwardEqualsTheWidenedKernel) {
+  const i64 n = 100'003;  // chunks of the elementwise split and a tail
+  const auto out = random_bf16(n, 301, 1.0), dout = random_bf16(n, 302, 1.0), dinp0 = random_bf16(n, 303, 1.0);
+  std::vector<float> wide = widened(dinp0);
+  cpu::relu_backward(wide.data(), widened(out).data(), widened(dout).data(), n);
+  std::vector<bf16> actual = dinp0;
+  cpu::relu_backward(actual.data(), out.data(), dout.data(), n);
+  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1);
+}
+
+TEST(Bf16BatchNorm2d, StorageKernelsTakeThemOnTheCpuOnly) {
+  MemoryTracker tracker;
+  EXPECT_TRUE(StorageKernels<bf16>(Backend::cpu, tracker).native_batchnorm());
+  EXPECT_FALSE(StorageKernels<bf16>(Backend::reference, tracker).native_batchnorm());
+  EXPECT_FALSE(StorageKernels<fp16>(Backend::cpu, tracker).native_batchnorm());
+  EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).native_batchnorm());
+}
+
+}  // namespace
+}  // namespace sb::kernels::testing
