@@ -12,7 +12,7 @@
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
 #include "core/device_memory.hpp"
-#include "kernels/cpu/bf16_batchnorm2d.hpp"
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
 #include "kernels/cpu/onednn_conv2d.hpp"
 
@@ -146,7 +146,7 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
   if constexpr (std::is_same_v<S, bf16>) {
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
-    host_bf16_ = backend == Backend::cpu;
+    host_bf16_ = backend == Backend::cpu;  // cpu/bf16_elementwise.hpp
   }
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
     conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
@@ -251,6 +251,9 @@ void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, cons
   const CallRecord record(recorder_, "layernorm_forward", {N, C}, layernorm_forward_work(N, C, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_forward(w.out(out, N * C), mean, rstd, w.in(inp, N * C), w.in(weight, C), w.in(bias, C), N, C);
 }
@@ -261,6 +264,9 @@ void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias
   const CallRecord record(recorder_, "layernorm_backward", {N, C}, layernorm_backward_work(N, C, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_backward(w.inout(dinp, N * C), dweight, dbias, w.in(dout, N * C), w.in(inp, N * C),
                          w.in(weight, C), mean, rstd, N, C);
@@ -293,6 +299,9 @@ void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
   const CallRecord record(recorder_, "gelu_forward", {N}, gelu_forward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->gelu_forward(out, inp, N);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::gelu_forward(out, inp, N);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_forward(w.out(out, N), w.in(inp, N), N);
 }
@@ -302,6 +311,9 @@ void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 
   const CallRecord record(recorder_, "gelu_backward", {N}, gelu_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->gelu_backward(dinp, inp, dout, N);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::gelu_backward(dinp, inp, dout, N);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_backward(w.inout(dinp, N), w.in(inp, N), w.in(dout, N), N);
 }
@@ -311,6 +323,9 @@ void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) 
   const CallRecord record(recorder_, "residual_forward", {N}, residual_forward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->residual_forward(out, a, b, N);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::residual_forward(out, a, b, N);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->residual_forward(w.out(out, N), w.in(a, N), w.in(b, N), N);
 }
@@ -320,6 +335,9 @@ void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
   const CallRecord record(recorder_, "residual_backward", {N}, residual_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->residual_backward(da, db, dout, N);
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (host_bf16_) return cpu::residual_backward(da, db, dout, N);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->residual_backward(w.inout(da, N), w.inout(db, N), w.in(dout, N), N);
 }

@@ -3,31 +3,20 @@
 // vectorised, added in double in row order: deterministic) and over (image, channel) rows
 // for the elementwise passes. The ReLU mask and the residual add are fused into the passes.
 // Each pass is written once over the storage type S: float, and bf16 read and written as it
-// lies (cpu/bf16_batchnorm2d.hpp), each value widened in registers and each result rounded once,
+// lies (cpu/bf16_elementwise.hpp), each value widened in registers and each result rounded once,
 // so that a bf16 network's BatchNorm computes what widening its tensors to float and narrowing
 // the result did, without the passes over memory that costs.
 // Leaves out Welford (the sums must be all-reducible) and fp16 (widened by StorageKernels).
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
-#include "kernels/cpu/bf16_batchnorm2d.hpp"
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/host_parallel.hpp"
-#include "precision/bf16.hpp"
+#include "kernels/cpu/storage_values.hpp"
 
 namespace sb::kernels::cpu {
 
 namespace {
-
-inline float widened(float x) { return x; }
-inline float widened(bf16 x) { return to_float(x); }
-template <class S>
-inline S stored(float x) {
-  if constexpr (std::is_same_v<S, float>)
-    return x;
-  else
-    return to_bf16(x);
-}
 
 // The row functions' bodies, inlined into one vector-cloned function per storage type below.
 // The sums are vectorised reductions: their order follows the vector width the compiler picks

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
-// gradients in a second pass over column blocks. Leaves out one-pass (Welford) statistics.
+// gradients in a second pass over column blocks. Written once over the storage type (float, and
+// bf16 as it lies: cpu/bf16_elementwise.hpp), compiled without fp contraction so both round
+// alike. Leaves out one-pass (Welford) statistics.
+#include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/host_parallel.hpp"
+#include "kernels/cpu/storage_values.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -13,50 +18,65 @@ constexpr float kLayernormEps = 1e-5f;
 // dweight/dbias columns per task: 32 floats, two cache lines per row.
 constexpr i64 kLayernormColumnBlock = 32;
 
-SB_CPU_VECTOR_CLONES
-void layernorm_forward_row(float* y, float* mean, float* rstd, const float* x,
-                           const float* weight, const float* bias, i64 C) {
+template <class S>
+[[gnu::always_inline]] inline void layernorm_forward_row_of(S* y, float* mean, float* rstd, const S* x, const S* weight,
+                                                            const S* bias, i64 C) {
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (i64 c = 0; c < C; ++c) sum += x[c];
+  for (i64 c = 0; c < C; ++c) sum += widened(x[c]);
   const float m = sum / static_cast<float>(C);
   float sum_sq = 0;
 #pragma omp simd reduction(+ : sum_sq)
-  for (i64 c = 0; c < C; ++c) sum_sq += (x[c] - m) * (x[c] - m);
+  for (i64 c = 0; c < C; ++c) sum_sq += (widened(x[c]) - m) * (widened(x[c]) - m);
   const float s = 1.0f / std::sqrt(sum_sq / static_cast<float>(C) + kLayernormEps);
-  for (i64 c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  for (i64 c = 0; c < C; ++c) y[c] = stored<S>((widened(x[c]) - m) * s * widened(weight[c]) + widened(bias[c]));
   *mean = m;
   *rstd = s;
 }
 
 // dx += rstd (dnorm - mean(dnorm) - norm mean(dnorm norm)), dnorm = dy weight.
-SB_CPU_VECTOR_CLONES
-void layernorm_backward_row(float* dx, const float* dy, const float* x, const float* weight,
-                            float m, float s, i64 C) {
+template <class S>
+[[gnu::always_inline]] inline void layernorm_backward_row_of(S* dx, const S* dy, const S* x, const S* weight, float m,
+                                                             float s, i64 C) {
   float dnorm_sum = 0, dnorm_norm_sum = 0;
 #pragma omp simd reduction(+ : dnorm_sum, dnorm_norm_sum)
   for (i64 c = 0; c < C; ++c) {
-    const float dnorm = dy[c] * weight[c];
+    const float dnorm = widened(dy[c]) * widened(weight[c]);
     dnorm_sum += dnorm;
-    dnorm_norm_sum += dnorm * ((x[c] - m) * s);
+    dnorm_norm_sum += dnorm * ((widened(x[c]) - m) * s);
   }
   const float dnorm_mean = dnorm_sum / static_cast<float>(C);
   const float dnorm_norm_mean = dnorm_norm_sum / static_cast<float>(C);
   for (i64 c = 0; c < C; ++c) {
-    const float norm = (x[c] - m) * s;
-    dx[c] += (dy[c] * weight[c] - dnorm_mean - norm * dnorm_norm_mean) * s;
+    const float norm = (widened(x[c]) - m) * s;
+    dx[c] = stored<S>(widened(dx[c]) + (widened(dy[c]) * widened(weight[c]) - dnorm_mean - norm * dnorm_norm_mean) * s);
   }
 }
 
-}  // namespace
+#define SB_LAYERNORM_ROWS(S)                                                                                  \
+  SB_CPU_VECTOR_CLONES void layernorm_forward_row(S* y, float* mean, float* rstd, const S* x, const S* weight, \
+                                                  const S* bias, i64 C) {                                    \
+    layernorm_forward_row_of(y, mean, rstd, x, weight, bias, C);                                              \
+  }                                                                                                           \
+  SB_CPU_VECTOR_CLONES void layernorm_backward_row(S* dx, const S* dy, const S* x, const S* weight, float m,   \
+                                                   float s, i64 C) {                                          \
+    layernorm_backward_row_of(dx, dy, x, weight, m, s, C);                                                    \
+  }
+SB_LAYERNORM_ROWS(float)
+SB_LAYERNORM_ROWS(bf16)
+#undef SB_LAYERNORM_ROWS
 
-SB_DECLARE_LAYERNORM_FORWARD(float, float) {
+template <class S>
+void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
+                           i64 C) {
   parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
     layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
   });
 }
 
-SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
+template <class S>
+void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
+                            const float* mean, const float* rstd, i64 N, i64 C) {
   parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
     layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
   });
@@ -68,12 +88,12 @@ SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
     const i64 width = std::min(kLayernormColumnBlock, C - c0);
     float dweight_sum[kLayernormColumnBlock] = {}, dbias_sum[kLayernormColumnBlock] = {};
     for (i64 n = 0; n < N; ++n) {
-      const float* x = inp + n * C + c0;
-      const float* dy = dout + n * C + c0;
+      const S* x = inp + n * C + c0;
+      const S* dy = dout + n * C + c0;
       const float m = mean[n], s = rstd[n];
       for (i64 j = 0; j < width; ++j) {
-        dweight_sum[j] += dy[j] * ((x[j] - m) * s);
-        dbias_sum[j] += dy[j];
+        dweight_sum[j] += widened(dy[j]) * ((widened(x[j]) - m) * s);
+        dbias_sum[j] += widened(dy[j]);
       }
     }
     for (i64 j = 0; j < width; ++j) {
@@ -81,6 +101,17 @@ SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
       dbias[c0 + j] += dbias_sum[j];
     }
   });
+}
+
+}  // namespace
+
+SB_DECLARE_LAYERNORM_FORWARD(float, float) { layernorm_forward_all(out, mean, rstd, inp, weight, bias, N, C); }
+SB_DECLARE_LAYERNORM_FORWARD(bf16, float) { layernorm_forward_all(out, mean, rstd, inp, weight, bias, N, C); }
+SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
+  layernorm_backward_all(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+SB_DECLARE_LAYERNORM_BACKWARD(bf16, float) {
+  layernorm_backward_all(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 }  // namespace sb::kernels::cpu

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReLU with Kokkos over chunks, each chunk one vectorised loop; the backward masks with the
 // forward output, so the forward may run in place. The backward also over bf16 as it lies
-// (cpu/bf16_batchnorm2d.hpp): widened in registers, the sum rounded once. Leaves out leaky and
+// (cpu/bf16_elementwise.hpp): widened in registers, the sum rounded once. Leaves out leaky and
 // clipped variants.
-#include "kernels/cpu/bf16_batchnorm2d.hpp"
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "precision/bf16.hpp"
 

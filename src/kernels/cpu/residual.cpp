@@ -1,23 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
-// Residual connection with Kokkos over chunks: memory-bound, so plain vectorised loops.
+// Residual connection with Kokkos over chunks: memory-bound, so plain vectorised loops, written
+// once over the storage type (float, and bf16 as it lies: cpu/bf16_elementwise.hpp).
 // Leaves out fusing the residual into neighbouring kernels.
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/host_parallel.hpp"
+#include "kernels/cpu/storage_values.hpp"
 
 namespace sb::kernels::cpu {
 
-SB_DECLARE_RESIDUAL_FORWARD(float, float) {
+namespace {
+
+#define SB_RESIDUAL_CHUNKS(S)                                                                 \
+  SB_CPU_VECTOR_CLONES void residual_forward_chunk(S* out, const S* a, const S* b, i64 n) {   \
+    for (i64 i = 0; i < n; ++i) out[i] = stored<S>(widened(a[i]) + widened(b[i]));            \
+  }                                                                                           \
+  SB_CPU_VECTOR_CLONES void residual_backward_chunk(S* da, S* db, const S* dout, i64 n) {     \
+    for (i64 i = 0; i < n; ++i) {                                                             \
+      const float d = widened(dout[i]);                                                       \
+      da[i] = stored<S>(widened(da[i]) + d);                                                  \
+      db[i] = stored<S>(widened(db[i]) + d);                                                  \
+    }                                                                                         \
+  }
+SB_RESIDUAL_CHUNKS(float)
+SB_RESIDUAL_CHUNKS(bf16)
+#undef SB_RESIDUAL_CHUNKS
+
+template <class S>
+void residual_forward_all(S* out, const S* a, const S* b, i64 N) {
   parallel_for_chunks("sb::residual_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
-    for (i64 i = begin; i < end; ++i) out[i] = a[i] + b[i];
+    residual_forward_chunk(out + begin, a + begin, b + begin, end - begin);
   });
 }
 
-SB_DECLARE_RESIDUAL_BACKWARD(float, float) {
+template <class S>
+void residual_backward_all(S* da, S* db, const S* dout, i64 N) {
   parallel_for_chunks("sb::residual_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
-    for (i64 i = begin; i < end; ++i) {
-      da[i] += dout[i];
-      db[i] += dout[i];
-    }
+    residual_backward_chunk(da + begin, db + begin, dout + begin, end - begin);
   });
 }
+
+}  // namespace
+
+SB_DECLARE_RESIDUAL_FORWARD(float, float) { residual_forward_all(out, a, b, N); }
+SB_DECLARE_RESIDUAL_FORWARD(bf16, float) { residual_forward_all(out, a, b, N); }
+SB_DECLARE_RESIDUAL_BACKWARD(float, float) { residual_backward_all(da, db, dout, N); }
+SB_DECLARE_RESIDUAL_BACKWARD(bf16, float) { residual_backward_all(da, db, dout, N); }
 
 }  // namespace sb::kernels::cpu

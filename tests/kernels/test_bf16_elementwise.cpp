@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cpu back-end's BatchNorm2d passes and ReLU backward over bf16 as it lies
-// (kernels/cpu/bf16_batchnorm2d.hpp) compute what widening every operand to float, running the
-// float kernel and rounding the result to bf16 once did (and still does on other back-ends):
-// the elementwise results bit for bit, the per-channel sums within 1e-6 relative (a vectorised
-// reduction's order follows the type's vector width), over channel sums, the forward with and without residual
-// and ReLU, the backward sums with and without the ReLU mask, the backward apply, over rows that
-// are not multiples of a vector (HW 49, 13, 1) and ties at zero. StorageKernels<bf16> takes
-// them on the cpu only. Leaves out fp16 (widened) and cuda.
+// The cpu back-end's elementwise kernels over bf16 as it lies (kernels/cpu/bf16_elementwise.hpp)
+// compute what widening every operand to float, running the float kernel and rounding the
+// result to bf16 once did (and still does on other back-ends): BatchNorm2d's forward with and
+// without residual and ReLU, its backward apply, the ReLU backward, GELU and the residual add
+// bit for bit; sums over a channel or row (BatchNorm's channel and gradient sums, LayerNorm's
+// statistics) within 1e-6 relative and LayerNorm's outputs within one bf16 unit in the last
+// place (a vectorised reduction's order follows the type's vector width); over rows that are not
+// multiples of a vector (HW 49, 13, 1; C 37) and ties at zero. StorageKernels<bf16> takes them on
+// the cpu only. Leaves out fp16 (widened) and cuda.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +17,7 @@
 
 #include "core/memory.hpp"
 #include "core/rng.hpp"
-#include "kernels/cpu/bf16_batchnorm2d.hpp"
+#include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "precision/bf16.hpp"
 
@@ -143,7 +144,7 @@ TEST(Bf16BatchNorm2d, BackwardMatchesTheWidenedKernels) {
   }
 }
 
-TEST(Bf16BatchNorm2d, ReluBackwardEqualsTheWidenedKernel) {
+TEST(Bf16Elementwise, ReluBackwardEqualsTheWidenedKernel) {
   const i64 n = 100'003;  // chunks of the elementwise split and a tail
   const auto out = random_bf16(n, 301, 1.0), dout = random_bf16(n, 302, 1.0), dinp0 = random_bf16(n, 303, 1.0);
   std::vector<float> wide = widened(dinp0);
@@ -153,12 +154,82 @@ TEST(Bf16BatchNorm2d, ReluBackwardEqualsTheWidenedKernel) {
   EXPECT_EQ(first_difference(actual, narrowed(wide)), -1);
 }
 
-TEST(Bf16BatchNorm2d, StorageKernelsTakeThemOnTheCpuOnly) {
+TEST(Bf16Elementwise, GeluEqualsTheWidenedKernel) {
+  const i64 n = 100'003;
+  const auto x = random_bf16(n, 401, 3.0), dout = random_bf16(n, 402, 1.0), dinp0 = random_bf16(n, 403, 1.0);
+  std::vector<float> wide(n);
+  cpu::gelu_forward(wide.data(), widened(x).data(), n);
+  std::vector<bf16> actual(n);
+  cpu::gelu_forward(actual.data(), x.data(), n);
+  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1) << "forward";
+  std::vector<float> wide_dinp = widened(dinp0);
+  cpu::gelu_backward(wide_dinp.data(), widened(x).data(), widened(dout).data(), n);
+  std::vector<bf16> dinp = dinp0;
+  cpu::gelu_backward(dinp.data(), x.data(), dout.data(), n);
+  EXPECT_EQ(first_difference(dinp, narrowed(wide_dinp)), -1) << "backward";
+}
+
+TEST(Bf16Elementwise, ResidualEqualsTheWidenedKernel) {
+  const i64 n = 100'003;
+  const auto a = random_bf16(n, 501, 1.0), b = random_bf16(n, 502, 1.0), dout = random_bf16(n, 503, 1.0);
+  std::vector<float> wide(n);
+  cpu::residual_forward(wide.data(), widened(a).data(), widened(b).data(), n);
+  std::vector<bf16> actual(n);
+  cpu::residual_forward(actual.data(), a.data(), b.data(), n);
+  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1) << "forward";
+  std::vector<float> wide_da = widened(a), wide_db = widened(b);
+  cpu::residual_backward(wide_da.data(), wide_db.data(), widened(dout).data(), n);
+  std::vector<bf16> da = a, db = b;
+  cpu::residual_backward(da.data(), db.data(), dout.data(), n);
+  EXPECT_EQ(first_difference(da, narrowed(wide_da)), -1) << "backward da";
+  EXPECT_EQ(first_difference(db, narrowed(wide_db)), -1) << "backward db";
+}
+
+// One bf16 unit in the last place of b, or less.
+bool within_one_bf16_ulp(bf16 a, bf16 b) {
+  const float x = to_float(a), y = to_float(b);
+  return std::abs(x - y) <= std::ldexp(std::abs(y), -7) + 1e-30f;
+}
+
+TEST(Bf16Elementwise, LayernormMatchesTheWidenedKernel) {
+  for (const i64 C : {i64{256}, i64{37}}) {
+    const i64 N = 301;
+    const auto x = random_bf16(N * C, 601 + C, 2.0), dout = random_bf16(N * C, 602 + C, 1.0),
+               dinp0 = random_bf16(N * C, 603 + C, 1.0), weight = random_bf16(C, 604 + C, 1.0),
+               bias = random_bf16(C, 605 + C, 0.5);
+    std::vector<float> wide(N * C), wide_mean(N), wide_rstd(N), mean(N), rstd(N);
+    cpu::layernorm_forward(wide.data(), wide_mean.data(), wide_rstd.data(), widened(x).data(), widened(weight).data(),
+                           widened(bias).data(), N, C);
+    std::vector<bf16> actual(N * C);
+    cpu::layernorm_forward(actual.data(), mean.data(), rstd.data(), x.data(), weight.data(), bias.data(), N, C);
+    const auto expected = narrowed(wide);
+    for (i64 i = 0; i < N * C; ++i)
+      ASSERT_TRUE(within_one_bf16_ulp(actual[i], expected[i])) << "C " << C << " forward " << i;
+    for (i64 n = 0; n < N; ++n) {
+      EXPECT_NEAR(mean[n], wide_mean[n], 1e-6f * (1.0f + std::abs(wide_mean[n])));
+      EXPECT_NEAR(rstd[n], wide_rstd[n], 1e-6f * rstd[n]);
+    }
+    std::vector<float> wide_dinp = widened(dinp0), wide_dweight(C, 0.25f), wide_dbias(C, 0.25f), dweight(C, 0.25f),
+                       dbias(C, 0.25f);
+    cpu::layernorm_backward(wide_dinp.data(), wide_dweight.data(), wide_dbias.data(), widened(dout).data(),
+                            widened(x).data(), widened(weight).data(), wide_mean.data(), wide_rstd.data(), N, C);
+    std::vector<bf16> dinp = dinp0;
+    cpu::layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), x.data(), weight.data(),
+                            wide_mean.data(), wide_rstd.data(), N, C);
+    const auto expected_dinp = narrowed(wide_dinp);
+    for (i64 i = 0; i < N * C; ++i)
+      ASSERT_TRUE(within_one_bf16_ulp(dinp[i], expected_dinp[i])) << "C " << C << " backward " << i;
+    EXPECT_EQ(first_difference(dweight, wide_dweight), -1) << "C " << C;  // column sums: the same order
+    EXPECT_EQ(first_difference(dbias, wide_dbias), -1) << "C " << C;
+  }
+}
+
+TEST(Bf16Elementwise, StorageKernelsTakeThemOnTheCpuOnly) {
   MemoryTracker tracker;
-  EXPECT_TRUE(StorageKernels<bf16>(Backend::cpu, tracker).native_batchnorm());
-  EXPECT_FALSE(StorageKernels<bf16>(Backend::reference, tracker).native_batchnorm());
-  EXPECT_FALSE(StorageKernels<fp16>(Backend::cpu, tracker).native_batchnorm());
-  EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).native_batchnorm());
+  EXPECT_TRUE(StorageKernels<bf16>(Backend::cpu, tracker).native_elementwise());
+  EXPECT_FALSE(StorageKernels<bf16>(Backend::reference, tracker).native_elementwise());
+  EXPECT_FALSE(StorageKernels<fp16>(Backend::cpu, tracker).native_elementwise());
+  EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).native_elementwise());
 }
 
 }  // namespace
