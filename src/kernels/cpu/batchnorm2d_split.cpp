@@ -53,29 +53,41 @@ template <class S>
   }
 }
 
-// Σdy and Σdy (x - m) of one row, dy masked by relu_out when given. Every operand is read
-// unconditionally, so that the mask compiles to a select (vectorised).
+// Σdy and Σdy (x - m) of one row, dy masked by relu_out when given, in kSumLanes fixed lanes
+// (element i into lane i mod kSumLanes, the lanes then added in order, the tail last): the same
+// order wherever the row lies and whichever vector width runs it, where a reduction the
+// compiler vectorises may peel to the row's alignment, and data-parallel ranks and one rank hold
+// an image at different addresses. Every operand is read unconditionally, so that the mask
+// compiles to a select.
+constexpr i64 kSumLanes = 16;
+
 template <class S>
 [[gnu::always_inline]] inline void row_gradient_sums_of(const S* dy, const S* relu_out, const S* x, float m, i64 n,
                                                         float& dy_sum, float& dy_centred_sum) {
-  float a = 0, b = 0;
-  if (relu_out) {
-#pragma omp simd reduction(+ : a, b)
-    for (i64 i = 0; i < n; ++i) {
-      const float d = widened(dy[i]);
-      const float g = widened(relu_out[i]) > 0.0f ? d : 0.0f;
-      a += g;
-      b += g * (widened(x[i]) - m);
+  const auto gradient = [=](i64 i) {
+    const float d = widened(dy[i]);
+    return relu_out ? (widened(relu_out[i]) > 0.0f ? d : 0.0f) : d;
+  };
+  float a[kSumLanes] = {}, b[kSumLanes] = {};
+  const i64 whole = n - n % kSumLanes;
+  for (i64 i = 0; i < whole; i += kSumLanes)
+    for (i64 j = 0; j < kSumLanes; ++j) {
+      const float g = gradient(i + j);
+      a[j] += g;
+      b[j] += g * (widened(x[i + j]) - m);
     }
-  } else {
-#pragma omp simd reduction(+ : a, b)
-    for (i64 i = 0; i < n; ++i) {
-      a += widened(dy[i]);
-      b += widened(dy[i]) * (widened(x[i]) - m);
-    }
+  float a_sum = 0, b_sum = 0;
+  for (i64 j = 0; j < kSumLanes; ++j) {
+    a_sum += a[j];
+    b_sum += b[j];
   }
-  dy_sum = a;
-  dy_centred_sum = b;
+  for (i64 i = whole; i < n; ++i) {
+    const float g = gradient(i);
+    a_sum += g;
+    b_sum += g * (widened(x[i]) - m);
+  }
+  dy_sum = a_sum;
+  dy_centred_sum = b_sum;
 }
 
 // dx = dy·a - (x - m)·b - c, with a = weight·rstd, b = rstd²·dnorm_norm_mean,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GELU (tanh approximation) with Kokkos over chunks, each chunk one vectorised loop using the
 // branch-free tanh of vector_math.hpp; written once over the storage type (float, and bf16 as
-// it lies: cpu/bf16_elementwise.hpp), compiled without fp contraction so both round alike.
+// it lies: cpu/bf16_elementwise.hpp), one expression for both, contracted alike.
 // Leaves out the erf form of GELU.
 #include "kernels/cpu/bf16_elementwise.hpp"
 #include "kernels/cpu/host_parallel.hpp"

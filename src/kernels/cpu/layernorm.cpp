@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Written once over the storage type (float, and
-// bf16 as it lies: cpu/bf16_elementwise.hpp), compiled without fp contraction so both round
-// alike. Leaves out one-pass (Welford) statistics.
+// bf16 as it lies: cpu/bf16_elementwise.hpp), one expression for both, contracted alike. Leaves out one-pass (Welford) statistics.
 #include <algorithm>
 #include <cmath>
 
