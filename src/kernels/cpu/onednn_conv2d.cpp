@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <dnnl.hpp>
+#include <omp.h>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/onednn_conv_shape.hpp"
 
 namespace sb::kernels::cpu {
@@ -34,10 +36,12 @@ using tag = memory::format_tag;
 
 enum class Pass { forward, forward_bias, backward_data, backward_weights, backward_weights_bias };
 
-using Key = std::tuple<Pass, dt, i64, i64, i64, i64, i64, i64, i64, i64, i64>;
+// The last field: whether the primitive was created for one thread (the weight gradient's
+// groups, run side by side, one a thread).
+using Key = std::tuple<Pass, dt, i64, i64, i64, i64, i64, i64, i64, i64, i64, bool>;
 
-Key key_of(Pass pass, dt type, const ConvShape& s) {
-  return {pass, type, s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad};
+Key key_of(Pass pass, dt type, const ConvShape& s, bool one_thread) {
+  return {pass, type, s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.stride, s.pad, one_thread};
 }
 
 memory::desc any(const memory::dims& dims, dt type) { return memory::desc(dims, type, tag::any); }
@@ -135,10 +139,19 @@ struct OnednnConv2d::Primitives {
   std::string last_implementation = "none";
   std::vector<float> weight_sums, bias_sums;  // the weight gradient's groups, summed (plain, fp32)
 
-  const Conv& conv(Pass pass, dt type, const ConvShape& s) {
-    const Key key = key_of(pass, type, s);
+  // The primitive for `s`, created on first use. one_thread: sized for one thread (oneDNN's
+  // OpenMP build sizes a primitive's work split by omp_get_max_threads() when it is created,
+  // and runs it on the calling thread alone inside a parallel region).
+  const Conv& conv(Pass pass, dt type, const ConvShape& s, bool one_thread = false) {
+    const Key key = key_of(pass, type, s, one_thread);
     auto found = convs.find(key);
-    if (found == convs.end()) found = convs.emplace(key, make_conv(pass, type, s, engine)).first;
+    if (found == convs.end()) {
+      const int threads = omp_get_max_threads();
+      if (one_thread) omp_set_num_threads(1);
+      Conv made = make_conv(pass, type, s, engine);
+      if (one_thread) omp_set_num_threads(threads);
+      found = convs.emplace(key, std::move(made)).first;
+    }
     last_implementation = found->second.implementation;
     return found->second;
   }
@@ -180,6 +193,9 @@ class Call {
     reorder(stream_, user, inside, false);
     args_.emplace(arg, inside);
   }
+
+  // An input already in the layout the primitive wants.
+  void laid_out(int arg, const memory& data) { args_.emplace(arg, data); }
 
   void output(int arg, void* data, const memory::desc& plain, bool accumulate) {
     const memory user(plain, engine_, data);
@@ -282,88 +298,140 @@ std::optional<memory::desc> with_batch(const memory::desc& desc, i64 n) {
   return memory::desc(d);
 }
 
+// dinp += the data gradient. dout_laid_out: dout already reordered (by the weight gradient),
+// used where the primitive wants that layout. Scratch is released by the caller.
+template <class T>
+void data_gradient(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, const T* dout, const T* weight,
+                   const ConvShape& s, const memory* dout_laid_out) {
+  constexpr dt type = type_of<T>();
+  const Conv& conv = p.conv(Pass::backward_data, type, s);
+  Call call(conv, p.engine, p.stream, scratch);
+  if (dout_laid_out && conv.descs.at(DNNL_ARG_DIFF_DST) == dout_laid_out->get_desc())
+    call.laid_out(DNNL_ARG_DIFF_DST, *dout_laid_out);
+  else
+    call.input(DNNL_ARG_DIFF_DST, dout, memory::desc(s.dst(), type, tag::nchw));
+  call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
+  call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
+  call.run();
+}
+
+// The weight gradient's groups as one-thread primitives whose layouts are slices of one
+// batch's; nullopt where a group's primitive chose another layout.
+struct GroupedWeightGradient {
+  std::vector<const Conv*> convs;
+  memory::desc src, ddst, partial;  // the whole batch's, and one group's dweight
+  std::size_t scratchpad_bytes = 0;
+};
+
+std::optional<GroupedWeightGradient> grouped_weight_gradient(OnednnConv2d::Primitives& p, Pass pass, dt type,
+                                                             const ConvShape& s, i64 groups) {
+  GroupedWeightGradient plan;
+  for (i64 g = 0; g < groups; ++g) {
+    ConvShape group = s;
+    group.N = (g + 1) * s.N / groups - g * s.N / groups;
+    const Conv& conv = p.conv(pass, type, group, true);
+    if (g == 0) {
+      const std::optional<memory::desc> src = with_batch(conv.descs.at(DNNL_ARG_SRC), s.N);
+      const std::optional<memory::desc> ddst = with_batch(conv.descs.at(DNNL_ARG_DIFF_DST), s.N);
+      if (!src || !ddst) return std::nullopt;
+      plan.src = *src;
+      plan.ddst = *ddst;
+      plan.partial = conv.descs.at(DNNL_ARG_DIFF_WEIGHTS);
+    }
+    if (conv.descs.at(DNNL_ARG_SRC) != *with_batch(plan.src, group.N) ||
+        conv.descs.at(DNNL_ARG_DIFF_DST) != *with_batch(plan.ddst, group.N) ||
+        conv.descs.at(DNNL_ARG_DIFF_WEIGHTS) != plan.partial)
+      return std::nullopt;
+    plan.convs.push_back(&conv);
+    plan.scratchpad_bytes = std::max(plan.scratchpad_bytes, conv.scratchpad.get_size());
+  }
+  return plan;
+}
+
+// `plain` in `laid_out`: the user's buffer where they agree, otherwise reordered into scratch.
+memory laid_out_copy(OnednnConv2d::Primitives& p, WideningScratch& scratch, const memory::desc& plain,
+                     const memory::desc& laid_out, const void* data) {
+  const memory user(plain, p.engine, writable(data));
+  if (laid_out == plain) return user;
+  const memory copy(laid_out, p.engine, take_bytes(scratch, laid_out.get_size()));
+  reorder(p.stream, user, copy, false);
+  return copy;
+}
+
+constexpr std::size_t round_up_to_line(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 template <class T>
 void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, float* dweight, float* dbias,
                   const T* dout, const T* inp, const T* weight, const ConvShape& s) {
   constexpr dt type = type_of<T>();
-  const memory::desc plain_dout(s.dst(), type, tag::nchw);
-  if (dinp) {
-    Call call(p.conv(Pass::backward_data, type, s), p.engine, p.stream, scratch);
-    call.input(DNNL_ARG_DIFF_DST, dout, plain_dout);
-    call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
-    call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
-    call.run();
-    scratch.release_all();
-  }
   const Pass pass = dbias ? Pass::backward_weights_bias : Pass::backward_weights;
   const i64 groups = std::min(s.N, kWeightGradientGroups);
-  const auto group_shape = [&](i64 g) {
-    ConvShape group = s;
-    group.N = (g + 1) * s.N / groups - g * s.N / groups;
-    return group;
-  };
-  const Conv& first = p.conv(pass, type, group_shape(0));
-  const std::optional<memory::desc> src = with_batch(first.descs.at(DNNL_ARG_SRC), s.N);
-  const std::optional<memory::desc> ddst = with_batch(first.descs.at(DNNL_ARG_DIFF_DST), s.N);
-  const memory::desc& partial = first.descs.at(DNNL_ARG_DIFF_WEIGHTS);
-  bool one_layout = src && ddst;
-  std::size_t scratchpad_bytes = 0;
-  for (i64 g = 0; g < groups && one_layout; ++g) {
-    const ConvShape group = group_shape(g);
-    const Conv& conv = p.conv(pass, type, group);
-    one_layout = conv.descs.at(DNNL_ARG_SRC) == *with_batch(*src, group.N) &&
-                 conv.descs.at(DNNL_ARG_DIFF_DST) == *with_batch(*ddst, group.N) &&
-                 conv.descs.at(DNNL_ARG_DIFF_WEIGHTS) == partial;
-    scratchpad_bytes = std::max(scratchpad_bytes, conv.scratchpad.get_size());
-  }
-  if (!one_layout) {
+  const std::optional<GroupedWeightGradient> plan = grouped_weight_gradient(p, pass, type, s, groups);
+  if (!plan) {
+    if (dinp) data_gradient(p, scratch, dinp, dout, weight, s, nullptr);
+    scratch.release_all();
     weight_gradient_by_group(p, scratch, dweight, dbias, dout, inp, s, pass, groups);
     return;
   }
-  // The batch reordered once into the groups' layout, each group a slice of it; the groups'
-  // partials summed in that layout, then added into dweight by one reorder.
-  const memory user_src(memory::desc(s.src(), type, tag::nchw), p.engine, writable(inp));
-  const memory user_ddst(plain_dout, p.engine, writable(dout));
-  const memory whole_src = *src == user_src.get_desc() ? user_src
-                                                      : memory(*src, p.engine, take_bytes(scratch, src->get_size()));
-  const memory whole_ddst =
-      *ddst == plain_dout ? user_ddst : memory(*ddst, p.engine, take_bytes(scratch, ddst->get_size()));
-  if (whole_src.get_data_handle() != user_src.get_data_handle()) reorder(p.stream, user_src, whole_src, false);
-  if (whole_ddst.get_data_handle() != user_ddst.get_data_handle()) reorder(p.stream, user_ddst, whole_ddst, false);
-  const i64 partial_floats = static_cast<i64>(partial.get_size() / sizeof(float));
-  float* sum = take_bytes(scratch, partial.get_size());
-  float* part = take_bytes(scratch, partial.get_size());
-  float* bias_part = dbias ? scratch.take(s.OC) : nullptr;
-  void* scratchpad = scratchpad_bytes > 0 ? take_bytes(scratch, scratchpad_bytes) : nullptr;
-  std::vector<float>& bias_sums = p.bias_sums;
-  bias_sums.assign(static_cast<std::size_t>(s.OC), 0.0f);
-  const std::size_t src_image = src->get_size() / static_cast<std::size_t>(s.N);
-  const std::size_t ddst_image = ddst->get_size() / static_cast<std::size_t>(s.N);
-  for (i64 g = 0; g < groups; ++g) {
-    const ConvShape group = group_shape(g);
-    const Conv& conv = p.conv(pass, type, group);
-    const auto n0 = static_cast<std::size_t>(g * s.N / groups);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(conv.descs.at(DNNL_ARG_SRC), p.engine,
-                              static_cast<char*>(whole_src.get_data_handle()) + n0 * src_image)},
-        {DNNL_ARG_DIFF_DST, memory(conv.descs.at(DNNL_ARG_DIFF_DST), p.engine,
-                                   static_cast<char*>(whole_ddst.get_data_handle()) + n0 * ddst_image)},
-        {DNNL_ARG_DIFF_WEIGHTS, memory(partial, p.engine, g == 0 ? sum : part)}};
-    if (dbias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(conv.descs.at(DNNL_ARG_DIFF_BIAS), p.engine, bias_part));
-    if (scratchpad) args.emplace(DNNL_ARG_SCRATCHPAD, memory(conv.scratchpad, p.engine, scratchpad));
-    conv.primitive.execute(p.stream, args);
-    p.stream.wait();
-    if (g > 0)
-      for (i64 i = 0; i < partial_floats; ++i) sum[i] += part[i];
-    if (dbias)
-      for (i64 o = 0; o < s.OC; ++o) bias_sums[o] += bias_part[o];
+  // The batch reordered once into the groups' layout, each group a slice of it (the data
+  // gradient reads the same dout copy where it wants that layout). The groups run side by side,
+  // one a thread, each a one-thread primitive into its own partial; the partials are then added
+  // in group order, so the sum does not depend on which thread ran a group, and added into
+  // dweight by one reorder.
+  const memory whole_src = laid_out_copy(p, scratch, memory::desc(s.src(), type, tag::nchw), plan->src, inp);
+  const memory whole_ddst = laid_out_copy(p, scratch, memory::desc(s.dst(), type, tag::nchw), plan->ddst, dout);
+  if (dinp) data_gradient(p, scratch, dinp, dout, weight, s, &whole_ddst);
+  const std::size_t partial_bytes = round_up_to_line(plan->partial.get_size());
+  const std::size_t scratchpad_bytes = round_up_to_line(plan->scratchpad_bytes);
+  const auto threads = static_cast<std::size_t>(HostSpace().concurrency());
+  char* partials = reinterpret_cast<char*>(take_bytes(scratch, static_cast<std::size_t>(groups) * partial_bytes));
+  float* bias_partials = dbias ? scratch.take(groups * s.OC) : nullptr;
+  char* scratchpads = scratchpad_bytes > 0 ? reinterpret_cast<char*>(take_bytes(scratch, threads * scratchpad_bytes))
+                                           : nullptr;
+  const std::size_t src_image = plan->src.get_size() / static_cast<std::size_t>(s.N);
+  const std::size_t ddst_image = plan->ddst.get_size() / static_cast<std::size_t>(s.N);
+  std::vector<std::string> errors(static_cast<std::size_t>(groups));
+  parallel_for_each_dynamic("sb::onednn_conv2d_weight_gradient_groups", groups, [&](i64 g) {
+    try {
+      const Conv& conv = *plan->convs[static_cast<std::size_t>(g)];
+      const auto n0 = static_cast<std::size_t>(g * s.N / groups);
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+      SB_CHECK(thread < threads, "conv2d_backward: thread {} of a pool of {}", thread, threads);
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, memory(conv.descs.at(DNNL_ARG_SRC), p.engine,
+                                static_cast<char*>(whole_src.get_data_handle()) + n0 * src_image)},
+          {DNNL_ARG_DIFF_DST, memory(conv.descs.at(DNNL_ARG_DIFF_DST), p.engine,
+                                     static_cast<char*>(whole_ddst.get_data_handle()) + n0 * ddst_image)},
+          {DNNL_ARG_DIFF_WEIGHTS,
+           memory(plan->partial, p.engine, partials + static_cast<std::size_t>(g) * partial_bytes)}};
+      if (dbias)
+        args.emplace(DNNL_ARG_DIFF_BIAS, memory(conv.descs.at(DNNL_ARG_DIFF_BIAS), p.engine, bias_partials + g * s.OC));
+      if (scratchpads)
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(conv.scratchpad, p.engine, scratchpads + thread * scratchpad_bytes));
+      dnnl::stream stream(p.engine);
+      conv.primitive.execute(stream, args);
+      stream.wait();
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(g)] = e.what();
+    }
+  });
+  for (i64 g = 0; g < groups; ++g)
+    SB_CHECK(errors[g].empty(), "conv2d_backward: weight gradient group {} of {}: {}", g, groups, errors[g]);
+  auto* sum = reinterpret_cast<float*>(partials);
+  const i64 partial_floats = static_cast<i64>(plan->partial.get_size() / sizeof(float));
+  for (i64 g = 1; g < groups; ++g) {
+    const auto* part = reinterpret_cast<const float*>(partials + static_cast<std::size_t>(g) * partial_bytes);
+    for (i64 i = 0; i < partial_floats; ++i) sum[i] += part[i];
   }
-  const memory sum_memory(partial, p.engine, sum);
   const memory user_dweight(memory::desc(s.weights(), dt::f32, tag::oihw), p.engine, dweight);
-  reorder(p.stream, sum_memory, user_dweight, true);
+  reorder(p.stream, memory(plan->partial, p.engine, sum), user_dweight, true);
   p.stream.wait();
   if (dbias)
-    for (i64 o = 0; o < s.OC; ++o) dbias[o] += bias_sums[o];
+    for (i64 o = 0; o < s.OC; ++o) {  // each channel's groups in order, then into dbias
+      float channel = 0;
+      for (i64 g = 0; g < groups; ++g) channel += bias_partials[g * s.OC + o];
+      dbias[o] += channel;
+    }
   scratch.release_all();
 }
 
