@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "kernels/cpu/blocked_channels_add.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/onednn_conv_shape.hpp"
 
@@ -298,7 +299,8 @@ std::optional<memory::desc> with_batch(const memory::desc& desc, i64 n) {
   return memory::desc(d);
 }
 
-// dinp += the data gradient. dout_laid_out: dout already reordered (by the weight gradient),
+// dinp += the data gradient (oneDNN's fp32 result added in by add_blocked_channels where it is
+// channel-blocked by 16, else by a reorder with a sum). dout_laid_out: dout already reordered (by the weight gradient),
 // used where the primitive wants that layout. Scratch is released by the caller.
 template <class T>
 void data_gradient(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, const T* dout, const T* weight,
@@ -311,8 +313,14 @@ void data_gradient(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* din
   else
     call.input(DNNL_ARG_DIFF_DST, dout, memory::desc(s.dst(), type, tag::nchw));
   call.input(DNNL_ARG_WEIGHTS, weight, memory::desc(s.weights(), type, tag::oihw));
-  call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
+  if (conv.descs.at(DNNL_ARG_DIFF_SRC) != memory::desc(s.src(), dt::f32, tag::nChw16c)) {
+    call.output(DNNL_ARG_DIFF_SRC, dinp, memory::desc(s.src(), type, tag::nchw), true);
+    call.run();
+    return;
+  }
+  const float* gradient = call.result(DNNL_ARG_DIFF_SRC);  // fp32, 16 channels a block
   call.run();
+  add_blocked_channels(dinp, gradient, s.N, s.C, s.H * s.W);
 }
 
 // The weight gradient's groups as one-thread primitives whose layouts are slices of one
