@@ -12,7 +12,7 @@
 #include "core/check.hpp"
 #include "core/cpu_isa.hpp"
 #include "core/device_memory.hpp"
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
 #include "kernels/cpu/onednn_conv2d.hpp"
 
@@ -142,11 +142,11 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
 #endif
     scratch_ = std::make_unique<WideningScratch>(tracker, std::string("widened ") + storage_name<S>() + " operands",
                                                  device_);
+    host_sixteen_bit_ = backend == Backend::cpu;  // cpu/sixteen_bit_elementwise.hpp
   }
   if constexpr (std::is_same_v<S, bf16>) {
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
-    host_bf16_ = backend == Backend::cpu;  // cpu/bf16_elementwise.hpp
   }
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
     conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
@@ -251,8 +251,8 @@ void StorageKernels<S>::layernorm_forward(S* out, float* mean, float* rstd, cons
   const CallRecord record(recorder_, "layernorm_forward", {N, C}, layernorm_forward_work(N, C, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_forward(w.out(out, N * C), mean, rstd, w.in(inp, N * C), w.in(weight, C), w.in(bias, C), N, C);
@@ -264,8 +264,8 @@ void StorageKernels<S>::layernorm_backward(S* dinp, float* dweight, float* dbias
   const CallRecord record(recorder_, "layernorm_backward", {N, C}, layernorm_backward_work(N, C, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->layernorm_backward(w.inout(dinp, N * C), dweight, dbias, w.in(dout, N * C), w.in(inp, N * C),
@@ -299,8 +299,8 @@ void StorageKernels<S>::gelu_forward(S* out, const S* inp, i64 N) {
   const CallRecord record(recorder_, "gelu_forward", {N}, gelu_forward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->gelu_forward(out, inp, N);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::gelu_forward(out, inp, N);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::gelu_forward(out, inp, N);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_forward(w.out(out, N), w.in(inp, N), N);
@@ -311,8 +311,8 @@ void StorageKernels<S>::gelu_backward(S* dinp, const S* inp, const S* dout, i64 
   const CallRecord record(recorder_, "gelu_backward", {N}, gelu_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->gelu_backward(dinp, inp, dout, N);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::gelu_backward(dinp, inp, dout, N);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::gelu_backward(dinp, inp, dout, N);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->gelu_backward(w.inout(dinp, N), w.in(inp, N), w.in(dout, N), N);
@@ -323,8 +323,8 @@ void StorageKernels<S>::residual_forward(S* out, const S* a, const S* b, i64 N) 
   const CallRecord record(recorder_, "residual_forward", {N}, residual_forward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->residual_forward(out, a, b, N);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::residual_forward(out, a, b, N);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::residual_forward(out, a, b, N);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->residual_forward(w.out(out, N), w.in(a, N), w.in(b, N), N);
@@ -335,8 +335,8 @@ void StorageKernels<S>::residual_backward(S* da, S* db, const S* dout, i64 N) {
   const CallRecord record(recorder_, "residual_backward", {N}, residual_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->residual_backward(da, db, dout, N);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::residual_backward(da, db, dout, N);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::residual_backward(da, db, dout, N);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->residual_backward(w.inout(da, N), w.inout(db, N), w.in(dout, N), N);
@@ -474,8 +474,8 @@ void StorageKernels<S>::batchnorm2d_channel_sums(double* sums, const S* inp, i64
   const CallRecord record(recorder_, "batchnorm2d_channel_sums", {N, C, HW},
                           batchnorm2d_channel_sums_work(N, C, HW, kStorageBytes<S>));
   if (record.skips_kernel()) return;
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::batchnorm2d_channel_sums(sums, inp, N, C, HW);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::batchnorm2d_channel_sums(sums, inp, N, C, HW);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->batchnorm2d_channel_sums(sums, w.in(inp, N * C * HW), N, C, HW);
@@ -497,8 +497,8 @@ void StorageKernels<S>::batchnorm2d_forward_apply(S* out, const S* inp, const fl
   const CallRecord record(recorder_, "batchnorm2d_forward_apply", {N, C, HW, residual ? 1 : 0, relu ? 1 : 0},
                           batchnorm2d_forward_apply_work(N, C, HW, residual != nullptr, relu, kStorageBytes<S>));
   if (record.skips_kernel()) return;
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_)
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_)
       return cpu::batchnorm2d_forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
   }
   Widened<S> w(*k_, scratch_.get());
@@ -513,8 +513,8 @@ void StorageKernels<S>::batchnorm2d_backward_sums(double* sums, float* dweight, 
   const CallRecord record(recorder_, "batchnorm2d_backward_sums", {N, C, HW},
                           batchnorm2d_backward_sums_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
   if (record.skips_kernel()) return;
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_)
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_)
       return cpu::batchnorm2d_backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
   }
   Widened<S> w(*k_, scratch_.get());
@@ -529,8 +529,8 @@ void StorageKernels<S>::batchnorm2d_backward_apply(S* dinp, const S* dout, const
   const CallRecord record(recorder_, "batchnorm2d_backward_apply", {N, C, HW},
                           batchnorm2d_backward_apply_work(N, C, HW, relu_out != nullptr, kStorageBytes<S>));
   if (record.skips_kernel()) return;
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_)
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_)
       return cpu::batchnorm2d_backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
   }
   Widened<S> w(*k_, scratch_.get());  // dinp is overwritten
@@ -542,8 +542,8 @@ template <class S>
 void StorageKernels<S>::relu_backward(S* dinp, const S* out, const S* dout, i64 N) {
   const CallRecord record(recorder_, "relu_backward", {N}, relu_backward_work(N, kStorageBytes<S>));
   if (record.skips_kernel()) return;
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (host_bf16_) return cpu::relu_backward(dinp, out, dout, N);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::relu_backward(dinp, out, dout, N);
   }
   Widened<S> w(*k_, scratch_.get());
   k_->relu_backward(w.inout(dinp, N), w.in(out, N), w.in(dout, N), N);

@@ -105,10 +105,10 @@ class StorageKernels {
   // and whether those take the 16-bit operands directly (bf16 S with bf16 instructions).
   bool onednn_convolutions() const { return onednn_conv_ != nullptr; }
   bool native_convolutions() const { return native_conv_; }
-  // Whether the elementwise kernels (BatchNorm's passes, ReLU, GELU, residual) take 16-bit
-  // operands as they lie (bf16 S on the cpu back-end: cpu/bf16_elementwise.hpp) rather than
-  // widened.
-  bool native_elementwise() const { return host_bf16_; }
+  // Whether the elementwise kernels (BatchNorm's passes, ReLU, GELU, LayerNorm, residual) take
+  // 16-bit operands as they lie (bf16 or fp16 S on the cpu back-end:
+  // cpu/sixteen_bit_elementwise.hpp) rather than widened whole into scratch.
+  bool native_elementwise() const { return host_sixteen_bit_; }
 
   // Whether calls run: false under a record_only recorder, whose model holds no memory.
   bool runs_kernels() const { return !recorder_ || recorder_->runs_kernels(); }
@@ -138,7 +138,7 @@ class StorageKernels {
   std::unique_ptr<WideningScratch> conv_scratch_;         // oneDNN's layouts and results
   std::unique_ptr<cpu::OnednnConv2d> onednn_conv_;        // cpu, oneDNN at AVX-512 or above
   bool native_conv_ = false;                              // bf16 S into onednn_conv_ directly
-  bool host_bf16_ = false;  // bf16 S on the cpu: the elementwise kernels read bf16 as it lies
+  bool host_sixteen_bit_ = false;  // bf16 or fp16 S on the cpu: the elementwise kernels take S as it lies
   KernelRecorder* recorder_ = nullptr;
 };
 

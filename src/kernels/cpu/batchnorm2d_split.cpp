@@ -3,14 +3,16 @@
 // vectorised, added in double in row order: deterministic) and over (image, channel) rows
 // for the elementwise passes. The ReLU mask and the residual add are fused into the passes.
 // Each pass is written once over the storage type S: float, and bf16 read and written as it
-// lies (cpu/bf16_elementwise.hpp), each value widened in registers and each result rounded once,
+// lies (cpu/sixteen_bit_elementwise.hpp), each value widened in registers and each result rounded once,
 // so that a bf16 network's BatchNorm computes what widening its tensors to float and narrowing
 // the result did, without the passes over memory that costs.
-// Leaves out Welford (the sums must be all-reducible) and fp16 (widened by StorageKernels).
+// fp16 rows are widened into the thread's cache and run by the float row functions
+// (cpu/fp16_rows.hpp). Leaves out Welford (the sums must be all-reducible).
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
 
@@ -126,6 +128,35 @@ SB_BATCHNORM_ROW_FUNCTIONS(float)
 SB_BATCHNORM_ROW_FUNCTIONS(bf16)
 #undef SB_BATCHNORM_ROW_FUNCTIONS
 
+// fp16: each row widened into the thread's cache, the float row function run there.
+void row_sum_and_squares(const fp16* x, i64 n, double& sum, double& sum_sq) {
+  WidenedRows rows(n);
+  row_sum_and_squares(rows.in(x), n, sum, sum_sq);
+}
+void apply_row(fp16* y, const fp16* x, float m, float scale, float shift, const fp16* residual, bool relu, i64 n) {
+  WidenedRows rows(n);
+  const float* x_values = rows.in(x);
+  const float* residual_values = rows.in(residual);
+  apply_row(rows.out(y), x_values, m, scale, shift, residual_values, relu, n);
+  rows.narrow();
+}
+void row_gradient_sums(const fp16* dy, const fp16* relu_out, const fp16* x, float m, i64 n, float& dy_sum,
+                       float& dy_centred_sum) {
+  WidenedRows rows(n);
+  const float* dy_values = rows.in(dy);
+  const float* relu_values = rows.in(relu_out);
+  row_gradient_sums(dy_values, relu_values, rows.in(x), m, n, dy_sum, dy_centred_sum);
+}
+void backward_apply_row(fp16* dx, const fp16* dy, const fp16* relu_out, const fp16* x, float m, float a, float b,
+                        float c, i64 n) {
+  WidenedRows rows(n);
+  const float* dy_values = rows.in(dy);
+  const float* relu_values = rows.in(relu_out);
+  const float* x_values = rows.in(x);
+  backward_apply_row(rows.out(dx), dy_values, relu_values, x_values, m, a, b, c, n);
+  rows.narrow();
+}
+
 template <class S>
 void channel_sums(double* sums, const S* inp, i64 N, i64 C, i64 HW) {
   parallel_for_each("sb::batchnorm2d_channel_sums", C, [=](i64 c) {
@@ -191,6 +222,7 @@ void backward_apply(S* dinp, const S* dout, const S* relu_out, const S* inp, con
 
 SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(float, float) { channel_sums(sums, inp, N, C, HW); }
 SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(bf16, float) { channel_sums(sums, inp, N, C, HW); }
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(fp16, float) { channel_sums(sums, inp, N, C, HW); }
 
 // C values: one thread, double, rounded once (as the reference).
 SB_DECLARE_BATCHNORM2D_STATISTICS(float, float) {
@@ -213,6 +245,9 @@ SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(float, float) {
 SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(bf16, float) {
   forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
 }
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(fp16, float) {
+  forward_apply(out, inp, mean, rstd, weight, bias, residual, relu, N, C, HW);
+}
 
 SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
   backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
@@ -220,11 +255,17 @@ SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(float, float) {
 SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(bf16, float) {
   backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
 }
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(fp16, float) {
+  backward_sums(sums, dweight, dbias, dout, relu_out, inp, mean, rstd, N, C, HW);
+}
 
 SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(float, float) {
   backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
 }
 SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(bf16, float) {
+  backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
+}
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(fp16, float) {
   backward_apply(dinp, dout, relu_out, inp, weight, mean, rstd, sums, count, N, C, HW);
 }
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // GELU (tanh approximation) with Kokkos over chunks, each chunk one vectorised loop using the
 // branch-free tanh of vector_math.hpp; written once over the storage type (float, and bf16 as
-// it lies: cpu/bf16_elementwise.hpp), one expression for both, contracted alike.
+// it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike; fp16 a
+// chunk at a time widened into the thread's cache and run by the float chunk (cpu/fp16_rows.hpp).
 // Leaves out the erf form of GELU.
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
 #include "kernels/cpu/vector_math.hpp"
@@ -45,6 +47,21 @@ SB_GELU_CHUNKS(float)
 SB_GELU_CHUNKS(bf16)
 #undef SB_GELU_CHUNKS
 
+// fp16: the chunk widened into the thread's cache, the float chunk function run there.
+void gelu_forward_chunk(fp16* out, const fp16* inp, i64 n) {
+  WidenedRows rows(n);
+  const float* x = rows.in(inp);
+  gelu_forward_chunk(rows.out(out), x, n);
+  rows.narrow();
+}
+void gelu_backward_chunk(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
+  WidenedRows rows(n);
+  const float* x = rows.in(inp);
+  const float* dy = rows.in(dout);
+  gelu_backward_chunk(rows.inout(dinp), x, dy, n);
+  rows.narrow();
+}
+
 template <class S>
 void gelu_forward_all(S* out, const S* inp, i64 N) {
   parallel_for_chunks("sb::gelu_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
@@ -63,7 +80,9 @@ void gelu_backward_all(S* dinp, const S* inp, const S* dout, i64 N) {
 
 SB_DECLARE_GELU_FORWARD(float, float) { gelu_forward_all(out, inp, N); }
 SB_DECLARE_GELU_FORWARD(bf16, float) { gelu_forward_all(out, inp, N); }
+SB_DECLARE_GELU_FORWARD(fp16, float) { gelu_forward_all(out, inp, N); }
 SB_DECLARE_GELU_BACKWARD(float, float) { gelu_backward_all(dinp, inp, dout, N); }
 SB_DECLARE_GELU_BACKWARD(bf16, float) { gelu_backward_all(dinp, inp, dout, N); }
+SB_DECLARE_GELU_BACKWARD(fp16, float) { gelu_backward_all(dinp, inp, dout, N); }
 
 }  // namespace sb::kernels::cpu

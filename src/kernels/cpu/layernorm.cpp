@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Written once over the storage type (float, and
-// bf16 as it lies: cpu/bf16_elementwise.hpp), one expression for both, contracted alike. Leaves out one-pass (Welford) statistics.
+// bf16 as it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike;
+// fp16 rows widened into the thread's cache and run by the float rows (cpu/fp16_rows.hpp).
+// Leaves out one-pass (Welford) statistics.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
 
@@ -73,12 +78,45 @@ void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const
   });
 }
 
+// fp16: weight and bias widened once, each row into the thread's cache (cpu/fp16_rows.hpp), the
+// float row function run there.
+std::vector<float> widened_vector(const fp16* values, i64 n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  widen_fp16(out.data(), values, n);
+  return out;
+}
+
+void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp, const fp16* weight,
+                           const fp16* bias, i64 N, i64 C) {
+  const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
+  const float* w = weight_values.data();
+  const float* b = bias_values.data();
+  parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
+    WidenedRows rows(C);
+    const float* x = rows.in(inp + n * C);
+    layernorm_forward_row(rows.out(out + n * C), mean + n, rstd + n, x, w, b, C);
+    rows.narrow();
+  });
+}
+
 template <class S>
 void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
                             const float* mean, const float* rstd, i64 N, i64 C) {
-  parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
-    layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
-  });
+  if constexpr (std::is_same_v<S, fp16>) {
+    const std::vector<float> weight_values = widened_vector(weight, C);
+    const float* w = weight_values.data();
+    parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
+      WidenedRows rows(C);
+      const float* dy = rows.in(dout + n * C);
+      const float* x = rows.in(inp + n * C);
+      layernorm_backward_row(rows.inout(dinp + n * C), dy, x, w, mean[n], rstd[n], C);
+      rows.narrow();
+    });
+  } else {
+    parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
+      layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
+    });
+  }
   // dweight and dbias sum over all rows: a task owns a block of columns and adds rows in
   // order, so there are no shared writes and the result does not depend on the thread count.
   const i64 blocks = (C + kLayernormColumnBlock - 1) / kLayernormColumnBlock;
@@ -87,12 +125,22 @@ void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout
     const i64 width = std::min(kLayernormColumnBlock, C - c0);
     float dweight_sum[kLayernormColumnBlock] = {}, dbias_sum[kLayernormColumnBlock] = {};
     for (i64 n = 0; n < N; ++n) {
-      const S* x = inp + n * C + c0;
-      const S* dy = dout + n * C + c0;
       const float m = mean[n], s = rstd[n];
-      for (i64 j = 0; j < width; ++j) {
-        dweight_sum[j] += widened(dy[j]) * ((widened(x[j]) - m) * s);
-        dbias_sum[j] += widened(dy[j]);
+      if constexpr (std::is_same_v<S, fp16>) {  // the block's 32 values widened first
+        float x[kLayernormColumnBlock], dy[kLayernormColumnBlock];
+        widen_fp16(x, inp + n * C + c0, width);
+        widen_fp16(dy, dout + n * C + c0, width);
+        for (i64 j = 0; j < width; ++j) {
+          dweight_sum[j] += dy[j] * ((x[j] - m) * s);
+          dbias_sum[j] += dy[j];
+        }
+      } else {
+        const S* x = inp + n * C + c0;
+        const S* dy = dout + n * C + c0;
+        for (i64 j = 0; j < width; ++j) {
+          dweight_sum[j] += widened(dy[j]) * ((widened(x[j]) - m) * s);
+          dbias_sum[j] += widened(dy[j]);
+        }
       }
     }
     for (i64 j = 0; j < width; ++j) {
@@ -106,10 +154,14 @@ void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout
 
 SB_DECLARE_LAYERNORM_FORWARD(float, float) { layernorm_forward_all(out, mean, rstd, inp, weight, bias, N, C); }
 SB_DECLARE_LAYERNORM_FORWARD(bf16, float) { layernorm_forward_all(out, mean, rstd, inp, weight, bias, N, C); }
+SB_DECLARE_LAYERNORM_FORWARD(fp16, float) { layernorm_forward_all(out, mean, rstd, inp, weight, bias, N, C); }
 SB_DECLARE_LAYERNORM_BACKWARD(float, float) {
   layernorm_backward_all(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 SB_DECLARE_LAYERNORM_BACKWARD(bf16, float) {
+  layernorm_backward_all(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+SB_DECLARE_LAYERNORM_BACKWARD(fp16, float) {
   layernorm_backward_all(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 

@@ -4,6 +4,8 @@
 // and the baseline). fp16: the F16C instructions where the CPU has them, the portable loop of
 // precision/fp16.hpp otherwise (fp16_conversion_paths.hpp). Bit-identical to the reference,
 // NaN payloads included.
+#include <algorithm>
+
 #include "core/cpu_isa.hpp"
 #include "kernels/cpu/fp16_conversion_paths.hpp"
 #include "kernels/cpu/host_parallel.hpp"
@@ -43,35 +45,51 @@ void fp16_to_f32_portable(float* out, const fp16* inp, i64 n) {
 #if defined(__x86_64__)
 
 // Eight floats at a time; a block with a NaN (|x| above infinity's bits) goes the portable way.
-__attribute__((target("avx2,f16c"))) void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) {
+// The last, partial block is converted in a zero-padded copy, so short rows (a 7x7 image's 49
+// values) pay one block, not the portable code's cost per value.
+__attribute__((target("avx2,f16c"))) inline void f32_to_fp16_block(fp16* out, const float* inp) {
   const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFFFFFF), infinity = _mm256_set1_epi32(0x7F800000);
-  i64 i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(inp + i);
-    const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(x), magnitude_mask);
-    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(magnitude, infinity), _mm256_set1_epi32(-1))) {
-      f32_to_fp16_portable(out + i, inp + i, 8);
-      continue;
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+  const __m256 x = _mm256_loadu_ps(inp);
+  const __m256i magnitude = _mm256_and_si256(_mm256_castps_si256(x), magnitude_mask);
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi32(magnitude, infinity), _mm256_set1_epi32(-1))) {
+    f32_to_fp16_portable(out, inp, 8);
+    return;
   }
-  f32_to_fp16_portable(out + i, inp + i, n - i);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+__attribute__((target("avx2,f16c"))) void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) {
+  i64 i = 0;
+  for (; i + 8 <= n; i += 8) f32_to_fp16_block(out + i, inp + i);
+  if (i == n) return;
+  float padded[8] = {};
+  fp16 converted[8];
+  std::copy(inp + i, inp + n, padded);
+  f32_to_fp16_block(converted, padded);
+  std::copy(converted, converted + (n - i), out + i);
 }
 
 // Eight halves at a time; a block with a NaN (exponent all ones, mantissa not zero) goes the
-// portable way.
-__attribute__((target("avx2,f16c"))) void fp16_to_f32_f16c(float* out, const fp16* inp, i64 n) {
+// portable way; the last, partial block in a zero-padded copy.
+__attribute__((target("avx2,f16c"))) inline void fp16_to_f32_block(float* out, const fp16* inp) {
   const __m128i magnitude_mask = _mm_set1_epi16(0x7FFF), infinity = _mm_set1_epi16(0x7C00);
-  i64 i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(inp + i));
-    if (!_mm_testz_si128(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude_mask), infinity), _mm_set1_epi16(-1))) {
-      fp16_to_f32_portable(out + i, inp + i, 8);
-      continue;
-    }
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(inp));
+  if (!_mm_testz_si128(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude_mask), infinity), _mm_set1_epi16(-1))) {
+    fp16_to_f32_portable(out, inp, 8);
+    return;
   }
-  fp16_to_f32_portable(out + i, inp + i, n - i);
+  _mm256_storeu_ps(out, _mm256_cvtph_ps(h));
+}
+
+__attribute__((target("avx2,f16c"))) void fp16_to_f32_f16c(float* out, const fp16* inp, i64 n) {
+  i64 i = 0;
+  for (; i + 8 <= n; i += 8) fp16_to_f32_block(out + i, inp + i);
+  if (i == n) return;
+  fp16 padded[8] = {};
+  float converted[8];
+  std::copy(inp + i, inp + n, padded);
+  fp16_to_f32_block(converted, padded);
+  std::copy(converted, converted + (n - i), out + i);
 }
 #else
 void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) { f32_to_fp16_portable(out, inp, n); }

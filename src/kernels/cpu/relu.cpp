@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReLU with Kokkos over chunks, each chunk one vectorised loop; the backward masks with the
-// forward output, so the forward may run in place. The backward also over bf16 as it lies
-// (cpu/bf16_elementwise.hpp): widened in registers, the sum rounded once. Leaves out leaky and
-// clipped variants.
-#include "kernels/cpu/bf16_elementwise.hpp"
+// forward output, so the forward may run in place. The backward also over bf16 and fp16 as they
+// lie (cpu/sixteen_bit_elementwise.hpp): bf16 widened in registers, fp16 a chunk at a time into
+// the thread's cache; the sum rounded once. Leaves out leaky and clipped variants.
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "precision/bf16.hpp"
 
@@ -30,6 +31,15 @@ void relu_backward_chunk(bf16* dinp, const bf16* out, const bf16* dout, i64 n) {
   }
 }
 
+// fp16: the chunk widened into the thread's cache, the float chunk function run there.
+void relu_backward_chunk(fp16* dinp, const fp16* out, const fp16* dout, i64 n) {
+  WidenedRows rows(n);
+  const float* out_values = rows.in(out);
+  const float* dy = rows.in(dout);
+  relu_backward_chunk(rows.inout(dinp), out_values, dy, n);
+  rows.narrow();
+}
+
 }  // namespace
 
 SB_DECLARE_RELU_FORWARD(float, float) {
@@ -45,6 +55,12 @@ SB_DECLARE_RELU_BACKWARD(float, float) {
 }
 
 SB_DECLARE_RELU_BACKWARD(bf16, float) {
+  parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
+    relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
+  });
+}
+
+SB_DECLARE_RELU_BACKWARD(fp16, float) {
   parallel_for_chunks("sb::relu_backward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
     relu_backward_chunk(dinp + begin, out + begin, dout + begin, end - begin);
   });

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Residual connection with Kokkos over chunks: memory-bound, so plain vectorised loops, written
-// once over the storage type (float, and bf16 as it lies: cpu/bf16_elementwise.hpp).
+// once over the storage type (float, and bf16 as it lies: cpu/sixteen_bit_elementwise.hpp); fp16
+// a chunk at a time widened into the thread's cache and run by the float chunk (cpu/fp16_rows.hpp).
 // Leaves out fusing the residual into neighbouring kernels.
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
 
@@ -25,6 +27,22 @@ SB_RESIDUAL_CHUNKS(float)
 SB_RESIDUAL_CHUNKS(bf16)
 #undef SB_RESIDUAL_CHUNKS
 
+// fp16: the chunk widened into the thread's cache, the float chunk function run there.
+void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
+  WidenedRows rows(n);
+  const float* a_values = rows.in(a);
+  const float* b_values = rows.in(b);
+  residual_forward_chunk(rows.out(out), a_values, b_values, n);
+  rows.narrow();
+}
+void residual_backward_chunk(fp16* da, fp16* db, const fp16* dout, i64 n) {
+  WidenedRows rows(n);
+  const float* dy = rows.in(dout);
+  float* da_values = rows.inout(da);
+  residual_backward_chunk(da_values, rows.inout(db), dy, n);
+  rows.narrow();
+}
+
 template <class S>
 void residual_forward_all(S* out, const S* a, const S* b, i64 N) {
   parallel_for_chunks("sb::residual_forward", N, kElementwiseChunk, [=](i64 begin, i64 end) {
@@ -43,7 +61,9 @@ void residual_backward_all(S* da, S* db, const S* dout, i64 N) {
 
 SB_DECLARE_RESIDUAL_FORWARD(float, float) { residual_forward_all(out, a, b, N); }
 SB_DECLARE_RESIDUAL_FORWARD(bf16, float) { residual_forward_all(out, a, b, N); }
+SB_DECLARE_RESIDUAL_FORWARD(fp16, float) { residual_forward_all(out, a, b, N); }
 SB_DECLARE_RESIDUAL_BACKWARD(float, float) { residual_backward_all(da, db, dout, N); }
 SB_DECLARE_RESIDUAL_BACKWARD(bf16, float) { residual_backward_all(da, db, dout, N); }
+SB_DECLARE_RESIDUAL_BACKWARD(fp16, float) { residual_backward_all(da, db, dout, N); }
 
 }  // namespace sb::kernels::cpu

@@ -1,46 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cpu back-end's elementwise kernels over bf16 as it lies (kernels/cpu/bf16_elementwise.hpp)
-// compute what widening every operand to float, running the float kernel and rounding the
-// result to bf16 once did (and still does on other back-ends): BatchNorm2d's forward with and
-// without residual and ReLU, its backward apply, the ReLU backward, GELU and the residual add
-// bit for bit; sums over a channel or row (BatchNorm's channel and gradient sums, LayerNorm's
-// statistics) within 1e-6 relative and LayerNorm's outputs within one bf16 unit in the last
-// place (a vectorised reduction's order follows the type's vector width); over rows that are not
-// multiples of a vector (HW 49, 13, 1; C 37) and ties at zero. StorageKernels<bf16> takes them on
-// the cpu only. Leaves out fp16 (widened) and cuda.
+// The cpu back-end's elementwise kernels over bf16 and fp16 as they lie
+// (kernels/cpu/sixteen_bit_elementwise.hpp) compute what widening every operand to float,
+// running the float kernel and rounding the result once did (and still does on other
+// back-ends): BatchNorm2d's forward with and without residual and ReLU, its backward apply, the
+// ReLU backward, GELU and the residual add bit for bit; sums over a channel or row (BatchNorm's
+// channel and gradient sums, LayerNorm's statistics) within 1e-6 relative and LayerNorm's outputs
+// within one unit in the last place (a vectorised reduction's order may follow the type's vector
+// width or the row's address); over rows that are not multiples of a vector (HW 49, 13, 1; C 37)
+// and ties at zero. StorageKernels<bf16> and <fp16> take them on the cpu only. Leaves out cuda.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/memory.hpp"
 #include "core/rng.hpp"
-#include "kernels/cpu/bf16_elementwise.hpp"
+#include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 
 namespace sb::kernels::testing {
 namespace {
 
-std::vector<bf16> random_bf16(i64 n, std::uint64_t stream, double scale) {
+template <class S>
+S stored_as(float x) {
+  if constexpr (std::is_same_v<S, bf16>)
+    return to_bf16(x);
+  else
+    return to_fp16(x);
+}
+
+// Mantissa bits of the 16-bit type (one unit in the last place is 2^-bits of the leading one).
+template <class S>
+constexpr int kMantissaBits = std::is_same_v<S, bf16> ? 7 : 10;
+
+template <class S>
+std::vector<S> random_values(i64 n, std::uint64_t stream, double scale) {
   const CounterRng rng(17, stream);
-  std::vector<bf16> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = to_bf16(static_cast<float>(scale * rng.normal(i)));
-  for (i64 i = 0; i < n; i += 7) v[i] = to_bf16(0.0f);  // ReLU's tie
+  std::vector<S> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = stored_as<S>(static_cast<float>(scale * rng.normal(i)));
+  for (i64 i = 0; i < n; i += 7) v[i] = stored_as<S>(0.0f);  // ReLU's tie
   return v;
 }
 
-std::vector<float> widened(const std::vector<bf16>& v) {
+template <class S>
+std::vector<float> widened(const std::vector<S>& v) {
   std::vector<float> out(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
   return out;
 }
 
-std::vector<bf16> narrowed(const std::vector<float>& v) {
-  std::vector<bf16> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_bf16(v[i]);
+template <class S>
+std::vector<S> narrowed(const std::vector<float>& v) {
+  std::vector<S> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = stored_as<S>(v[i]);
   return out;
 }
 
@@ -51,6 +68,14 @@ i64 first_difference(const std::vector<T>& a, const std::vector<T>& b) {
     if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<i64>(i);
   return -1;
 }
+
+template <class S>
+class SixteenBitBatchNorm2d : public ::testing::Test {};
+template <class S>
+class SixteenBitElementwise : public ::testing::Test {};
+using SixteenBitTypes = ::testing::Types<bf16, fp16>;
+TYPED_TEST_SUITE(SixteenBitBatchNorm2d, SixteenBitTypes);
+TYPED_TEST_SUITE(SixteenBitElementwise, SixteenBitTypes);
 
 struct Shape {
   i64 N, C, HW;
@@ -75,10 +100,11 @@ Statistics statistics_of(const std::vector<float>& x, const Shape& s) {
   return st;
 }
 
-TEST(Bf16BatchNorm2d, ChannelSumsMatchTheWidenedKernel) {
+TYPED_TEST(SixteenBitBatchNorm2d, ChannelSumsMatchTheWidenedKernel) {
+  using S = TypeParam;
   std::uint64_t stream = 0;
   for (const Shape& s : kShapes) {
-    const auto x = random_bf16(s.size(), ++stream, 2.0);
+    const auto x = random_values<S>(s.size(), ++stream, 2.0);
     std::vector<double> expected(2 * s.C), actual(2 * s.C);
     cpu::batchnorm2d_channel_sums(expected.data(), widened(x).data(), s.N, s.C, s.HW);
     cpu::batchnorm2d_channel_sums(actual.data(), x.data(), s.N, s.C, s.HW);
@@ -86,11 +112,12 @@ TEST(Bf16BatchNorm2d, ChannelSumsMatchTheWidenedKernel) {
   }
 }
 
-TEST(Bf16BatchNorm2d, ForwardApplyEqualsTheWidenedKernel) {
+TYPED_TEST(SixteenBitBatchNorm2d, ForwardApplyEqualsTheWidenedKernel) {
+  using S = TypeParam;
   std::uint64_t stream = 100;
   for (const Shape& s : kShapes) {
-    const auto x = random_bf16(s.size(), ++stream, 2.0), residual = random_bf16(s.size(), ++stream, 1.0);
-    const auto weight = random_bf16(s.C, ++stream, 1.0), bias = random_bf16(s.C, ++stream, 0.5);
+    const auto x = random_values<S>(s.size(), ++stream, 2.0), residual = random_values<S>(s.size(), ++stream, 1.0);
+    const auto weight = random_values<S>(s.C, ++stream, 1.0), bias = random_values<S>(s.C, ++stream, 0.5);
     const Statistics st = statistics_of(widened(x), s);
     for (const bool with_residual : {false, true})
       for (const bool relu : {false, true}) {
@@ -98,20 +125,21 @@ TEST(Bf16BatchNorm2d, ForwardApplyEqualsTheWidenedKernel) {
         cpu::batchnorm2d_forward_apply(wide.data(), widened(x).data(), st.mean.data(), st.rstd.data(),
                                        widened(weight).data(), widened(bias).data(),
                                        with_residual ? widened(residual).data() : nullptr, relu, s.N, s.C, s.HW);
-        std::vector<bf16> actual(s.size());
+        std::vector<S> actual(s.size());
         cpu::batchnorm2d_forward_apply(actual.data(), x.data(), st.mean.data(), st.rstd.data(), weight.data(),
                                        bias.data(), with_residual ? residual.data() : nullptr, relu, s.N, s.C, s.HW);
-        EXPECT_EQ(first_difference(actual, narrowed(wide)), -1)
+        EXPECT_EQ(first_difference(actual, narrowed<S>(wide)), -1)
             << s.text() << " residual " << with_residual << " relu " << relu;
       }
   }
 }
 
-TEST(Bf16BatchNorm2d, BackwardMatchesTheWidenedKernels) {
+TYPED_TEST(SixteenBitBatchNorm2d, BackwardMatchesTheWidenedKernels) {
+  using S = TypeParam;
   std::uint64_t stream = 200;
   for (const Shape& s : kShapes) {
-    const auto x = random_bf16(s.size(), ++stream, 2.0), dout = random_bf16(s.size(), ++stream, 1.0),
-               relu_out = random_bf16(s.size(), ++stream, 1.0), weight = random_bf16(s.C, ++stream, 1.0);
+    const auto x = random_values<S>(s.size(), ++stream, 2.0), dout = random_values<S>(s.size(), ++stream, 1.0),
+               relu_out = random_values<S>(s.size(), ++stream, 1.0), weight = random_values<S>(s.C, ++stream, 1.0);
     const Statistics st = statistics_of(widened(x), s);
     const double count = static_cast<double>(s.N * s.HW);
     for (const bool relu : {false, true}) {
@@ -135,76 +163,81 @@ TEST(Bf16BatchNorm2d, BackwardMatchesTheWidenedKernels) {
       cpu::batchnorm2d_backward_apply(wide_dinp.data(), dout_f.data(), relu ? relu_f.data() : nullptr, x_f.data(),
                                       widened(weight).data(), st.mean.data(), st.rstd.data(), wide_sums.data(), count,
                                       s.N, s.C, s.HW);
-      std::vector<bf16> dinp(s.size());
+      std::vector<S> dinp(s.size());
       cpu::batchnorm2d_backward_apply(dinp.data(), dout.data(), relu ? relu_out.data() : nullptr, x.data(),
                                       weight.data(), st.mean.data(), st.rstd.data(), wide_sums.data(), count, s.N,
                                       s.C, s.HW);
-      EXPECT_EQ(first_difference(dinp, narrowed(wide_dinp)), -1) << s.text() << " relu " << relu;
+      EXPECT_EQ(first_difference(dinp, narrowed<S>(wide_dinp)), -1) << s.text() << " relu " << relu;
     }
   }
 }
 
-TEST(Bf16Elementwise, ReluBackwardEqualsTheWidenedKernel) {
+TYPED_TEST(SixteenBitElementwise, ReluBackwardEqualsTheWidenedKernel) {
+  using S = TypeParam;
   const i64 n = 100'003;  // chunks of the elementwise split and a tail
-  const auto out = random_bf16(n, 301, 1.0), dout = random_bf16(n, 302, 1.0), dinp0 = random_bf16(n, 303, 1.0);
+  const auto out = random_values<S>(n, 301, 1.0), dout = random_values<S>(n, 302, 1.0), dinp0 = random_values<S>(n, 303, 1.0);
   std::vector<float> wide = widened(dinp0);
   cpu::relu_backward(wide.data(), widened(out).data(), widened(dout).data(), n);
-  std::vector<bf16> actual = dinp0;
+  std::vector<S> actual = dinp0;
   cpu::relu_backward(actual.data(), out.data(), dout.data(), n);
-  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1);
+  EXPECT_EQ(first_difference(actual, narrowed<S>(wide)), -1);
 }
 
-TEST(Bf16Elementwise, GeluEqualsTheWidenedKernel) {
+TYPED_TEST(SixteenBitElementwise, GeluEqualsTheWidenedKernel) {
+  using S = TypeParam;
   const i64 n = 100'003;
-  const auto x = random_bf16(n, 401, 3.0), dout = random_bf16(n, 402, 1.0), dinp0 = random_bf16(n, 403, 1.0);
+  const auto x = random_values<S>(n, 401, 3.0), dout = random_values<S>(n, 402, 1.0), dinp0 = random_values<S>(n, 403, 1.0);
   std::vector<float> wide(n);
   cpu::gelu_forward(wide.data(), widened(x).data(), n);
-  std::vector<bf16> actual(n);
+  std::vector<S> actual(n);
   cpu::gelu_forward(actual.data(), x.data(), n);
-  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1) << "forward";
+  EXPECT_EQ(first_difference(actual, narrowed<S>(wide)), -1) << "forward";
   std::vector<float> wide_dinp = widened(dinp0);
   cpu::gelu_backward(wide_dinp.data(), widened(x).data(), widened(dout).data(), n);
-  std::vector<bf16> dinp = dinp0;
+  std::vector<S> dinp = dinp0;
   cpu::gelu_backward(dinp.data(), x.data(), dout.data(), n);
-  EXPECT_EQ(first_difference(dinp, narrowed(wide_dinp)), -1) << "backward";
+  EXPECT_EQ(first_difference(dinp, narrowed<S>(wide_dinp)), -1) << "backward";
 }
 
-TEST(Bf16Elementwise, ResidualEqualsTheWidenedKernel) {
+TYPED_TEST(SixteenBitElementwise, ResidualEqualsTheWidenedKernel) {
+  using S = TypeParam;
   const i64 n = 100'003;
-  const auto a = random_bf16(n, 501, 1.0), b = random_bf16(n, 502, 1.0), dout = random_bf16(n, 503, 1.0);
+  const auto a = random_values<S>(n, 501, 1.0), b = random_values<S>(n, 502, 1.0), dout = random_values<S>(n, 503, 1.0);
   std::vector<float> wide(n);
   cpu::residual_forward(wide.data(), widened(a).data(), widened(b).data(), n);
-  std::vector<bf16> actual(n);
+  std::vector<S> actual(n);
   cpu::residual_forward(actual.data(), a.data(), b.data(), n);
-  EXPECT_EQ(first_difference(actual, narrowed(wide)), -1) << "forward";
+  EXPECT_EQ(first_difference(actual, narrowed<S>(wide)), -1) << "forward";
   std::vector<float> wide_da = widened(a), wide_db = widened(b);
   cpu::residual_backward(wide_da.data(), wide_db.data(), widened(dout).data(), n);
-  std::vector<bf16> da = a, db = b;
+  std::vector<S> da = a, db = b;
   cpu::residual_backward(da.data(), db.data(), dout.data(), n);
-  EXPECT_EQ(first_difference(da, narrowed(wide_da)), -1) << "backward da";
-  EXPECT_EQ(first_difference(db, narrowed(wide_db)), -1) << "backward db";
+  EXPECT_EQ(first_difference(da, narrowed<S>(wide_da)), -1) << "backward da";
+  EXPECT_EQ(first_difference(db, narrowed<S>(wide_db)), -1) << "backward db";
 }
 
-// One bf16 unit in the last place of b, or less.
-bool within_one_bf16_ulp(bf16 a, bf16 b) {
+// One unit in the last place of b, or less.
+template <class S>
+bool within_one_ulp(S a, S b) {
   const float x = to_float(a), y = to_float(b);
-  return std::abs(x - y) <= std::ldexp(std::abs(y), -7) + 1e-30f;
+  return std::abs(x - y) <= std::ldexp(std::abs(y), -kMantissaBits<S>) + 1e-30f;
 }
 
-TEST(Bf16Elementwise, LayernormMatchesTheWidenedKernel) {
+TYPED_TEST(SixteenBitElementwise, LayernormMatchesTheWidenedKernel) {
+  using S = TypeParam;
   for (const i64 C : {i64{256}, i64{37}}) {
     const i64 N = 301;
-    const auto x = random_bf16(N * C, 601 + C, 2.0), dout = random_bf16(N * C, 602 + C, 1.0),
-               dinp0 = random_bf16(N * C, 603 + C, 1.0), weight = random_bf16(C, 604 + C, 1.0),
-               bias = random_bf16(C, 605 + C, 0.5);
+    const auto x = random_values<S>(N * C, 601 + C, 2.0), dout = random_values<S>(N * C, 602 + C, 1.0),
+               dinp0 = random_values<S>(N * C, 603 + C, 1.0), weight = random_values<S>(C, 604 + C, 1.0),
+               bias = random_values<S>(C, 605 + C, 0.5);
     std::vector<float> wide(N * C), wide_mean(N), wide_rstd(N), mean(N), rstd(N);
     cpu::layernorm_forward(wide.data(), wide_mean.data(), wide_rstd.data(), widened(x).data(), widened(weight).data(),
                            widened(bias).data(), N, C);
-    std::vector<bf16> actual(N * C);
+    std::vector<S> actual(N * C);
     cpu::layernorm_forward(actual.data(), mean.data(), rstd.data(), x.data(), weight.data(), bias.data(), N, C);
-    const auto expected = narrowed(wide);
+    const auto expected = narrowed<S>(wide);
     for (i64 i = 0; i < N * C; ++i)
-      ASSERT_TRUE(within_one_bf16_ulp(actual[i], expected[i])) << "C " << C << " forward " << i;
+      ASSERT_TRUE(within_one_ulp(actual[i], expected[i])) << "C " << C << " forward " << i;
     for (i64 n = 0; n < N; ++n) {
       EXPECT_NEAR(mean[n], wide_mean[n], 1e-6f * (1.0f + std::abs(wide_mean[n])));
       EXPECT_NEAR(rstd[n], wide_rstd[n], 1e-6f * rstd[n]);
@@ -213,22 +246,23 @@ TEST(Bf16Elementwise, LayernormMatchesTheWidenedKernel) {
                        dbias(C, 0.25f);
     cpu::layernorm_backward(wide_dinp.data(), wide_dweight.data(), wide_dbias.data(), widened(dout).data(),
                             widened(x).data(), widened(weight).data(), wide_mean.data(), wide_rstd.data(), N, C);
-    std::vector<bf16> dinp = dinp0;
+    std::vector<S> dinp = dinp0;
     cpu::layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), x.data(), weight.data(),
                             wide_mean.data(), wide_rstd.data(), N, C);
-    const auto expected_dinp = narrowed(wide_dinp);
+    const auto expected_dinp = narrowed<S>(wide_dinp);
     for (i64 i = 0; i < N * C; ++i)
-      ASSERT_TRUE(within_one_bf16_ulp(dinp[i], expected_dinp[i])) << "C " << C << " backward " << i;
+      ASSERT_TRUE(within_one_ulp(dinp[i], expected_dinp[i])) << "C " << C << " backward " << i;
     EXPECT_EQ(first_difference(dweight, wide_dweight), -1) << "C " << C;  // column sums: the same order
     EXPECT_EQ(first_difference(dbias, wide_dbias), -1) << "C " << C;
   }
 }
 
-TEST(Bf16Elementwise, StorageKernelsTakeThemOnTheCpuOnly) {
+TEST(SixteenBitElementwise, StorageKernelsTakeThemOnTheCpuOnly) {
   MemoryTracker tracker;
   EXPECT_TRUE(StorageKernels<bf16>(Backend::cpu, tracker).native_elementwise());
   EXPECT_FALSE(StorageKernels<bf16>(Backend::reference, tracker).native_elementwise());
-  EXPECT_FALSE(StorageKernels<fp16>(Backend::cpu, tracker).native_elementwise());
+  EXPECT_TRUE(StorageKernels<fp16>(Backend::cpu, tracker).native_elementwise());
+  EXPECT_FALSE(StorageKernels<fp16>(Backend::reference, tracker).native_elementwise());
   EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).native_elementwise());
 }
 

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cpu back-end's elementwise kernels over 16-bit tensors as they lie (fp32 statistics and
+// parameter gradients): BatchNorm2d's passes, the ReLU backward, LayerNorm, GELU and the
+// residual add. What StorageKernels<bf16> and <fp16> call on the cpu in place of widening every
+// operand to float into scratch and narrowing the result. bf16 is widened in registers, each
+// result rounded once; fp16 row by row into the thread's cache (cpu/fp16_rows.hpp), the float
+// row function run there. The elementwise results are the widened kernels' bits; a sum over a
+// row or channel (BatchNorm's channel sums, LayerNorm's statistics) may differ in its last bits,
+// vectorised in another order, and so may a LayerNorm output by one unit in the last place.
+// Declared from kernels.hpp's macros beside the float kernels of the same names
+// (batchnorm2d_split.cpp, relu.cpp, layernorm.cpp, gelu.cpp, residual.cpp).
+// Leaves out the other kernels (StorageKernels widens those).
+#pragma once
+
+#include "kernels/kernels.hpp"
+#include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
+
+namespace sb::kernels::cpu {
+
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(bf16, float);
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(bf16, float);
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(bf16, float);
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(bf16, float);
+SB_DECLARE_RELU_BACKWARD(bf16, float);
+SB_DECLARE_LAYERNORM_FORWARD(bf16, float);
+SB_DECLARE_LAYERNORM_BACKWARD(bf16, float);
+SB_DECLARE_GELU_FORWARD(bf16, float);
+SB_DECLARE_GELU_BACKWARD(bf16, float);
+SB_DECLARE_RESIDUAL_FORWARD(bf16, float);
+SB_DECLARE_RESIDUAL_BACKWARD(bf16, float);
+SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(fp16, float);
+SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(fp16, float);
+SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(fp16, float);
+SB_DECLARE_BATCHNORM2D_BACKWARD_APPLY(fp16, float);
+SB_DECLARE_RELU_BACKWARD(fp16, float);
+SB_DECLARE_LAYERNORM_FORWARD(fp16, float);
+SB_DECLARE_LAYERNORM_BACKWARD(fp16, float);
+SB_DECLARE_GELU_FORWARD(fp16, float);
+SB_DECLARE_GELU_BACKWARD(fp16, float);
+SB_DECLARE_RESIDUAL_FORWARD(fp16, float);
+SB_DECLARE_RESIDUAL_BACKWARD(fp16, float);
+
+}  // namespace sb::kernels::cpu
