@@ -2,20 +2,23 @@
 // 2-D convolutions as oneDNN primitives, created once per shape, pass and data type and reused.
 // oneDNN picks the layouts its kernels want (blocked, nChw16c-like); the model's NCHW operands
 // are reordered into them and the results back, once per call. Results that are accumulated
-// (dinp, dweight) come back through a reorder with a sum post-op: old value + result in fp32,
-// rounded once to the destination's type. dbias is added from oneDNN's fp32 diff_bias. The
-// weight gradient is summed as conv2d.cpp's is: the images cut into up to kWeightGradientGroups
-// contiguous groups, one primitive call each, the groups' sums added in image order. oneDNN's
-// own reduction over a batch rounds differently for each batch size, and resnet-mini's training
-// amplifies that: 5 SGD steps at dp 2 (8 images a rank) drifted 5% from one rank's 16, with
-// groups of 4 still 0.2%; with one image a group up to 16 images, 2e-6 as the own kernels. The
-// forward and dinp are the same bits for an image whatever the batch.
+// (dinp, dweight) are added in fp32 to the old value and rounded once to the destination's type:
+// dinp from oneDNN's channel-blocked fp32 result (blocked_channels_add.hpp, or a reorder with a
+// sum post-op in another layout), dweight by a reorder with a sum post-op. dbias is added from
+// oneDNN's fp32 diff_bias. The weight gradient is summed as conv2d.cpp's is: the images cut into
+// up to kWeightGradientGroups contiguous groups, each group's partial by its own primitive call,
+// the partials added in image order. The groups run side by side, one a thread, each on a
+// primitive created for one thread, so a partial does not depend on the thread count or on which
+// thread ran it. oneDNN's own reduction over a batch rounds differently for each batch size,
+// and resnet-mini's training amplifies that: 5 SGD steps at dp 2 (8 images a rank) drifted 5%
+// from one rank's 16, with groups of 4 still 0.2%; with one image a group up to 16 images, 2e-6
+// as the own kernels. The forward and dinp are the same bits for an image whatever the batch.
 #include "kernels/cpu/onednn_conv2d.hpp"
 
 #include <algorithm>
 #include <dnnl.hpp>
-#include <omp.h>
 #include <map>
+#include <omp.h>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -300,8 +303,8 @@ std::optional<memory::desc> with_batch(const memory::desc& desc, i64 n) {
 }
 
 // dinp += the data gradient (oneDNN's fp32 result added in by add_blocked_channels where it is
-// channel-blocked by 16, else by a reorder with a sum). dout_laid_out: dout already reordered (by the weight gradient),
-// used where the primitive wants that layout. Scratch is released by the caller.
+// channel-blocked by 16, else by a reorder with a sum). dout_laid_out: dout already reordered
+// by the weight gradient, used where the primitive wants that layout. The caller releases scratch.
 template <class T>
 void data_gradient(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, const T* dout, const T* weight,
                    const ConvShape& s, const memory* dout_laid_out) {
