@@ -19,20 +19,13 @@
 #include "core/memory.hpp"
 #include "core/rng.hpp"
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/storage_values.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
 
 namespace sb::kernels::testing {
 namespace {
-
-template <class S>
-S stored_as(float x) {
-  if constexpr (std::is_same_v<S, bf16>)
-    return to_bf16(x);
-  else
-    return to_fp16(x);
-}
 
 // Mantissa bits of the 16-bit type (one unit in the last place is 2^-bits of the leading one).
 template <class S>
@@ -42,8 +35,8 @@ template <class S>
 std::vector<S> random_values(i64 n, std::uint64_t stream, double scale) {
   const CounterRng rng(17, stream);
   std::vector<S> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = stored_as<S>(static_cast<float>(scale * rng.normal(i)));
-  for (i64 i = 0; i < n; i += 7) v[i] = stored_as<S>(0.0f);  // ReLU's tie
+  for (i64 i = 0; i < n; ++i) v[i] = cpu::stored<S>(static_cast<float>(scale * rng.normal(i)));
+  for (i64 i = 0; i < n; i += 7) v[i] = cpu::stored<S>(0.0f);  // ReLU's tie
   return v;
 }
 
@@ -57,7 +50,7 @@ std::vector<float> widened(const std::vector<S>& v) {
 template <class S>
 std::vector<S> narrowed(const std::vector<float>& v) {
   std::vector<S> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = stored_as<S>(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = cpu::stored<S>(v[i]);
   return out;
 }
 
