@@ -43,6 +43,16 @@ std::string conv2d_implementation(const std::string& precision) {
   return "widened+" + fp32;
 }
 
+bool cpu_runs_packed_matmul() {
+  return cpu_has_avx512() && includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core);
+}
+
+std::string matmul_implementation(const std::string& precision) {
+  if (precision == "fp32") return "openblas";
+  if (precision == "bf16" && onednn_has_native_bf16()) return "onednn";
+  return cpu_runs_packed_matmul() ? "packed" : "widened+openblas";
+}
+
 bool onednn_has_int8_dot_products() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   return includes(isa, dnnl_cpu_isa_avx512_core_vnni) || includes(isa, dnnl_cpu_isa_avx2_vnni);
@@ -64,7 +74,20 @@ bool cpu_has_f16c() {
 #endif
 }
 
-std::string fp16_conversion_implementation() { return cpu_has_f16c() ? "f16c" : "portable"; }
+bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && cpu_has_f16c();
+  return has;
+#else
+  return false;
+#endif
+}
+
+std::string fp16_conversion_implementation() {
+  if (cpu_has_avx512()) return "avx512";
+  return cpu_has_f16c() ? "f16c" : "portable";
+}
 
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();

@@ -22,6 +22,17 @@ bool onednn_has_native_bf16();
 // the faster ones.
 bool onednn_runs_fp32_conv2d();
 
+// True where the cpu back-end's own AVX-512 GEMM runs 16-bit linear layers
+// (kernels/cpu/packed_matmul.hpp): the CPU has AVX-512 (F, BW, VL, DQ) and F16C, and oneDNN's
+// ISA is AVX-512 or above, so that ONEDNN_MAX_CPU_ISA=AVX2 forces this fallback too.
+bool cpu_runs_packed_matmul();
+
+// The linear layers' GEMMs StorageKernels runs on the cpu back-end at a storage precision, as runs
+// record them (context.matmul_bf16, context.matmul_fp16): "onednn" (bf16 oneDNN matmul
+// primitives), "packed" (the own AVX-512 GEMM, widening while it packs) or "widened+openblas"
+// (operands widened whole to fp32 for OpenBLAS sgemm); "openblas" for "fp32".
+std::string matmul_implementation(const std::string& precision);
+
 // The convolutions StorageKernels runs on the cpu back-end at a storage precision, as runs
 // record them (context.conv2d_fp32, context.conv2d_bf16): "onednn" (oneDNN primitives, bf16 ones
 // for "bf16"), "own" (conv2d.cpp's shifted-plane / im2col kernels), or for bf16 and fp16
@@ -38,7 +49,9 @@ std::string int8_matmul_implementation();
 // Whether this CPU runs the F16C conversions (and AVX, which their 256-bit forms need): the cpu
 // back-end's float <-> fp16 conversions take them then (kernels/cpu/fp16_conversion_paths.hpp).
 bool cpu_has_f16c();
-// Those conversions as runs record them (context.fp16_convert): "f16c" or "portable".
+// Whether this CPU runs AVX-512 F, BW, VL and DQ with F16C: the fp16 conversions' 16-wide forms.
+bool cpu_has_avx512();
+// Those conversions as runs record them (context.fp16_convert): "avx512", "f16c" or "portable".
 std::string fp16_conversion_implementation();
 // "2.6.3 (a1b2c3d)": the oneDNN library this process runs.
 std::string onednn_version();

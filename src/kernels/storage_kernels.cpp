@@ -15,6 +15,7 @@
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
 #include "kernels/cpu/onednn_conv2d.hpp"
+#include "kernels/cpu/packed_matmul.hpp"
 
 namespace sb::kernels {
 
@@ -148,6 +149,8 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
   }
+  if constexpr (!std::is_same_v<S, float>)
+    packed_matmul_ = backend == Backend::cpu && !onednn_matmul_ && cpu_runs_packed_matmul();
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
     conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
     onednn_conv_ = std::make_unique<cpu::OnednnConv2d>(*conv_scratch_);
@@ -164,7 +167,7 @@ StorageKernels<S>& StorageKernels<S>::operator=(StorageKernels&&) noexcept = def
 
 template <class S>
 bool StorageKernels<S>::widens_gemms() const {
-  return !std::is_same_v<S, float> && !native_ && !onednn_matmul_;
+  return !std::is_same_v<S, float> && !native_ && !onednn_matmul_ && !packed_matmul_;
 }
 
 template <class S>
@@ -204,6 +207,12 @@ void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, co
   if constexpr (std::is_same_v<S, bf16>) {
     if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0) return onednn_matmul_->forward(out, inp, weight, bias, BT, C, OC);
   }
+  if constexpr (!std::is_same_v<S, float>) {
+    if (packed_matmul_ && BT > 0 && C > 0 && OC > 0) {
+      cpu::packed_matmul_forward(*scratch_, out, inp, weight, bias, BT, C, OC);
+      return scratch_->release_all();
+    }
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_forward(w.out(out, BT * OC), w.in(inp, BT * C), w.in(weight, OC * C), w.in(bias, OC), BT, C, OC);
 }
@@ -217,6 +226,12 @@ void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, c
   if constexpr (std::is_same_v<S, bf16>) {
     if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0)
       return onednn_matmul_->backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+  }
+  if constexpr (!std::is_same_v<S, float>) {
+    if (packed_matmul_ && BT > 0 && C > 0 && OC > 0) {
+      cpu::packed_matmul_backward(*scratch_, dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+      return scratch_->release_all();
+    }
   }
   Widened<S> w(*k_, scratch_.get());
   k_->matmul_backward(w.inout(dinp, BT * C), dweight, dbias, w.in(dout, BT * OC), w.in(inp, BT * C),
@@ -278,6 +293,9 @@ void StorageKernels<S>::attention_forward(S* out, S* att, const S* qkv, i64 B, i
                           attention_forward_work(B, T, C, NH, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->attention_forward(out, att, qkv, B, T, C, NH);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::attention_forward(out, att, qkv, B, T, C, NH);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->attention_forward(w.out(out, B * T * C), w.out(att, B * NH * T * T), w.in(qkv, B * T * 3 * C), B, T, C, NH);
 }
@@ -289,6 +307,9 @@ void StorageKernels<S>::attention_backward(S* dqkv, const S* dout, const S* qkv,
                           attention_backward_work(B, T, C, NH, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->attention_backward(w.inout(dqkv, B * T * 3 * C), w.in(dout, B * T * C), w.in(qkv, B * T * 3 * C),
                          w.in(att, B * NH * T * T), B, T, C, NH);

@@ -99,8 +99,11 @@ class StorageKernels {
   StorageKernels& operator=(StorageKernels&&) noexcept;
 
   // Whether matmul calls widen 16-bit operands to fp32 for the float GEMM: false for float S,
-  // for the cuda native table and for the cpu's oneDNN bf16 matmuls.
+  // for the cuda native table, for the cpu's oneDNN bf16 matmuls and for its packed 16-bit GEMM.
   bool widens_gemms() const;
+  // Whether matmul calls run the cpu's own AVX-512 GEMM that widens while it packs
+  // (cpu/packed_matmul.hpp): fp16 S, and bf16 S without oneDNN bf16, where cpu_runs_packed_matmul().
+  bool packed_gemms() const { return packed_matmul_; }
   // Whether conv2d calls run as oneDNN primitives (cpu back-end, oneDNN at AVX-512 or above),
   // and whether those take the 16-bit operands directly (bf16 S with bf16 instructions).
   bool onednn_convolutions() const { return onednn_conv_ != nullptr; }
@@ -138,6 +141,7 @@ class StorageKernels {
   std::unique_ptr<WideningScratch> conv_scratch_;         // oneDNN's layouts and results
   std::unique_ptr<cpu::OnednnConv2d> onednn_conv_;        // cpu, oneDNN at AVX-512 or above
   bool native_conv_ = false;                              // bf16 S into onednn_conv_ directly
+  bool packed_matmul_ = false;  // 16-bit S on the cpu: cpu/packed_matmul.hpp's GEMM
   bool host_sixteen_bit_ = false;  // bf16 or fp16 S on the cpu: the elementwise kernels take S as it lies
   KernelRecorder* recorder_ = nullptr;
 };

@@ -138,6 +138,8 @@ io::Attributes collect_run_context(int threads, MPI_Comm comm) {
   context.emplace_back("cpu_isa", onednn_cpu_isa());
   context.emplace_back("conv2d_fp32", conv2d_implementation("fp32"));
   context.emplace_back("conv2d_bf16", conv2d_implementation("bf16"));
+  context.emplace_back("matmul_bf16", matmul_implementation("bf16"));
+  context.emplace_back("matmul_fp16", matmul_implementation("fp16"));
   context.emplace_back("int8_matmul", int8_matmul_implementation());
   context.emplace_back("fp16_convert", fp16_conversion_implementation());
   context.emplace_back("compiler", std::string(SB_COMPILER));

@@ -28,6 +28,8 @@ TEST(CpuIsaRecorded, Bf16RunRecordsTheIsaOneDnnDispatchesTo) {
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), conv2d_implementation("fp32"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), conv2d_implementation("bf16"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "int8_matmul"), int8_matmul_implementation());
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "matmul_bf16"), matmul_implementation("bf16"));
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "matmul_fp16"), matmul_implementation("fp16"));
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "fp16_convert"), fp16_conversion_implementation());
 }
 
@@ -38,6 +40,8 @@ TEST(CpuIsaRecorded, CappedRunRecordsTheCap) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "cpu_isa"), "avx2");
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_fp32"), "own");
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "matmul_bf16"), "widened+openblas");
+  EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "matmul_fp16"), "widened+openblas");
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "conv2d_bf16"), "widened+own");
   EXPECT_EQ(io::read_string_attribute(out, "/runs/gpt-nano/context", "int8_matmul"), "own");  // no VNNI at AVX2
 }

@@ -22,7 +22,7 @@ TEST(RunContext, HasEveryKeyInOrder) {
                       "cpu_scaling_governor", "gpu_model", "driver", "mpi_library",
                       "mpi_standard", "nccl", "cuda_aware_mpi", "hdf5", "kokkos", "blas",
                       "blas_threading", "blas_library", "onednn", "cpu_isa", "conv2d_fp32", "conv2d_bf16",
-                      "int8_matmul", "fp16_convert", "compiler", "build_type", "git_sha", "omp_proc_bind", "omp_places"}));
+                      "matmul_bf16", "matmul_fp16", "int8_matmul", "fp16_convert", "compiler", "build_type", "git_sha", "omp_proc_bind", "omp_places"}));
   const auto value = [&](const std::string& key) {
     for (const auto& [k, v] : context) {
       if (k == key) return io::to_string(v);
@@ -43,6 +43,8 @@ TEST(RunContext, HasEveryKeyInOrder) {
   EXPECT_EQ(value("conv2d_fp32"), conv2d_implementation("fp32"));
   EXPECT_EQ(value("conv2d_bf16"), conv2d_implementation("bf16"));
   EXPECT_EQ(value("int8_matmul"), int8_matmul_implementation());
+  EXPECT_EQ(value("matmul_bf16"), matmul_implementation("bf16"));
+  EXPECT_EQ(value("matmul_fp16"), matmul_implementation("fp16"));
   EXPECT_EQ(value("fp16_convert"), fp16_conversion_implementation());
   EXPECT_NE(value("mpi_library"), "unknown");
   EXPECT_EQ(value("mpi_library").find('\n'), std::string::npos);

@@ -34,8 +34,9 @@ TEST(PrecisionConvert, CpuFloatToFp16EqualsReference) {
   EXPECT_EQ(first_bit_difference(actual, expected), -1);
 }
 
-// Both fp16 paths, whichever the kernels take here: the portable loop always, the F16C one where
-// the CPU has it (every x86-64-v3 CPU; the kernels above take it there).
+// Every fp16 path this CPU runs, whichever the kernels take here: the portable loop always, the
+// F16C one where the CPU has it (every x86-64-v3 CPU), the AVX-512 one where it has that (the
+// kernels above take the last of these).
 TEST(PrecisionConvert, EveryFp16PathThisCpuRunsEqualsReference) {
   const std::vector<float> floats = conversion_test_floats(kValues);
   const std::vector<fp16> halves = conversion_test_halves<fp16>(kValues);
@@ -50,6 +51,7 @@ TEST(PrecisionConvert, EveryFp16PathThisCpuRunsEqualsReference) {
   };
   std::vector<Path> paths{{"portable", &cpu::f32_to_fp16_portable, &cpu::fp16_to_f32_portable}};
   if (sb::cpu_has_f16c()) paths.push_back({"f16c", &cpu::f32_to_fp16_f16c, &cpu::fp16_to_f32_f16c});
+  if (sb::cpu_has_avx512()) paths.push_back({"avx512", &cpu::f32_to_fp16_avx512, &cpu::fp16_to_f32_avx512});
   for (const Path& path : paths) {
     std::vector<fp16> narrowed(floats.size(), fp16{0xBEEF});
     std::vector<float> widened(halves.size(), -2.0f);

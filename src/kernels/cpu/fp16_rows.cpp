@@ -9,12 +9,12 @@
 namespace sb::kernels::cpu {
 
 void widen_fp16(float* out, const fp16* inp, i64 n) {
-  static const auto convert = sb::cpu_has_f16c() ? &fp16_to_f32_f16c : &fp16_to_f32_portable;
+  static const WidenFp16 convert = fp16_widening();
   convert(out, inp, n);
 }
 
 void narrow_to_fp16(fp16* out, const float* inp, i64 n) {
-  static const auto convert = sb::cpu_has_f16c() ? &f32_to_fp16_f16c : &f32_to_fp16_portable;
+  static const NarrowToFp16 convert = fp16_narrowing();
   convert(out, inp, n);
 }
 

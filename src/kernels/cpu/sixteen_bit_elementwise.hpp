@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cpu back-end's elementwise kernels over 16-bit tensors as they lie (fp32 statistics and
 // parameter gradients): BatchNorm2d's passes, the ReLU backward, LayerNorm, GELU and the
-// residual add. What StorageKernels<bf16> and <fp16> call on the cpu in place of widening every
+// residual add; and attention, a head at a time widened into the thread's cache (attention.cpp). What StorageKernels<bf16> and <fp16> call on the cpu in place of widening every
 // operand to float into scratch and narrowing the result. bf16 is widened in registers, each
 // result rounded once; fp16 row by row into the thread's cache (cpu/fp16_rows.hpp), the float
 // row function run there. The elementwise results are the widened kernels' bits; a sum over a
@@ -29,6 +29,8 @@ SB_DECLARE_GELU_FORWARD(bf16, float);
 SB_DECLARE_GELU_BACKWARD(bf16, float);
 SB_DECLARE_RESIDUAL_FORWARD(bf16, float);
 SB_DECLARE_RESIDUAL_BACKWARD(bf16, float);
+SB_DECLARE_ATTENTION_FORWARD(bf16, float);
+SB_DECLARE_ATTENTION_BACKWARD(bf16, float);
 SB_DECLARE_BATCHNORM2D_CHANNEL_SUMS(fp16, float);
 SB_DECLARE_BATCHNORM2D_FORWARD_APPLY(fp16, float);
 SB_DECLARE_BATCHNORM2D_BACKWARD_SUMS(fp16, float);
@@ -40,5 +42,7 @@ SB_DECLARE_GELU_FORWARD(fp16, float);
 SB_DECLARE_GELU_BACKWARD(fp16, float);
 SB_DECLARE_RESIDUAL_FORWARD(fp16, float);
 SB_DECLARE_RESIDUAL_BACKWARD(fp16, float);
+SB_DECLARE_ATTENTION_FORWARD(fp16, float);
+SB_DECLARE_ATTENTION_BACKWARD(fp16, float);
 
 }  // namespace sb::kernels::cpu
