@@ -175,7 +175,8 @@ TYPED_TEST(SixteenBitBatchNorm2d, BackwardMatchesTheWidenedKernels) {
 TYPED_TEST(SixteenBitElementwise, ReluBackwardEqualsTheWidenedKernel) {
   using S = TypeParam;
   const i64 n = 100'003;  // chunks of the elementwise split and a tail
-  const auto out = random_values<S>(n, 301, 1.0), dout = random_values<S>(n, 302, 1.0), dinp0 = random_values<S>(n, 303, 1.0);
+  const auto out = random_values<S>(n, 301, 1.0), dout = random_values<S>(n, 302, 1.0),
+             dinp0 = random_values<S>(n, 303, 1.0);
   std::vector<float> wide = widened(dinp0);
   cpu::relu_backward(wide.data(), widened(out).data(), widened(dout).data(), n);
   std::vector<S> actual = dinp0;
@@ -186,7 +187,8 @@ TYPED_TEST(SixteenBitElementwise, ReluBackwardEqualsTheWidenedKernel) {
 TYPED_TEST(SixteenBitElementwise, GeluEqualsTheWidenedKernel) {
   using S = TypeParam;
   const i64 n = 100'003;
-  const auto x = random_values<S>(n, 401, 3.0), dout = random_values<S>(n, 402, 1.0), dinp0 = random_values<S>(n, 403, 1.0);
+  const auto x = random_values<S>(n, 401, 3.0), dout = random_values<S>(n, 402, 1.0),
+             dinp0 = random_values<S>(n, 403, 1.0);
   std::vector<float> wide(n);
   cpu::gelu_forward(wide.data(), widened(x).data(), n);
   std::vector<S> actual(n);
