@@ -461,6 +461,9 @@ void StorageKernels<S>::conv2d_forward(S* out, const S* inp, const S* weight, co
     if (onednn && native_conv_)
       return onednn_conv_->forward(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad);
   }
+  if constexpr (std::is_same_v<S, fp16>) {
+    if (onednn && onednn_conv_->forward(out, inp, weight, bias, N, C, H, W, OC, KH, KW, stride, pad)) return;
+  }
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());
   float* o = w.out(out, N * OC * OH * OW);
@@ -481,6 +484,10 @@ void StorageKernels<S>::conv2d_backward(S* dinp, float* dweight, float* dbias, c
   if constexpr (std::is_same_v<S, bf16>) {
     if (onednn && native_conv_)
       return onednn_conv_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride, pad);
+  }
+  if constexpr (std::is_same_v<S, fp16>) {
+    if (onednn && onednn_conv_->backward(dinp, dweight, dbias, dout, inp, weight, N, C, H, W, OC, KH, KW, stride, pad))
+      return;
   }
   const i64 OH = (H + 2 * pad - KH) / stride + 1, OW = (W + 2 * pad - KW) / stride + 1;
   Widened<S> w(*k_, scratch_.get());

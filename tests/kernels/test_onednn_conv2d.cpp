@@ -8,6 +8,7 @@
 // run). Leaves out cuda.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "kernels/cpu/onednn_conv2d.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "op_test_harness.hpp"
+#include "precision/fp16.hpp"
 
 namespace sb::kernels::testing {
 namespace {
@@ -147,6 +149,71 @@ TEST(OnednnConv2d, Bf16MatchesTheOwnKernelsOnTheSameValues) {
     expect_close("dweight", as_doubles(dweight32), as_doubles(dweight), {1e-5, 1e-3}, c.text());
     expect_close("dbias", as_doubles(dbias32), as_doubles(dbias), {1e-5, 1e-3}, c.text());
   }
+}
+
+std::vector<fp16> as_fp16(const std::vector<float>& v) {
+  std::vector<fp16> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_fp16(v[i]);
+  return out;
+}
+
+// Values that fp16 holds exactly.
+std::vector<float> fp16_exact(i64 n, std::uint64_t stream) {
+  std::vector<float> v = random_floats(n, stream);
+  for (float& x : v) x = to_float(to_fp16(x));
+  return v;
+}
+
+// fp16 operands on the fp32 primitives (each activation laid out and widened in one pass, the
+// results narrowed once, dinp summed in fp32 with its old value) against the own fp32 kernels on
+// the same values: outputs within fp16's half ulp (2^-11 relative) and the sums' order. Every
+// shape whose primitives take 16-channel blocks runs this path, the ResNet's 16-64-channel ones
+// among them; the others leave everything unwritten and report it (StorageKernels widens).
+TEST(OnednnConv2d, Fp16OperandsMatchTheOwnKernelsOnTheSameValues) {
+  if (!onednn_runs_fp32_conv2d()) GTEST_SKIP() << "own kernels at ISA " << onednn_cpu_isa();
+  const KernelTable& k = kernels_for(Backend::cpu);
+  int laid_out = 0;
+  for (const ConvCase& c : kCases) {
+    const auto inp = fp16_exact(c.inputs(), 1), weight = fp16_exact(c.weights(), 2), bias = fp16_exact(c.OC, 3);
+    const auto dout = fp16_exact(c.outputs(), 4), dinp0 = fp16_exact(c.inputs(), 5);
+    const auto dweight0 = random_floats(c.weights(), 6), dbias0 = random_floats(c.OC, 7);
+    std::vector<float> out(c.outputs()), dinp = dinp0, dweight = dweight0, dbias = dbias0;
+    k.conv2d_forward(out.data(), inp.data(), weight.data(), bias.data(), c.N, c.C, c.H, c.W, c.OC, c.K, c.K,
+                     c.stride, c.pad);
+    k.conv2d_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), c.N, c.C,
+                      c.H, c.W, c.OC, c.K, c.K, c.stride, c.pad);
+
+    MemoryTracker tracker;
+    WideningScratch scratch(tracker, "test scratch");
+    cpu::OnednnConv2d conv(scratch);
+    const auto inp16 = as_fp16(inp), weight16 = as_fp16(weight), bias16 = as_fp16(bias), dout16 = as_fp16(dout);
+    const std::vector<fp16> untouched(static_cast<std::size_t>(c.outputs()), fp16{0x7BFF});
+    std::vector<fp16> out16 = untouched, dinp16 = as_fp16(dinp0);
+    std::vector<float> dweight32 = dweight0, dbias32 = dbias0;
+    const bool forward = conv.forward(out16.data(), inp16.data(), weight16.data(), bias16.data(), c.N, c.C, c.H, c.W,
+                                      c.OC, c.K, c.K, c.stride, c.pad);
+    const bool backward = conv.backward(dinp16.data(), dweight32.data(), dbias32.data(), dout16.data(), inp16.data(),
+                                        weight16.data(), c.N, c.C, c.H, c.W, c.OC, c.K, c.K, c.stride, c.pad);
+    if (c.C >= 16 && c.OC >= 16) {
+      EXPECT_TRUE(forward) << c.text();
+      EXPECT_TRUE(backward) << c.text();
+    }
+    const Tolerance rounded{1.0 / 1024, 1e-3};
+    if (forward) {
+      ++laid_out;
+      expect_close("out", as_doubles(out16), as_doubles(out), rounded, c.text());
+    } else {
+      EXPECT_EQ(std::memcmp(out16.data(), untouched.data(), out16.size() * sizeof(fp16)), 0) << c.text();
+    }
+    if (backward) {
+      expect_close("dinp", as_doubles(dinp16), as_doubles(dinp), rounded, c.text());
+      expect_close("dweight", as_doubles(dweight32), as_doubles(dweight), {1e-5, 1e-3}, c.text());
+      expect_close("dbias", as_doubles(dbias32), as_doubles(dbias), {1e-5, 1e-3}, c.text());
+    } else {
+      EXPECT_EQ(dweight32, dweight0) << c.text();
+    }
+  }
+  EXPECT_GE(laid_out, 5);
 }
 
 // A shape's primitives are cached: the second call gives the first call's bits.

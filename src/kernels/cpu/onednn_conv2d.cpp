@@ -27,6 +27,7 @@
 
 #include "core/check.hpp"
 #include "kernels/cpu/blocked_channels_add.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/onednn_conv_shape.hpp"
 
@@ -371,6 +372,10 @@ memory laid_out_copy(OnednnConv2d::Primitives& p, WideningScratch& scratch, cons
 
 constexpr std::size_t round_up_to_line(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+void weight_gradient_of_groups(OnednnConv2d::Primitives& p, WideningScratch& scratch,
+                               const GroupedWeightGradient& grouped, const memory& whole_src,
+                               const memory& whole_ddst, float* dweight, float* dbias, const ConvShape& s, i64 groups);
+
 template <class T>
 void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp, float* dweight, float* dbias,
                   const T* dout, const T* inp, const T* weight, const ConvShape& s) {
@@ -392,6 +397,14 @@ void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp
   const memory whole_src = laid_out_copy(p, scratch, memory::desc(s.src(), type, tag::nchw), plan->src, inp);
   const memory whole_ddst = laid_out_copy(p, scratch, memory::desc(s.dst(), type, tag::nchw), plan->ddst, dout);
   if (dinp) data_gradient(p, scratch, dinp, dout, weight, s, &whole_ddst);
+  weight_gradient_of_groups(p, scratch, *plan, whole_src, whole_ddst, dweight, dbias, s, groups);
+}
+
+// The groups of `plan` side by side over the laid-out batch: dweight += (dbias +=) their sum.
+void weight_gradient_of_groups(OnednnConv2d::Primitives& p, WideningScratch& scratch,
+                               const GroupedWeightGradient& grouped, const memory& whole_src,
+                               const memory& whole_ddst, float* dweight, float* dbias, const ConvShape& s, i64 groups) {
+  const GroupedWeightGradient* plan = &grouped;
   const std::size_t partial_bytes = round_up_to_line(plan->partial.get_size());
   const std::size_t scratchpad_bytes = round_up_to_line(plan->scratchpad_bytes);
   const auto threads = static_cast<std::size_t>(HostSpace().concurrency());
@@ -446,6 +459,67 @@ void run_backward(OnednnConv2d::Primitives& p, WideningScratch& scratch, T* dinp
   scratch.release_all();
 }
 
+// fp16 operands on fp32 primitives: the activations laid out and widened, and the results
+// narrowed, by one pass each (blocked_channels_add.hpp), the weights and bias widened into
+// scratch. false (nothing written) where a primitive wants a layout other than 16-channel
+// blocks.
+memory::desc blocked(const memory::dims& dims) { return memory::desc(dims, dt::f32, tag::nChw16c); }
+
+float* widened_copy(WideningScratch& scratch, const fp16* values, i64 n) {
+  float* out = scratch.take(n);
+  widen_fp16(out, values, n);
+  return out;
+}
+
+memory blocked_copy(OnednnConv2d::Primitives& p, WideningScratch& scratch, const fp16* values,
+                    const memory::dims& dims) {
+  const memory::desc desc = blocked(dims);
+  float* data = take_bytes(scratch, desc.get_size());
+  to_blocked_channels(data, values, dims[0], dims[1], dims[2] * dims[3]);
+  return memory(desc, p.engine, data);
+}
+
+bool run_forward_fp16(OnednnConv2d::Primitives& p, WideningScratch& scratch, fp16* out, const fp16* inp,
+                      const fp16* weight, const fp16* bias, const ConvShape& s) {
+  const Conv& conv = p.conv(bias ? Pass::forward_bias : Pass::forward, dt::f32, s);
+  if (conv.descs.at(DNNL_ARG_SRC) != blocked(s.src()) || conv.descs.at(DNNL_ARG_DST) != blocked(s.dst())) return false;
+  Call call(conv, p.engine, p.stream, scratch);
+  call.laid_out(DNNL_ARG_SRC, blocked_copy(p, scratch, inp, s.src()));
+  call.input(DNNL_ARG_WEIGHTS, widened_copy(scratch, weight, s.OC * s.C * s.KH * s.KW),
+             memory::desc(s.weights(), dt::f32, tag::oihw));
+  if (bias) call.input(DNNL_ARG_BIAS, widened_copy(scratch, bias, s.OC), memory::desc({s.OC}, dt::f32, tag::x));
+  const float* result = call.result(DNNL_ARG_DST);
+  call.run();
+  from_blocked_channels(out, result, s.N, s.OC, s.OH() * s.OW());
+  scratch.release_all();
+  return true;
+}
+
+bool run_backward_fp16(OnednnConv2d::Primitives& p, WideningScratch& scratch, fp16* dinp, float* dweight,
+                       float* dbias, const fp16* dout, const fp16* inp, const fp16* weight, const ConvShape& s) {
+  const Pass pass = dbias ? Pass::backward_weights_bias : Pass::backward_weights;
+  const i64 groups = std::min(s.N, kWeightGradientGroups);
+  const std::optional<GroupedWeightGradient> plan = grouped_weight_gradient(p, pass, dt::f32, s, groups);
+  if (!plan || plan->src != blocked(s.src()) || plan->ddst != blocked(s.dst())) return false;
+  const Conv* data = dinp ? &p.conv(Pass::backward_data, dt::f32, s) : nullptr;
+  if (data && (data->descs.at(DNNL_ARG_DIFF_DST) != blocked(s.dst()) ||
+               data->descs.at(DNNL_ARG_DIFF_SRC) != blocked(s.src())))
+    return false;
+  const memory whole_src = blocked_copy(p, scratch, inp, s.src());
+  const memory whole_ddst = blocked_copy(p, scratch, dout, s.dst());
+  if (data) {
+    Call call(*data, p.engine, p.stream, scratch);
+    call.laid_out(DNNL_ARG_DIFF_DST, whole_ddst);
+    call.input(DNNL_ARG_WEIGHTS, widened_copy(scratch, weight, s.OC * s.C * s.KH * s.KW),
+               memory::desc(s.weights(), dt::f32, tag::oihw));
+    const float* gradient = call.result(DNNL_ARG_DIFF_SRC);
+    call.run();
+    add_blocked_channels(dinp, gradient, s.N, s.C, s.H * s.W);
+  }
+  weight_gradient_of_groups(p, scratch, *plan, whole_src, whole_ddst, dweight, dbias, s, groups);
+  return true;
+}
+
 }  // namespace
 
 OnednnConv2d::OnednnConv2d(WideningScratch& scratch) : primitives_(std::make_unique<Primitives>()), scratch_(&scratch) {}
@@ -478,6 +552,19 @@ void OnednnConv2d::backward(bf16* dinp, float* dweight, float* dbias, const bf16
                             i64 pad) {
   run_backward(*primitives_, *scratch_, dinp, dweight, dbias, dout, inp, weight,
                checked_shape("bf16 conv2d_backward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+bool OnednnConv2d::forward(fp16* out, const fp16* inp, const fp16* weight, const fp16* bias, i64 N, i64 C, i64 H,
+                           i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad) {
+  return run_forward_fp16(*primitives_, *scratch_, out, inp, weight, bias,
+                          checked_shape("fp16 conv2d_forward", N, C, H, W, OC, KH, KW, stride, pad));
+}
+
+bool OnednnConv2d::backward(fp16* dinp, float* dweight, float* dbias, const fp16* dout, const fp16* inp,
+                            const fp16* weight, i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride,
+                            i64 pad) {
+  return run_backward_fp16(*primitives_, *scratch_, dinp, dweight, dbias, dout, inp, weight,
+                           checked_shape("fp16 conv2d_backward", N, C, H, W, OC, KH, KW, stride, pad));
 }
 
 }  // namespace sb::kernels::cpu

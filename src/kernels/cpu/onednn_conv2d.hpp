@@ -3,8 +3,8 @@
 // primitives: fp32 where oneDNN's CPU ISA is at least AVX-512, bf16 operands with fp32
 // accumulation where it has AMX-BF16 or AVX512-BF16 (core/cpu_isa.hpp). What StorageKernels
 // calls on the cpu back-end in place of the own kernels (conv2d.cpp), which stay the fallback
-// below those ISAs and the reference the tests hold this against. Leaves out dilation, groups
-// and fp16, and the empty extents (the own kernels handle them).
+// below those ISAs and the reference the tests hold this against; fp16 operands on the fp32
+// primitives. Leaves out dilation, groups and the empty extents (the own kernels handle them).
 #pragma once
 
 #include <memory>
@@ -12,6 +12,7 @@
 
 #include "kernels/storage_kernels.hpp"
 #include "precision/bf16.hpp"
+#include "precision/fp16.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -36,6 +37,14 @@ class OnednnConv2d {
   void forward(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, i64 N, i64 C, i64 H, i64 W,
                i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
   void backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout, const bf16* inp, const bf16* weight,
+                i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
+
+  // fp16 operands on the fp32 primitives, each activation laid out and widened in one pass, the
+  // results rounded to fp16 once (dinp summed in fp32 with its old value); false, with nothing
+  // written, where a primitive wants a layout other than 16-channel blocks (the caller widens).
+  bool forward(fp16* out, const fp16* inp, const fp16* weight, const fp16* bias, i64 N, i64 C, i64 H, i64 W,
+               i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
+  bool backward(fp16* dinp, float* dweight, float* dbias, const fp16* dout, const fp16* inp, const fp16* weight,
                 i64 N, i64 C, i64 H, i64 W, i64 OC, i64 KH, i64 KW, i64 stride, i64 pad);
 
   // The oneDNN implementation of the last primitive run ("jit:avx512_core", "brg:avx512_core_amx",
