@@ -5,7 +5,7 @@
 // bf16 instructions), else oneDNN bf16 or widening for OpenBLAS. ctest runs this file again with
 // ONEDNN_MAX_CPU_ISA at AVX512_CORE (the packed GEMM for bf16 too) and AVX2 (widening), so every
 // path is held against the double-precision reference on the same 16-bit values. Sizes cross
-// every blocking edge: the 6-row and 64-column tiles, the 256-deep blocks, the tasks' row blocks.
+// every blocking edge: the 6-row and 64-column tiles, the 512-deep blocks, the tasks' row blocks.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -47,10 +47,11 @@ struct Shape {
   }
 };
 
-// Ones and primes beside 6, 16, 64 and 256; K (C forward, OC for dinp, BT for dweight) past one
+// Ones and primes beside 6, 16, 64 and 512; K (C forward, OC for dinp, BT for dweight) past one
 // and two depth blocks; more rows than one task's block in each GEMM.
-const Shape kShapes[] = {{1, 1, 1},     {3, 17, 1},    {1, 65, 3},     {17, 3, 65},   {65, 127, 17},
-                         {127, 65, 129}, {7, 513, 130}, {300, 300, 70}, {520, 19, 600}, {97, 257, 255}};
+const Shape kShapes[] = {{1, 1, 1},       {3, 17, 1},      {1, 65, 3},      {17, 3, 65},   {65, 127, 17},
+                         {127, 65, 129},  {7, 513, 130},   {300, 300, 70},  {520, 19, 600}, {97, 257, 255},
+                         {1100, 37, 70},  {5, 1030, 9},    {11, 23, 1031}};
 
 template <class S>
 constexpr DType kDType = std::is_same_v<S, bf16> ? DType::bf16 : DType::f16;

@@ -37,18 +37,27 @@ namespace {
 constexpr int kMr = 6;                    // tile rows: one broadcast each
 constexpr int kVectors = 4;               // tile columns in 16-float vectors
 constexpr i64 kNr = 16 * kVectors;        // 64 tile columns
-constexpr i64 kDepth = 256;               // K per packed block: a B panel is 64 KiB
+constexpr i64 kDepth = 512;               // K per packed block: a B panel is 128 KiB
 constexpr i64 kTaskFloats = i64{1} << 17; // 512 KiB of A rows and C rows per task
 constexpr i64 kAlign = 16;                // floats: 64 bytes
 
 i64 round_up(i64 n, i64 to) { return (n + to - 1) / to * to; }
 i64 panels_of(i64 N) { return (N + kNr - 1) / kNr; }
 
+// Rows per task of an M-row GEMM, at most `most` (a multiple of kMr): the tasks as even as kMr
+// rows allow and their count a multiple of the threads', so that no thread waits on the last
+// one. Where a task's rows begin changes no result: each row sums in the same order.
+i64 balanced_rows(i64 M, i64 most) {
+  const i64 threads = std::max<i64>(1, HostSpace().concurrency());
+  const i64 tasks = round_up((M + most - 1) / most, threads);
+  return std::min(most, round_up((M + tasks - 1) / tasks, kMr));
+}
+
 // Rows of A (and of the C buffer) per task for the forward and input-gradient GEMMs: as many
 // kMr panels as fit kTaskFloats with K + N floats a row, at least one panel, at most 16.
-i64 task_rows(i64 K, i64 N) {
+i64 task_rows(i64 M, i64 K, i64 N) {
   const i64 panels = std::clamp<i64>(kTaskFloats / ((K + N) * kMr), 1, 16);
-  return panels * kMr;
+  return balanced_rows(M, panels * kMr);
 }
 
 // ---- widening: 16 values per instruction, the last n < 16 masked (zeros beyond)
@@ -196,7 +205,7 @@ SB_AVX512_TARGET void row_block(S* c, const S* a, const float* packed, const flo
 template <class S>
 void rows_times_packed(const char* label, S* c, const S* a, const float* packed, const float* bias, Start start,
                        i64 M, i64 K, i64 N) {
-  const i64 rows_per_task = task_rows(K, N), tasks = (M + rows_per_task - 1) / rows_per_task;
+  const i64 rows_per_task = task_rows(M, K, N), tasks = (M + rows_per_task - 1) / rows_per_task;
   parallel_for_each_dynamic(label, tasks, [=](i64 t) {
     const i64 r0 = t * rows_per_task;
     row_block(c, a, packed, bias, start, r0, std::min(rows_per_task, M - r0), rows_per_task, K, N);
@@ -242,7 +251,7 @@ void weight_gradient(WideningScratch& scratch, float* dweight, float* dbias, con
     sums = scratch.take(OC);
     std::fill(sums, sums + OC, 0.0f);
   }
-  const i64 rows_per_task = 8 * kMr, tasks = (OC + rows_per_task - 1) / rows_per_task;
+  const i64 rows_per_task = balanced_rows(OC, 8 * kMr), tasks = (OC + rows_per_task - 1) / rows_per_task;
   for (i64 k0 = 0; k0 < BT; k0 += kDepth) {
     const i64 depth = std::min(kDepth, BT - k0);
     const S* inp_rows = inp + k0 * C;
