@@ -43,14 +43,14 @@ std::string conv2d_implementation(const std::string& precision) {
   return "widened+" + fp32;
 }
 
-bool cpu_runs_packed_matmul() {
+bool cpu_runs_avx512_kernels() {
   return cpu_has_avx512() && includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core);
 }
 
 std::string matmul_implementation(const std::string& precision) {
   if (precision == "fp32") return "openblas";
   if (precision == "bf16" && onednn_has_native_bf16()) return "onednn";
-  return cpu_runs_packed_matmul() ? "packed" : "widened+openblas";
+  return cpu_runs_avx512_kernels() ? "packed" : "widened+openblas";
 }
 
 bool onednn_has_int8_dot_products() {

@@ -22,10 +22,11 @@ bool onednn_has_native_bf16();
 // the faster ones.
 bool onednn_runs_fp32_conv2d();
 
-// True where the cpu back-end's own AVX-512 GEMM runs 16-bit linear layers
-// (kernels/cpu/packed_matmul.hpp): the CPU has AVX-512 (F, BW, VL, DQ) and F16C, and oneDNN's
-// ISA is AVX-512 or above, so that ONEDNN_MAX_CPU_ISA=AVX2 forces this fallback too.
-bool cpu_runs_packed_matmul();
+// True where the cpu back-end runs its own AVX-512 kernels: the 16-bit linear layers' GEMM
+// (kernels/cpu/packed_matmul.hpp) and the blocked-layout tiles of the oneDNN convolutions
+// (kernels/cpu/blocked_channels_add.hpp). The CPU has AVX-512 (F, BW, VL, DQ) and F16C, and
+// oneDNN's ISA is AVX-512 or above, so that ONEDNN_MAX_CPU_ISA=AVX2 forces their fallbacks too.
+bool cpu_runs_avx512_kernels();
 
 // The linear layers' GEMMs StorageKernels runs on the cpu back-end at a storage precision, as runs
 // record them (context.matmul_bf16, context.matmul_fp16): "onednn" (bf16 oneDNN matmul

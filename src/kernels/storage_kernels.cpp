@@ -150,7 +150,7 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
   }
   if constexpr (!std::is_same_v<S, float>)
-    packed_matmul_ = backend == Backend::cpu && !onednn_matmul_ && cpu_runs_packed_matmul();
+    packed_matmul_ = backend == Backend::cpu && !onednn_matmul_ && cpu_runs_avx512_kernels();
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
     conv_scratch_ = std::make_unique<WideningScratch>(tracker, "oneDNN convolution operands", device_);
     onednn_conv_ = std::make_unique<cpu::OnednnConv2d>(*conv_scratch_);

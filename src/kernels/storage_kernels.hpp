@@ -102,7 +102,7 @@ class StorageKernels {
   // for the cuda native table, for the cpu's oneDNN bf16 matmuls and for its packed 16-bit GEMM.
   bool widens_gemms() const;
   // Whether matmul calls run the cpu's own AVX-512 GEMM that widens while it packs
-  // (cpu/packed_matmul.hpp): fp16 S, and bf16 S without oneDNN bf16, where cpu_runs_packed_matmul().
+  // (cpu/packed_matmul.hpp): fp16 S, and bf16 S without oneDNN bf16, where cpu_runs_avx512_kernels().
   bool packed_gemms() const { return packed_matmul_; }
   // Whether conv2d calls run as oneDNN primitives (cpu back-end, oneDNN at AVX-512 or above),
   // and whether those take the 16-bit operands directly (bf16 S with bf16 instructions).

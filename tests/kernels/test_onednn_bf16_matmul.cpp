@@ -169,8 +169,8 @@ TEST(OnednnBf16Matmul, GemmsWidenExactlyWithoutBf16Instructions) {
   EXPECT_EQ(onednn_has_native_bf16(), native) << isa;
   MemoryTracker tracker;
   // (below bf16 instructions the own AVX-512 GEMM takes them where it runs: test_packed_matmul.cpp)
-  EXPECT_EQ(StorageKernels<bf16>(Backend::cpu, tracker).widens_gemms(), !native && !cpu_runs_packed_matmul()) << isa;
-  EXPECT_EQ(StorageKernels<fp16>(Backend::cpu, tracker).widens_gemms(), !cpu_runs_packed_matmul()) << isa;
+  EXPECT_EQ(StorageKernels<bf16>(Backend::cpu, tracker).widens_gemms(), !native && !cpu_runs_avx512_kernels()) << isa;
+  EXPECT_EQ(StorageKernels<fp16>(Backend::cpu, tracker).widens_gemms(), !cpu_runs_avx512_kernels()) << isa;
   EXPECT_TRUE(StorageKernels<bf16>(Backend::reference, tracker).widens_gemms());
   EXPECT_FALSE(StorageKernels<float>(Backend::cpu, tracker).widens_gemms());
 }

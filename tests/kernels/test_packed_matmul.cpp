@@ -153,11 +153,11 @@ TYPED_TEST(SixteenBitLinearLayer, PathFollowsTheIsa) {
   for (const char* flag : {"avx512f", "avx512bw", "avx512vl", "avx512dq", "f16c"}) avx512 = avx512 && f.count(flag) > 0;
   const std::string isa = onednn_cpu_isa();
   const bool capped_below = isa == "generic" || isa == "avx2" || isa == "avx2_vnni";
-  EXPECT_EQ(cpu_runs_packed_matmul(), avx512 && !capped_below) << isa;
+  EXPECT_EQ(cpu_runs_avx512_kernels(), avx512 && !capped_below) << isa;
   const bool onednn_bf16 = std::is_same_v<S, bf16> && onednn_has_native_bf16();
   MemoryTracker tracker;
   const StorageKernels<S> k(Backend::cpu, tracker);
-  EXPECT_EQ(k.packed_gemms(), cpu_runs_packed_matmul() && !onednn_bf16) << isa;
+  EXPECT_EQ(k.packed_gemms(), cpu_runs_avx512_kernels() && !onednn_bf16) << isa;
   EXPECT_EQ(k.widens_gemms(), !k.packed_gemms() && !onednn_bf16) << isa;
   const std::string precision = std::is_same_v<S, bf16> ? "bf16" : "fp16";
   const std::string expected = onednn_bf16 ? "onednn" : k.packed_gemms() ? "packed" : "widened+openblas";

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tiles of 16 pixels × 16 channels: a tile read pixel by pixel (contiguous in the blocked
-// layout) is transposed through a small buffer and written channel by channel (contiguous in
-// NCHW), or the other way round, so both sides are read and written in whole vectors; an fp16
-// block's channel rows are widened or narrowed whole in the thread's scratch (cpu/fp16_rows.hpp:
-// F16C where the CPU has it). One task an (image, channel block); the result of an element does not depend on the
+// layout) is transposed (in 16 registers with AVX-512, else in 8 × 8 AVX quarters through a
+// small buffer) and written channel by channel (contiguous in NCHW), or the other way round, so
+// both sides are read and written in whole vectors; an fp16 block's channel rows are widened or
+// narrowed in registers with AVX-512, else whole in the thread's scratch (cpu/fp16_rows.hpp). One task an (image, channel block); the result of an element does not depend on the
 // tile or the thread that made it.
 #include "kernels/cpu/blocked_channels_add.hpp"
 
@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu_isa.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
@@ -60,8 +61,52 @@ void transpose_8x8(float* dst, i64 dst_stride, const float* src, i64 src_stride)
   transpose_8x8_portable(dst, dst_stride, src, src_stride);
 }
 
-// dst (16 × 16, dst_stride) = the transpose of src (16 × 16, src_stride), in 8 × 8 quarters.
+#if defined(__x86_64__)
+#define SB_TILE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
+
+constexpr __mmask16 kAll = 0xFFFF;  // the zero-masking forms: GCC 12 warns of the others' undefined inputs
+
+// r[i][j] -> r[j][i] for a 16 × 16 tile in 16 registers: pairs unpacked and quads shuffled within
+// each 128-bit lane (a 4 × 4 transpose per lane), then the 4 × 4 grid of lanes transposed.
+SB_TILE_AVX512 inline void transpose_in_registers(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_maskz_unpacklo_ps(kAll, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_ps(kAll, r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // r[g + k], lane L: column 4L + k of rows g .. g + 3
+    r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+    r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+    r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 a0 = _mm512_maskz_shuffle_f32x4(kAll, r[k], r[4 + k], 0x44), a1 = _mm512_maskz_shuffle_f32x4(kAll, r[k], r[4 + k], 0xEE);
+    const __m512 a2 = _mm512_maskz_shuffle_f32x4(kAll, r[8 + k], r[12 + k], 0x44);
+    const __m512 a3 = _mm512_maskz_shuffle_f32x4(kAll, r[8 + k], r[12 + k], 0xEE);
+    t[k] = _mm512_maskz_shuffle_f32x4(kAll, a0, a2, 0x88);
+    t[4 + k] = _mm512_maskz_shuffle_f32x4(kAll, a0, a2, 0xDD);
+    t[8 + k] = _mm512_maskz_shuffle_f32x4(kAll, a1, a3, 0x88);
+    t[12 + k] = _mm512_maskz_shuffle_f32x4(kAll, a1, a3, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+SB_TILE_AVX512 void transpose_16x16_avx512(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  transpose_in_registers(r);
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * dst_stride, r[i]);
+}
+#endif
+
+// dst (16 × 16, dst_stride) = the transpose of src (16 × 16, src_stride): in registers with
+// AVX-512, else in 8 × 8 quarters.
 void transpose_16x16(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
+#if defined(__x86_64__)
+  static const bool avx512 = sb::cpu_runs_avx512_kernels();
+  if (avx512) return transpose_16x16_avx512(dst, dst_stride, src, src_stride);
+#endif
   for (i64 a = 0; a < 16; a += 8)
     for (i64 b = 0; b < 16; b += 8)
       transpose_8x8(dst + a * dst_stride + b, dst_stride, src + b * src_stride + a, src_stride);
@@ -95,9 +140,79 @@ SB_CPU_VECTOR_CLONES void add_block(float* rows, const float* block, i64 width, 
 SB_CPU_VECTOR_CLONES void add_block(bf16* rows, const float* block, i64 width, i64 HW) {
   add_block_of(rows, block, width, HW);
 }
+#if defined(__x86_64__)
+// ---- fp16 tiles on AVX-512: each channel row's 16 pixels widened or narrowed in registers on
+// the way through the transpose (a NaN in a vector narrowed by the definition's code, so the
+// bits are narrow_to_fp16's; a signalling NaN read comes out quiet, a NaN either way).
+
+SB_TILE_AVX512 inline __mmask16 first_pixels(i64 n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+SB_TILE_AVX512 inline __m512 load_halves(const fp16* p, __mmask16 mask) {
+  return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, p));
+}
+
+SB_TILE_AVX512 inline void store_halves(fp16* p, __m512 v, __mmask16 mask) {
+  if (_mm512_mask_cmp_ps_mask(mask, v, v, _CMP_UNORD_Q) != 0) {
+    float values[16];
+    _mm512_storeu_ps(values, v);
+    for (int i = 0; i < 16; ++i)
+      if ((mask >> i) & 1u) p[i] = stored<fp16>(values[i]);
+    return;
+  }
+  _mm256_mask_storeu_epi16(p, mask, _mm512_maskz_cvtps_ph(mask, v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// r[p] = pixel p0 + p's 16 channels of the blocked layout (zero past `pixels`), transposed to
+// r[j] = channel j's pixels.
+SB_TILE_AVX512 inline void load_blocked_tile(__m512 r[16], const float* block, i64 p0, i64 pixels) {
+  for (i64 p = 0; p < 16; ++p)
+    r[p] = p < pixels ? _mm512_loadu_ps(block + (p0 + p) * kChannelBlock) : _mm512_setzero_ps();
+  transpose_in_registers(r);
+}
+
+SB_TILE_AVX512 void to_block_avx512(float* block, const fp16* rows, i64 width, i64 HW) {
+  for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
+    const i64 pixels = std::min(kChannelBlock, HW - p0);
+    const __mmask16 mask = first_pixels(pixels);
+    __m512 r[16];
+    for (i64 j = 0; j < 16; ++j) r[j] = j < width ? load_halves(rows + j * HW + p0, mask) : _mm512_setzero_ps();
+    transpose_in_registers(r);
+    for (i64 p = 0; p < pixels; ++p) _mm512_storeu_ps(block + (p0 + p) * kChannelBlock, r[p]);
+  }
+}
+
+SB_TILE_AVX512 void from_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
+  for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
+    const i64 pixels = std::min(kChannelBlock, HW - p0);
+    __m512 r[16];
+    load_blocked_tile(r, block, p0, pixels);
+    for (i64 j = 0; j < width; ++j) store_halves(rows + j * HW + p0, r[j], first_pixels(pixels));
+  }
+}
+
+SB_TILE_AVX512 void add_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
+  for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
+    const i64 pixels = std::min(kChannelBlock, HW - p0);
+    const __mmask16 mask = first_pixels(pixels);
+    __m512 r[16];
+    load_blocked_tile(r, block, p0, pixels);
+    for (i64 j = 0; j < width; ++j) {
+      fp16* row = rows + j * HW + p0;
+      store_halves(row, _mm512_add_ps(load_halves(row, mask), r[j]), mask);
+    }
+  }
+}
+#endif
+
 // fp16: the block's channel rows widened whole into the thread's scratch (16 × HW floats), the
-// float tiles run there, and the rows narrowed whole.
+// float tiles run there, and the rows narrowed whole; in registers with AVX-512.
 void add_block(fp16* rows, const float* block, i64 width, i64 HW) {
+#if defined(__x86_64__)
+  static const bool avx512 = sb::cpu_runs_avx512_kernels();
+  if (avx512) return add_block_avx512(rows, block, width, HW);
+#endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
   add_block(wide, block, width, HW);
@@ -120,6 +235,10 @@ SB_CPU_VECTOR_CLONES void to_block_of_floats(float* block, const float* rows, i6
 }
 
 void to_block(float* block, const fp16* rows, i64 width, i64 HW) {
+#if defined(__x86_64__)
+  static const bool avx512 = sb::cpu_runs_avx512_kernels();
+  if (avx512) return to_block_avx512(block, rows, width, HW);
+#endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
   to_block_of_floats(block, wide, width, HW);
@@ -136,6 +255,10 @@ SB_CPU_VECTOR_CLONES void from_block_to_floats(float* rows, const float* block, 
 }
 
 void from_block(fp16* rows, const float* block, i64 width, i64 HW) {
+#if defined(__x86_64__)
+  static const bool avx512 = sb::cpu_runs_avx512_kernels();
+  if (avx512) return from_block_avx512(rows, block, width, HW);
+#endif
   float* wide = thread_scratch(kChannelBlock * HW);
   from_block_to_floats(wide, block, width, HW);
   narrow_to_fp16(rows, wide, width * HW);

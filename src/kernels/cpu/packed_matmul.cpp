@@ -302,7 +302,7 @@ void packed_matmul_backward(WideningScratch& scratch, S* dinp, float* dweight, f
   weight_gradient(scratch, dweight, dbias, dout, inp, BT, C, OC);
 }
 
-#else  // not x86-64: cpu_runs_packed_matmul() is false and nothing calls these
+#else  // not x86-64: cpu_runs_avx512_kernels() is false and nothing calls these
 
 template <class S>
 void packed_matmul_forward(WideningScratch&, S*, const S*, const S*, const S*, i64, i64, i64) {

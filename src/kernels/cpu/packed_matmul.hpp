@@ -3,7 +3,7 @@
 // operands while it packs them (BLIS's loops: a packed weight block shared by the threads, a
 // packed row block per task, a 6x64 register tile), so no operand is ever widened whole into
 // memory and read back. What StorageKernels<fp16> runs on the cpu back-end where
-// cpu_runs_packed_matmul() (core/cpu_isa.hpp), and StorageKernels<bf16> there where oneDNN has
+// cpu_runs_avx512_kernels() (core/cpu_isa.hpp), and StorageKernels<bf16> there where oneDNN has
 // no bf16 instructions; elsewhere the operands are widened for OpenBLAS. Sums are fp32, each
 // 16-bit result rounded once. Leaves out float operands (OpenBLAS) and the empty extents.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace sb::kernels::cpu {
 
-// S = bf16 or fp16. Only where sb::cpu_runs_packed_matmul(); `scratch` holds the packed
+// S = bf16 or fp16. Only where sb::cpu_runs_avx512_kernels(); `scratch` holds the packed
 // weights until its owner releases it (StorageKernels releases after each call).
 // inp (BT,C), weight (OC,C), bias (OC) or nullptr -> out (BT,OC) (OVERWRITTEN)
 template <class S>
