@@ -1,17 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cpu back-end's bf16 linear layer (StorageKernels<bf16> on Backend::cpu): forward and
-// backward against the double-precision reference on the same bf16 values, over sizes that are
-// not multiples of oneDNN's tiles; which path runs (oneDNN bf16 matmul or widening) follows the
-// ISA oneDNN reports, and that ISA follows /proc/cpuinfo capped by ONEDNN_MAX_CPU_ISA (ctest runs
-// this file again with the cap at AVX512_CORE_BF16, AVX512_CORE and AVX2). Leaves out cuda.
+// The cpu back-end's bf16 linear layer on oneDNN (StorageKernels<bf16> on Backend::cpu): which
+// path runs (oneDNN bf16 matmul, the packed AVX-512 GEMM or widening) follows the ISA oneDNN
+// reports, and that ISA follows /proc/cpuinfo capped by ONEDNN_MAX_CPU_ISA (ctest runs this file
+// again with the cap at AVX512_CORE_BF16, AVX512_CORE and AVX2); the primitives' cache and ISA.
+// Leaves out cuda; the values against the reference are test_packed_matmul.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include "core/rng.hpp"
 #include "kernels/cpu/onednn_bf16_matmul.hpp"
 #include "kernels/storage_kernels.hpp"
+#include "cpu_flags.hpp"
 #include "op_test_harness.hpp"
 
 namespace sb::kernels::testing {
@@ -32,13 +31,6 @@ std::vector<bf16> random_bf16(i64 n, std::uint64_t stream) {
   return v;
 }
 
-std::vector<float> random_floats(i64 n, std::uint64_t stream) {
-  const CounterRng rng(11, stream);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (i64 i = 0; i < n; ++i) v[i] = static_cast<float>(rng.normal(i));
-  return v;
-}
-
 struct Shape {
   i64 BT, C, OC;
   std::string text() const {
@@ -46,51 +38,8 @@ struct Shape {
   }
 };
 
-// Ones, threes, primes and neighbours of 16/32/64/128: no extent a multiple of a tile but 64.
-const Shape kShapes[] = {{1, 1, 1},   {3, 17, 1},   {1, 65, 3},     {17, 3, 65},   {65, 127, 17},
-                         {127, 65, 129}, {33, 64, 31}, {3, 255, 127}, {129, 31, 257}};
-
-TEST(OnednnBf16Matmul, ForwardMatchesReference) {
-  MemoryTracker tracker;
-  StorageKernels<bf16> k(Backend::cpu, tracker);
-  const Tolerance tol = tolerance_for(DType::bf16, "matmul", Check::backend_forward);
-  std::uint64_t stream = 0;
-  for (const Shape& s : kShapes) {
-    const auto inp = random_bf16(s.BT * s.C, ++stream), weight = random_bf16(s.OC * s.C, ++stream);
-    const auto bias = random_bf16(s.OC, ++stream);
-    const auto inp_d = as_doubles(inp), weight_d = as_doubles(weight), bias_d = as_doubles(bias);
-    for (const bool with_bias : {true, false}) {
-      std::vector<bf16> out(s.BT * s.OC, to_bf16(-5.0f));
-      std::vector<double> expected(s.BT * s.OC, -7.0);
-      k.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, s.BT, s.C, s.OC);
-      reference::matmul_forward(expected.data(), inp_d.data(), weight_d.data(), with_bias ? bias_d.data() : nullptr,
-                                s.BT, s.C, s.OC);
-      expect_close("out", as_doubles(out), expected, tol, s.text() + (with_bias ? " bias" : " no bias"));
-    }
-  }
-}
-
-// dinp (bf16) and dweight, dbias (fp32) start from non-zero values: the kernel adds to them.
-TEST(OnednnBf16Matmul, BackwardAccumulatesLikeReference) {
-  MemoryTracker tracker;
-  StorageKernels<bf16> k(Backend::cpu, tracker);
-  const Tolerance tol = tolerance_for(DType::bf16, "matmul", Check::backend_backward);
-  std::uint64_t stream = 100;
-  for (const Shape& s : kShapes) {
-    const auto dout = random_bf16(s.BT * s.OC, ++stream), inp = random_bf16(s.BT * s.C, ++stream);
-    const auto weight = random_bf16(s.OC * s.C, ++stream);
-    auto dinp = random_bf16(s.BT * s.C, ++stream);
-    auto dweight = random_floats(s.OC * s.C, ++stream), dbias = random_floats(s.OC, ++stream);
-    auto dinp_d = as_doubles(dinp), dweight_d = as_doubles(dweight), dbias_d = as_doubles(dbias);
-    k.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), s.BT, s.C,
-                      s.OC);
-    reference::matmul_backward(dinp_d.data(), dweight_d.data(), dbias_d.data(), as_doubles(dout).data(),
-                               as_doubles(inp).data(), as_doubles(weight).data(), s.BT, s.C, s.OC);
-    expect_close("dinp", as_doubles(dinp), dinp_d, tol, s.text());
-    expect_close("dweight", as_doubles(dweight), dweight_d, tol, s.text());
-    expect_close("dbias", as_doubles(dbias), dbias_d, tol, s.text());
-  }
-}
+// Forward and backward against the reference on awkward shapes, at every ISA cap: the bf16 case
+// of test_packed_matmul.cpp's SixteenBitLinearLayer (whichever GEMM StorageKernels<bf16> runs).
 
 // A second call of the same shape reuses the cached primitive and gives the same bits.
 TEST(OnednnBf16Matmul, RepeatedShapeGivesTheSameResult) {
@@ -112,18 +61,6 @@ i64 isa_rank(const std::string& isa) {
   const auto found = std::find(kIsaOrder.begin(), kIsaOrder.end(), isa);
   EXPECT_NE(found, kIsaOrder.end()) << "unknown ISA name " << isa;
   return found - kIsaOrder.begin();
-}
-
-std::set<std::string> cpu_flags() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    return flags;
-  }
-  return {};
 }
 
 // The best ISA of this CPU as oneDNN names its levels, from the kernel's flags.

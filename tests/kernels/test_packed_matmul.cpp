@@ -20,6 +20,7 @@
 #include "core/rng.hpp"
 #include "kernels/cpu/storage_values.hpp"
 #include "kernels/storage_kernels.hpp"
+#include "cpu_flags.hpp"
 #include "op_test_harness.hpp"
 
 namespace sb::kernels::testing {
@@ -132,18 +133,6 @@ TYPED_TEST(SixteenBitLinearLayer, RepeatedCallsGiveTheSameBits) {
 }
 
 // ---- which path runs --------------------------------------------------------------------------
-std::set<std::string> cpu_flags() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    return flags;
-  }
-  return {};
-}
-
 // The packed GEMM runs where the CPU reports AVX-512 (F, BW, VL, DQ) and F16C and oneDNN's
 // (capped) ISA is AVX-512 or above; bf16 takes oneDNN's matmul first where it has bf16 instructions.
 TYPED_TEST(SixteenBitLinearLayer, PathFollowsTheIsa) {

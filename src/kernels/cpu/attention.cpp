@@ -117,6 +117,17 @@ void narrow_head(S* out, i64 ld, const float* in, i64 T_, i64 hs) {
   for (i64 t = 0; t < T_; ++t) narrow_values(out + t * ld, in + t * hs, hs);
 }
 
+// A head's q, k and v (or dq, dk, dv) slices of (T, 3C) rows <-> three contiguous (T, hs) heads
+// at qkv, qkv + T·hs, qkv + 2·T·hs.
+template <class S>
+void widen_qkv_head(float* heads, const S* q, i64 C, i64 T_, i64 hs) {
+  for (i64 part = 0; part < 3; ++part) widen_head(heads + part * T_ * hs, q + part * C, 3 * C, T_, hs);
+}
+template <class S>
+void narrow_qkv_head(S* q, i64 C, const float* heads, i64 T_, i64 hs) {
+  for (i64 part = 0; part < 3; ++part) narrow_head(q + part * C, 3 * C, heads + part * T_ * hs, T_, hs);
+}
+
 template <class S>
 void sixteen_bit_attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T_, i64 C, i64 NH) {
   check_heads(C, NH);
@@ -127,9 +138,7 @@ void sixteen_bit_attention_forward(S* out, S* att, const S* qkv, i64 B, i64 T_, 
     const S* q = qkv + b * T_ * C3 + h * hs;
     float* qf = thread_scratch(4 * head + T_ * T_);
     float *kf = qf + head, *vf = kf + head, *outf = vf + head, *attf = outf + head;
-    widen_head(qf, q, C3, T_, hs);
-    widen_head(kf, q + C, C3, T_, hs);
-    widen_head(vf, q + 2 * C, C3, T_, hs);
+    widen_qkv_head(qf, q, C, T_, hs);
     head_forward(qf, kf, vf, hs, attf, outf, hs, T_, hs, scale);
     narrow_values(att + bh * T_ * T_, attf, T_ * T_);
     narrow_head(out + b * T_ * C + h * hs, C, outf, T_, hs);
@@ -149,18 +158,12 @@ void sixteen_bit_attention_backward(S* dqkv, const S* dout, const S* qkv, const 
     float* qf = thread_scratch(7 * head + 2 * T_ * T_);
     float *kf = qf + head, *vf = kf + head, *dyf = vf + head, *dqf = dyf + head, *dkf = dqf + head;
     float *dvf = dkf + head, *attf = dvf + head, *dpreatt = attf + T_ * T_;
-    widen_head(qf, q, C3, T_, hs);
-    widen_head(kf, q + C, C3, T_, hs);
-    widen_head(vf, q + 2 * C, C3, T_, hs);
+    widen_qkv_head(qf, q, C, T_, hs);
     widen_head(dyf, dout + b * T_ * C + h * hs, C, T_, hs);
-    widen_head(dqf, dq, C3, T_, hs);
-    widen_head(dkf, dq + C, C3, T_, hs);
-    widen_head(dvf, dq + 2 * C, C3, T_, hs);
+    widen_qkv_head(dqf, dq, C, T_, hs);
     widen_values(attf, att + bh * T_ * T_, T_ * T_);
     head_backward(dqf, dkf, dvf, qf, kf, vf, hs, dyf, hs, attf, dpreatt, T_, hs, scale);
-    narrow_head(dq, C3, dqf, T_, hs);
-    narrow_head(dq + C, C3, dkf, T_, hs);
-    narrow_head(dq + 2 * C, C3, dvf, T_, hs);
+    narrow_qkv_head(dq, C, dqf, T_, hs);
   });
 }
 
