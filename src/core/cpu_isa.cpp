@@ -48,7 +48,6 @@ bool cpu_runs_avx512_kernels() {
 }
 
 std::string matmul_implementation(const std::string& precision) {
-  if (precision == "fp32") return "openblas";
   if (precision == "bf16" && onednn_has_native_bf16()) return "onednn";
   return cpu_runs_avx512_kernels() ? "packed" : "widened+openblas";
 }

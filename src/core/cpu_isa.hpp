@@ -28,10 +28,10 @@ bool onednn_runs_fp32_conv2d();
 // oneDNN's ISA is AVX-512 or above, so that ONEDNN_MAX_CPU_ISA=AVX2 forces their fallbacks too.
 bool cpu_runs_avx512_kernels();
 
-// The linear layers' GEMMs StorageKernels runs on the cpu back-end at a storage precision, as runs
-// record them (context.matmul_bf16, context.matmul_fp16): "onednn" (bf16 oneDNN matmul
-// primitives), "packed" (the own AVX-512 GEMM, widening while it packs) or "widened+openblas"
-// (operands widened whole to fp32 for OpenBLAS sgemm); "openblas" for "fp32".
+// The linear layers' GEMMs StorageKernels runs on the cpu back-end at a 16-bit precision ("bf16"
+// or "fp16"), as runs record them (context.matmul_bf16, context.matmul_fp16): "onednn" (bf16
+// oneDNN matmul primitives), "packed" (the own AVX-512 GEMM, widening while it packs) or
+// "widened+openblas" (operands widened whole to fp32 for OpenBLAS sgemm).
 std::string matmul_implementation(const std::string& precision);
 
 // The convolutions StorageKernels runs on the cpu back-end at a storage precision, as runs

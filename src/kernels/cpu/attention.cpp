@@ -9,7 +9,6 @@
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
-#include "kernels/cpu/storage_values.hpp"
 #include "kernels/cpu/vector_math.hpp"
 
 namespace sb::kernels::cpu {
@@ -97,15 +96,6 @@ void head_backward(float* dq, float* dk, float* dv, const float* q, const float*
 
 // ---- 16-bit storage: a head at a time widened into the thread's cache, the float head run
 // there, its outputs rounded once (the bits of widening the whole tensors, in one pass over them).
-
-void widen_values(float* out, const fp16* in, i64 n) { widen_fp16(out, in, n); }
-void widen_values(float* out, const bf16* in, i64 n) {
-  for (i64 i = 0; i < n; ++i) out[i] = widened(in[i]);
-}
-void narrow_values(fp16* out, const float* in, i64 n) { narrow_to_fp16(out, in, n); }
-void narrow_values(bf16* out, const float* in, i64 n) {
-  for (i64 i = 0; i < n; ++i) out[i] = stored<bf16>(in[i]);
-}
 
 // rows (T, hs) with rows `ld` apart <-> contiguous (T, hs)
 template <class S>

@@ -14,6 +14,7 @@
 #endif
 
 #include "core/cpu_isa.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
@@ -62,13 +63,11 @@ void transpose_8x8(float* dst, i64 dst_stride, const float* src, i64 src_stride)
 }
 
 #if defined(__x86_64__)
-#define SB_TILE_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
-
 constexpr __mmask16 kAll = 0xFFFF;  // the zero-masking forms: GCC 12 warns of the others' undefined inputs
 
 // r[i][j] -> r[j][i] for a 16 × 16 tile in 16 registers: pairs unpacked and quads shuffled within
 // each 128-bit lane (a 4 × 4 transpose per lane), then the 4 × 4 grid of lanes transposed.
-SB_TILE_AVX512 inline void transpose_in_registers(__m512 r[16]) {
+SB_AVX512_TARGET inline void transpose_in_registers(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_maskz_unpacklo_ps(kAll, r[i], r[i + 1]);
@@ -92,11 +91,17 @@ SB_TILE_AVX512 inline void transpose_in_registers(__m512 r[16]) {
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
-SB_TILE_AVX512 void transpose_16x16_avx512(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
+SB_AVX512_TARGET void transpose_16x16_avx512(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
   __m512 r[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
   transpose_in_registers(r);
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * dst_stride, r[i]);
+}
+
+// Whether the tiles run in AVX-512 registers (read once).
+bool tiles_in_registers() {
+  static const bool avx512 = sb::cpu_runs_avx512_kernels();
+  return avx512;
 }
 #endif
 
@@ -104,8 +109,7 @@ SB_TILE_AVX512 void transpose_16x16_avx512(float* dst, i64 dst_stride, const flo
 // AVX-512, else in 8 × 8 quarters.
 void transpose_16x16(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
 #if defined(__x86_64__)
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  if (avx512) return transpose_16x16_avx512(dst, dst_stride, src, src_stride);
+  if (tiles_in_registers()) return transpose_16x16_avx512(dst, dst_stride, src, src_stride);
 #endif
   for (i64 a = 0; a < 16; a += 8)
     for (i64 b = 0; b < 16; b += 8)
@@ -145,62 +149,43 @@ SB_CPU_VECTOR_CLONES void add_block(bf16* rows, const float* block, i64 width, i
 // the way through the transpose (a NaN in a vector narrowed by the definition's code, so the
 // bits are narrow_to_fp16's; a signalling NaN read comes out quiet, a NaN either way).
 
-SB_TILE_AVX512 inline __mmask16 first_pixels(i64 n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-SB_TILE_AVX512 inline __m512 load_halves(const fp16* p, __mmask16 mask) {
-  return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, p));
-}
-
-SB_TILE_AVX512 inline void store_halves(fp16* p, __m512 v, __mmask16 mask) {
-  if (_mm512_mask_cmp_ps_mask(mask, v, v, _CMP_UNORD_Q) != 0) {
-    float values[16];
-    _mm512_storeu_ps(values, v);
-    for (int i = 0; i < 16; ++i)
-      if ((mask >> i) & 1u) p[i] = stored<fp16>(values[i]);
-    return;
-  }
-  _mm256_mask_storeu_epi16(p, mask, _mm512_maskz_cvtps_ph(mask, v, _MM_FROUND_TO_NEAREST_INT));
-}
-
 // r[p] = pixel p0 + p's 16 channels of the blocked layout (zero past `pixels`), transposed to
 // r[j] = channel j's pixels.
-SB_TILE_AVX512 inline void load_blocked_tile(__m512 r[16], const float* block, i64 p0, i64 pixels) {
+SB_AVX512_TARGET inline void load_blocked_tile(__m512 r[16], const float* block, i64 p0, i64 pixels) {
   for (i64 p = 0; p < 16; ++p)
     r[p] = p < pixels ? _mm512_loadu_ps(block + (p0 + p) * kChannelBlock) : _mm512_setzero_ps();
   transpose_in_registers(r);
 }
 
-SB_TILE_AVX512 void to_block_avx512(float* block, const fp16* rows, i64 width, i64 HW) {
+SB_AVX512_TARGET void to_block_avx512(float* block, const fp16* rows, i64 width, i64 HW) {
   for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
     const i64 pixels = std::min(kChannelBlock, HW - p0);
-    const __mmask16 mask = first_pixels(pixels);
+    const __mmask16 mask = first_lanes(pixels);
     __m512 r[16];
-    for (i64 j = 0; j < 16; ++j) r[j] = j < width ? load_halves(rows + j * HW + p0, mask) : _mm512_setzero_ps();
+    for (i64 j = 0; j < 16; ++j) r[j] = j < width ? widened16(rows + j * HW + p0, mask) : _mm512_setzero_ps();
     transpose_in_registers(r);
     for (i64 p = 0; p < pixels; ++p) _mm512_storeu_ps(block + (p0 + p) * kChannelBlock, r[p]);
   }
 }
 
-SB_TILE_AVX512 void from_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
+SB_AVX512_TARGET void from_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
   for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
     const i64 pixels = std::min(kChannelBlock, HW - p0);
     __m512 r[16];
     load_blocked_tile(r, block, p0, pixels);
-    for (i64 j = 0; j < width; ++j) store_halves(rows + j * HW + p0, r[j], first_pixels(pixels));
+    for (i64 j = 0; j < width; ++j) store_narrowed(rows + j * HW + p0, r[j], first_lanes(pixels));
   }
 }
 
-SB_TILE_AVX512 void add_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
+SB_AVX512_TARGET void add_block_avx512(fp16* rows, const float* block, i64 width, i64 HW) {
   for (i64 p0 = 0; p0 < HW; p0 += kChannelBlock) {
     const i64 pixels = std::min(kChannelBlock, HW - p0);
-    const __mmask16 mask = first_pixels(pixels);
+    const __mmask16 mask = first_lanes(pixels);
     __m512 r[16];
     load_blocked_tile(r, block, p0, pixels);
     for (i64 j = 0; j < width; ++j) {
       fp16* row = rows + j * HW + p0;
-      store_halves(row, _mm512_add_ps(load_halves(row, mask), r[j]), mask);
+      store_narrowed(row, _mm512_add_ps(widened16(row, mask), r[j]), mask);
     }
   }
 }
@@ -210,8 +195,7 @@ SB_TILE_AVX512 void add_block_avx512(fp16* rows, const float* block, i64 width, 
 // float tiles run there, and the rows narrowed whole; in registers with AVX-512.
 void add_block(fp16* rows, const float* block, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  if (avx512) return add_block_avx512(rows, block, width, HW);
+  if (tiles_in_registers()) return add_block_avx512(rows, block, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
@@ -236,8 +220,7 @@ SB_CPU_VECTOR_CLONES void to_block_of_floats(float* block, const float* rows, i6
 
 void to_block(float* block, const fp16* rows, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  if (avx512) return to_block_avx512(block, rows, width, HW);
+  if (tiles_in_registers()) return to_block_avx512(block, rows, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
@@ -256,8 +239,7 @@ SB_CPU_VECTOR_CLONES void from_block_to_floats(float* rows, const float* block, 
 
 void from_block(fp16* rows, const float* block, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  if (avx512) return from_block_avx512(rows, block, width, HW);
+  if (tiles_in_registers()) return from_block_avx512(rows, block, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   from_block_to_floats(wide, block, width, HW);

@@ -18,6 +18,14 @@ void narrow_to_fp16(fp16* out, const float* inp, i64 n) {
   convert(out, inp, n);
 }
 
+SB_CPU_VECTOR_CLONES void widen_values(float* out, const bf16* inp, i64 n) {
+  for (i64 i = 0; i < n; ++i) out[i] = to_float(inp[i]);
+}
+
+SB_CPU_VECTOR_CLONES void narrow_values(bf16* out, const float* inp, i64 n) {
+  for (i64 i = 0; i < n; ++i) out[i] = to_bf16(inp[i]);
+}
+
 namespace {
 
 // Each row's buffer starts on a 64-byte line.

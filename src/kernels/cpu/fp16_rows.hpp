@@ -5,19 +5,27 @@
 // the same bits). The float function sees the values a widened tensor would hold and rounds
 // nothing itself, so the results are those of widening the whole tensor, running the float
 // kernel and narrowing, in a pass over memory that reads and writes 2 bytes a value. Used by
-// the kernels of cpu/sixteen_bit_elementwise.hpp where bf16, whose widening is a shift, widens
-// in registers instead.
+// the kernels of cpu/sixteen_bit_elementwise.hpp (where bf16, whose widening is a shift, widens
+// in registers instead); the row conversions below also by attention's heads and the packed GEMM.
 #pragma once
 
 #include <array>
 
 #include "kernels/kernels.hpp"
+#include "precision/bf16.hpp"
 #include "precision/fp16.hpp"
 
 namespace sb::kernels::cpu {
 
 void widen_fp16(float* out, const fp16* inp, i64 n);
 void narrow_to_fp16(fp16* out, const float* inp, i64 n);
+
+// A row of either 16-bit type to float and back, each value exactly as the kernels round it:
+// fp16 by the two above, bf16 by precision/bf16.hpp's functions in a vectorised loop.
+inline void widen_values(float* out, const fp16* inp, i64 n) { widen_fp16(out, inp, n); }
+void widen_values(float* out, const bf16* inp, i64 n);
+inline void narrow_values(fp16* out, const float* inp, i64 n) { narrow_to_fp16(out, inp, n); }
+void narrow_values(bf16* out, const float* inp, i64 n);
 
 // Up to kBuffers rows of n values in the calling thread's scratch, valid until the next
 // WidenedRows on the thread. Not reentrant: the float row function must not make one.

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/check.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
@@ -29,8 +30,6 @@
 namespace sb::kernels::cpu {
 
 #if defined(__x86_64__)
-
-#define SB_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma")))
 
 namespace {
 
@@ -60,39 +59,6 @@ i64 task_rows(i64 M, i64 K, i64 N) {
   return balanced_rows(M, panels * kMr);
 }
 
-// ---- widening: 16 values per instruction, the last n < 16 masked (zeros beyond)
-
-// (the zero-masking forms throughout: GCC 12 warns of the unmasked ones' undefined inputs)
-SB_AVX512_TARGET inline __m512 widened16(const fp16* p, __mmask16 mask) {
-  return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, p));
-}
-SB_AVX512_TARGET inline __m512 widened16(const bf16* p, __mmask16 mask) {
-  const __m512i halves = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, p));
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, halves, 16));
-}
-SB_AVX512_TARGET inline __mmask16 first(i64 n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// out (n) = widened in (n)
-template <class S>
-SB_AVX512_TARGET void widen_row(float* out, const S* in, i64 n) {
-  for (i64 i = 0; i < n; i += 16) {
-    const __mmask16 mask = first(n - i);
-    _mm512_mask_storeu_ps(out + i, mask, widened16(in + i, mask));
-  }
-}
-
-// out (n) = in rounded to S once (the conversions' own rounding, NaN as defined)
-template <class S>
-void narrow_row(S* out, const float* in, i64 n) {
-  if constexpr (std::is_same_v<S, fp16>) {
-    narrow_to_fp16(out, in, n);
-  } else {
-    for (i64 i = 0; i < n; ++i) out[i] = stored<bf16>(in[i]);
-  }
-}
-
 // ---- the micro-kernel: C (rows, cols of a kMr x kNr tile; ldc) += A . B over depth. B is a
 // packed panel ([k][kNr]); A is a row panel (a[i*lda + k]) when ARows, else packed ([k][kMr]).
 template <bool ARows>
@@ -116,7 +82,7 @@ SB_AVX512_TARGET void tile(i64 depth, const float* a, i64 lda, const float* b, f
   }
   for (int i = 0; i < kMr && i < rows; ++i) {
     for (int v = 0; v < kVectors && 16 * v < cols; ++v) {
-      const __mmask16 mask = first(cols - 16 * v);
+      const __mmask16 mask = first_lanes(cols - 16 * v);
       float* row = c + i * ldc + 16 * v;
       _mm512_mask_storeu_ps(row, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, row), sums[i][v]));
     }
@@ -136,7 +102,7 @@ SB_AVX512_TARGET void pack_b_panel_rows_of_k(float* dst, const S* src, i64 ld, i
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
       const i64 left = width - 16 * v;
-      const __m512 values = left > 0 ? widened16(row + 16 * v, first(left)) : _mm512_setzero_ps();
+      const __m512 values = left > 0 ? widened16(row + 16 * v, first_lanes(left)) : _mm512_setzero_ps();
       _mm512_storeu_ps(panel + k * kNr + 16 * v, values);
     }
   }
@@ -150,7 +116,7 @@ SB_AVX512_TARGET void pack_b_panel_rows_of_n(float* packed, const S* weight, i64
   for (i64 j = 0; j < kNr; ++j) {
     const i64 n = p * kNr + j;
     if (n < N)
-      widen_row(row, weight + n * K, K);
+      widen_values(row, weight + n * K, K);
     else
       std::fill(row, row + K, 0.0f);
     for (i64 k0 = 0; k0 < K; k0 += kDepth) {
@@ -175,13 +141,13 @@ SB_AVX512_TARGET void row_block(S* c, const S* a, const float* packed, const flo
   float* c_rows = a_rows + M_rows_per_task * lda;
   for (i64 r = 0; r < padded_rows; ++r) {
     if (r < rows)
-      widen_row(a_rows + r * lda, a + (r0 + r) * K, K);
+      widen_values(a_rows + r * lda, a + (r0 + r) * K, K);
     else
       std::fill(a_rows + r * lda, a_rows + r * lda + K, 0.0f);
   }
   S* c_block = c + r0 * N;
   if (start == Start::accumulate) {
-    widen_row(c_rows, c_block, rows * N);
+    widen_values(c_rows, c_block, rows * N);
   } else {
     for (i64 r = 0; r < rows; ++r) {
       if (start == Start::bias)
@@ -199,7 +165,7 @@ SB_AVX512_TARGET void row_block(S* c, const S* a, const float* packed, const flo
         tile<true>(depth, a_rows + i * lda + k0, lda, block + p * depth * kNr, c_rows + i * ldc + p * kNr, ldc,
                    rows - i, N - p * kNr);
   }
-  narrow_row(c_block, c_rows, rows * N);
+  narrow_values(c_block, c_rows, rows * N);
 }
 
 template <class S>
@@ -226,8 +192,8 @@ SB_AVX512_TARGET void weight_gradient_block(float* dweight, float* sums, const S
     const S* row = dout + (k0 + k) * OC + m0;
     for (i64 i = 0; i < padded_rows; i += 16) {
       const i64 left = rows - i;
-      const __m512 v = left > 0 ? widened16(row + i, first(left)) : _mm512_setzero_ps();
-      _mm512_mask_storeu_ps(values + i, first(padded_rows - i), v);
+      const __m512 v = left > 0 ? widened16(row + i, first_lanes(left)) : _mm512_setzero_ps();
+      _mm512_mask_storeu_ps(values + i, first_lanes(padded_rows - i), v);
     }
     if (sums)
       for (i64 i = 0; i < rows; ++i) sums[m0 + i] += values[i];
@@ -280,7 +246,7 @@ void packed_matmul_forward(WideningScratch& scratch, S* out, const S* inp, const
   float* bias_values = nullptr;
   if (bias) {
     bias_values = scratch.take(OC);
-    widen_row(bias_values, bias, OC);
+    widen_values(bias_values, bias, OC);
   }
   rows_times_packed("sb::packed_matmul::forward", out, inp, packed, bias_values, bias ? Start::bias : Start::zero, BT,
                     C, OC);

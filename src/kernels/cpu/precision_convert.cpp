@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/cpu_isa.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_conversion_paths.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "precision/bf16.hpp"
@@ -92,32 +93,19 @@ __attribute__((target("avx2,f16c"))) void fp16_to_f32_f16c(float* out, const fp1
   fp16_to_f32_block(converted, padded);
   std::copy(converted, converted + (n - i), out + i);
 }
-// Sixteen values at a time, the last block masked; a block with a NaN goes the portable way. The
-// zero-masking forms throughout (GCC 12 warns of the unmasked ones' undefined inputs).
-#define SB_AVX512_CONVERT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c")))
-
-SB_AVX512_CONVERT_TARGET inline __mmask16 first_values(i64 n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-SB_AVX512_CONVERT_TARGET void f32_to_fp16_avx512(fp16* out, const float* inp, i64 n) {
-  const __m512i magnitude_mask = _mm512_set1_epi32(0x7FFFFFFF), infinity = _mm512_set1_epi32(0x7F800000);
+// Sixteen values at a time, the last block masked (cpu/avx512_lanes.hpp). Narrowing: a vector
+// with a NaN by the definition's code; widening: a block with a NaN the portable way.
+SB_AVX512_TARGET void f32_to_fp16_avx512(fp16* out, const float* inp, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
-    const __mmask16 mask = first_values(n - i);
-    const __m512 x = _mm512_maskz_loadu_ps(mask, inp + i);
-    const __m512i magnitude = _mm512_and_si512(_mm512_castps_si512(x), magnitude_mask);
-    if (_mm512_mask_cmpgt_epi32_mask(mask, magnitude, infinity) != 0) {
-      f32_to_fp16_portable(out + i, inp + i, std::min<i64>(16, n - i));
-      continue;
-    }
-    _mm256_mask_storeu_epi16(out + i, mask, _mm512_maskz_cvtps_ph(mask, x, _MM_FROUND_TO_NEAREST_INT));
+    const __mmask16 mask = first_lanes(n - i);
+    store_narrowed(out + i, _mm512_maskz_loadu_ps(mask, inp + i), mask);
   }
 }
 
-SB_AVX512_CONVERT_TARGET void fp16_to_f32_avx512(float* out, const fp16* inp, i64 n) {
+SB_AVX512_TARGET void fp16_to_f32_avx512(float* out, const fp16* inp, i64 n) {
   const __m256i magnitude_mask = _mm256_set1_epi16(0x7FFF), infinity = _mm256_set1_epi16(0x7C00);
   for (i64 i = 0; i < n; i += 16) {
-    const __mmask16 mask = first_values(n - i);
+    const __mmask16 mask = first_lanes(n - i);
     const __m256i h = _mm256_maskz_loadu_epi16(mask, inp + i);
     if (_mm256_mask_cmpgt_epi16_mask(mask, _mm256_and_si256(h, magnitude_mask), infinity) != 0) {
       fp16_to_f32_portable(out + i, inp + i, std::min<i64>(16, n - i));

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sixteen 16-bit values in one AVX-512 register and back, for the cpu kernels' own AVX-512 code
+// (packed_matmul.cpp, blocked_channels_add.cpp, precision_convert.cpp): the first n lanes as a
+// mask, bf16 and fp16 widened, fp16 narrowed with round-to-nearest-even. The zero-masking forms
+// throughout (GCC 12 warns of the unmasked ones' undefined inputs). Only for functions compiled
+// with SB_AVX512_TARGET, called where sb::cpu_has_avx512() (core/cpu_isa.hpp). Leaves out
+// NaN payloads on widening: a signalling NaN comes out quiet (precision_convert.cpp keeps them).
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "kernels/cpu/storage_values.hpp"
+#include "kernels/kernels.hpp"
+
+#define SB_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma")))
+
+namespace sb::kernels::cpu {
+
+// The first min(n, 16) lanes (n > 0).
+SB_AVX512_TARGET inline __mmask16 first_lanes(i64 n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// The masked lanes of p widened, zero elsewhere.
+SB_AVX512_TARGET inline __m512 widened16(const fp16* p, __mmask16 mask) {
+  return _mm512_maskz_cvtph_ps(mask, _mm256_maskz_loadu_epi16(mask, p));
+}
+SB_AVX512_TARGET inline __m512 widened16(const bf16* p, __mmask16 mask) {
+  const __m512i halves = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, p));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, halves, 16));
+}
+
+// The masked lanes of v rounded to fp16 into p: the instruction, or, where a lane is NaN, the
+// definition's code lane by lane (so the bits are precision/fp16.hpp's, payloads included).
+SB_AVX512_TARGET inline void store_narrowed(fp16* p, __m512 v, __mmask16 mask) {
+  if (_mm512_mask_cmp_ps_mask(mask, v, v, _CMP_UNORD_Q) != 0) {
+    float values[16];
+    _mm512_storeu_ps(values, v);
+    for (int i = 0; i < 16; ++i)
+      if ((mask >> i) & 1u) p[i] = stored<fp16>(values[i]);
+    return;
+  }
+  _mm256_mask_storeu_epi16(p, mask, _mm512_maskz_cvtps_ph(mask, v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+}  // namespace sb::kernels::cpu
+
+#endif
