@@ -34,6 +34,8 @@ bool onednn_has_native_bf16() {
   return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core_bf16);
 }
 
+bool onednn_has_amx_bf16() { return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core_amx); }
+
 bool onednn_runs_fp32_conv2d() { return includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core); }
 
 std::string conv2d_implementation(const std::string& precision) {
@@ -47,8 +49,11 @@ bool cpu_runs_avx512_kernels() {
   return cpu_has_avx512() && includes(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core);
 }
 
+bool onednn_splits_fp16_matmul() { return onednn_has_amx_bf16() && cpu_has_avx512() && cpu_has_avx512_bf16(); }
+
 std::string matmul_implementation(const std::string& precision) {
   if (precision == "bf16" && onednn_has_native_bf16()) return "onednn";
+  if (precision == "fp16" && onednn_splits_fp16_matmul()) return "split-bf16+onednn";
   return cpu_runs_avx512_kernels() ? "packed" : "widened+openblas";
 }
 
@@ -77,6 +82,15 @@ bool cpu_has_avx512() {
 #if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && cpu_has_f16c();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512bf16");
   return has;
 #else
   return false;

@@ -17,6 +17,15 @@ std::string onednn_cpu_isa();
 // and widening to fp32 for OpenBLAS is the faster path.
 bool onednn_has_native_bf16();
 
+// True where oneDNN runs AMX-BF16 tiles (not capped below avx512_core_amx by ONEDNN_MAX_CPU_ISA).
+bool onednn_has_amx_bf16();
+
+// True where the cpu back-end's fp16 linear layers split each operand into bf16 pairs and run
+// bf16 oneDNN GEMMs three times as deep (kernels/cpu/split_fp16.hpp): AMX-BF16, whose bf16 rate
+// is several times fp32's, so three bf16 products still beat one fp32 FMA; and AVX512-BF16 for
+// the split itself. Below AMX the packed fp32 GEMM is faster.
+bool onednn_splits_fp16_matmul();
+
 // True where oneDNN runs at AVX-512 or above: the cpu back-end's fp32 convolutions then run as
 // oneDNN primitives (kernels/cpu/onednn_conv2d.hpp); below that the own kernels (conv2d.cpp) are
 // the faster ones.
@@ -30,8 +39,9 @@ bool cpu_runs_avx512_kernels();
 
 // The linear layers' GEMMs StorageKernels runs on the cpu back-end at a 16-bit precision ("bf16"
 // or "fp16"), as runs record them (context.matmul_bf16, context.matmul_fp16): "onednn" (bf16
-// oneDNN matmul primitives), "packed" (the own AVX-512 GEMM, widening while it packs) or
-// "widened+openblas" (operands widened whole to fp32 for OpenBLAS sgemm).
+// oneDNN matmul primitives), "split-bf16+onednn" (fp16 only: each fp16 operand split into bf16
+// pairs for oneDNN's AMX bf16 matmul, three products deep), "packed" (the own AVX-512 GEMM,
+// widening while it packs) or "widened+openblas" (operands widened whole to fp32 for OpenBLAS).
 std::string matmul_implementation(const std::string& precision);
 
 // The convolutions StorageKernels runs on the cpu back-end at a storage precision, as runs
@@ -52,6 +62,8 @@ std::string int8_matmul_implementation();
 bool cpu_has_f16c();
 // Whether this CPU runs AVX-512 F, BW, VL and DQ with F16C: the fp16 conversions' 16-wide forms.
 bool cpu_has_avx512();
+// Whether this CPU runs AVX512-BF16's conversions (vcvtneps2bf16): the fp16 split's rounding.
+bool cpu_has_avx512_bf16();
 // Those conversions as runs record them (context.fp16_convert): "avx512", "f16c" or "portable".
 std::string fp16_conversion_implementation();
 // "2.6.3 (a1b2c3d)": the oneDNN library this process runs.

@@ -149,6 +149,10 @@ StorageKernels<S>::StorageKernels(Backend backend, MemoryTracker& tracker, Kerne
     if (backend == Backend::cpu && onednn_has_native_bf16())
       onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
   }
+  if constexpr (std::is_same_v<S, fp16>) {
+    if (backend == Backend::cpu && onednn_splits_fp16_matmul())
+      onednn_matmul_ = std::make_unique<cpu::OnednnBf16Matmul>(*scratch_);
+  }
   if constexpr (!std::is_same_v<S, float>)
     packed_matmul_ = backend == Backend::cpu && !onednn_matmul_ && cpu_runs_avx512_kernels();
   if (backend == Backend::cpu && onednn_runs_fp32_conv2d()) {
@@ -204,10 +208,8 @@ void StorageKernels<S>::matmul_forward(S* out, const S* inp, const S* weight, co
   const CallRecord record(recorder_, "matmul_forward", {BT, C, OC}, matmul_forward_work(BT, C, OC, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->matmul_forward(out, inp, weight, bias, BT, C, OC);
-  if constexpr (std::is_same_v<S, bf16>) {
-    if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0) return onednn_matmul_->forward(out, inp, weight, bias, BT, C, OC);
-  }
   if constexpr (!std::is_same_v<S, float>) {
+    if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0) return onednn_matmul_->forward(out, inp, weight, bias, BT, C, OC);
     if (packed_matmul_ && BT > 0 && C > 0 && OC > 0) {
       cpu::packed_matmul_forward(*scratch_, out, inp, weight, bias, BT, C, OC);
       return scratch_->release_all();
@@ -223,11 +225,9 @@ void StorageKernels<S>::matmul_backward(S* dinp, float* dweight, float* dbias, c
   const CallRecord record(recorder_, "matmul_backward", {BT, C, OC}, matmul_backward_work(BT, C, OC, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->matmul_backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
-  if constexpr (std::is_same_v<S, bf16>) {
+  if constexpr (!std::is_same_v<S, float>) {
     if (onednn_matmul_ && BT > 0 && C > 0 && OC > 0)
       return onednn_matmul_->backward(dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
-  }
-  if constexpr (!std::is_same_v<S, float>) {
     if (packed_matmul_ && BT > 0 && C > 0 && OC > 0) {
       cpu::packed_matmul_backward(*scratch_, dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
       return scratch_->release_all();

@@ -137,7 +137,8 @@ class StorageKernels {
   Device device_;
   const NativeStorageKernels<S>* native_ = nullptr;  // 16-bit S on cuda: the GPT's kernels
   std::unique_ptr<WideningScratch> scratch_;  // 16-bit S only
-  std::unique_ptr<cpu::OnednnBf16Matmul> onednn_matmul_;  // bf16 S on a cpu with bf16 instructions
+  // bf16 S on a cpu with bf16 instructions; fp16 S, as bf16 pairs, on a cpu with AMX-BF16
+  std::unique_ptr<cpu::OnednnBf16Matmul> onednn_matmul_;
   std::unique_ptr<WideningScratch> conv_scratch_;         // oneDNN's layouts and results
   std::unique_ptr<cpu::OnednnConv2d> onednn_conv_;        // cpu, oneDNN at AVX-512 or above
   bool native_conv_ = false;                              // bf16 S into onednn_conv_ directly

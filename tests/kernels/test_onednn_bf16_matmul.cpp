@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -129,6 +130,114 @@ TEST(OnednnBf16Matmul, NativeGemmsRunOnTheReportedIsa) {
   EXPECT_NE(matmul.last_implementation().find(isa_name), std::string::npos) << matmul.last_implementation();
   matmul.backward(dinp.data(), dweight.data(), nullptr, dout.data(), inp.data(), weight.data(), s.BT, s.C, s.OC);
   EXPECT_NE(matmul.last_implementation().find(isa_name), std::string::npos) << matmul.last_implementation();
+}
+
+// ---- fp16 as bf16 pairs ------------------------------------------------------------------------
+std::vector<fp16> random_fp16(i64 n, std::uint64_t stream) {
+  const CounterRng rng(11, stream);
+  std::vector<fp16> v(static_cast<std::size_t>(n));
+  for (i64 i = 0; i < n; ++i) v[i] = to_fp16(static_cast<float>(rng.normal(i)));
+  return v;
+}
+
+// |got - exact| <= rounding * |exact| + 2^-15 * sum |a_k b_k|: the result's own rounding plus
+// what hi.hi + hi.lo + lo.hi and fp32 sums may lose. Dropping the lo parts would miss by about
+// 2^-9 of each product and fail this.
+void expect_within_split_bound(const std::string& name, const std::vector<double>& got,
+                               const std::vector<double>& exact, const std::vector<double>& magnitude,
+                               double rounding, const std::string& where) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = rounding * std::fabs(exact[i]) + std::ldexp(magnitude[i], -15) + 1e-30;
+    ASSERT_LE(std::fabs(got[i] - exact[i]), bound) << name << "[" << i << "] " << where << ": " << got[i]
+                                                   << " against " << exact[i];
+  }
+}
+
+// One GEMM in double: c (M,N) = start + sum_k a(m,k) b(k,n), with sum |a b| beside it; a and b
+// given by accessors.
+template <class A, class B>
+void exact_gemm(std::vector<double>& c, std::vector<double>& magnitude, i64 M, i64 N, i64 K, const A& a,
+                const B& b) {
+  magnitude.assign(static_cast<std::size_t>(M * N), 0.0);
+  for (i64 m = 0; m < M; ++m)
+    for (i64 n = 0; n < N; ++n)
+      for (i64 k = 0; k < K; ++k) {
+        const double p = a(m, k) * b(k, n);
+        c[m * N + n] += p;
+        magnitude[m * N + n] += std::fabs(p);
+      }
+}
+
+// The class on fp16 operands: where oneDNN runs bf16 (AMX or AVX512-BF16, though StorageKernels
+// takes this path on AMX only) against double sums; below that the path is never chosen.
+TEST(OnednnBf16Matmul, Fp16AsBf16PairsMatchesExactSums) {
+  EXPECT_EQ(onednn_splits_fp16_matmul(), onednn_cpu_isa() == "amx_bf16" && cpu_runs_avx512_kernels())
+      << onednn_cpu_isa();
+  if (!onednn_has_native_bf16()) {
+    EXPECT_FALSE(onednn_splits_fp16_matmul()) << onednn_cpu_isa();
+    return;
+  }
+  MemoryTracker tracker;
+  WideningScratch scratch(tracker, "test scratch");
+  cpu::OnednnBf16Matmul matmul(scratch);
+  const double fp16_rounding = std::ldexp(1.0, -11), none = 0.0;
+  std::uint64_t stream = 0;
+  for (const Shape& s : {Shape{1, 1, 1}, Shape{3, 17, 1}, Shape{17, 3, 65}, Shape{65, 127, 17},
+                         Shape{127, 65, 129}, Shape{7, 513, 130}, Shape{300, 40, 70}}) {
+    const auto inp = random_fp16(s.BT * s.C, ++stream), weight = random_fp16(s.OC * s.C, ++stream);
+    const auto bias = random_fp16(s.OC, ++stream), dout = random_fp16(s.BT * s.OC, ++stream);
+    auto dinp = random_fp16(s.BT * s.C, ++stream);
+    std::vector<float> dweight(s.OC * s.C, 0.5f), dbias(s.OC, -0.25f);
+    const auto f = [](fp16 v) { return static_cast<double>(to_float(v)); };
+    std::vector<double> magnitude;
+
+    std::vector<fp16> out(s.BT * s.OC);
+    matmul.forward(out.data(), inp.data(), weight.data(), bias.data(), s.BT, s.C, s.OC);
+    std::vector<double> out_exact(s.BT * s.OC);
+    for (i64 r = 0; r < s.BT; ++r)
+      for (i64 o = 0; o < s.OC; ++o) out_exact[r * s.OC + o] = f(bias[o]);
+    exact_gemm(out_exact, magnitude, s.BT, s.OC, s.C, [&](i64 m, i64 k) { return f(inp[m * s.C + k]); },
+               [&](i64 k, i64 n) { return f(weight[n * s.C + k]); });
+    expect_within_split_bound("out", as_doubles(out), out_exact, magnitude, fp16_rounding, s.text());
+
+    std::vector<double> dinp_exact(as_doubles(dinp)), dweight_exact(as_doubles(dweight));
+    matmul.backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), s.BT, s.C,
+                    s.OC);
+    exact_gemm(dinp_exact, magnitude, s.BT, s.C, s.OC, [&](i64 m, i64 k) { return f(dout[m * s.OC + k]); },
+               [&](i64 k, i64 n) { return f(weight[k * s.C + n]); });
+    expect_within_split_bound("dinp", as_doubles(dinp), dinp_exact, magnitude, fp16_rounding, s.text());
+    exact_gemm(dweight_exact, magnitude, s.OC, s.C, s.BT, [&](i64 m, i64 k) { return f(dout[k * s.OC + m]); },
+               [&](i64 k, i64 n) { return f(inp[k * s.C + n]); });
+    expect_within_split_bound("dweight", as_doubles(dweight), dweight_exact, magnitude, none, s.text());
+    for (i64 o = 0; o < s.OC; ++o) {
+      float sum = 0;
+      for (i64 r = 0; r < s.BT; ++r) sum += to_float(dout[r * s.OC + o]);
+      ASSERT_EQ(dbias[o], -0.25f + sum) << s.text() << " dbias[" << o << "]";
+    }
+  }
+}
+
+// An inf or NaN operand gives a non-finite result (dynamic loss scaling's signal), never a
+// finite one.
+TEST(OnednnBf16Matmul, Fp16NonFiniteOperandsGiveNonFiniteResults) {
+  if (!onednn_has_native_bf16()) {
+    EXPECT_FALSE(onednn_splits_fp16_matmul()) << onednn_cpu_isa();
+    return;
+  }
+  MemoryTracker tracker;
+  WideningScratch scratch(tracker, "test scratch");
+  cpu::OnednnBf16Matmul matmul(scratch);
+  const i64 BT = 4, C = 33, OC = 5;
+  for (const float bad : {INFINITY, -INFINITY, NAN}) {
+    auto inp = random_fp16(BT * C, 1);
+    const auto weight = random_fp16(OC * C, 2);
+    inp[2 * C + 7] = to_fp16(bad);
+    std::vector<fp16> out(BT * OC);
+    matmul.forward(out.data(), inp.data(), weight.data(), nullptr, BT, C, OC);
+    for (i64 r = 0; r < BT; ++r)
+      for (i64 o = 0; o < OC; ++o)
+        EXPECT_EQ(std::isfinite(to_float(out[r * OC + o])), r != 2) << bad << " row " << r << " col " << o;
+  }
 }
 
 }  // namespace

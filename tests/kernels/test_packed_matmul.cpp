@@ -134,7 +134,8 @@ TYPED_TEST(SixteenBitLinearLayer, RepeatedCallsGiveTheSameBits) {
 
 // ---- which path runs --------------------------------------------------------------------------
 // The packed GEMM runs where the CPU reports AVX-512 (F, BW, VL, DQ) and F16C and oneDNN's
-// (capped) ISA is AVX-512 or above; bf16 takes oneDNN's matmul first where it has bf16 instructions.
+// (capped) ISA is AVX-512 or above; bf16 takes oneDNN's matmul first where it has bf16
+// instructions, fp16 oneDNN's bf16 matmul over bf16 pairs where it has AMX.
 TYPED_TEST(SixteenBitLinearLayer, PathFollowsTheIsa) {
   using S = TypeParam;
   const std::set<std::string> f = cpu_flags();
@@ -144,12 +145,17 @@ TYPED_TEST(SixteenBitLinearLayer, PathFollowsTheIsa) {
   const bool capped_below = isa == "generic" || isa == "avx2" || isa == "avx2_vnni";
   EXPECT_EQ(cpu_runs_avx512_kernels(), avx512 && !capped_below) << isa;
   const bool onednn_bf16 = std::is_same_v<S, bf16> && onednn_has_native_bf16();
+  const bool split_fp16 = std::is_same_v<S, fp16> && isa == "amx_bf16" && avx512 && f.count("avx512_bf16") > 0;
+  EXPECT_EQ(onednn_splits_fp16_matmul(), isa == "amx_bf16" && avx512 && f.count("avx512_bf16") > 0) << isa;
   MemoryTracker tracker;
   const StorageKernels<S> k(Backend::cpu, tracker);
-  EXPECT_EQ(k.packed_gemms(), cpu_runs_avx512_kernels() && !onednn_bf16) << isa;
-  EXPECT_EQ(k.widens_gemms(), !k.packed_gemms() && !onednn_bf16) << isa;
+  EXPECT_EQ(k.packed_gemms(), cpu_runs_avx512_kernels() && !onednn_bf16 && !split_fp16) << isa;
+  EXPECT_EQ(k.widens_gemms(), !k.packed_gemms() && !onednn_bf16 && !split_fp16) << isa;
   const std::string precision = std::is_same_v<S, bf16> ? "bf16" : "fp16";
-  const std::string expected = onednn_bf16 ? "onednn" : k.packed_gemms() ? "packed" : "widened+openblas";
+  const std::string expected = onednn_bf16  ? "onednn"
+                               : split_fp16 ? "split-bf16+onednn"
+                               : k.packed_gemms() ? "packed"
+                                                  : "widened+openblas";
   EXPECT_EQ(matmul_implementation(precision), expected) << isa;
   EXPECT_FALSE(StorageKernels<S>(Backend::reference, tracker).packed_gemms());
 }
