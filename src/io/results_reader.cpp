@@ -288,14 +288,19 @@ StepLines summarize_steps(const OpenResults& results, const std::string& run,
 std::string summarize_eval(const OpenResults& results, const std::string& run, bool sequences) {
   const std::string eval = run + "/eval";
   const std::vector<std::string> split = fixed_string_column(results, eval, "split");
-  const auto last = std::find(split.rbegin(), split.rend(), "heldout");
-  if (last == split.rend()) return "  no held-out evaluation recorded\n";
-  const auto row = static_cast<std::size_t>(split.rend() - last - 1);
-  const double accuracy = numeric_column(results, eval, "accuracy")[row];
-  return fmt::format("  last held-out loss {:.4f} nats/{} at step {:.0f}{}\n",
-                     numeric_column(results, eval, "loss")[row],
-                     sequences ? "token" : "sample", numeric_column(results, eval, "step")[row],
-                     std::isnan(accuracy) ? "" : fmt::format(", accuracy {:.2f}%", accuracy * 100));
+  std::string text;
+  // The GPT's held-out split and the ResNet's test set, each at its last evaluation.
+  for (const auto& [name, label] : {std::pair<const char*, const char*>{"heldout", "held-out"}, {"test", "test"}}) {
+    const auto last = std::find(split.rbegin(), split.rend(), name);
+    if (last == split.rend()) continue;
+    const auto row = static_cast<std::size_t>(split.rend() - last - 1);
+    const double accuracy = numeric_column(results, eval, "accuracy")[row];
+    text += fmt::format("  last {} loss {:.4f} nats/{} at step {:.0f}{}\n", label,
+                        numeric_column(results, eval, "loss")[row], sequences ? "token" : "sample",
+                        numeric_column(results, eval, "step")[row],
+                        std::isnan(accuracy) ? "" : fmt::format(", accuracy {:.2f}%", accuracy * 100));
+  }
+  return text.empty() ? "  no held-out or test evaluation recorded\n" : text;
 }
 
 std::string summarize_memory(const OpenResults& results, const std::string& run) {

@@ -60,6 +60,37 @@ TEST(ResultsReader, RefusesMissingAndForeignFiles) {
             std::string::npos);
 }
 
+// The summary gives the last held-out and the last test evaluation, each where the run has one
+// (a GPT evaluates on its held-out split, the ResNet on the test set), and says when it has neither.
+TEST(ResultsReader, SummaryGivesTheLastHeldOutAndTestEvaluations) {
+  const ScratchFile scratch("reader_eval_summary");
+  const auto& path = scratch.path();
+  {
+    ResultsFile file = ResultsFile::create(path);
+    RunWriter resnet = file.begin_run("resnet-mini", testing::example_run_attributes("resnet-mini"));
+    resnet.append_step(testing::example_step(0));
+    resnet.append_eval({1, "train", 0.5, 0.8});
+    resnet.append_eval({1, "test", 0.25, 0.9});
+    resnet.append_eval({2, "test", 0.125, 0.99});
+    resnet.append_eval({2, "train", 0.0625, 0.995});
+    resnet.finish("ok", "");
+    RunWriter untested = file.begin_run("untested", testing::example_run_attributes("resnet-mini"));
+    untested.append_step(testing::example_step(0));
+    untested.append_eval({1, "train", 0.5, 0.8});
+    untested.finish("ok", "");
+  }
+  const std::string summary = summarize_results(path);
+  EXPECT_NE(summary.find("last test loss 0.1250 nats/token at step 2, accuracy 99.00%"), std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("last held-out loss"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("no held-out or test evaluation recorded"), std::string::npos) << summary;
+  const ScratchFile gpt_scratch("reader_eval_summary_gpt");
+  write_example_file(gpt_scratch.path());  // example_evals: train, heldout, heldout, test
+  const std::string gpt = summarize_results(gpt_scratch.path());
+  EXPECT_NE(gpt.find("last held-out loss"), std::string::npos) << gpt;
+  EXPECT_NE(gpt.find("last test loss"), std::string::npos) << gpt;
+}
+
 TEST(ResultsReader, NamesTheMissingObjectOrField) {
   const ScratchFile scratch("reader_missing");
   const auto& path = scratch.path();

@@ -168,18 +168,28 @@ void exact_gemm(std::vector<double>& c, std::vector<double>& magnitude, i64 M, i
       }
 }
 
+// Whether oneDNN runs bf16 here; where it does not, the fp16 pair path must never be chosen.
+bool bf16_runs_here() {
+  if (onednn_has_native_bf16()) return true;
+  EXPECT_FALSE(onednn_splits_fp16_matmul()) << onednn_cpu_isa();
+  return false;
+}
+
+// The class with its scratch, as StorageKernels<fp16> holds it.
+struct Fp16PairMatmul {
+  MemoryTracker tracker;
+  WideningScratch scratch{tracker, "test scratch"};
+  cpu::OnednnBf16Matmul matmul{scratch};
+};
+
 // The class on fp16 operands: where oneDNN runs bf16 (AMX or AVX512-BF16, though StorageKernels
 // takes this path on AMX only) against double sums; below that the path is never chosen.
 TEST(OnednnBf16Matmul, Fp16AsBf16PairsMatchesExactSums) {
   EXPECT_EQ(onednn_splits_fp16_matmul(), onednn_cpu_isa() == "amx_bf16" && cpu_runs_avx512_kernels())
       << onednn_cpu_isa();
-  if (!onednn_has_native_bf16()) {
-    EXPECT_FALSE(onednn_splits_fp16_matmul()) << onednn_cpu_isa();
-    return;
-  }
-  MemoryTracker tracker;
-  WideningScratch scratch(tracker, "test scratch");
-  cpu::OnednnBf16Matmul matmul(scratch);
+  if (!bf16_runs_here()) return;
+  Fp16PairMatmul pair;
+  cpu::OnednnBf16Matmul& matmul = pair.matmul;
   const double fp16_rounding = std::ldexp(1.0, -11), none = 0.0;
   std::uint64_t stream = 0;
   for (const Shape& s : {Shape{1, 1, 1}, Shape{3, 17, 1}, Shape{17, 3, 65}, Shape{65, 127, 17},
@@ -220,13 +230,9 @@ TEST(OnednnBf16Matmul, Fp16AsBf16PairsMatchesExactSums) {
 // An inf or NaN operand gives a non-finite result (dynamic loss scaling's signal), never a
 // finite one.
 TEST(OnednnBf16Matmul, Fp16NonFiniteOperandsGiveNonFiniteResults) {
-  if (!onednn_has_native_bf16()) {
-    EXPECT_FALSE(onednn_splits_fp16_matmul()) << onednn_cpu_isa();
-    return;
-  }
-  MemoryTracker tracker;
-  WideningScratch scratch(tracker, "test scratch");
-  cpu::OnednnBf16Matmul matmul(scratch);
+  if (!bf16_runs_here()) return;
+  Fp16PairMatmul pair;
+  cpu::OnednnBf16Matmul& matmul = pair.matmul;
   const i64 BT = 4, C = 33, OC = 5;
   for (const float bad : {INFINITY, -INFINITY, NAN}) {
     auto inp = random_fp16(BT * C, 1);
