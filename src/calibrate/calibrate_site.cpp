@@ -242,7 +242,7 @@ int calibrate_site(const SiteCalibrationOptions& options) {
   }
   if (!memory.empty()) yaml += fmt::format("  memory_efficiency: {}\n", memory);
   yaml += fmt::format("  # ZeRO-2 and 3 give each reduced gradient page back and fault it in again\n"
-                      "  page_refault_s: {:.4g}   # madvise(MADV_DONTNEED) and one write, per 4096 bytes ({}-byte "
+                      "  page_refault_s: {:.4g}   # madvise(MADV_DONTNEED), one read and one write, per 4096 bytes ({}-byte "
                       "pages): median of {} rounds over {} pages\n",
                       refault.seconds_per_page * 4096.0 / static_cast<double>(refault.page_bytes), refault.page_bytes,
                       refault.rounds, refault.pages);
