@@ -145,8 +145,9 @@ TYPED_TEST(SixteenBitLinearLayer, PathFollowsTheIsa) {
   const bool capped_below = isa == "generic" || isa == "avx2" || isa == "avx2_vnni";
   EXPECT_EQ(cpu_runs_avx512_kernels(), avx512 && !capped_below) << isa;
   const bool onednn_bf16 = std::is_same_v<S, bf16> && onednn_has_native_bf16();
-  const bool split_fp16 = std::is_same_v<S, fp16> && isa == "amx_bf16" && avx512 && f.count("avx512_bf16") > 0;
-  EXPECT_EQ(onednn_splits_fp16_matmul(), isa == "amx_bf16" && avx512 && f.count("avx512_bf16") > 0) << isa;
+  const bool splits = isa == "amx_bf16" && avx512 && f.count("avx512_bf16") > 0;
+  EXPECT_EQ(onednn_splits_fp16_matmul(), splits) << isa;
+  const bool split_fp16 = std::is_same_v<S, fp16> && splits;
   MemoryTracker tracker;
   const StorageKernels<S> k(Backend::cpu, tracker);
   EXPECT_EQ(k.packed_gemms(), cpu_runs_avx512_kernels() && !onednn_bf16 && !split_fp16) << isa;

@@ -16,8 +16,8 @@ namespace sb::kernels::cpu {
 
 inline constexpr i64 kColumnSumBlock = 64;
 
-// sums (OC) += column sums of rows (R, OC), in float; T is float, bf16 or fp16 (each row's block
-// widened by the vector conversions first: the same values, so the same sums).
+// sums (OC) += column sums of rows (R, OC), in float; T is float, bf16 or fp16 (a 16-bit row's
+// block widened by fp16_rows.hpp's vector conversions first: the same values, so the same sums).
 template <class T>
 void add_column_sums(const char* label, float* sums, const T* rows, i64 R, i64 OC) {
   const i64 blocks = (OC + kColumnSumBlock - 1) / kColumnSumBlock;
@@ -27,17 +27,12 @@ void add_column_sums(const char* label, float* sums, const T* rows, i64 R, i64 O
     float sum[kColumnSumBlock] = {};
     for (i64 r = 0; r < R; ++r) {
       const T* row = rows + r * OC + c0;
-      if constexpr (std::is_same_v<T, fp16>) {
+      if constexpr (std::is_same_v<T, float>) {
+        for (i64 j = 0; j < width; ++j) sum[j] += row[j];
+      } else {
         float widened[kColumnSumBlock];
         widen_values(widened, row, width);
         for (i64 j = 0; j < width; ++j) sum[j] += widened[j];
-      } else {
-        for (i64 j = 0; j < width; ++j) {
-          if constexpr (std::is_same_v<T, float>)
-            sum[j] += row[j];
-          else
-            sum[j] += to_float(row[j]);
-        }
       }
     }
     for (i64 j = 0; j < width; ++j) sums[c0 + j] += sum[j];
