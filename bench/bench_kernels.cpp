@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench_threads.hpp"
@@ -185,6 +186,122 @@ void register_kernel_benchmarks() {
   }
 }
 
+// ---- the GPT's elementwise kernels and attention by storage type, at gpt-nano's shapes ------------
+// What a 16-bit step pays outside its GEMMs: the same call through StorageKernels<S> for float,
+// bf16 and fp16 (the cpu's 16-bit kernels read their operands as they lie), forward + backward.
+template <class S>
+std::vector<S> stored_values(i64 n, std::uint64_t stream, double scale = 1.0) {
+  const auto values = random_floats(n, stream, scale);
+  std::vector<S> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if constexpr (std::is_same_v<S, float>)
+      out[i] = values[i];
+    else if constexpr (std::is_same_v<S, sb::bf16>)
+      out[i] = sb::to_bf16(values[i]);
+    else
+      out[i] = sb::to_fp16(values[i]);
+  }
+  return out;
+}
+
+constexpr i64 kNanoBT = 16 * 64, kNanoT = 64, kNanoC = 64, kNanoNH = 4;
+
+template <class S>
+void storage_gelu(benchmark::State& state) {
+  const i64 N = kNanoBT * 4 * kNanoC;
+  const auto inp = stored_values<S>(N, 0), dout = stored_values<S>(N, 1, 1e-3);
+  std::vector<S> out(N), dinp(N);
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<S> k(Backend::cpu, tracker);
+  for (auto _ : state) {
+    k.gelu_forward(out.data(), inp.data(), N);
+    k.gelu_backward(dinp.data(), inp.data(), dout.data(), N);
+    benchmark::ClobberMemory();
+  }
+}
+
+template <class S>
+void storage_layernorm(benchmark::State& state) {
+  const i64 N = kNanoBT, C = kNanoC;
+  const auto inp = stored_values<S>(N * C, 0), weight = stored_values<S>(C, 1), bias = stored_values<S>(C, 2),
+             dout = stored_values<S>(N * C, 3, 1e-3);
+  std::vector<S> out(N * C), dinp(N * C);
+  std::vector<float> mean(N), rstd(N), dweight(C), dbias(C);
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<S> k(Backend::cpu, tracker);
+  for (auto _ : state) {
+    k.layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(), N, C);
+    k.layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
+                         mean.data(), rstd.data(), N, C);
+    benchmark::ClobberMemory();
+  }
+}
+
+template <class S>
+void storage_attention(benchmark::State& state) {
+  const i64 B = kNanoBT / kNanoT, T = kNanoT, C = kNanoC, NH = kNanoNH;
+  const auto qkv = stored_values<S>(B * T * 3 * C, 0), dout = stored_values<S>(B * T * C, 1, 1e-3);
+  std::vector<S> out(B * T * C), att(B * NH * T * T), dqkv(B * T * 3 * C);
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<S> k(Backend::cpu, tracker);
+  for (auto _ : state) {
+    k.attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    k.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    benchmark::ClobberMemory();
+  }
+}
+
+template <class S>
+void storage_residual(benchmark::State& state) {
+  const i64 N = kNanoBT * kNanoC;
+  const auto a = stored_values<S>(N, 0), b = stored_values<S>(N, 1), dout = stored_values<S>(N, 2, 1e-3);
+  std::vector<S> out(N), da(N), db(N);
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<S> k(Backend::cpu, tracker);
+  for (auto _ : state) {
+    k.residual_forward(out.data(), a.data(), b.data(), N);
+    k.residual_backward(da.data(), db.data(), dout.data(), N);
+    benchmark::ClobberMemory();
+  }
+}
+
+// The linear layer's forward and backward (dinp, dweight, dbias) at (BT, C, OC).
+template <class S>
+void storage_matmul(benchmark::State& state) {
+  const i64 BT = state.range(0), C = state.range(1), OC = state.range(2);
+  const auto inp = stored_values<S>(BT * C, 0), weight = stored_values<S>(OC * C, 1, 0.1),
+             bias = stored_values<S>(OC, 2), dout = stored_values<S>(BT * OC, 3, 1e-3);
+  std::vector<S> out(BT * OC), dinp(BT * C);
+  std::vector<float> dweight(OC * C), dbias(OC);
+  sb::MemoryTracker tracker;
+  sb::kernels::StorageKernels<S> k(Backend::cpu, tracker);
+  for (auto _ : state) {
+    k.matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), BT, C, OC);
+    k.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), BT, C, OC);
+    benchmark::ClobberMemory();
+  }
+  set_gflops(state, 3 * matmul_flops(BT, C, OC));
+}
+
+template <class S>
+void register_storage_benchmarks(const char* type) {
+  const std::pair<const char*, void (*)(benchmark::State&)> bodies[] = {{"storage_gelu_fwd_bwd", &storage_gelu<S>},
+                                                                       {"storage_layernorm_fwd_bwd", &storage_layernorm<S>},
+                                                                       {"storage_attention_fwd_bwd", &storage_attention<S>},
+                                                                       {"storage_residual_fwd_bwd", &storage_residual<S>}};
+  for (const auto& [name, body] : bodies)
+    benchmark::RegisterBenchmark((std::string(name) + "/" + type).c_str(), body)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  // gpt-nano's linear layers (micro-batch 16 x 64 tokens, C 64: qkv, attention projection, fc,
+  // fc projection, head) and gpt-tiny's fc (16 x 128 tokens, C 256)
+  auto* matmul = benchmark::RegisterBenchmark((std::string("storage_matmul_fwd_bwd/") + type).c_str(), &storage_matmul<S>);
+  matmul->ArgNames({"BT", "C", "OC"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+  for (const std::vector<i64>& shape : std::vector<std::vector<i64>>{
+           {1024, 64, 192}, {1024, 64, 64}, {1024, 64, 256}, {1024, 256, 64}, {2048, 256, 1024}})
+    matmul->Args(shape);
+}
+
 // ---- convolutional-network kernels at resnet-mini shapes --------------------------------------
 // FLOPs as kernels.hpp counts them (conv2d_forward_work, conv2d_backward_work): a multiply and
 // an add per tap, bias and padding taps not counted; the backward with dinp twice the forward.
@@ -311,6 +428,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("blas_threads", std::to_string(sb::ParallelRuntime::blas_threads()));
   register_gemm_benchmarks();
   register_kernel_benchmarks();
+  register_storage_benchmarks<float>("fp32");
+  register_storage_benchmarks<sb::bf16>("bf16");
+  register_storage_benchmarks<sb::fp16>("fp16");
   register_cnn_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

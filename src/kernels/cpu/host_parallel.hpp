@@ -62,6 +62,18 @@ void parallel_for_chunks(const char* label, i64 n, i64 chunk, const Body& body) 
   parallel_for_each(label, chunks, [=](i64 c) { body(c * chunk, std::min(n, (c + 1) * chunk)); });
 }
 
+// body(first row, rows) over `count` rows of `width` values that lie back to back, a block of
+// consecutive rows a task (about kRowBlockValues values, at least one row): for fp16 passes that
+// widen their operands into the thread's cache (LayerNorm's), one conversion call per operand per
+// block where a narrow row (gpt-nano's 64 values) would pay one per row. The cut depends on count
+// and width only, never on the thread count.
+inline constexpr i64 kRowBlockValues = 1024;
+template <class Body>
+void parallel_for_row_blocks(const char* label, i64 count, i64 width, const Body& body) {
+  const i64 rows_per_block = std::max<i64>(1, kRowBlockValues / std::max<i64>(width, 1));
+  parallel_for_chunks(label, count, rows_per_block, [=](i64 begin, i64 end) { body(begin, end - begin); });
+}
+
 // A float buffer of at least `count` elements owned by the calling thread, reused across
 // calls: it only allocates when a larger size is asked for the first time.
 inline float* thread_scratch(i64 count) {

@@ -2,7 +2,8 @@
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Written once over the storage type (float, and
 // bf16 as it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike;
-// fp16 rows widened into the thread's cache and run by the float rows (cpu/fp16_rows.hpp).
+// fp16 rows widened a block at a time into the thread's cache and run by the float rows
+// (cpu/fp16_rows.hpp).
 // Leaves out one-pass (Welford) statistics.
 #include <algorithm>
 #include <cmath>
@@ -78,8 +79,8 @@ void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const
   });
 }
 
-// fp16: weight and bias widened once, each row into the thread's cache (cpu/fp16_rows.hpp), the
-// float row function run there.
+// fp16: weight and bias widened once, a block of rows at a time into the thread's cache
+// (cpu/fp16_rows.hpp), the float row function run there on each row.
 std::vector<float> widened_vector(const fp16* values, i64 n) {
   std::vector<float> out(static_cast<std::size_t>(n));
   widen_fp16(out.data(), values, n);
@@ -91,11 +92,13 @@ void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp,
   const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
   const float* w = weight_values.data();
   const float* b = bias_values.data();
-  parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
-    WidenedRows rows(C);
-    const float* x = rows.in(inp + n * C);
-    layernorm_forward_row(rows.out(out + n * C), mean + n, rstd + n, x, w, b, C);
-    rows.narrow();
+  parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
+    WidenedRows wide(rows * C);
+    const float* x = wide.in(inp + n0 * C);
+    float* y = wide.out(out + n0 * C);
+    for (i64 r = 0; r < rows; ++r)
+      layernorm_forward_row(y + r * C, mean + n0 + r, rstd + n0 + r, x + r * C, w, b, C);
+    wide.narrow();
   });
 }
 
@@ -105,12 +108,14 @@ void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout
   if constexpr (std::is_same_v<S, fp16>) {
     const std::vector<float> weight_values = widened_vector(weight, C);
     const float* w = weight_values.data();
-    parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
-      WidenedRows rows(C);
-      const float* dy = rows.in(dout + n * C);
-      const float* x = rows.in(inp + n * C);
-      layernorm_backward_row(rows.inout(dinp + n * C), dy, x, w, mean[n], rstd[n], C);
-      rows.narrow();
+    parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
+      WidenedRows wide(rows * C);
+      const float* dy = wide.in(dout + n0 * C);
+      const float* x = wide.in(inp + n0 * C);
+      float* dx = wide.inout(dinp + n0 * C);
+      for (i64 r = 0; r < rows; ++r)
+        layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
+      wide.narrow();
     });
   } else {
     parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
