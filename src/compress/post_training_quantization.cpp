@@ -68,7 +68,15 @@ QuantizationReport quantize_gpt_int8(gpt::GptModel& model, const TokenBatches& c
     }
     return sum / static_cast<double>(eval_batches);
   };
+  // Each side's throughput is timed after one untimed forward of the first evaluation batch: oneDNN
+  // creates the int8 primitives on their first call, which a few evaluation batches (gpt-tiny's
+  // default is 4) would otherwise count as inference time (about a tenth of it at 1 thread).
+  const auto warm_up = [&](auto forward) {
+    eval(0, tokens.data(), targets.data());
+    forward();
+  };
   QuantizationReport r;
+  warm_up([&] { return model.forward(tokens.data(), targets.data(), B, T); });
   auto start = Clock::now();
   r.fp32_metric = mean_loss([&] { return model.forward(tokens.data(), targets.data(), B, T); });
   const double fp32_s = seconds_since(start);
@@ -80,6 +88,7 @@ QuantizationReport quantize_gpt_int8(gpt::GptModel& model, const TokenBatches& c
     int8_model.forward(tokens.data(), targets.data(), B, T, InferenceMode::calibrate);
   }
   int8_model.finish_calibration();
+  warm_up([&] { return int8_model.forward(tokens.data(), targets.data(), B, T, InferenceMode::int8); });
   start = Clock::now();
   r.int8_metric = mean_loss(
       [&] { return int8_model.forward(tokens.data(), targets.data(), B, T, InferenceMode::int8); });

@@ -22,7 +22,7 @@ struct QuantizationReport {
   std::int64_t weight_bytes_int8 = 0;  // as stored: int8 weights + fp32 scales, biases, fp32 rest
   std::int64_t int8_params_in_memory = 0;  // tracked params bytes of the int8 model
   double fp32_metric = 0, int8_metric = 0;  // test accuracy (images) or mean loss in nats/byte (text)
-  double fp32_samples_per_s = 0, int8_samples_per_s = 0;  // evaluation forwards only
+  double fp32_samples_per_s = 0, int8_samples_per_s = 0;  // evaluation forwards only (GPT: after a warm-up)
   double fp32_tokens_per_s = 0, int8_tokens_per_s = 0;    // text; 0 for images
 };
 
