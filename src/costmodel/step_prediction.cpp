@@ -659,9 +659,10 @@ KernelTiming kernel_timing(const plan::TrainConfig& c, const Prediction& p, cons
 }
 
 // What giving a gradient page back and faulting it in again costs per byte: the kernel table's
-// `page_refault` row, timed with as many ranks faulting at once as this run puts on a node
-// (they contend in the kernel and, on a virtual machine, the hypervisor), else the site's
-// one-process figure (page_refault_s, per 4096 bytes), else nothing.
+// `page_refault` row, timed inside a backward (calibrate/backward_page_refault.hpp) with as many
+// ranks faulting at once as this run puts on a node (they contend in the kernel and, on a virtual
+// machine, the hypervisor), else the site's one-process figure (page_refault_s, per 4096 bytes,
+// a loop that only touches the pages: a lower bound), else nothing.
 std::optional<double> page_refault_seconds_per_byte(const plan::TrainConfig& c, const SiteProfile& site,
                                                     const KernelTiming& k) {
   constexpr double kBytes = 64.0 * 1024 * 1024;
