@@ -4,6 +4,7 @@
 // hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "conversion_inputs.hpp"
 #include "core/cpu_isa.hpp"
 #include "kernels/cpu/fp16_conversion_paths.hpp"
+#include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/kernels.hpp"
 
 namespace sb::kernels::testing {
@@ -75,6 +77,31 @@ TEST(PrecisionConvert, EveryFp16PathThisCpuRunsEqualsReference) {
       }
     EXPECT_EQ(short_wrong, 0) << path.name << ": short rows";
     std::printf("fp16 conversion path %s checked on %lld values each way\n", path.name, static_cast<long long>(kValues));
+  }
+}
+
+// The strided-row forms (attention's heads: rows `ld` apart in the 16-bit tensor, back to back in
+// the float scratch; in one AVX-512 call where the CPU has it) give each row the reference's bits,
+// NaNs included, on widths from 1 to 40.
+TEST(PrecisionConvert, Fp16RowsEqualTheReferenceRowByRow) {
+  constexpr i64 kRows = 4096, kLd = 53;  // conversion_test_floats needs about 200,000 values
+  const std::vector<float> floats = conversion_test_floats(kRows * kLd);
+  const std::vector<fp16> halves = conversion_test_halves<fp16>(kRows * kLd);
+  for (i64 n = 1; n <= 40; ++n) {
+    const i64 ld = std::max(n, kLd);
+    const i64 rows = kRows * kLd / ld;
+    std::vector<float> widened(static_cast<std::size_t>(rows * n), -2.0f), expected_floats(widened.size());
+    std::vector<fp16> narrowed(halves.size(), fp16{0xBEEF}), expected_halves(halves.size(), fp16{0xBEEF});
+    std::vector<float> packed(static_cast<std::size_t>(rows * n));
+    for (i64 r = 0; r < rows; ++r) {
+      reference::convert_fp16_to_f32(expected_floats.data() + r * n, halves.data() + r * ld, n);
+      std::copy_n(floats.data() + r * ld, n, packed.data() + r * n);
+      reference::convert_f32_to_fp16(expected_halves.data() + r * ld, packed.data() + r * n, n);
+    }
+    cpu::widen_rows(widened.data(), halves.data(), ld, rows, n);
+    cpu::narrow_rows(narrowed.data(), ld, packed.data(), rows, n);
+    EXPECT_EQ(first_bit_difference(widened, expected_floats), -1) << "width " << n;
+    EXPECT_EQ(first_bit_difference(narrowed, expected_halves), -1) << "width " << n;
   }
 }
 

@@ -100,11 +100,11 @@ void head_backward(float* dq, float* dk, float* dv, const float* q, const float*
 // rows (T, hs) with rows `ld` apart <-> contiguous (T, hs)
 template <class S>
 void widen_head(float* out, const S* in, i64 ld, i64 T_, i64 hs) {
-  for (i64 t = 0; t < T_; ++t) widen_values(out + t * hs, in + t * ld, hs);
+  widen_rows(out, in, ld, T_, hs);
 }
 template <class S>
 void narrow_head(S* out, i64 ld, const float* in, i64 T_, i64 hs) {
-  for (i64 t = 0; t < T_; ++t) narrow_values(out + t * ld, in + t * hs, hs);
+  narrow_rows(out, ld, in, T_, hs);
 }
 
 // A head's q, k and v (or dq, dk, dv) slices of (T, 3C) rows <-> three contiguous (T, hs) heads

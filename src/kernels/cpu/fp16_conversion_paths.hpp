@@ -23,6 +23,10 @@ void fp16_to_f32_f16c(float* out, const fp16* inp, std::int64_t n);
 // Only where sb::cpu_has_avx512().
 void f32_to_fp16_avx512(fp16* out, const float* inp, std::int64_t n);
 void fp16_to_f32_avx512(float* out, const fp16* inp, std::int64_t n);
+// `rows` rows of n values, `ld` apart in the fp16 array and back to back in the float one, in one
+// call (a head of attention: 64 rows of 16 values).
+void fp16_rows_to_f32_avx512(float* out, const fp16* inp, std::int64_t ld, std::int64_t rows, std::int64_t n);
+void f32_rows_to_fp16_avx512(fp16* out, std::int64_t ld, const float* inp, std::int64_t rows, std::int64_t n);
 
 // The fastest of them this CPU runs (the kernels' choice).
 using NarrowToFp16 = void (*)(fp16*, const float*, std::int64_t);

@@ -26,6 +26,23 @@ SB_CPU_VECTOR_CLONES void narrow_values(bf16* out, const float* inp, i64 n) {
   for (i64 i = 0; i < n; ++i) out[i] = to_bf16(inp[i]);
 }
 
+void widen_rows(float* out, const fp16* inp, i64 ld, i64 rows, i64 n) {
+  static const bool avx512 = cpu_has_avx512();
+  if (avx512) return fp16_rows_to_f32_avx512(out, inp, ld, rows, n);
+  for (i64 r = 0; r < rows; ++r) widen_fp16(out + r * n, inp + r * ld, n);
+}
+void widen_rows(float* out, const bf16* inp, i64 ld, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) widen_values(out + r * n, inp + r * ld, n);
+}
+void narrow_rows(fp16* out, i64 ld, const float* inp, i64 rows, i64 n) {
+  static const bool avx512 = cpu_has_avx512();
+  if (avx512) return f32_rows_to_fp16_avx512(out, ld, inp, rows, n);
+  for (i64 r = 0; r < rows; ++r) narrow_to_fp16(out + r * ld, inp + r * n, n);
+}
+void narrow_rows(bf16* out, i64 ld, const float* inp, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) narrow_values(out + r * ld, inp + r * n, n);
+}
+
 namespace {
 
 // Each row's buffer starts on a 64-byte line.

@@ -22,6 +22,8 @@ namespace {
 constexpr float kLayernormEps = 1e-5f;
 // dweight/dbias columns per task: 32 floats, two cache lines per row.
 constexpr i64 kLayernormColumnBlock = 32;
+// fp16 rows of a column block widened per call: 64 rows x 32 values, 8 KiB of floats an operand
+constexpr i64 kLayernormRowsWidened = 64;
 
 template <class S>
 [[gnu::always_inline]] inline void layernorm_forward_row_of(S* y, float* mean, float* rstd, const S* x, const S* weight,
@@ -129,12 +131,20 @@ void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout
     const i64 c0 = block * kLayernormColumnBlock;
     const i64 width = std::min(kLayernormColumnBlock, C - c0);
     float dweight_sum[kLayernormColumnBlock] = {}, dbias_sum[kLayernormColumnBlock] = {};
+    // fp16: the block's columns of kLayernormRowsWidened rows widened in one call each
+    constexpr i64 kWidened = (std::is_same_v<S, fp16> ? kLayernormRowsWidened : 1) * kLayernormColumnBlock;
+    float x_rows[kWidened], dy_rows[kWidened];
     for (i64 n = 0; n < N; ++n) {
       const float m = mean[n], s = rstd[n];
-      if constexpr (std::is_same_v<S, fp16>) {  // the block's 32 values widened first
-        float x[kLayernormColumnBlock], dy[kLayernormColumnBlock];
-        widen_fp16(x, inp + n * C + c0, width);
-        widen_fp16(dy, dout + n * C + c0, width);
+      if constexpr (std::is_same_v<S, fp16>) {
+        const i64 in_block = n % kLayernormRowsWidened;
+        if (in_block == 0) {
+          const i64 rows = std::min(kLayernormRowsWidened, N - n);
+          widen_rows(x_rows, inp + n * C + c0, C, rows, width);
+          widen_rows(dy_rows, dout + n * C + c0, C, rows, width);
+        }
+        const float* x = x_rows + in_block * width;
+        const float* dy = dy_rows + in_block * width;
         for (i64 j = 0; j < width; ++j) {
           dweight_sum[j] += dy[j] * ((x[j] - m) * s);
           dbias_sum[j] += dy[j];

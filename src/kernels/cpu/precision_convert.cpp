@@ -114,11 +114,25 @@ SB_AVX512_TARGET void fp16_to_f32_avx512(float* out, const fp16* inp, i64 n) {
     _mm512_mask_storeu_ps(out + i, mask, _mm512_maskz_cvtph_ps(mask, h));
   }
 }
+
+SB_AVX512_TARGET void fp16_rows_to_f32_avx512(float* out, const fp16* inp, i64 ld, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) fp16_to_f32_avx512(out + r * n, inp + r * ld, n);
+}
+
+SB_AVX512_TARGET void f32_rows_to_fp16_avx512(fp16* out, i64 ld, const float* inp, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) f32_to_fp16_avx512(out + r * ld, inp + r * n, n);
+}
 #else
 void f32_to_fp16_f16c(fp16* out, const float* inp, i64 n) { f32_to_fp16_portable(out, inp, n); }
 void fp16_to_f32_f16c(float* out, const fp16* inp, i64 n) { fp16_to_f32_portable(out, inp, n); }
 void f32_to_fp16_avx512(fp16* out, const float* inp, i64 n) { f32_to_fp16_portable(out, inp, n); }
 void fp16_to_f32_avx512(float* out, const fp16* inp, i64 n) { fp16_to_f32_portable(out, inp, n); }
+void fp16_rows_to_f32_avx512(float* out, const fp16* inp, i64 ld, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) fp16_to_f32_portable(out + r * n, inp + r * ld, n);
+}
+void f32_rows_to_fp16_avx512(fp16* out, i64 ld, const float* inp, i64 rows, i64 n) {
+  for (i64 r = 0; r < rows; ++r) f32_to_fp16_portable(out + r * ld, inp + r * n, n);
+}
 #endif
 
 NarrowToFp16 fp16_narrowing() {
