@@ -9,8 +9,12 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "core/bounded_file.hpp"
 #include "io/h5_check.hpp"
@@ -153,6 +157,36 @@ H5Handle file_access_list() {
   return access;
 }
 
+// libhdf5 sizes its group B-tree nodes from the version 0 and 1 superblock's K values (two bytes
+// each, 4, 16 and 32 by default) and allocates such nodes over and over while it walks a damaged
+// file: a 51-byte file claiming a leaf K of 64,774 made it churn through gigabytes (found by
+// fuzz_results_reader). A scalebench result file keeps the defaults, so K values above this are
+// refused before the library reads them.
+constexpr unsigned kLargestBtreeK = 1024;
+
+// The superblock's K values where the HDF5 signature starts it (offset 0 or a power of two from
+// 512: a user block), for versions 0 and 1; UserError naming the value when one is out of range.
+void check_superblock_btree_sizes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  const std::uintmax_t size = std::filesystem::file_size(path);
+  for (std::uintmax_t at = 0; at + 24 <= size; at = at == 0 ? 512 : 2 * at) {
+    unsigned char block[24] = {};
+    in.seekg(static_cast<std::streamoff>(at));
+    if (!in.read(reinterpret_cast<char*>(block), sizeof block)) return;
+    if (!std::equal(std::begin(kSignature), std::end(kSignature), block)) continue;
+    if (block[8] > 1) return;  // versions 2 and 3 hold no K values
+    const auto k_at = [&](int offset) { return static_cast<unsigned>(block[offset] | (block[offset + 1] << 8)); };
+    const unsigned leaf = k_at(16), internal = k_at(18);
+    for (const auto& [name, k] : {std::pair{"group leaf node K", leaf}, std::pair{"group internal node K", internal}})
+      if (k == 0 || k > kLargestBtreeK)
+        throw UserError(fmt::format("{} is not a scalebench result file: its HDF5 superblock's {} is {} (scalebench "
+                                    "writes libhdf5's defaults; 1 to {} is accepted)",
+                                    path.string(), name, k, kLargestBtreeK));
+    return;
+  }
+}
+
 constexpr std::array<const char*, 16> kRequiredRunAttributeNames = {
     "config_yaml", "model",      "dataset", "device",       "precision",    "dp",
     "tp",          "pp",         "micro_batches", "schedule", "zero",       "world_size",
@@ -199,6 +233,7 @@ H5Handle open_existing_results_file(const std::filesystem::path& path, unsigned 
     throw UserError(fmt::format("{} is not an HDF5 file (so not a scalebench result file)",
                                 path.string()));
   }
+  check_superblock_btree_sizes(path);
   H5Handle access = file_access_list();
   const hid_t id = H5Fopen(path.c_str(), access_flags, access.get());
   if (id < 0) {

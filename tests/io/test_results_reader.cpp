@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "example_run.hpp"
 #include "io/h5_check.hpp"
@@ -133,6 +134,32 @@ FirstHeapObject first_heap_object(const std::filesystem::path& path) {
 
 void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// fuzz_results_reader found it (2026-12-05): a 51-byte version 0 superblock claiming a group leaf
+// node K of 64,774 made libhdf5 allocate and free B-tree nodes until the fuzzer's 4 GiB limit. The
+// reader refuses the file before the library parses it; the example file's defaults still open,
+// and so does the same bound in a user block's superblock.
+TEST(ResultsReader, RefusesASuperblockWithOutOfRangeBtreeSizes) {
+  const ScratchFile scratch("reader_superblock_k");
+  const auto& path = scratch.path();
+  const unsigned char found[] = {0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x77, 0x00,
+                                 0x08, 0x08, 0x00, 0x06, 0xfd, 0x0f, 0x00, 0x00, 0x00, 0x00, 0x0d, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0a, 0x00, 0x00};
+  write_bytes(path, std::string(reinterpret_cast<const char*>(found), sizeof found));
+  const std::string message = user_error_of([&] { summarize_results(path); });
+  EXPECT_NE(message.find("superblock's group leaf node K is 64774"), std::string::npos) << message;
+
+  write_example_file(path);
+  EXPECT_NO_THROW(summarize_results(path));
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(static_cast<unsigned char>(bytes[8]), 0) << "the writer keeps superblock version 0";
+  bytes[18] = 0x01, bytes[19] = 0x20;  // group internal node K 8,193
+  write_bytes(path, bytes);
+  EXPECT_NE(user_error_of([&] { summarize_results(path); }).find("group internal node K is 8193"),
+            std::string::npos);
 }
 
 // fuzz_results_reader found both: libhdf5 1.10 copies a damaged object size's worth of bytes
