@@ -14,13 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "bench_threads.hpp"
 #include "core/memory.hpp"
 #include "core/rng.hpp"
 #include "kernels/cpu/conv2d_im2col.hpp"
+#include "kernels/cpu/storage_values.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/storage_kernels.hpp"
 #include "runtime/parallel_runtime.hpp"
@@ -44,6 +44,15 @@ std::vector<std::int32_t> random_indices(i64 n, i64 bound, std::uint64_t stream)
   std::vector<std::int32_t> v(static_cast<std::size_t>(n));
   for (i64 i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>(rng.below(i, bound));
   return v;
+}
+
+// n normal values (as random_floats) in storage type S, each rounded once.
+template <class S>
+std::vector<S> stored_values(i64 n, std::uint64_t stream, double scale = 1.0) {
+  const auto values = random_floats(n, stream, scale);
+  std::vector<S> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = sb::kernels::cpu::stored<S>(values[i]);
+  return out;
 }
 
 // ---- GEMM: out (BT,OC) = inp (BT,C) . weight (OC,C)^T ------------------------------------------
@@ -84,13 +93,8 @@ void matmul_forward_cblas(benchmark::State& state) {
 // bf16 operands and output, with bias, as the bf16 GPT's layers call it.
 void matmul_forward_bf16(benchmark::State& state) {
   const i64 BT = state.range(0), C = state.range(1), OC = state.range(2);
-  const auto narrow = [](const std::vector<float>& v) {
-    std::vector<sb::bf16> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = sb::to_bf16(v[i]);
-    return out;
-  };
-  const auto inp = narrow(random_floats(BT * C, 0)), weight = narrow(random_floats(OC * C, 1)),
-             bias = narrow(random_floats(OC, 2));
+  const auto inp = stored_values<sb::bf16>(BT * C, 0), weight = stored_values<sb::bf16>(OC * C, 1),
+             bias = stored_values<sb::bf16>(OC, 2);
   std::vector<sb::bf16> out(static_cast<std::size_t>(BT * OC));
   sb::MemoryTracker tracker;
   sb::kernels::StorageKernels<sb::bf16> k(Backend::cpu, tracker);
@@ -189,21 +193,6 @@ void register_kernel_benchmarks() {
 // ---- the GPT's elementwise kernels and attention by storage type, at gpt-nano's shapes ------------
 // What a 16-bit step pays outside its GEMMs: the same call through StorageKernels<S> for float,
 // bf16 and fp16 (the cpu's 16-bit kernels read their operands as they lie), forward + backward.
-template <class S>
-std::vector<S> stored_values(i64 n, std::uint64_t stream, double scale = 1.0) {
-  const auto values = random_floats(n, stream, scale);
-  std::vector<S> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if constexpr (std::is_same_v<S, float>)
-      out[i] = values[i];
-    else if constexpr (std::is_same_v<S, sb::bf16>)
-      out[i] = sb::to_bf16(values[i]);
-    else
-      out[i] = sb::to_fp16(values[i]);
-  }
-  return out;
-}
-
 constexpr i64 kNanoBT = 16 * 64, kNanoT = 64, kNanoC = 64, kNanoNH = 4;
 
 template <class S>

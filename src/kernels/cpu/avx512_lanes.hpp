@@ -10,12 +10,20 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "core/cpu_isa.hpp"
 #include "kernels/cpu/storage_values.hpp"
 #include "kernels/kernels.hpp"
 
 #define SB_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma")))
 
 namespace sb::kernels::cpu {
+
+// Whether the kernels' own AVX-512 paths run here (sb::cpu_runs_avx512_kernels(), read once: it
+// follows oneDNN's ISA, so ONEDNN_MAX_CPU_ISA=AVX2 takes the fallbacks the tests hold them against).
+inline bool avx512_kernels_run() {
+  static const bool run = sb::cpu_runs_avx512_kernels();
+  return run;
+}
 
 // The first min(n, 16) lanes (n > 0).
 SB_AVX512_TARGET inline __mmask16 first_lanes(i64 n) {

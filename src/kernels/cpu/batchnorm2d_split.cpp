@@ -14,7 +14,6 @@
 #include <cmath>
 
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
-#include "core/cpu_isa.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
@@ -218,17 +217,13 @@ SB_AVX512_TARGET void row_sum_and_squares_avx512(const fp16* x, i64 n, double& s
   }
 }
 
-bool rows_in_registers() {
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  return avx512;
-}
 #endif
 
 // fp16: each row widened into the thread's cache, the float row function run there (the elementwise
 // passes in registers where the CPU has AVX-512, below).
 void row_sum_and_squares(const fp16* x, i64 n, double& sum, double& sum_sq) {
 #if defined(__x86_64__)
-  if (rows_in_registers()) return row_sum_and_squares_avx512(x, n, sum, sum_sq);
+  if (avx512_kernels_run()) return row_sum_and_squares_avx512(x, n, sum, sum_sq);
 #endif
   WidenedRows rows(n);
   row_sum_and_squares(rows.in(x), n, sum, sum_sq);
@@ -236,7 +231,7 @@ void row_sum_and_squares(const fp16* x, i64 n, double& sum, double& sum_sq) {
 
 void apply_row(fp16* y, const fp16* x, float m, float scale, float shift, const fp16* residual, bool relu, i64 n) {
 #if defined(__x86_64__)
-  if (rows_in_registers()) return apply_row_avx512(y, x, m, scale, shift, residual, relu, n);
+  if (avx512_kernels_run()) return apply_row_avx512(y, x, m, scale, shift, residual, relu, n);
 #endif
   WidenedRows rows(n);
   const float* x_values = rows.in(x);
@@ -247,7 +242,7 @@ void apply_row(fp16* y, const fp16* x, float m, float scale, float shift, const 
 void row_gradient_sums(const fp16* dy, const fp16* relu_out, const fp16* x, float m, i64 n, float& dy_sum,
                        float& dy_centred_sum) {
 #if defined(__x86_64__)
-  if (rows_in_registers()) return row_gradient_sums_avx512(dy, relu_out, x, m, n, dy_sum, dy_centred_sum);
+  if (avx512_kernels_run()) return row_gradient_sums_avx512(dy, relu_out, x, m, n, dy_sum, dy_centred_sum);
 #endif
   WidenedRows rows(n);
   const float* dy_values = rows.in(dy);
@@ -257,7 +252,7 @@ void row_gradient_sums(const fp16* dy, const fp16* relu_out, const fp16* x, floa
 void backward_apply_row(fp16* dx, const fp16* dy, const fp16* relu_out, const fp16* x, float m, float a, float b,
                         float c, i64 n) {
 #if defined(__x86_64__)
-  if (rows_in_registers()) return backward_apply_row_avx512(dx, dy, relu_out, x, m, a, b, c, n);
+  if (avx512_kernels_run()) return backward_apply_row_avx512(dx, dy, relu_out, x, m, a, b, c, n);
 #endif
   WidenedRows rows(n);
   const float* dy_values = rows.in(dy);

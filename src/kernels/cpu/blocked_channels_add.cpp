@@ -98,18 +98,13 @@ SB_AVX512_TARGET void transpose_16x16_avx512(float* dst, i64 dst_stride, const f
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * dst_stride, r[i]);
 }
 
-// Whether the tiles run in AVX-512 registers (read once).
-bool tiles_in_registers() {
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  return avx512;
-}
 #endif
 
 // dst (16 × 16, dst_stride) = the transpose of src (16 × 16, src_stride): in registers with
 // AVX-512, else in 8 × 8 quarters.
 void transpose_16x16(float* dst, i64 dst_stride, const float* src, i64 src_stride) {
 #if defined(__x86_64__)
-  if (tiles_in_registers()) return transpose_16x16_avx512(dst, dst_stride, src, src_stride);
+  if (avx512_kernels_run()) return transpose_16x16_avx512(dst, dst_stride, src, src_stride);
 #endif
   for (i64 a = 0; a < 16; a += 8)
     for (i64 b = 0; b < 16; b += 8)
@@ -195,7 +190,7 @@ SB_AVX512_TARGET void add_block_avx512(fp16* rows, const float* block, i64 width
 // float tiles run there, and the rows narrowed whole; in registers with AVX-512.
 void add_block(fp16* rows, const float* block, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  if (tiles_in_registers()) return add_block_avx512(rows, block, width, HW);
+  if (avx512_kernels_run()) return add_block_avx512(rows, block, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
@@ -220,7 +215,7 @@ SB_CPU_VECTOR_CLONES void to_block_of_floats(float* block, const float* rows, i6
 
 void to_block(float* block, const fp16* rows, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  if (tiles_in_registers()) return to_block_avx512(block, rows, width, HW);
+  if (avx512_kernels_run()) return to_block_avx512(block, rows, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   widen_fp16(wide, rows, width * HW);
@@ -239,7 +234,7 @@ SB_CPU_VECTOR_CLONES void from_block_to_floats(float* rows, const float* block, 
 
 void from_block(fp16* rows, const float* block, i64 width, i64 HW) {
 #if defined(__x86_64__)
-  if (tiles_in_registers()) return from_block_avx512(rows, block, width, HW);
+  if (avx512_kernels_run()) return from_block_avx512(rows, block, width, HW);
 #endif
   float* wide = thread_scratch(kChannelBlock * HW);
   from_block_to_floats(wide, block, width, HW);

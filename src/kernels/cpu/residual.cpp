@@ -5,7 +5,6 @@
 // cache and run by the float chunk (cpu/fp16_rows.hpp).
 // Leaves out fusing the residual into neighbouring kernels.
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
-#include "core/cpu_isa.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
@@ -48,18 +47,13 @@ SB_AVX512_TARGET void residual_backward_avx512(fp16* da, fp16* db, const fp16* d
     store_narrowed(db + i, _mm512_add_ps(widened16(db + i, mask), d), mask);
   }
 }
-
-bool chunks_in_registers() {
-  static const bool avx512 = sb::cpu_runs_avx512_kernels();
-  return avx512;
-}
 #endif
 
 // fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
 // the float chunk function run there.
 void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
 #if defined(__x86_64__)
-  if (chunks_in_registers()) return residual_forward_avx512(out, a, b, n);
+  if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
 #endif
   WidenedRows rows(n);
   const float* a_values = rows.in(a);
@@ -69,7 +63,7 @@ void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
 }
 void residual_backward_chunk(fp16* da, fp16* db, const fp16* dout, i64 n) {
 #if defined(__x86_64__)
-  if (chunks_in_registers()) return residual_backward_avx512(da, db, dout, n);
+  if (avx512_kernels_run()) return residual_backward_avx512(da, db, dout, n);
 #endif
   WidenedRows rows(n);
   const float* dy = rows.in(dout);
