@@ -370,6 +370,9 @@ void StorageKernels<S>::crossentropy_forward(float* losses, S* probs, const S* l
                           crossentropy_forward_work(BT, V, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->crossentropy_forward(losses, probs, logits, targets, BT, V);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::crossentropy_forward(losses, probs, logits, targets, BT, V);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_forward(losses, w.out(probs, BT * V), w.in(logits, BT * V), targets, BT, V);
 }
@@ -381,6 +384,9 @@ void StorageKernels<S>::crossentropy_backward(S* dlogits, const S* probs, const 
                           crossentropy_backward_work(BT, V, kStorageBytes<S>));
   if (record.skips_kernel()) return;
   if (native_) return native_->crossentropy_backward(dlogits, probs, targets, dlosses, BT, V);
+  if constexpr (!std::is_same_v<S, float>) {
+    if (host_sixteen_bit_) return cpu::crossentropy_backward(dlogits, probs, targets, dlosses, BT, V);
+  }
   Widened<S> w(*k_, scratch_.get());
   k_->crossentropy_backward(w.inout(dlogits, BT * V), w.in(probs, BT * V), targets, dlosses, BT, V);
 }

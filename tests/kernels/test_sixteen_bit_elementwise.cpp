@@ -3,11 +3,12 @@
 // (kernels/cpu/sixteen_bit_elementwise.hpp) compute what widening every operand to float,
 // running the float kernel and rounding the result once did (and still does on other
 // back-ends): BatchNorm2d's forward with and without residual and ReLU, its backward apply, the
-// ReLU backward, GELU and the residual add bit for bit; sums over a channel or row (BatchNorm's
-// channel and gradient sums, LayerNorm's statistics) within 1e-6 relative and LayerNorm's outputs
-// within one unit in the last place (a vectorised reduction's order may follow the type's vector
-// width or the row's address); over rows that are not multiples of a vector (HW 49, 13, 1; C 37)
-// and ties at zero. StorageKernels<bf16> and <fp16> take them on the cpu only. Leaves out cuda.
+// ReLU backward, GELU, the residual add and softmax + cross-entropy bit for bit; sums over a
+// channel or row (BatchNorm's channel and gradient sums, LayerNorm's statistics) within 1e-6
+// relative and LayerNorm's outputs within one unit in the last place (a vectorised reduction's
+// order may follow the type's vector width or the row's address); over rows that are not
+// multiples of a vector (HW 49, 13, 1; C 37; V 5, 65, 1031) and ties at zero.
+// StorageKernels<bf16> and <fp16> take them on the cpu only. Leaves out cuda.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -209,6 +210,47 @@ TYPED_TEST(SixteenBitElementwise, ResidualEqualsTheWidenedKernel) {
   cpu::residual_backward(da.data(), db.data(), dout.data(), n);
   EXPECT_EQ(first_difference(da, narrowed<S>(wide_da)), -1) << "backward da";
   EXPECT_EQ(first_difference(db, narrowed<S>(wide_db)), -1) << "backward db";
+}
+
+// Softmax + cross-entropy over rows of V logits (a vocabulary narrower than a vector, one not a
+// multiple of it, and one row wider than a row block), targets anywhere in the row.
+TYPED_TEST(SixteenBitElementwise, CrossentropyEqualsTheWidenedKernel) {
+  using S = TypeParam;
+  for (const i64 V : {i64{5}, i64{65}, i64{256}, i64{1031}}) {
+    const i64 BT = 37;
+    const auto logits = random_values<S>(BT * V, 701 + V, 4.0), dlogits0 = random_values<S>(BT * V, 702 + V, 1.0);
+    std::vector<std::int32_t> targets(BT);
+    std::vector<float> dlosses(BT);
+    for (i64 r = 0; r < BT; ++r) {
+      targets[r] = static_cast<std::int32_t>((r * 7 + V / 2) % V);
+      dlosses[r] = 1.0f / static_cast<float>(r + 3);
+    }
+    std::vector<float> wide_losses(BT), wide_probs(BT * V);
+    cpu::crossentropy_forward(wide_losses.data(), wide_probs.data(), widened(logits).data(), targets.data(), BT, V);
+    std::vector<float> losses(BT);
+    std::vector<S> probs(BT * V);
+    cpu::crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), BT, V);
+    EXPECT_EQ(first_difference(losses, wide_losses), -1) << "losses, V=" << V;
+    EXPECT_EQ(first_difference(probs, narrowed<S>(wide_probs)), -1) << "probs, V=" << V;
+    std::vector<float> wide_dlogits = widened(dlogits0);
+    cpu::crossentropy_backward(wide_dlogits.data(), widened(probs).data(), targets.data(), dlosses.data(), BT, V);
+    std::vector<S> dlogits = dlogits0;
+    cpu::crossentropy_backward(dlogits.data(), probs.data(), targets.data(), dlosses.data(), BT, V);
+    EXPECT_EQ(first_difference(dlogits, narrowed<S>(wide_dlogits)), -1) << "dlogits, V=" << V;
+  }
+}
+
+// A target outside the vocabulary is refused before any row is written.
+TYPED_TEST(SixteenBitElementwise, CrossentropyRefusesATargetOutsideTheVocabulary) {
+  using S = TypeParam;
+  const i64 BT = 3, V = 8;
+  const auto logits = random_values<S>(BT * V, 711, 1.0);
+  const std::vector<std::int32_t> targets = {1, 8, 2};
+  std::vector<float> losses(BT, -1.0f);
+  std::vector<S> probs(BT * V);
+  EXPECT_THROW(cpu::crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), BT, V),
+               std::exception);
+  EXPECT_EQ(losses, std::vector<float>(BT, -1.0f));
 }
 
 // One unit in the last place of b, or less.

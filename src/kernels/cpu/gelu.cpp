@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // GELU (tanh approximation) with Kokkos over chunks, each chunk one vectorised loop using the
-// branch-free tanh of vector_math.hpp; written once over the storage type (float, and bf16 as
-// it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike; fp16 a
-// chunk at a time widened into the thread's cache and run by the float chunk (cpu/fp16_rows.hpp).
+// branch-free tanh of vector_math.hpp; the expressions written once over a float or a vector of
+// floats, contracted alike. Float and bf16 (as it lies: cpu/sixteen_bit_elementwise.hpp) run them
+// in a loop GCC vectorises; fp16 in AVX-512 registers where the CPU has them, sixteen values
+// widened, computed and narrowed at a time, else a chunk widened into the thread's cache and
+// run by the float chunk (cpu/fp16_rows.hpp): the same bits either way.
 // Leaves out the erf form of GELU.
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
 #include "kernels/cpu/vector_math.hpp"
+
+// GCC notes, where it instantiates the Floats16 forms below (at the end of this file), that a
+// Floats16 returned by a function compiled without AVX-512 would change the ABI; they are always
+// inlined into the AVX-512 loops, so no such function exists.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace sb::kernels::cpu {
 
@@ -17,25 +25,30 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
 
-template <class S>
-[[gnu::always_inline]] inline void gelu_forward_of(S* out, const S* inp, i64 n) {
-  for (i64 i = 0; i < n; ++i) {
-    const float x = widened(inp[i]);
-    out[i] = stored<S>(0.5f * x * (1.0f + tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x))));
-  }
+// gelu(x) = 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + a x^3); F is float or Floats16.
+template <class F>
+[[gnu::always_inline]] inline F gelu_of(const F& x) {
+  return 0.5f * x * (1.0f + tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
 }
 
-// d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 a x^2).
+// dinp + gelu'(x) dout, gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 a x^2).
+template <class F>
+[[gnu::always_inline]] inline F gelu_backward_of(const F& dinp, const F& x, const F& dout) {
+  const F tanh_u = tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
+  const F local_grad =
+      0.5f * (1.0f + tanh_u) + 0.5f * x * (1.0f - tanh_u * tanh_u) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
+  return dinp + local_grad * dout;
+}
+
+template <class S>
+[[gnu::always_inline]] inline void gelu_forward_of(S* out, const S* inp, i64 n) {
+  for (i64 i = 0; i < n; ++i) out[i] = stored<S>(gelu_of(widened(inp[i])));
+}
+
 template <class S>
 [[gnu::always_inline]] inline void gelu_backward_of(S* dinp, const S* inp, const S* dout, i64 n) {
-  for (i64 i = 0; i < n; ++i) {
-    const float x = widened(inp[i]);
-    const float tanh_u = tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
-    const float local_grad =
-        0.5f * (1.0f + tanh_u) +
-        0.5f * x * (1.0f - tanh_u * tanh_u) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-    dinp[i] = stored<S>(widened(dinp[i]) + local_grad * widened(dout[i]));
-  }
+  for (i64 i = 0; i < n; ++i)
+    dinp[i] = stored<S>(gelu_backward_of(widened(dinp[i]), widened(inp[i]), widened(dout[i])));
 }
 
 #define SB_GELU_CHUNKS(S)                                                                       \
@@ -47,14 +60,41 @@ SB_GELU_CHUNKS(float)
 SB_GELU_CHUNKS(bf16)
 #undef SB_GELU_CHUNKS
 
-// fp16: the chunk widened into the thread's cache, the float chunk function run there.
+#if defined(__x86_64__)
+// fp16 with AVX-512: sixteen values at a time widened, run through the float loop's expressions
+// and narrowed, in registers.
+SB_AVX512_TARGET void gelu_forward_avx512(fp16* out, const fp16* inp, i64 n) {
+  for (i64 i = 0; i < n; i += 16) {
+    const __mmask16 mask = first_lanes(n - i);
+    store_narrowed(out + i, gelu_of<Floats16>(widened16(inp + i, mask)), mask);
+  }
+}
+
+SB_AVX512_TARGET void gelu_backward_avx512(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
+  for (i64 i = 0; i < n; i += 16) {
+    const __mmask16 mask = first_lanes(n - i);
+    const Floats16 sum = gelu_backward_of<Floats16>(widened16(dinp + i, mask), widened16(inp + i, mask),
+                                                    widened16(dout + i, mask));
+    store_narrowed(dinp + i, sum, mask);
+  }
+}
+#endif
+
+// fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
+// the float chunk function run there.
 void gelu_forward_chunk(fp16* out, const fp16* inp, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
+#endif
   WidenedRows rows(n);
   const float* x = rows.in(inp);
   gelu_forward_chunk(rows.out(out), x, n);
   rows.narrow();
 }
 void gelu_backward_chunk(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return gelu_backward_avx512(dinp, inp, dout, n);
+#endif
   WidenedRows rows(n);
   const float* x = rows.in(inp);
   const float* dy = rows.in(dout);
