@@ -39,6 +39,17 @@ SB_AVX512_TARGET inline __m512 widened16(const bf16* p, __mmask16 mask) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(mask, halves, 16));
 }
 
+// The sum of v's sixteen lanes, in halves (GCC 12's _mm512_reduce_add_ps and
+// _mm512_castps512_ps256 read an undefined register and warn).
+SB_AVX512_TARGET inline float lanes_sum(__m512 v) {
+  const __m256 lower = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 0));
+  const __m256 upper = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(v), 1));
+  const __m256 eight = _mm256_add_ps(lower, upper);
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+}
+
 // The masked lanes of v rounded to fp16 into p: the instruction, or, where a lane is NaN, the
 // definition's code lane by lane (so the bits are precision/fp16.hpp's, payloads included).
 SB_AVX512_TARGET inline void store_narrowed(fp16* p, __m512 v, __mmask16 mask) {

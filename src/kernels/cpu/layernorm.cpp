@@ -2,8 +2,9 @@
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Written once over the storage type (float, and
 // bf16 as it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike;
-// fp16 rows widened a block at a time into the thread's cache and run by the float rows
-// (cpu/fp16_rows.hpp).
+// fp16 rows in AVX-512 registers where the CPU has them (the same expressions over sixteen lanes,
+// the statistics summed in another order), else widened a block at a time into the thread's
+// cache and run by the float rows (cpu/fp16_rows.hpp).
 // Leaves out one-pass (Welford) statistics.
 #include <algorithm>
 #include <cmath>
@@ -11,9 +12,11 @@
 #include <vector>
 
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/cpu/host_parallel.hpp"
 #include "kernels/cpu/storage_values.hpp"
+#include "kernels/cpu/vector_math.hpp"
 
 namespace sb::kernels::cpu {
 
@@ -73,6 +76,55 @@ SB_LAYERNORM_ROWS(float)
 SB_LAYERNORM_ROWS(bf16)
 #undef SB_LAYERNORM_ROWS
 
+#if defined(__x86_64__)
+// fp16 rows with AVX-512: the float rows' expressions over sixteen values at a time, read and
+// written as fp16 in registers; weight and bias as float. The sums run lane by lane, so mean,
+// rstd and the backward's means may differ from the float rows' in their last bits.
+SB_AVX512_TARGET void layernorm_forward_row_avx512(fp16* y, float* mean, float* rstd, const fp16* x,
+                                                   const float* weight, const float* bias, i64 C) {
+  __m512 sum = _mm512_setzero_ps();
+  for (i64 c = 0; c < C; c += 16) sum = _mm512_add_ps(sum, widened16(x + c, first_lanes(C - c)));
+  const float m = lanes_sum(sum) / static_cast<float>(C);
+  __m512 sum_sq = _mm512_setzero_ps();
+  for (i64 c = 0; c < C; c += 16) {
+    const __mmask16 mask = first_lanes(C - c);
+    const __m512 d = _mm512_maskz_sub_ps(mask, widened16(x + c, mask), _mm512_set1_ps(m));
+    sum_sq = _mm512_fmadd_ps(d, d, sum_sq);
+  }
+  const float s = 1.0f / std::sqrt(lanes_sum(sum_sq) / static_cast<float>(C) + kLayernormEps);
+  for (i64 c = 0; c < C; c += 16) {
+    const __mmask16 mask = first_lanes(C - c);
+    const Floats16 xv = widened16(x + c, mask);
+    const Floats16 w = _mm512_maskz_loadu_ps(mask, weight + c), b = _mm512_maskz_loadu_ps(mask, bias + c);
+    const Floats16 yv = (xv - m) * s * w + b;
+    store_narrowed(y + c, yv, mask);
+  }
+  *mean = m;
+  *rstd = s;
+}
+
+SB_AVX512_TARGET void layernorm_backward_row_avx512(fp16* dx, const fp16* dy, const fp16* x, const float* weight,
+                                                    float m, float s, i64 C) {
+  Floats16 dnorm_sums = _mm512_setzero_ps(), dnorm_norm_sums = _mm512_setzero_ps();
+  for (i64 c = 0; c < C; c += 16) {
+    const __mmask16 mask = first_lanes(C - c);
+    const Floats16 dnorm = widened16(dy + c, mask) * Floats16(_mm512_maskz_loadu_ps(mask, weight + c));
+    dnorm_sums += dnorm;
+    dnorm_norm_sums += dnorm * ((Floats16(widened16(x + c, mask)) - m) * s);
+  }
+  const float dnorm_mean = lanes_sum(dnorm_sums) / static_cast<float>(C);
+  const float dnorm_norm_mean = lanes_sum(dnorm_norm_sums) / static_cast<float>(C);
+  for (i64 c = 0; c < C; c += 16) {
+    const __mmask16 mask = first_lanes(C - c);
+    const Floats16 norm = (Floats16(widened16(x + c, mask)) - m) * s;
+    const Floats16 w = _mm512_maskz_loadu_ps(mask, weight + c);
+    const Floats16 dxv =
+        Floats16(widened16(dx + c, mask)) + (Floats16(widened16(dy + c, mask)) * w - dnorm_mean - norm * dnorm_norm_mean) * s;
+    store_narrowed(dx + c, dxv, mask);
+  }
+}
+#endif
+
 template <class S>
 void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
                            i64 C) {
@@ -94,6 +146,15 @@ void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp,
   const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
   const float* w = weight_values.data();
   const float* b = bias_values.data();
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) {
+    parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
+      for (i64 n = n0; n < n0 + rows; ++n)
+        layernorm_forward_row_avx512(out + n * C, mean + n, rstd + n, inp + n * C, w, b, C);
+    });
+    return;
+  }
+#endif
   parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
     WidenedRows wide(rows * C);
     const float* x = wide.in(inp + n0 * C);
@@ -104,21 +165,35 @@ void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp,
   });
 }
 
+// fp16 dinp rows: in registers with AVX-512, else a block of rows widened at a time.
+void layernorm_backward_dinp_fp16(fp16* dinp, const fp16* dout, const fp16* inp, const float* w, const float* mean,
+                                  const float* rstd, i64 N, i64 C) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) {
+    parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
+      for (i64 n = n0; n < n0 + rows; ++n)
+        layernorm_backward_row_avx512(dinp + n * C, dout + n * C, inp + n * C, w, mean[n], rstd[n], C);
+    });
+    return;
+  }
+#endif
+  parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
+    WidenedRows wide(rows * C);
+    const float* dy = wide.in(dout + n0 * C);
+    const float* x = wide.in(inp + n0 * C);
+    float* dx = wide.inout(dinp + n0 * C);
+    for (i64 r = 0; r < rows; ++r)
+      layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
+    wide.narrow();
+  });
+}
+
 template <class S>
 void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
                             const float* mean, const float* rstd, i64 N, i64 C) {
   if constexpr (std::is_same_v<S, fp16>) {
     const std::vector<float> weight_values = widened_vector(weight, C);
-    const float* w = weight_values.data();
-    parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
-      WidenedRows wide(rows * C);
-      const float* dy = wide.in(dout + n0 * C);
-      const float* x = wide.in(inp + n0 * C);
-      float* dx = wide.inout(dinp + n0 * C);
-      for (i64 r = 0; r < rows; ++r)
-        layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
-      wide.narrow();
-    });
+    layernorm_backward_dinp_fp16(dinp, dout, inp, weight_values.data(), mean, rstd, N, C);
   } else {
     parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
       layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
