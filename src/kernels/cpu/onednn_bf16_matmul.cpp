@@ -194,11 +194,12 @@ void OnednnBf16Matmul::forward(fp16* out, const fp16* inp, const fp16* weight, c
   const Gemm& gemm = p.gemm(GemmKind::split_forward, BT, C, OC);
   p.last_implementation = gemm.pd.impl_info_str();
   run_gemm(gemm, p.engine, p.stream, scratch, inp_parts, weight_parts, nullptr, sums);
-  parallel_for_each("sb::onednn_bf16_matmul::fp16_out", BT, [=](i64 r) {
-    float* row = sums + r * OC;
+  parallel_for_row_blocks("sb::onednn_bf16_matmul::fp16_out", BT, OC, [=](i64 r0, i64 rows) {
+    float* block = sums + r0 * OC;
     if (bias_values)
-      for (i64 o = 0; o < OC; ++o) row[o] += bias_values[o];
-    narrow_values(out + r * OC, row, OC);
+      for (i64 r = 0; r < rows; ++r)
+        for (i64 o = 0; o < OC; ++o) block[r * OC + o] += bias_values[o];
+    narrow_values(out + r0 * OC, block, rows * OC);
   });
   scratch.release_all();
 }
@@ -215,12 +216,12 @@ void OnednnBf16Matmul::backward(fp16* dinp, float* dweight, float* dbias, const 
   float* dinp_sums = scratch.take(BT * C);
   split_fp16_rows(dout_rows, dout, BT, OC, 3 * OC, OC, SplitOrder::hi_hi_lo);
   split_fp16_rows(weight_stack, weight, OC, C, C, OC * C, SplitOrder::hi_lo_hi);
-  parallel_for_each("sb::onednn_bf16_matmul::fp16_dinp_in", BT,
-                    [=](i64 r) { widen_values(dinp_sums + r * C, dinp + r * C, C); });
+  parallel_for_chunks("sb::onednn_bf16_matmul::fp16_dinp_in", BT * C, kElementwiseChunk,
+                      [=](i64 begin, i64 end) { widen_values(dinp_sums + begin, dinp + begin, end - begin); });
   run_gemm(p.gemm(GemmKind::split_input_gradient, BT, C, OC), p.engine, p.stream, scratch, dout_rows, weight_stack,
            nullptr, dinp_sums);
-  parallel_for_each("sb::onednn_bf16_matmul::fp16_dinp_out", BT,
-                    [=](i64 r) { narrow_values(dinp + r * C, dinp_sums + r * C, C); });
+  parallel_for_chunks("sb::onednn_bf16_matmul::fp16_dinp_out", BT * C, kElementwiseChunk,
+                      [=](i64 begin, i64 end) { narrow_values(dinp + begin, dinp_sums + begin, end - begin); });
   scratch.release_all();
   // dweight += dout^T . inp: both stacked, (3BT, OC) and (3BT, C)
   bf16* dout_stack = take_bf16(scratch, 3 * BT * OC);
