@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cpu float <-> bf16/fp16 conversion kernels equal the reference bit for bit (NaN payloads
-// included) on a few million values, at lengths that end inside a chunk; the dispatch tables
-// hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).
+// The cpu float <-> bf16/fp16 conversion kernels, and the AVX-512 lanes' bf16 rounding the
+// elementwise kernels store through, equal the reference bit for bit (NaN payloads included) on
+// a few million values, at lengths that end inside a chunk; the dispatch tables hold them. Leaves out the rounding rules themselves (tests/precision) and cuda (tests/cuda).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "conversion_inputs.hpp"
 #include "core/cpu_isa.hpp"
+#include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_conversion_paths.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
 #include "kernels/kernels.hpp"
@@ -26,6 +27,40 @@ TEST(PrecisionConvert, CpuFloatToBf16EqualsReference) {
   reference::convert_f32_to_bf16(expected.data(), inp.data(), kValues);
   cpu::convert_f32_to_bf16(actual.data(), inp.data(), kValues);
   EXPECT_EQ(first_bit_difference(actual, expected), -1);
+}
+
+#if defined(__x86_64__)
+// avx512_lanes.hpp's store_narrowed, sixteen lanes a call, the last call masked.
+SB_AVX512_TARGET void narrow_in_lanes(bf16* out, const float* inp, i64 n) {
+  for (i64 i = 0; i < n; i += 16) {
+    const __mmask16 mask = cpu::first_lanes(n - i);
+    cpu::store_narrowed(out + i, _mm512_maskz_loadu_ps(mask, inp + i), mask);
+  }
+}
+#endif
+
+// The kernels' AVX-512 bf16 rounding (GELU, the residual add and LayerNorm over bf16 store
+// through it) where this CPU runs it, and the scalar to_bf16 everywhere: the reference's bits,
+// NaN payloads, subnormals, ties and overflow to inf included; tails of every length.
+TEST(PrecisionConvert, EveryBf16NarrowingThisCpuRunsEqualsReference) {
+  const std::vector<float> floats = conversion_test_floats(kValues);
+  std::vector<bf16> expected(floats.size(), bf16{0xDEAD});
+  reference::convert_f32_to_bf16(expected.data(), floats.data(), kValues);
+  std::vector<bf16> scalar(floats.size());
+  for (i64 i = 0; i < kValues; ++i) scalar[i] = to_bf16(floats[i]);
+  EXPECT_EQ(first_bit_difference(scalar, expected), -1) << "to_bf16";
+#if defined(__x86_64__)
+  if (!sb::cpu_has_avx512()) return;
+  std::vector<bf16> lanes(floats.size(), bf16{0xBEEF});
+  narrow_in_lanes(lanes.data(), floats.data(), kValues);
+  EXPECT_EQ(first_bit_difference(lanes, expected), -1) << "AVX-512 lanes";
+  for (i64 n = 1; n <= 17; ++n) {
+    std::vector<bf16> part(static_cast<std::size_t>(n) + 1, bf16{0xBEEF});
+    narrow_in_lanes(part.data(), floats.data() + 1000 * n, n);
+    for (i64 i = 0; i < n; ++i) ASSERT_EQ(part[i].bits, expected[1000 * n + i].bits) << "n " << n << " lane " << i;
+    EXPECT_EQ(part[n].bits, 0xBEEF) << "a masked lane was written, n " << n;
+  }
+#endif
 }
 
 TEST(PrecisionConvert, CpuFloatToFp16EqualsReference) {

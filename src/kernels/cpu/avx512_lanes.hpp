@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sixteen 16-bit values in one AVX-512 register and back, for the cpu kernels' own AVX-512 code
 // (packed_matmul.cpp, blocked_channels_add.cpp, precision_convert.cpp): the first n lanes as a
-// mask, bf16 and fp16 widened, fp16 narrowed with round-to-nearest-even. The zero-masking forms
+// mask, bf16 and fp16 widened and narrowed with round-to-nearest-even. The zero-masking forms
 // throughout (GCC 12 warns of the unmasked ones' undefined inputs). Only for functions compiled
 // with SB_AVX512_TARGET, called where sb::cpu_has_avx512() (core/cpu_isa.hpp). Leaves out
 // NaN payloads on widening: a signalling NaN comes out quiet (precision_convert.cpp keeps them).
@@ -61,6 +61,20 @@ SB_AVX512_TARGET inline void store_narrowed(fp16* p, __m512 v, __mmask16 mask) {
     return;
   }
   _mm256_mask_storeu_epi16(p, mask, _mm512_maskz_cvtps_ph(mask, v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// The masked lanes of v rounded to bf16 into p with precision/bf16.hpp's integer rounding (nearest
+// even, subnormals kept; a NaN keeps its sign and top payload bits, quiet), so the bits are
+// to_bf16's.
+SB_AVX512_TARGET inline void store_narrowed(bf16* p, __m512 v, __mmask16 mask) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i upper = _mm512_maskz_srli_epi32(mask, bits, 16);
+  const __m512i lsb = _mm512_and_si512(upper, _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_maskz_srli_epi32(mask, _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  const __mmask16 nan = _mm512_mask_cmp_ps_mask(mask, v, v, _CMP_UNORD_Q);
+  const __m512i halves = _mm512_mask_or_epi32(rounded, nan, upper, _mm512_set1_epi32(0x0040));
+  _mm256_mask_storeu_epi16(p, mask, _mm512_maskz_cvtepi32_epi16(mask, halves));
 }
 
 }  // namespace sb::kernels::cpu

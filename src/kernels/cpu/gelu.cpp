@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // GELU (tanh approximation) with Kokkos over chunks, each chunk one vectorised loop using the
 // branch-free tanh of vector_math.hpp; the expressions written once over a float or a vector of
-// floats, contracted alike. Float and bf16 (as it lies: cpu/sixteen_bit_elementwise.hpp) run them
-// in a loop GCC vectorises; fp16 in AVX-512 registers where the CPU has them, sixteen values
-// widened, computed and narrowed at a time, else a chunk widened into the thread's cache and
-// run by the float chunk (cpu/fp16_rows.hpp): the same bits either way.
+// floats, contracted alike. Float runs them in a loop GCC vectorises; bf16 and fp16 (as they lie:
+// cpu/sixteen_bit_elementwise.hpp) in AVX-512 registers where the kernels' AVX-512 paths run,
+// sixteen values widened, computed and narrowed at a time, else bf16 in the vectorised loop and
+// fp16 a chunk widened into the thread's cache and run by the float loop (cpu/fp16_rows.hpp):
+// the same bits every way.
 // Leaves out the erf form of GELU.
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
@@ -51,26 +52,28 @@ template <class S>
     dinp[i] = stored<S>(gelu_backward_of(widened(dinp[i]), widened(inp[i]), widened(dout[i])));
 }
 
-#define SB_GELU_CHUNKS(S)                                                                       \
-  SB_CPU_VECTOR_CLONES void gelu_forward_chunk(S* out, const S* inp, i64 n) { gelu_forward_of(out, inp, n); } \
-  SB_CPU_VECTOR_CLONES void gelu_backward_chunk(S* dinp, const S* inp, const S* dout, i64 n) {                 \
-    gelu_backward_of(dinp, inp, dout, n);                                                                      \
+#define SB_GELU_LOOPS(S)                                                                                       \
+  SB_CPU_VECTOR_CLONES void gelu_forward_loop(S* out, const S* inp, i64 n) { gelu_forward_of(out, inp, n); } \
+  SB_CPU_VECTOR_CLONES void gelu_backward_loop(S* dinp, const S* inp, const S* dout, i64 n) {                 \
+    gelu_backward_of(dinp, inp, dout, n);                                                                     \
   }
-SB_GELU_CHUNKS(float)
-SB_GELU_CHUNKS(bf16)
-#undef SB_GELU_CHUNKS
+SB_GELU_LOOPS(float)
+SB_GELU_LOOPS(bf16)
+#undef SB_GELU_LOOPS
 
 #if defined(__x86_64__)
-// fp16 with AVX-512: sixteen values at a time widened, run through the float loop's expressions
-// and narrowed, in registers.
-SB_AVX512_TARGET void gelu_forward_avx512(fp16* out, const fp16* inp, i64 n) {
+// 16-bit S with AVX-512: sixteen values at a time widened, run through the float loop's
+// expressions and narrowed, in registers.
+template <class S>
+SB_AVX512_TARGET void gelu_forward_avx512(S* out, const S* inp, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
     store_narrowed(out + i, gelu_of<Floats16>(widened16(inp + i, mask)), mask);
   }
 }
 
-SB_AVX512_TARGET void gelu_backward_avx512(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
+template <class S>
+SB_AVX512_TARGET void gelu_backward_avx512(S* dinp, const S* inp, const S* dout, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
     const Floats16 sum = gelu_backward_of<Floats16>(widened16(dinp + i, mask), widened16(inp + i, mask),
@@ -80,15 +83,34 @@ SB_AVX512_TARGET void gelu_backward_avx512(fp16* dinp, const fp16* inp, const fp
 }
 #endif
 
+void gelu_forward_chunk(float* out, const float* inp, i64 n) { gelu_forward_loop(out, inp, n); }
+void gelu_backward_chunk(float* dinp, const float* inp, const float* dout, i64 n) {
+  gelu_backward_loop(dinp, inp, dout, n);
+}
+
+// bf16: in registers with AVX-512 (above), else the loop GCC vectorises over bf16 as it lies.
+void gelu_forward_chunk(bf16* out, const bf16* inp, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
+#endif
+  gelu_forward_loop(out, inp, n);
+}
+void gelu_backward_chunk(bf16* dinp, const bf16* inp, const bf16* dout, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return gelu_backward_avx512(dinp, inp, dout, n);
+#endif
+  gelu_backward_loop(dinp, inp, dout, n);
+}
+
 // fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
-// the float chunk function run there.
+// the float loop run there.
 void gelu_forward_chunk(fp16* out, const fp16* inp, i64 n) {
 #if defined(__x86_64__)
   if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
 #endif
   WidenedRows rows(n);
   const float* x = rows.in(inp);
-  gelu_forward_chunk(rows.out(out), x, n);
+  gelu_forward_loop(rows.out(out), x, n);
   rows.narrow();
 }
 void gelu_backward_chunk(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
@@ -98,7 +120,7 @@ void gelu_backward_chunk(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
   WidenedRows rows(n);
   const float* x = rows.in(inp);
   const float* dy = rows.in(dout);
-  gelu_backward_chunk(rows.inout(dinp), x, dy, n);
+  gelu_backward_loop(rows.inout(dinp), x, dy, n);
   rows.narrow();
 }
 

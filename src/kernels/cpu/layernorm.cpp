@@ -2,9 +2,10 @@
 // LayerNorm with Kokkos: rows in parallel, each row's passes vectorised; the weight and bias
 // gradients in a second pass over column blocks. Written once over the storage type (float, and
 // bf16 as it lies: cpu/sixteen_bit_elementwise.hpp), one expression for both, contracted alike;
-// fp16 rows in AVX-512 registers where the CPU has them (the same expressions over sixteen lanes,
-// the statistics summed in another order), else widened a block at a time into the thread's
-// cache and run by the float rows (cpu/fp16_rows.hpp).
+// bf16 and fp16 rows in AVX-512 registers where the kernels' AVX-512 paths run (the same
+// expressions over sixteen lanes, the statistics summed in another order), else bf16 by its
+// rows and fp16 widened a block at a time into the thread's cache and run by the float rows
+// (cpu/fp16_rows.hpp).
 // Leaves out one-pass (Welford) statistics.
 #include <algorithm>
 #include <cmath>
@@ -77,11 +78,12 @@ SB_LAYERNORM_ROWS(bf16)
 #undef SB_LAYERNORM_ROWS
 
 #if defined(__x86_64__)
-// fp16 rows with AVX-512: the float rows' expressions over sixteen values at a time, read and
-// written as fp16 in registers; weight and bias as float. The sums run lane by lane, so mean,
-// rstd and the backward's means may differ from the float rows' in their last bits.
-SB_AVX512_TARGET void layernorm_forward_row_avx512(fp16* y, float* mean, float* rstd, const fp16* x,
-                                                   const float* weight, const float* bias, i64 C) {
+// 16-bit rows with AVX-512: the float rows' expressions over sixteen values at a time, read and
+// written as S in registers; weight and bias as float. The sums run lane by lane, so mean, rstd
+// and the backward's means may differ from the float rows' in their last bits.
+template <class S>
+SB_AVX512_TARGET void layernorm_forward_row_avx512(S* y, float* mean, float* rstd, const S* x, const float* weight,
+                                                   const float* bias, i64 C) {
   __m512 sum = _mm512_setzero_ps();
   for (i64 c = 0; c < C; c += 16) sum = _mm512_add_ps(sum, widened16(x + c, first_lanes(C - c)));
   const float m = lanes_sum(sum) / static_cast<float>(C);
@@ -103,8 +105,9 @@ SB_AVX512_TARGET void layernorm_forward_row_avx512(fp16* y, float* mean, float* 
   *rstd = s;
 }
 
-SB_AVX512_TARGET void layernorm_backward_row_avx512(fp16* dx, const fp16* dy, const fp16* x, const float* weight,
-                                                    float m, float s, i64 C) {
+template <class S>
+SB_AVX512_TARGET void layernorm_backward_row_avx512(S* dx, const S* dy, const S* x, const float* weight, float m,
+                                                    float s, i64 C) {
   Floats16 dnorm_sums = _mm512_setzero_ps(), dnorm_norm_sums = _mm512_setzero_ps();
   for (i64 c = 0; c < C; c += 16) {
     const __mmask16 mask = first_lanes(C - c);
@@ -125,29 +128,35 @@ SB_AVX512_TARGET void layernorm_backward_row_avx512(fp16* dx, const fp16* dy, co
 }
 #endif
 
-template <class S>
-void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
-                           i64 C) {
+void layernorm_forward_all(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                           const float* bias, i64 N, i64 C) {
   parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
     layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
   });
 }
 
-// fp16: weight and bias widened once, a block of rows at a time into the thread's cache
-// (cpu/fp16_rows.hpp), the float row function run there on each row.
+std::vector<float> widened_vector(const bf16* values, i64 n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  widen_values(out.data(), values, n);
+  return out;
+}
 std::vector<float> widened_vector(const fp16* values, i64 n) {
   std::vector<float> out(static_cast<std::size_t>(n));
   widen_fp16(out.data(), values, n);
   return out;
 }
 
-void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp, const fp16* weight,
-                           const fp16* bias, i64 N, i64 C) {
-  const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
-  const float* w = weight_values.data();
-  const float* b = bias_values.data();
+// 16-bit S: in registers with AVX-512 (weight and bias widened once), else bf16 by the bf16 rows
+// and fp16 a block of rows at a time widened into the thread's cache (cpu/fp16_rows.hpp), the
+// float row function run there on each row.
+template <class S>
+void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
+                           i64 C) {
 #if defined(__x86_64__)
   if (avx512_kernels_run()) {
+    const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
+    const float* w = weight_values.data();
+    const float* b = bias_values.data();
     parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
       for (i64 n = n0; n < n0 + rows; ++n)
         layernorm_forward_row_avx512(out + n * C, mean + n, rstd + n, inp + n * C, w, b, C);
@@ -155,50 +164,66 @@ void layernorm_forward_all(fp16* out, float* mean, float* rstd, const fp16* inp,
     return;
   }
 #endif
-  parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
-    WidenedRows wide(rows * C);
-    const float* x = wide.in(inp + n0 * C);
-    float* y = wide.out(out + n0 * C);
-    for (i64 r = 0; r < rows; ++r)
-      layernorm_forward_row(y + r * C, mean + n0 + r, rstd + n0 + r, x + r * C, w, b, C);
-    wide.narrow();
-  });
-}
-
-// fp16 dinp rows: in registers with AVX-512, else a block of rows widened at a time.
-void layernorm_backward_dinp_fp16(fp16* dinp, const fp16* dout, const fp16* inp, const float* w, const float* mean,
-                                  const float* rstd, i64 N, i64 C) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) {
-    parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
-      for (i64 n = n0; n < n0 + rows; ++n)
-        layernorm_backward_row_avx512(dinp + n * C, dout + n * C, inp + n * C, w, mean[n], rstd[n], C);
+  if constexpr (std::is_same_v<S, bf16>) {
+    parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
+      layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
     });
-    return;
+  } else {
+    const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
+    const float* w = weight_values.data();
+    const float* b = bias_values.data();
+    parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
+      WidenedRows wide(rows * C);
+      const float* x = wide.in(inp + n0 * C);
+      float* y = wide.out(out + n0 * C);
+      for (i64 r = 0; r < rows; ++r)
+        layernorm_forward_row(y + r * C, mean + n0 + r, rstd + n0 + r, x + r * C, w, b, C);
+      wide.narrow();
+    });
   }
-#endif
-  parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
-    WidenedRows wide(rows * C);
-    const float* dy = wide.in(dout + n0 * C);
-    const float* x = wide.in(inp + n0 * C);
-    float* dx = wide.inout(dinp + n0 * C);
-    for (i64 r = 0; r < rows; ++r)
-      layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
-    wide.narrow();
-  });
 }
 
+// The dinp rows: float and (without AVX-512) bf16 by their own rows; 16-bit in registers with
+// AVX-512; fp16 otherwise a block of rows widened at a time.
 template <class S>
-void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
-                            const float* mean, const float* rstd, i64 N, i64 C) {
+void layernorm_backward_dinp(S* dinp, const S* dout, const S* inp, const S* weight, const float* mean,
+                             const float* rstd, i64 N, i64 C) {
+  if constexpr (!std::is_same_v<S, float>) {
+#if defined(__x86_64__)
+    if (avx512_kernels_run()) {
+      const std::vector<float> weight_values = widened_vector(weight, C);
+      const float* w = weight_values.data();
+      parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
+        for (i64 n = n0; n < n0 + rows; ++n)
+          layernorm_backward_row_avx512(dinp + n * C, dout + n * C, inp + n * C, w, mean[n], rstd[n], C);
+      });
+      return;
+    }
+#endif
+  }
   if constexpr (std::is_same_v<S, fp16>) {
     const std::vector<float> weight_values = widened_vector(weight, C);
-    layernorm_backward_dinp_fp16(dinp, dout, inp, weight_values.data(), mean, rstd, N, C);
+    const float* w = weight_values.data();
+    parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
+      WidenedRows wide(rows * C);
+      const float* dy = wide.in(dout + n0 * C);
+      const float* x = wide.in(inp + n0 * C);
+      float* dx = wide.inout(dinp + n0 * C);
+      for (i64 r = 0; r < rows; ++r)
+        layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
+      wide.narrow();
+    });
   } else {
     parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
       layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
     });
   }
+}
+
+template <class S>
+void layernorm_backward_all(S* dinp, float* dweight, float* dbias, const S* dout, const S* inp, const S* weight,
+                            const float* mean, const float* rstd, i64 N, i64 C) {
+  layernorm_backward_dinp(dinp, dout, inp, weight, mean, rstd, N, C);
   // dweight and dbias sum over all rows: a task owns a block of columns and adds rows in
   // order, so there are no shared writes and the result does not depend on the thread count.
   const i64 blocks = (C + kLayernormColumnBlock - 1) / kLayernormColumnBlock;

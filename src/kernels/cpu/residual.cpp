@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Residual connection with Kokkos over chunks: memory-bound, so plain vectorised loops, written
-// once over the storage type (float, and bf16 as it lies: cpu/sixteen_bit_elementwise.hpp); fp16
-// in AVX-512 registers where the CPU has them, else a chunk at a time widened into the thread's
-// cache and run by the float chunk (cpu/fp16_rows.hpp).
+// once over the storage type (float, and bf16 as it lies: cpu/sixteen_bit_elementwise.hpp); bf16
+// and fp16 in AVX-512 registers where the kernels' AVX-512 paths run, else bf16 in that loop and
+// fp16 a chunk at a time widened into the thread's cache and run by the float loop
+// (cpu/fp16_rows.hpp).
 // Leaves out fusing the residual into neighbouring kernels.
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
@@ -14,32 +15,34 @@ namespace sb::kernels::cpu {
 
 namespace {
 
-#define SB_RESIDUAL_CHUNKS(S)                                                                 \
-  SB_CPU_VECTOR_CLONES void residual_forward_chunk(S* out, const S* a, const S* b, i64 n) {   \
+#define SB_RESIDUAL_LOOPS(S)                                                                  \
+  SB_CPU_VECTOR_CLONES void residual_forward_loop(S* out, const S* a, const S* b, i64 n) {    \
     for (i64 i = 0; i < n; ++i) out[i] = stored<S>(widened(a[i]) + widened(b[i]));            \
   }                                                                                           \
-  SB_CPU_VECTOR_CLONES void residual_backward_chunk(S* da, S* db, const S* dout, i64 n) {     \
+  SB_CPU_VECTOR_CLONES void residual_backward_loop(S* da, S* db, const S* dout, i64 n) {      \
     for (i64 i = 0; i < n; ++i) {                                                             \
       const float d = widened(dout[i]);                                                       \
       da[i] = stored<S>(widened(da[i]) + d);                                                  \
       db[i] = stored<S>(widened(db[i]) + d);                                                  \
     }                                                                                         \
   }
-SB_RESIDUAL_CHUNKS(float)
-SB_RESIDUAL_CHUNKS(bf16)
-#undef SB_RESIDUAL_CHUNKS
+SB_RESIDUAL_LOOPS(float)
+SB_RESIDUAL_LOOPS(bf16)
+#undef SB_RESIDUAL_LOOPS
 
 #if defined(__x86_64__)
-// fp16 with AVX-512: sixteen values at a time widened, added and narrowed in registers (the sum
-// of two widened values rounded once, as the float chunk's).
-SB_AVX512_TARGET void residual_forward_avx512(fp16* out, const fp16* a, const fp16* b, i64 n) {
+// 16-bit S with AVX-512: sixteen values at a time widened, added and narrowed in registers (the
+// sum of two widened values rounded once, as the float loop's).
+template <class S>
+SB_AVX512_TARGET void residual_forward_avx512(S* out, const S* a, const S* b, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
     store_narrowed(out + i, _mm512_add_ps(widened16(a + i, mask), widened16(b + i, mask)), mask);
   }
 }
 
-SB_AVX512_TARGET void residual_backward_avx512(fp16* da, fp16* db, const fp16* dout, i64 n) {
+template <class S>
+SB_AVX512_TARGET void residual_backward_avx512(S* da, S* db, const S* dout, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
     const __m512 d = widened16(dout + i, mask);
@@ -49,8 +52,25 @@ SB_AVX512_TARGET void residual_backward_avx512(fp16* da, fp16* db, const fp16* d
 }
 #endif
 
+void residual_forward_chunk(float* out, const float* a, const float* b, i64 n) { residual_forward_loop(out, a, b, n); }
+void residual_backward_chunk(float* da, float* db, const float* dout, i64 n) { residual_backward_loop(da, db, dout, n); }
+
+// bf16: in registers with AVX-512 (above), else the loop GCC vectorises over bf16 as it lies.
+void residual_forward_chunk(bf16* out, const bf16* a, const bf16* b, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
+#endif
+  residual_forward_loop(out, a, b, n);
+}
+void residual_backward_chunk(bf16* da, bf16* db, const bf16* dout, i64 n) {
+#if defined(__x86_64__)
+  if (avx512_kernels_run()) return residual_backward_avx512(da, db, dout, n);
+#endif
+  residual_backward_loop(da, db, dout, n);
+}
+
 // fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
-// the float chunk function run there.
+// the float loop run there.
 void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
 #if defined(__x86_64__)
   if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
@@ -58,7 +78,7 @@ void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
   WidenedRows rows(n);
   const float* a_values = rows.in(a);
   const float* b_values = rows.in(b);
-  residual_forward_chunk(rows.out(out), a_values, b_values, n);
+  residual_forward_loop(rows.out(out), a_values, b_values, n);
   rows.narrow();
 }
 void residual_backward_chunk(fp16* da, fp16* db, const fp16* dout, i64 n) {
@@ -68,7 +88,7 @@ void residual_backward_chunk(fp16* da, fp16* db, const fp16* dout, i64 n) {
   WidenedRows rows(n);
   const float* dy = rows.in(dout);
   float* da_values = rows.inout(da);
-  residual_backward_chunk(da_values, rows.inout(db), dy, n);
+  residual_backward_loop(da_values, rows.inout(db), dy, n);
   rows.narrow();
 }
 
