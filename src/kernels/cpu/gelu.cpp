@@ -26,30 +26,39 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
 
-// gelu(x) = 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + a x^3); F is float or Floats16.
+// y = gelu(x) = 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + a x^3); F is float or Floats16. Results go
+// through a reference: clang refuses an AVX-512 function a Floats16 returned by value from one
+// compiled without AVX-512 (these are, so that the float loops can inline them).
 template <class F>
-[[gnu::always_inline]] inline F gelu_of(const F& x) {
-  return 0.5f * x * (1.0f + tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+[[gnu::always_inline]] inline void gelu_of(F& y, const F& x) {
+  y = 0.5f * x * (1.0f + tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
 }
 
-// dinp + gelu'(x) dout, gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 a x^2).
+// dinp += gelu'(x) dout, gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 a x^2).
 template <class F>
-[[gnu::always_inline]] inline F gelu_backward_of(const F& dinp, const F& x, const F& dout) {
+[[gnu::always_inline]] inline void gelu_backward_of(F& dinp, const F& x, const F& dout) {
   const F tanh_u = tanh_approx(kSqrt2OverPi * (x + kGeluCubic * x * x * x));
   const F local_grad =
       0.5f * (1.0f + tanh_u) + 0.5f * x * (1.0f - tanh_u * tanh_u) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-  return dinp + local_grad * dout;
+  dinp = dinp + local_grad * dout;
 }
 
 template <class S>
 [[gnu::always_inline]] inline void gelu_forward_of(S* out, const S* inp, i64 n) {
-  for (i64 i = 0; i < n; ++i) out[i] = stored<S>(gelu_of(widened(inp[i])));
+  for (i64 i = 0; i < n; ++i) {
+    float y;
+    gelu_of(y, widened(inp[i]));
+    out[i] = stored<S>(y);
+  }
 }
 
 template <class S>
 [[gnu::always_inline]] inline void gelu_backward_of(S* dinp, const S* inp, const S* dout, i64 n) {
-  for (i64 i = 0; i < n; ++i)
-    dinp[i] = stored<S>(gelu_backward_of(widened(dinp[i]), widened(inp[i]), widened(dout[i])));
+  for (i64 i = 0; i < n; ++i) {
+    float d = widened(dinp[i]);
+    gelu_backward_of(d, widened(inp[i]), widened(dout[i]));
+    dinp[i] = stored<S>(d);
+  }
 }
 
 #define SB_GELU_LOOPS(S)                                                                                       \
@@ -68,7 +77,9 @@ template <class S>
 SB_AVX512_TARGET void gelu_forward_avx512(S* out, const S* inp, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
-    store_narrowed(out + i, gelu_of<Floats16>(widened16(inp + i, mask)), mask);
+    Floats16 y;
+    gelu_of<Floats16>(y, widened16(inp + i, mask));
+    store_narrowed(out + i, y, mask);
   }
 }
 
@@ -76,9 +87,9 @@ template <class S>
 SB_AVX512_TARGET void gelu_backward_avx512(S* dinp, const S* inp, const S* dout, i64 n) {
   for (i64 i = 0; i < n; i += 16) {
     const __mmask16 mask = first_lanes(n - i);
-    const Floats16 sum = gelu_backward_of<Floats16>(widened16(dinp + i, mask), widened16(inp + i, mask),
-                                                    widened16(dout + i, mask));
-    store_narrowed(dinp + i, sum, mask);
+    Floats16 d = widened16(dinp + i, mask);
+    gelu_backward_of<Floats16>(d, widened16(inp + i, mask), widened16(dout + i, mask));
+    store_narrowed(dinp + i, d, mask);
   }
 }
 #endif
