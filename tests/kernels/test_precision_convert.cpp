@@ -39,16 +39,17 @@ SB_AVX512_TARGET void narrow_in_lanes(bf16* out, const float* inp, i64 n) {
 }
 #endif
 
-// The kernels' AVX-512 bf16 rounding (GELU, the residual add and LayerNorm over bf16 store
-// through it) where this CPU runs it, and the scalar to_bf16 everywhere: the reference's bits,
-// NaN payloads, subnormals, ties and overflow to inf included; tails of every length.
+// Every bf16 rounding the elementwise kernels store through: the vectorised rows of their
+// fallbacks (fp16_rows.hpp's narrow_values) everywhere, and the AVX-512 lanes GELU, the residual
+// add and LayerNorm use where this CPU runs them: the reference's bits, NaN payloads, subnormals,
+// ties and overflow to inf included; tails of every length.
 TEST(PrecisionConvert, EveryBf16NarrowingThisCpuRunsEqualsReference) {
   const std::vector<float> floats = conversion_test_floats(kValues);
   std::vector<bf16> expected(floats.size(), bf16{0xDEAD});
   reference::convert_f32_to_bf16(expected.data(), floats.data(), kValues);
-  std::vector<bf16> scalar(floats.size());
-  for (i64 i = 0; i < kValues; ++i) scalar[i] = to_bf16(floats[i]);
-  EXPECT_EQ(first_bit_difference(scalar, expected), -1) << "to_bf16";
+  std::vector<bf16> rows(floats.size(), bf16{0xBEEF});
+  cpu::narrow_values(rows.data(), floats.data(), kValues);
+  EXPECT_EQ(first_bit_difference(rows, expected), -1) << "narrow_values";
 #if defined(__x86_64__)
   if (!sb::cpu_has_avx512()) return;
   std::vector<bf16> lanes(floats.size(), bf16{0xBEEF});

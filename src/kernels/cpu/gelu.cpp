@@ -7,6 +7,8 @@
 // fp16 a chunk widened into the thread's cache and run by the float loop (cpu/fp16_rows.hpp):
 // the same bits every way.
 // Leaves out the erf form of GELU.
+#include <type_traits>
+
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
@@ -14,9 +16,9 @@
 #include "kernels/cpu/storage_values.hpp"
 #include "kernels/cpu/vector_math.hpp"
 
-// GCC notes, where it instantiates the Floats16 forms below (at the end of this file), that a
-// Floats16 returned by a function compiled without AVX-512 would change the ABI; they are always
-// inlined into the AVX-512 loops, so no such function exists.
+// GCC notes, where it instantiates vector_math.hpp's Floats16 exp and tanh for GELU's expressions
+// (at the end of this file), that a Floats16 returned by a function compiled without AVX-512
+// would change the ABI; they are always inlined into the AVX-512 loops, so no such function exists.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace sb::kernels::cpu {
@@ -94,45 +96,42 @@ SB_AVX512_TARGET void gelu_backward_avx512(S* dinp, const S* inp, const S* dout,
 }
 #endif
 
-void gelu_forward_chunk(float* out, const float* inp, i64 n) { gelu_forward_loop(out, inp, n); }
-void gelu_backward_chunk(float* dinp, const float* inp, const float* dout, i64 n) {
-  gelu_backward_loop(dinp, inp, dout, n);
+// One chunk of S: 16-bit S in registers with AVX-512 (above); else float and bf16 by the loop GCC
+// vectorises over them as they lie, and fp16 widened into the thread's cache, the float loop run
+// there.
+template <class S>
+void gelu_forward_chunk(S* out, const S* inp, i64 n) {
+  if constexpr (!std::is_same_v<S, float>) {
+#if defined(__x86_64__)
+    if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
+#endif
+  }
+  if constexpr (std::is_same_v<S, fp16>) {
+    WidenedRows rows(n);
+    const float* x = rows.in(inp);
+    gelu_forward_loop(rows.out(out), x, n);
+    rows.narrow();
+  } else {
+    gelu_forward_loop(out, inp, n);
+  }
 }
 
-// bf16: in registers with AVX-512 (above), else the loop GCC vectorises over bf16 as it lies.
-void gelu_forward_chunk(bf16* out, const bf16* inp, i64 n) {
+template <class S>
+void gelu_backward_chunk(S* dinp, const S* inp, const S* dout, i64 n) {
+  if constexpr (!std::is_same_v<S, float>) {
 #if defined(__x86_64__)
-  if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
+    if (avx512_kernels_run()) return gelu_backward_avx512(dinp, inp, dout, n);
 #endif
-  gelu_forward_loop(out, inp, n);
-}
-void gelu_backward_chunk(bf16* dinp, const bf16* inp, const bf16* dout, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return gelu_backward_avx512(dinp, inp, dout, n);
-#endif
-  gelu_backward_loop(dinp, inp, dout, n);
-}
-
-// fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
-// the float loop run there.
-void gelu_forward_chunk(fp16* out, const fp16* inp, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return gelu_forward_avx512(out, inp, n);
-#endif
-  WidenedRows rows(n);
-  const float* x = rows.in(inp);
-  gelu_forward_loop(rows.out(out), x, n);
-  rows.narrow();
-}
-void gelu_backward_chunk(fp16* dinp, const fp16* inp, const fp16* dout, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return gelu_backward_avx512(dinp, inp, dout, n);
-#endif
-  WidenedRows rows(n);
-  const float* x = rows.in(inp);
-  const float* dy = rows.in(dout);
-  gelu_backward_loop(rows.inout(dinp), x, dy, n);
-  rows.narrow();
+  }
+  if constexpr (std::is_same_v<S, fp16>) {
+    WidenedRows rows(n);
+    const float* x = rows.in(inp);
+    const float* dy = rows.in(dout);
+    gelu_backward_loop(rows.inout(dinp), x, dy, n);
+    rows.narrow();
+  } else {
+    gelu_backward_loop(dinp, inp, dout, n);
+  }
 }
 
 template <class S>

@@ -135,52 +135,58 @@ void layernorm_forward_all(float* out, float* mean, float* rstd, const float* in
   });
 }
 
-std::vector<float> widened_vector(const bf16* values, i64 n) {
+// A 16-bit parameter vector (weight, bias) as floats, widened once a call.
+template <class S>
+std::vector<float> widened_vector(const S* values, i64 n) {
   std::vector<float> out(static_cast<std::size_t>(n));
   widen_values(out.data(), values, n);
   return out;
 }
-std::vector<float> widened_vector(const fp16* values, i64 n) {
-  std::vector<float> out(static_cast<std::size_t>(n));
-  widen_fp16(out.data(), values, n);
-  return out;
+
+// Whether 16-bit rows run in AVX-512 registers here.
+bool rows_in_registers() {
+#if defined(__x86_64__)
+  return avx512_kernels_run();
+#else
+  return false;
+#endif
 }
 
-// 16-bit S: in registers with AVX-512 (weight and bias widened once), else bf16 by the bf16 rows
-// and fp16 a block of rows at a time widened into the thread's cache (cpu/fp16_rows.hpp), the
-// float row function run there on each row.
+// 16-bit S: in registers with AVX-512, else bf16 by the bf16 rows and fp16 a block of rows at a
+// time widened into the thread's cache (cpu/fp16_rows.hpp), the float row function run there on
+// each row; weight and bias widened once where the rows read them as float.
 template <class S>
 void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const S* weight, const S* bias, i64 N,
                            i64 C) {
+  const bool registers = rows_in_registers();
+  if constexpr (std::is_same_v<S, bf16>) {
+    if (!registers) {
+      parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
+        layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
+      });
+      return;
+    }
+  }
+  const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
+  const float* w = weight_values.data();
+  const float* b = bias_values.data();
+  parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
 #if defined(__x86_64__)
-  if (avx512_kernels_run()) {
-    const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
-    const float* w = weight_values.data();
-    const float* b = bias_values.data();
-    parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
+    if (registers) {
       for (i64 n = n0; n < n0 + rows; ++n)
         layernorm_forward_row_avx512(out + n * C, mean + n, rstd + n, inp + n * C, w, b, C);
-    });
-    return;
-  }
+      return;
+    }
 #endif
-  if constexpr (std::is_same_v<S, bf16>) {
-    parallel_for_each("sb::layernorm_forward", N, [=](i64 n) {
-      layernorm_forward_row(out + n * C, mean + n, rstd + n, inp + n * C, weight, bias, C);
-    });
-  } else {
-    const std::vector<float> weight_values = widened_vector(weight, C), bias_values = widened_vector(bias, C);
-    const float* w = weight_values.data();
-    const float* b = bias_values.data();
-    parallel_for_row_blocks("sb::layernorm_forward", N, C, [=](i64 n0, i64 rows) {
+    if constexpr (std::is_same_v<S, fp16>) {
       WidenedRows wide(rows * C);
       const float* x = wide.in(inp + n0 * C);
       float* y = wide.out(out + n0 * C);
       for (i64 r = 0; r < rows; ++r)
         layernorm_forward_row(y + r * C, mean + n0 + r, rstd + n0 + r, x + r * C, w, b, C);
       wide.narrow();
-    });
-  }
+    }
+  });
 }
 
 // The dinp rows: float and (without AVX-512) bf16 by their own rows; 16-bit in registers with
@@ -188,34 +194,35 @@ void layernorm_forward_all(S* out, float* mean, float* rstd, const S* inp, const
 template <class S>
 void layernorm_backward_dinp(S* dinp, const S* dout, const S* inp, const S* weight, const float* mean,
                              const float* rstd, i64 N, i64 C) {
-  if constexpr (!std::is_same_v<S, float>) {
-#if defined(__x86_64__)
-    if (avx512_kernels_run()) {
-      const std::vector<float> weight_values = widened_vector(weight, C);
-      const float* w = weight_values.data();
-      parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
-        for (i64 n = n0; n < n0 + rows; ++n)
-          layernorm_backward_row_avx512(dinp + n * C, dout + n * C, inp + n * C, w, mean[n], rstd[n], C);
+  const bool registers = !std::is_same_v<S, float> && rows_in_registers();
+  if constexpr (!std::is_same_v<S, fp16>) {
+    if (!registers) {
+      parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
+        layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
       });
       return;
     }
-#endif
   }
-  if constexpr (std::is_same_v<S, fp16>) {
+  if constexpr (!std::is_same_v<S, float>) {
     const std::vector<float> weight_values = widened_vector(weight, C);
     const float* w = weight_values.data();
     parallel_for_row_blocks("sb::layernorm_backward::dinp", N, C, [=](i64 n0, i64 rows) {
-      WidenedRows wide(rows * C);
-      const float* dy = wide.in(dout + n0 * C);
-      const float* x = wide.in(inp + n0 * C);
-      float* dx = wide.inout(dinp + n0 * C);
-      for (i64 r = 0; r < rows; ++r)
-        layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
-      wide.narrow();
-    });
-  } else {
-    parallel_for_each("sb::layernorm_backward::dinp", N, [=](i64 n) {
-      layernorm_backward_row(dinp + n * C, dout + n * C, inp + n * C, weight, mean[n], rstd[n], C);
+#if defined(__x86_64__)
+      if (registers) {
+        for (i64 n = n0; n < n0 + rows; ++n)
+          layernorm_backward_row_avx512(dinp + n * C, dout + n * C, inp + n * C, w, mean[n], rstd[n], C);
+        return;
+      }
+#endif
+      if constexpr (std::is_same_v<S, fp16>) {
+        WidenedRows wide(rows * C);
+        const float* dy = wide.in(dout + n0 * C);
+        const float* x = wide.in(inp + n0 * C);
+        float* dx = wide.inout(dinp + n0 * C);
+        for (i64 r = 0; r < rows; ++r)
+          layernorm_backward_row(dx + r * C, dy + r * C, x + r * C, w, mean[n0 + r], rstd[n0 + r], C);
+        wide.narrow();
+      }
     });
   }
 }

@@ -5,6 +5,8 @@
 // fp16 a chunk at a time widened into the thread's cache and run by the float loop
 // (cpu/fp16_rows.hpp).
 // Leaves out fusing the residual into neighbouring kernels.
+#include <type_traits>
+
 #include "kernels/cpu/sixteen_bit_elementwise.hpp"
 #include "kernels/cpu/avx512_lanes.hpp"
 #include "kernels/cpu/fp16_rows.hpp"
@@ -52,44 +54,43 @@ SB_AVX512_TARGET void residual_backward_avx512(S* da, S* db, const S* dout, i64 
 }
 #endif
 
-void residual_forward_chunk(float* out, const float* a, const float* b, i64 n) { residual_forward_loop(out, a, b, n); }
-void residual_backward_chunk(float* da, float* db, const float* dout, i64 n) { residual_backward_loop(da, db, dout, n); }
+// One chunk of S: 16-bit S in registers with AVX-512 (above); else float and bf16 by the loop GCC
+// vectorises over them as they lie, and fp16 widened into the thread's cache, the float loop run
+// there.
+template <class S>
+void residual_forward_chunk(S* out, const S* a, const S* b, i64 n) {
+  if constexpr (!std::is_same_v<S, float>) {
+#if defined(__x86_64__)
+    if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
+#endif
+  }
+  if constexpr (std::is_same_v<S, fp16>) {
+    WidenedRows rows(n);
+    const float* a_values = rows.in(a);
+    const float* b_values = rows.in(b);
+    residual_forward_loop(rows.out(out), a_values, b_values, n);
+    rows.narrow();
+  } else {
+    residual_forward_loop(out, a, b, n);
+  }
+}
 
-// bf16: in registers with AVX-512 (above), else the loop GCC vectorises over bf16 as it lies.
-void residual_forward_chunk(bf16* out, const bf16* a, const bf16* b, i64 n) {
+template <class S>
+void residual_backward_chunk(S* da, S* db, const S* dout, i64 n) {
+  if constexpr (!std::is_same_v<S, float>) {
 #if defined(__x86_64__)
-  if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
+    if (avx512_kernels_run()) return residual_backward_avx512(da, db, dout, n);
 #endif
-  residual_forward_loop(out, a, b, n);
-}
-void residual_backward_chunk(bf16* da, bf16* db, const bf16* dout, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return residual_backward_avx512(da, db, dout, n);
-#endif
-  residual_backward_loop(da, db, dout, n);
-}
-
-// fp16: in registers with AVX-512 (above), else the chunk widened into the thread's cache and
-// the float loop run there.
-void residual_forward_chunk(fp16* out, const fp16* a, const fp16* b, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return residual_forward_avx512(out, a, b, n);
-#endif
-  WidenedRows rows(n);
-  const float* a_values = rows.in(a);
-  const float* b_values = rows.in(b);
-  residual_forward_loop(rows.out(out), a_values, b_values, n);
-  rows.narrow();
-}
-void residual_backward_chunk(fp16* da, fp16* db, const fp16* dout, i64 n) {
-#if defined(__x86_64__)
-  if (avx512_kernels_run()) return residual_backward_avx512(da, db, dout, n);
-#endif
-  WidenedRows rows(n);
-  const float* dy = rows.in(dout);
-  float* da_values = rows.inout(da);
-  residual_backward_loop(da_values, rows.inout(db), dy, n);
-  rows.narrow();
+  }
+  if constexpr (std::is_same_v<S, fp16>) {
+    WidenedRows rows(n);
+    const float* dy = rows.in(dout);
+    float* da_values = rows.inout(da);
+    residual_backward_loop(da_values, rows.inout(db), dy, n);
+    rows.narrow();
+  } else {
+    residual_backward_loop(da, db, dout, n);
+  }
 }
 
 template <class S>

@@ -5,10 +5,11 @@
 // and softmax + cross-entropy, a block of rows at a time likewise (crossentropy.cpp). What
 // StorageKernels<bf16> and <fp16> call on the cpu in place of widening every operand to float
 // into scratch and narrowing the result. bf16 is widened in registers, each result rounded
-// once; fp16 BatchNorm, LayerNorm, GELU and the residual add in AVX-512 registers where the
-// kernels' AVX-512 paths run (avx512_lanes.hpp), the others, and all of them elsewhere, row by
-// row or a block of rows at a time into the thread's cache (cpu/fp16_rows.hpp), the float row
-// function run there. The elementwise results are the widened kernels' bits; a sum over a row
+// once: GELU, the residual add and LayerNorm in AVX-512 registers where the kernels' AVX-512
+// paths run (avx512_lanes.hpp), the others in loops GCC vectorises. fp16 BatchNorm, LayerNorm,
+// GELU and the residual add run in AVX-512 registers likewise; the others, and all of them
+// elsewhere, row by row or a block of rows at a time in the thread's cache (cpu/fp16_rows.hpp),
+// the float row function run there. The elementwise results are the widened kernels' bits; a sum over a row
 // or channel (BatchNorm's channel sums, LayerNorm's statistics) may differ in its last bits,
 // vectorised in another order, and so may a LayerNorm output by one unit in the last place.
 // Declared from kernels.hpp's macros beside the float kernels of the same names
