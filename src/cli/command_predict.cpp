@@ -103,7 +103,9 @@ nlohmann::json fits_json(const Fitted& fitted) {
   nlohmann::json j{{"sets", fitted.names}, {"fits", nlohmann::json::array()}};
   for (const costmodel::EmaxFit& f : fitted.fits)
     j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file}, {"key", f.key},
-                         {"shipped_e_max", finite(f.shipped_e_max)}, {"e_max", f.e_max}, {"rows", f.rows},
+                         {"shipped_e_max", finite(f.shipped_e_max)}, {"e_max", f.e_max},
+                         {"shipped_k_overhead", f.shipped_k_overhead}, {"k_overhead", f.k_overhead},
+                         {"k_overhead_fitted", f.k_overhead_fitted}, {"rows", f.rows},
                          {"infeasible", f.infeasible},
                          {"shipped_mean_abs_error_pct", finite(f.shipped_mean_abs_error_pct)},
                          {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
@@ -115,9 +117,12 @@ std::string fits_table(const Fitted& fitted) {
       "GEMM e_max fitted on {} (per row the mean |error| of its figures, parameters left out)\n", fitted.names);
   for (const costmodel::EmaxFit& f : fitted.fits) {
     const bool shipped = std::isfinite(f.shipped_e_max);
-    out += fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}): {} rows{}, mean |error| {:.1f}% (profile's {}), "
+    const std::string k = f.k_overhead_fitted
+                              ? fmt::format(", k_overhead {:.0f} (profile {:.0f})", f.k_overhead, f.shipped_k_overhead)
+                              : fmt::format(", k_overhead {:.0f} (the profile's, kept)", f.k_overhead);
+    out += fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}){}: {} rows{}, mean |error| {:.1f}% (profile's {}), "
                        "max {:.1f}%\n", f.device, f.site, f.key, f.e_max,
-                       shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", f.rows,
+                       shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", k, f.rows,
                        f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
                        f.mean_abs_error_pct, shipped ? fmt::format("{:.1f}%", f.shipped_mean_abs_error_pct) : "-",
                        f.max_abs_error_pct);
@@ -145,8 +150,10 @@ void write_fitted_sites(const Fitted& fitted, const std::string& write_site) {
     for (const costmodel::EmaxFit& f : fitted.fits) {
       if (f.site_file != site_file) continue;
       site = f.site;
-      written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max,
-                                                   fmt::format("fitted by predict --fit on {}", fitted.names), f.key);
+      const std::string provenance = fmt::format("fitted by predict --fit on {}", fitted.names);
+      written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max, provenance, f.key);
+      if (f.k_overhead_fitted)
+        written = costmodel::site_profile_with_e_max(written, f.site_file, f.k_overhead, provenance, "k_overhead");
     }
     const std::filesystem::path path =
         folder ? std::filesystem::path(write_site) / (site + ".yaml") : std::filesystem::path(write_site);

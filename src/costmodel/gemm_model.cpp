@@ -18,6 +18,11 @@ double gemm_quantisation(const GemmModel& g, double batch, double m, double n) {
   return waves / std::ceil(waves) * padding;
 }
 
+double gemm_k_share(const GemmModel& g, double k) {
+  SB_CHECK(k > 0 && g.k_overhead >= 0, "GEMM K share of K {} with k_overhead {}", k, g.k_overhead);
+  return k / (k + g.k_overhead);
+}
+
 double GemmModel::efficiency(const std::string& precision, const std::string& source) const {
   if (precision != "fp8") return e_max;
   SB_USER_CHECK(e_max_fp8.has_value(), "{}: 'gemm.e_max_fp8' is not given: no fp8 GEMM efficiency has been fitted for "
@@ -31,7 +36,8 @@ double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double 
 
 double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s, double peak, double bandwidth,
                        double element_bytes) {
-  const double compute = s.flops() / (peak * efficiency * gemm_quantisation(g, s.batch, s.m, s.n));
+  const double compute =
+      s.flops() / (peak * efficiency * gemm_k_share(g, s.k) * gemm_quantisation(g, s.batch, s.m, s.n));
   if (s.fused) return compute;
   const double bytes = element_bytes * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
   return std::max(compute, bytes / bandwidth);

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shape-aware GEMM time of a GPU site (`gemm:` of a site profile): a GEMM of M×N outputs
 // over K runs as output tiles of tile_m × tile_n spread over the device's SMs in waves, each
-// tile at e_max of the dense peak; the last wave's idle SMs and the padding of partial tiles are
-// lost, and no GEMM runs faster than its operands and result move through HBM:
-//   t(M, N, K) = max( 2·M·N·K / (peak · e_max · q(M, N)),  e·(M·K + K·N + M·N) / bandwidth )
+// tile at e_max of the dense peak once its K loop runs; filling the tile's pipeline and writing
+// its outputs cost as much as k_overhead more steps of that loop; the last wave's idle SMs and
+// the padding of partial tiles are lost, and no GEMM runs faster than its operands and result
+// move through HBM:
+//   t(M, N, K) = max( 2·M·N·K / (peak · e_max · K/(K + k_overhead) · q(M, N)),  e·(M·K + K·N + M·N) / bandwidth )
 //   q(M, N) = [tiles / SMs] / ceil(tiles / SMs) · M·N / (ceil(M/tm)·tm · ceil(N/tn)·tn),
 //   tiles = ceil(M/tm) · ceil(N/tn) (times the batch of a batched GEMM).
+// So a GEMM over a short K (a narrow model's layers, attention's K = head dimension) runs below
+// one over a long K, as cuBLAS's do.
 // Also the GPT's GEMMs per block, head and tp rank as such shapes. Leaves out where the times go
 // (step_prediction) and the fit of e_max (validation_set).
 #pragma once
@@ -23,7 +27,8 @@ namespace sb::costmodel {
 struct GemmModel {
   int sm_count = 0;               // streaming multiprocessors (datasheet)
   int tile_m = 128, tile_n = 128;  // output tile of the large GEMMs' kernels
-  double e_max = 1.0;             // a full wave of full tiles reaches e_max × the dense peak (fitted)
+  double e_max = 1.0;             // a full wave of full tiles over a long K reaches e_max × the dense peak (fitted)
+  double k_overhead = 0;          // a tile's pipeline fill and epilogue, in steps of K (fitted; 0: none)
   // the same for fp8 GEMMs against the fp8 dense peak (fitted on fp8 runs); none: fp8 not modelled
   std::optional<double> e_max_fp8;
   // The profile key of the efficiency a GEMM in `precision` runs at: "e_max_fp8" for fp8, else "e_max".
@@ -43,6 +48,8 @@ struct GemmShape {
   double flops() const { return 2.0 * batch * m * n * k; }
 };
 
+// K/(K + k_overhead) above: the share of a tile's time its K loop runs, in (0, 1].
+double gemm_k_share(const GemmModel& g, double k);
 // q(M, N) above: the wave quantisation times the tile padding, in (0, 1].
 double gemm_quantisation(const GemmModel& g, double batch, double m, double n);
 // t(M, N, K) above; peak in FLOP/s, bandwidth in bytes/s, element_bytes of the operands.

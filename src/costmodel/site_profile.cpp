@@ -336,7 +336,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     }
   }
   if (top.has("gemm")) {
-    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8"});
+    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8", "k_overhead"});
     GemmModel model;
     model.sm_count = g.required<int>("sm_count");
     if (g.has("tile_m")) model.tile_m = g.required<int>("tile_m");
@@ -345,6 +345,11 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
                   "{}: 'gemm.sm_count', 'gemm.tile_m' and 'gemm.tile_n' must be at least 1", source);
     model.e_max = g.positive("e_max");
     SB_USER_CHECK(model.e_max <= 1.0, "{}: 'gemm.e_max' must lie in (0, 1], got {}", source, model.e_max);
+    if (g.has("k_overhead")) {
+      model.k_overhead = non_negative(g, "k_overhead", source);
+      SB_USER_CHECK(model.k_overhead <= 65536, "{}: 'gemm.k_overhead' is a tile's fill and epilogue in steps of K, "
+                    "at most 65536, got {}", source, model.k_overhead);
+    }
     if (g.has("e_max_fp8")) {
       model.e_max_fp8 = g.positive("e_max_fp8");
       SB_USER_CHECK(*model.e_max_fp8 <= 1.0, "{}: 'gemm.e_max_fp8' must lie in (0, 1], got {}", source,

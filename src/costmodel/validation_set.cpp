@@ -173,6 +173,7 @@ void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
                   "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
                   site.source, site.device);
     site.gemm->efficiency_of(fit.key) = fit.e_max;
+    site.gemm->k_overhead = fit.k_overhead;
   }
 }
 
@@ -290,15 +291,110 @@ std::string validation_replay_table(const ValidationReplay& replay) {
   return out;
 }
 
-std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
+namespace {
+
+// One device's rows under one key, with the objective of the fit: the mean over the feasible
+// rows of each row's mean |error| at GEMM efficiency `e` and `k_overhead`.
+struct FitRows {
   struct Case {
     const ValidationRow* row;
     plan::TrainConfig config;
     SiteProfile site;
   };
+  std::string key;
+  std::vector<Case> cases;
+
+  double error(double e, double k_overhead, int* feasible = nullptr, int* infeasible = nullptr,
+               double* worst = nullptr) {
+    double sum = 0;
+    int n = 0;
+    for (Case& c : cases) {
+      c.site.gemm->efficiency_of(key) = e;
+      c.site.gemm->k_overhead = k_overhead;
+      const std::optional<double> error = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
+      if (!error) {
+        if (infeasible) ++*infeasible;
+        continue;
+      }
+      sum += *error;
+      ++n;
+      if (worst) *worst = std::max(*worst, *error);
+    }
+    if (feasible) *feasible = n;
+    return n == 0 ? std::numeric_limits<double>::infinity() : sum / n;
+  }
+  // k_overhead is fitted only where the rows' models have two widths or more: one width's rows
+  // all see the same K/(K + k_overhead), which e_max alone then carries.
+  bool spans_widths() const {
+    std::set<std::int64_t> widths;
+    for (const Case& c : cases)
+      widths.insert(plan::trains_resnet(c.config) ? 0 : plan::gpt_config_of(c.config).channels);
+    return widths.size() >= 2;
+  }
+};
+
+// The minimum of f over [lo, hi] by golden section to `tolerance`: {x, f(x)}.
+template <typename F>
+std::pair<double, double> golden_minimum(F&& f, double lo, double hi, double tolerance) {
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
+  double f1 = f(x1), f2 = f(x2);
+  while (hi - lo > tolerance) {
+    if (f1 <= f2) {
+      hi = x2, x2 = x1, f2 = f1;
+      x1 = hi - phi * (hi - lo);
+      f1 = f(x1);
+    } else {
+      lo = x1, x1 = x2, f1 = f2;
+      x2 = lo + phi * (hi - lo);
+      f2 = f(x2);
+    }
+  }
+  return f1 <= f2 ? std::pair{x1, f1} : std::pair{x2, f2};
+}
+
+// The efficiency in (0, 1] minimising the rows' error at k_overhead: a grid of 0.01 over
+// [0.20, 1.00], then golden section to 1e-4 around the grid's best; {e, error}.
+std::pair<double, double> fit_efficiency(FitRows& rows, double k_overhead) {
+  double best = 1.0, best_error = std::numeric_limits<double>::infinity();
+  for (int i = 20; i <= 100; ++i) {
+    const double e = i / 100.0, error = rows.error(e, k_overhead);
+    if (error < best_error) best = e, best_error = error;
+  }
+  const auto [golden, golden_error] = golden_minimum([&](double e) { return rows.error(e, k_overhead); },
+                                                     std::max(0.01, best - 0.01), std::min(1.0, best + 0.01), 1e-4);
+  if (golden_error < best_error) best = golden;
+  return {std::round(best * 1e4) / 1e4, best_error};
+}
+
+// k_overhead and e_max together: per k_overhead of a grid of 128 over [0, 1024] the efficiency
+// by golden section over [0.20, 1.00] to 1e-3, then golden section on k_overhead to 8 around the
+// grid's best, rounded to a whole step; the efficiency then by golden section to 1e-4 within
+// 0.01 of the one found there; {k_overhead, e}.
+std::pair<double, double> fit_k_overhead(FitRows& rows) {
+  const auto efficiency_at = [&](double k) {
+    return golden_minimum([&](double e) { return rows.error(e, k); }, 0.2, 1.0, 1e-3);
+  };
+  double best = 0, best_error = std::numeric_limits<double>::infinity();
+  for (int k = 0; k <= 1024; k += 128) {
+    const double error = efficiency_at(k).second;
+    if (error < best_error) best = k, best_error = error;
+  }
+  const auto [golden, golden_error] =
+      golden_minimum([&](double k) { return efficiency_at(k).second; }, std::max(0.0, best - 128), best + 128, 8.0);
+  const double k = std::round(golden_error < best_error ? golden : best);
+  const double e = efficiency_at(k).first;
+  const double polished = golden_minimum([&](double x) { return rows.error(x, k); }, std::max(0.01, e - 0.01),
+                                         std::min(1.0, e + 0.01), 1e-4).first;
+  return {k, std::round(polished * 1e4) / 1e4};
+}
+
+}  // namespace
+
+std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
   // one fit per device and key, in the order the rows name them
   std::vector<std::pair<std::string, std::string>> groups;
-  std::map<std::pair<std::string, std::string>, std::vector<Case>> cases;
+  std::map<std::pair<std::string, std::string>, FitRows> grouped;
   for (const ValidationSet& set : sets)
     for (const ValidationRow& row : set.rows) {
       SiteProfile site = validation_site(set, row);
@@ -307,73 +403,35 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
                     "cannot be fitted", site.source, site.device, row.id, set.file);
       plan::TrainConfig config = validation_case(set, row);
       const std::pair<std::string, std::string> group{row.device, GemmModel::key_for(config.precision.dtype)};
-      if (!cases.count(group)) groups.push_back(group);
-      cases[group].push_back({&row, std::move(config), std::move(site)});
+      if (!grouped.count(group)) groups.push_back(group);
+      grouped[group].key = group.second;
+      grouped[group].cases.push_back({&row, std::move(config), std::move(site)});
     }
   std::vector<EmaxFit> fits;
   for (const auto& group : groups) {
-    std::vector<Case>& rows = cases[group];
+    FitRows& rows = grouped[group];
     EmaxFit fit;
     fit.device = group.first;
     fit.key = group.second;
-    fit.site = rows.front().site.name;
-    fit.site_file = rows.front().site.source;
-    const GemmModel& shipped = *rows.front().site.gemm;
+    fit.site = rows.cases.front().site.name;
+    fit.site_file = rows.cases.front().site.source;
+    const GemmModel& shipped = *rows.cases.front().site.gemm;
     const std::optional<double> shipped_value = fit.key == "e_max" ? std::optional<double>(shipped.e_max)
                                                                    : shipped.e_max_fp8;
     fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());
-    // the mean and max of the rows' errors at e_max; rows infeasible at e_max counted
-    const auto evaluate = [&](double e_max, int* infeasible, double* worst) {
-      double sum = 0;
-      int n = 0;
-      for (Case& c : rows) {
-        c.site.gemm->efficiency_of(fit.key) = e_max;
-        const std::optional<double> error = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
-        if (!error) {
-          if (infeasible) ++*infeasible;
-          continue;
-        }
-        sum += *error;
-        ++n;
-        if (worst) *worst = std::max(*worst, *error);
-      }
-      if (n == 0) return std::numeric_limits<double>::infinity();
-      fit.rows = n;
-      return sum / n;
-    };
-    int infeasible = 0;
-    // which rows are feasible does not depend on e_max (memory): count them at any value
-    const double feasible_error = evaluate(shipped_value.value_or(1.0), &infeasible, nullptr);
-    SB_USER_CHECK(std::isfinite(feasible_error),
+    fit.shipped_k_overhead = fit.k_overhead = shipped.k_overhead;
+    // which rows are feasible does not depend on the efficiency (memory): count them at any value
+    const double shipped_error = rows.error(shipped_value.value_or(1.0), shipped.k_overhead, nullptr, &fit.infeasible);
+    SB_USER_CHECK(std::isfinite(shipped_error),
                   "no row on {} is feasible in the cost model ({} rows), so its GEMM {} cannot be fitted", fit.device,
-                  rows.size(), fit.key);
-    fit.shipped_mean_abs_error_pct = shipped_value ? feasible_error : std::numeric_limits<double>::quiet_NaN();
-    fit.infeasible = infeasible;
-    double best = 1.0, best_error = std::numeric_limits<double>::infinity();
-    for (int i = 20; i <= 100; ++i) {
-      const double e = i / 100.0, error = evaluate(e, nullptr, nullptr);
-      if (error < best_error) best = e, best_error = error;
-    }
-    double lo = std::max(0.01, best - 0.01), hi = std::min(1.0, best + 0.01);
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-    double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo);
-    double f1 = evaluate(x1, nullptr, nullptr), f2 = evaluate(x2, nullptr, nullptr);
-    while (hi - lo > 1e-4) {
-      if (f1 <= f2) {
-        hi = x2, x2 = x1, f2 = f1;
-        x1 = hi - phi * (hi - lo);
-        f1 = evaluate(x1, nullptr, nullptr);
-      } else {
-        lo = x1, x1 = x2, f1 = f2;
-        x2 = lo + phi * (hi - lo);
-        f2 = evaluate(x2, nullptr, nullptr);
-      }
-    }
-    const double golden = f1 <= f2 ? x1 : x2;
-    if (std::min(f1, f2) < best_error) best = golden;
-    fit.e_max = std::round(best * 1e4) / 1e4;
-    fit.max_abs_error_pct = 0;
-    fit.mean_abs_error_pct = evaluate(fit.e_max, nullptr, &fit.max_abs_error_pct);
+                  rows.cases.size(), fit.key);
+    fit.shipped_mean_abs_error_pct = shipped_value ? shipped_error : std::numeric_limits<double>::quiet_NaN();
+    fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths();
+    if (fit.k_overhead_fitted)
+      std::tie(fit.k_overhead, fit.e_max) = fit_k_overhead(rows);
+    else
+      fit.e_max = fit_efficiency(rows, fit.k_overhead).first;
+    fit.mean_abs_error_pct = rows.error(fit.e_max, fit.k_overhead, &fit.rows, nullptr, &fit.max_abs_error_pct);
     fits.push_back(fit);
   }
   return fits;
@@ -394,7 +452,8 @@ std::string site_profile_with_e_max(const std::string& text, const std::string& 
   const std::vector<std::smatch> target = key == "e_max" ? base : lines_of(key);
   SB_USER_CHECK(target.size() <= 1, "{}: {} 'gemm.{}' lines where one is replaced", file, target.size(), key);
   const std::string indent = base.front()[2].str();
-  const std::string written = indent + fmt::format("{}: {:.4f}   # {}", key, e_max, provenance);
+  const std::string value = key == "k_overhead" ? fmt::format("{:.0f}", e_max) : fmt::format("{:.4f}", e_max);
+  const std::string written = indent + fmt::format("{}: {}   # {}", key, value, provenance);
   if (target.empty()) {  // a new line after e_max's
     const auto after = static_cast<std::size_t>(base.front().position(0) + base.front().length(0));
     return text.substr(0, after) + "\n" + written + text.substr(after);

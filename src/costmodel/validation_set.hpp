@@ -93,7 +93,9 @@ ValidationReplay replay_validation_set(const ValidationSet& set);
 // `predict --fit`: per device the rows of the sets run on, the GEMM model's e_max in (0, 1]
 // that minimises the mean over those rows of each row's mean |error| over its published figures
 // (parameters left out: e_max does not move it); a 1-D search (a grid of 0.01, then golden
-// section to 1e-4). Rows the cost model finds infeasible are left out (their memory does not
+// section to 1e-4). Where the rows are of two model widths or more, k_overhead with it (a grid
+// of 128 over [0, 1024], then golden section to 8, rounded to a whole step): one width's rows
+// all see the same K/(K + k_overhead) and cannot tell it from e_max. Rows the cost model finds infeasible are left out (their memory does not
 // depend on e_max) and counted. UserError naming the device when its profile has no `gemm:` or
 // none of its rows is feasible.
 // Rows in fp8 fit the device's e_max_fp8 (its fp8 GEMMs against the fp8 peak), the others its
@@ -102,6 +104,10 @@ struct EmaxFit {
   std::string device, site, site_file;
   std::string key = "e_max";  // the profile key fitted: e_max or e_max_fp8
   double shipped_e_max = 0, e_max = 0;
+  // gemm.k_overhead: fitted with e_max where the device's rows have two model widths or more,
+  // else (and for e_max_fp8) the profile's, kept
+  double shipped_k_overhead = 0, k_overhead = 0;
+  bool k_overhead_fitted = false;
   int rows = 0, infeasible = 0;
   double shipped_mean_abs_error_pct = 0, mean_abs_error_pct = 0, max_abs_error_pct = 0;  // the objective's
 };
@@ -112,9 +118,9 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets);
 // when it has no `gemm:`).
 ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted);
 
-// A site profile's text with its `gemm.<key>` line (e_max or e_max_fp8) replaced by the value
-// and a comment naming `provenance`; an e_max_fp8 the text lacks goes on a line of its own after
-// e_max. UserError naming `file` when the text has no e_max line (or more than one of either).
+// A site profile's text with its `gemm.<key>` line (e_max, e_max_fp8 or k_overhead, the last a
+// whole number) replaced by the value and a comment naming `provenance`; an e_max_fp8 or
+// k_overhead the text lacks goes on a line of its own after e_max. UserError naming `file` when the text has no e_max line (or more than one of either).
 std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
                                     const std::string& provenance, const std::string& key = "e_max");
 

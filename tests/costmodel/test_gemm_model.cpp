@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,23 @@ TEST(GemmModel, SecondsAreTheComputeOrTheMemoryBound) {
   for (const GemmShape& s : gemm_backward(big)) EXPECT_DOUBLE_EQ(s.flops(), big.flops());
 }
 
+// A tile's fill and epilogue cost k_overhead steps of K: a GEMM over K = k_overhead takes twice
+// its time without them, one over K = 3·k_overhead 4/3 of it; the memory bound is untouched.
+TEST(GemmModel, KOverheadSlowsShortKGemms) {
+  GemmModel g = a100_tiles();
+  const double peak = 312e12, bandwidth = 2.039e12;
+  const GemmShape short_k{1, 9 * 128, 12 * 128, 256}, long_k{1, 9 * 128, 12 * 128, 768};
+  const double short_without = gemm_seconds(g, short_k, peak, bandwidth, 2);
+  const double long_without = gemm_seconds(g, long_k, peak, bandwidth, 2);
+  g.k_overhead = 256;
+  EXPECT_DOUBLE_EQ(gemm_k_share(g, 256), 0.5);
+  EXPECT_DOUBLE_EQ(gemm_seconds(g, short_k, peak, bandwidth, 2), 2 * short_without);
+  EXPECT_DOUBLE_EQ(gemm_seconds(g, long_k, peak, bandwidth, 2), long_without * 4.0 / 3.0);
+  const GemmShape skinny{108, 128, 128, 8};  // memory-bound with or without the overhead's compute
+  g.k_overhead = 1;
+  EXPECT_DOUBLE_EQ(gemm_seconds(g, skinny, peak, bandwidth, 2), 2.0 * 108 * (128.0 * 8 + 8.0 * 128 + 128.0 * 128) / bandwidth);
+}
+
 TEST(GemmModel, BlockGemmsHaveTheBlocksFlops) {
   gpt::GptConfig g;
   g.layers = 1, g.channels = 4096, g.heads = 32, g.vocab = 50368, g.max_seq_len = 2048;
@@ -163,12 +181,13 @@ TEST(GemmModel, FpEightRunsTheLinearLayersOnTheFpEightPeak) {
 TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
   const ValidationSet megatron = load_validation_set(std::string(SB_SOURCE_DIR) +
                                                      "/validation/published/megatron-lm-narayanan2021-table1.yaml");
-  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max 0.55", 1, {}};
+  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max 0.55, k_overhead 200", 1, {}};
   for (std::size_t i = 0; i < 4; ++i) {
     ValidationRow row = megatron.rows[i];
     SiteProfile site = validation_site(megatron, row);
     ASSERT_TRUE(site.gemm.has_value());
     site.gemm->e_max = 0.55;
+    site.gemm->k_overhead = 200;
     const Prediction p = predict_step(validation_case(megatron, row), site, row.gpus);
     ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
     row.published = {{"tflops_per_device", p.tflops_per_device}, {"step_time_s", p.step_time_s}};
@@ -178,8 +197,37 @@ TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].device, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(fits[0].rows, 4);
-  EXPECT_NEAR(fits[0].e_max, 0.55, 2e-4);
-  EXPECT_LT(fits[0].mean_abs_error_pct, 0.05);
+  // four models of four widths: k_overhead is fitted with e_max, both recovered
+  EXPECT_TRUE(fits[0].k_overhead_fitted);
+  EXPECT_NEAR(fits[0].k_overhead, 200, 4);
+  EXPECT_NEAR(fits[0].e_max, 0.55, 2e-3);
+  EXPECT_LT(fits[0].mean_abs_error_pct, 0.1);
+}
+
+// Rows of one model width cannot tell k_overhead from e_max: the profile's k_overhead is kept
+// and e_max alone fitted (the fp8 fit above keeps it too).
+TEST(GemmFit, OneWidthKeepsTheProfilesKOverhead) {
+  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b.yaml");
+  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max 0.6", 1, {}};
+  double shipped_k = -1;
+  for (std::size_t i = 0; i < 2; ++i) {
+    ValidationRow row = dgxc.rows[i];
+    SiteProfile site = validation_site(dgxc, row);
+    ASSERT_TRUE(site.gemm.has_value());
+    shipped_k = site.gemm->k_overhead;
+    site.gemm->e_max = 0.6;
+    const Prediction p = predict_step(validation_case(dgxc, row), site, row.gpus);
+    ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
+    row.published = {{"step_time_s", p.step_time_s}};
+    synthetic.rows.push_back(row);
+  }
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_FALSE(fits[0].k_overhead_fitted);
+  EXPECT_DOUBLE_EQ(fits[0].k_overhead, shipped_k);
+  EXPECT_GT(shipped_k, 0);  // so keeping it is not the same as a default of 0
+  EXPECT_NEAR(fits[0].e_max, 0.6, 2e-4);
 }
 
 TEST(GemmFit, WritesTheFittedValueWithItsProvenance) {
@@ -191,6 +239,10 @@ TEST(GemmFit, WritesTheFittedValueWithItsProvenance) {
   const std::string with_fp8 = site_profile_with_e_max(text, "p.yaml", 0.5, "fitted on f", "e_max_fp8");
   EXPECT_EQ(with_fp8, "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.7    # not yet fitted\n"
                       "  e_max_fp8: 0.5000   # fitted on f\nname: x\n");
+  // k_overhead: a whole number, a new line after e_max
+  EXPECT_EQ(site_profile_with_e_max(text, "p.yaml", 431.6, "fitted on f", "k_overhead"),
+            "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.7    # not yet fitted\n"
+            "  k_overhead: 432   # fitted on f\nname: x\n");
   EXPECT_EQ(site_profile_with_e_max(with_fp8, "p.yaml", 0.25, "g", "e_max_fp8"),
             "gemm:\n  sm_count: 108   # whitepaper\n  e_max: 0.7    # not yet fitted\n"
             "  e_max_fp8: 0.2500   # g\nname: x\n");
@@ -227,17 +279,18 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
   return e;
 }
 
-// Bounds: the errors measured with the shipped e_max (A100 0.7052 fitted on the Megatron set,
-// H100 0.7880 on the NVIDIA DGX Cloud GPT-3 175B set) and the profiles' NCCL figures, plus a
-// margin of about one point, so a change that worsens the replay fails here. Measured:
-// - fitted on (in sample): Megatron A100 tflops_per_device mean 4.1%, max 14.4% (the 1.7B row,
-//   tp 1, whose compute the GEMM model puts fast); DGX Cloud H100 step_time_s mean 0.4%, max 1.1%;
-//   the DGX Cloud FP8 runs (H100 e_max_fp8 0.7855) step_time_s mean 1.2%, max 2.8%;
-// - held out: MPT's A100 rows tokens_per_s_per_device mean 7.2%, max 10.7%; MPT's H100 rows
-//   mean 58.3%, max 80.9%, all predicted fast: llm-foundry's 2023 H100 runs reached 35-46% MFU
+// Bounds: the errors measured with the shipped GEMM constants (A100 e_max 0.7982 and k_overhead
+// 432 fitted on the Megatron set; H100 e_max 0.8881 on the NVIDIA DGX Cloud GPT-3 175B set, its
+// k_overhead the A100's) and the profiles' NCCL figures, plus a margin of about one point, so a
+// change that worsens the replay fails here. Measured:
+// - fitted on (in sample): Megatron A100 tflops_per_device mean 2.6%, max 7.6% (the 7.5B row);
+//   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs (H100 e_max_fp8
+//   0.9102) step_time_s mean 1.2%, max 2.8%;
+// - held out: MPT's A100 rows tokens_per_s_per_device mean 3.8%, max 7.6%; MPT's H100 rows
+//   mean 51.0%, max 60.4%, all predicted fast: llm-foundry's 2023 H100 runs reached 35-46% MFU
 //   where NeMo Megatron's 2024 runs of the same GPU reach 52-54% (the software stack, which one
 //   e_max per device cannot carry; validation/README.md); NeMo 24.07's FP8 GPT-3 rows mean
-//   11.8%, max 36.7% (the 5B, whose small fp8 GEMMs run far below the 175B's efficiency).
+//   8.0%, max 25.1% (the 5B, whose fp8 GEMMs run far below the 175B's efficiency).
 struct Bound {
   const char* set;
   const char* site;
@@ -246,12 +299,12 @@ struct Bound {
   double mean, max;
 };
 constexpr Bound kBounds[] = {
-    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 5.0, 15.5},
+    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 3.5, 8.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
-    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 8.0, 12.0},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 60.0, 82.0},
-    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 13.0, 38.0},
+    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 5.0, 8.5},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 52.0, 61.5},
+    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 9.0, 26.0},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   for (const Bound& b : kBounds) {
@@ -262,6 +315,25 @@ TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
     EXPECT_LE(e.mean, b.mean) << b.set << " on " << b.site;
     EXPECT_LE(e.max, b.max) << b.set << " on " << b.site;
   }
+}
+
+// Leave one set out on the A100 (issue 25's bound: mean |error| within 5%, max within 10% on a
+// set the constants were not fitted on). The shipped profile is fitted on Megatron's Table 1, so
+// MPT's A100 rows are held out in kBounds above; here the other way: e_max and k_overhead fitted
+// on MPT's six A100 models, Megatron's ten rows replayed on them. Measured: mean 3.0%, max 6.4%.
+TEST(ValidationReplay, MegatronHeldOutOfAnMptFitStaysWithinFiveAndTenPercent) {
+  const auto set = [](const std::string& name) {
+    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  };
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({set("llm-foundry-mpt-benchmarks")});
+  const auto a100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "a100-80gb-dgx"; });
+  ASSERT_NE(a100, fits.end());
+  EXPECT_TRUE(a100->k_overhead_fitted);
+  const SiteErrors e = errors_on(replay_validation_set(set("megatron-lm-narayanan2021-table1"), fits), "a100-80gb-dgx",
+                                 "tflops_per_device");
+  EXPECT_EQ(e.rows, 10);
+  EXPECT_LE(e.mean, 5.0);
+  EXPECT_LE(e.max, 10.0);
 }
 
 // The sets a profile comment's "SET version N[, SET version N ...]" names, each at that version.
@@ -300,11 +372,19 @@ TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
     std::ifstream in(entry.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const SiteProfile site = load_site_profile(entry.path());
+    std::map<std::string, std::vector<EmaxFit>> fits_of;  // one fit per named set, however many lines name it
     for (const auto& [key, named] : fitted_lines(text)) {
       ++fitted;
+      if (!fits_of.count(named)) fits_of[named] = fit_gemm_e_max(sets_named(named, entry.path()));
       bool found = false;
-      for (const EmaxFit& fit : fit_gemm_e_max(sets_named(named, entry.path()))) {
-        if (fit.site != site.name || fit.key != key) continue;
+      for (const EmaxFit& fit : fits_of[named]) {
+        if (fit.site != site.name) continue;
+        if (key == "k_overhead" && fit.key == "e_max") {  // fitted with e_max, on a set of several widths
+          found = true;
+          EXPECT_TRUE(fit.k_overhead_fitted) << entry.path() << ": " << named << " has one model width";
+          EXPECT_DOUBLE_EQ(site.gemm->k_overhead, fit.k_overhead) << entry.path() << ": k_overhead names " << named;
+        }
+        if (fit.key != key) continue;
         found = true;
         const double shipped = key == "e_max" ? site.gemm->e_max : site.gemm->e_max_fp8.value_or(-1.0);
         EXPECT_NEAR(shipped, fit.e_max, 2e-4) << entry.path() << ": " << key << " names " << named;
@@ -312,7 +392,7 @@ TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
       EXPECT_TRUE(found) << entry.path() << ": no row of " << named << " fits its " << key;
     }
   }
-  EXPECT_GE(fitted, 3);  // the A100's e_max, the H100's e_max and e_max_fp8
+  EXPECT_GE(fitted, 4);  // the A100's e_max and k_overhead, the H100's e_max and e_max_fp8
 }
 
 }  // namespace

@@ -101,5 +101,18 @@ TEST(SiteProfile, MistakesNameTheFileAndKey) {
   EXPECT_NE(error_of("devices_per_node: [1]\n").find("site.yaml"), std::string::npos);
 }
 
+// gemm.k_overhead: a tile's fill and epilogue in steps of K, 0 when absent, never negative.
+TEST(SiteProfile, GemmKOverheadIsAWholeTilesStepsOfK) {
+  const std::string gemm = std::string(kMinimal) + "gemm: {sm_count: 108, e_max: 0.8";
+  EXPECT_DOUBLE_EQ(parse_site_profile(plan::parse_yaml_text(gemm + "}\n", "site.yaml"), "site.yaml").gemm->k_overhead,
+                   0.0);
+  EXPECT_DOUBLE_EQ(
+      parse_site_profile(plan::parse_yaml_text(gemm + ", k_overhead: 432}\n", "site.yaml"), "site.yaml").gemm->k_overhead,
+      432.0);
+  EXPECT_EQ(error_of(gemm + ", k_overhead: -1}\n"), "site.yaml: 'gemm.k_overhead' must not be negative, got -1");
+  EXPECT_NE(error_of(gemm + ", k_overhead: 1.0e6}\n").find("'gemm.k_overhead' is a tile's fill and epilogue"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sb::costmodel
