@@ -23,6 +23,7 @@
 #include "costmodel/model_description.hpp"
 #include "costmodel/nccl_collectives.hpp"
 #include "costmodel/step_simulation.hpp"
+#include "costmodel/tp_overlap.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "models/gpt/gpt_partition.hpp"
@@ -389,6 +390,18 @@ StagedModel staged_model(const plan::TrainConfig& c, const plan::RunPlan& plan, 
   return m;
 }
 
+// How the blocks' linear layers run on a site with a shape-aware GEMM model: in fp8 at the fp8
+// peak and e_max_fp8 with one-byte operands (Transformer Engine's recipe), else at the
+// precision's peak and e_max.
+struct LinearGemms {
+  double peak, efficiency, element_bytes;
+};
+LinearGemms linear_gemms(const plan::TrainConfig& c, const SiteProfile& site, double element_bytes) {
+  const bool fp8 = c.precision.dtype == "fp8";
+  return {site.peak(fp8 ? "fp8" : c.precision.dtype), site.gemm->efficiency(c.precision.dtype, site.source),
+          fp8 ? 1.0 : element_bytes};
+}
+
 // The GEMMs' seconds of each stage on a site with a shape-aware GEMM model: the GPT's GEMMs by
 // their shapes (the backward's two per forward GEMM, a full recomputation's forward again, a
 // selective one's attention core); a ResNet's FLOPs at e_max (its convolutions' shapes are not
@@ -412,12 +425,10 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     return;
   }
   const bool flash = c.model.attention == "flash";
-  const double linear_peak = fp8 ? site.peak("fp8") : peak;
-  const double linear_efficiency = g.efficiency(c.precision.dtype, site.source);
-  const double linear_bytes = fp8 ? 1.0 : e;
+  const LinearGemms linear = linear_gemms(c, site, e);
   const auto seconds = [&](const GemmShape& s) { return gemm_seconds(g, s, peak, bandwidth, e); };
   const auto linear_seconds = [&](const GemmShape& s) {
-    return gemm_seconds_at(g, linear_efficiency, s, linear_peak, bandwidth, linear_bytes);
+    return gemm_seconds_at(g, linear.efficiency, s, linear.peak, bandwidth, linear.element_bytes);
   };
   const auto forward_backward = [&](const std::vector<GemmShape>& gemms, std::size_t linears = 0) {
     std::pair<double, double> fb{0.0, 0.0};
@@ -442,6 +453,27 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     st.forward_gemm_s = blocks * block_f + (last ? head_f : 0.0);
     st.gemm_s = blocks * (block_f + block_b + block_r) + (last ? head_f + head_b : 0.0);
   }
+}
+
+// One GPT block's linear-layer GEMM seconds per micro-batch that strategy.tp_overlap runs the
+// sequence-parallel pairs under: by the site's GEMM model, or at `flops_per_s` on a site without one.
+TpOverlapWindows tp_overlap_windows(const plan::TrainConfig& c, const ModelDescription& d, const SiteProfile& site,
+                                    double flops_per_s) {
+  const std::vector<GemmShape> gemms =
+      gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, c.model.attention == "flash");
+  const auto seconds = [&](const GemmShape& s) {
+    if (!site.gemm) return s.flops() / flops_per_s;
+    const LinearGemms linear = linear_gemms(c, site, d.element_bytes);
+    return gemm_seconds_at(*site.gemm, linear.efficiency, s, linear.peak, site.memory_bandwidth, linear.element_bytes);
+  };
+  const auto forward = [&](std::size_t i, std::size_t j) { return seconds(gemms[i]) + seconds(gemms[j]); };
+  const auto backward = [&](std::size_t i, std::size_t j) {
+    double t = 0;
+    for (const std::size_t k : {i, j})
+      for (const GemmShape& grad : gemm_backward(gemms[k])) t += seconds(grad);
+    return t;
+  };
+  return {forward(0, 1), forward(2, 3), backward(0, 1), backward(2, 3)};  // QKV + projection, the MLP's two
 }
 
 // The peak over rank `rank`'s op order of the activations it holds when each forward adds its
@@ -698,6 +730,8 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   in.overlap = c.strategy.overlap;
   const std::vector<StageCost>& stages = m.stages;
   const std::optional<double> page_refault = page_refault_seconds_per_byte(c, site, k);
+  const std::optional<TpOverlapWindows> windows =
+      c.strategy.tp_overlap ? std::optional(tp_overlap_windows(c, m.description, site, r.flops_per_s)) : std::nullopt;
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     StageOpCosts op;
@@ -716,6 +750,14 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
     }
     op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * r.tp_collective_s;
     op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
+    if (windows) {
+      const bool first = st.unit_begin == 0, last = st.unit_end == m.description.units.size();
+      const double blocks = static_cast<double>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
+      const TpSeconds tp =
+          overlapped_tp_seconds(*windows, r.tp_collective_s, blocks, first, c.strategy.recompute == "full");
+      op.forward_tp_s = tp.forward;
+      op.backward_tp_s = tp.backward;
+    }
     if (i + 1 < stages.size()) op.send_forward_s = r.pp.send_seconds(st.boundary_bytes);
     if (i > 0) op.send_backward_s = r.pp.send_seconds(stages[i - 1].boundary_bytes);
     const ExchangeWork work = exchange_work(c, st.parameters, p.dp, plan.micro_batches);

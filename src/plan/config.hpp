@@ -39,6 +39,9 @@ struct StrategySpec {
   std::string stage_rule = "balanced";
   std::string schedule = "1f1b", recompute = "none";
   bool sequence_parallel = false;
+  // the sequence-parallel all-gathers and reduce-scatters run under the linear layers' GEMMs
+  // (Transformer Engine's userbuffers, NeMo's ub_tp_comm_overlap): predict and plan only
+  bool tp_overlap = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
   // BatchNorm statistics per rank ("local", the common default) or over all ranks ("sync")
   double bucket_mb = 25.0;

@@ -105,6 +105,9 @@ std::optional<std::string> interleave_refusal(const TrainConfig& c, i64 micro_ba
 // tensor-parallel group, so it needs tp > 1 and rows that divide by it.
 std::optional<std::string> sequence_parallel_refusal(const TrainConfig& c, const RunPlan& p) {
   const StrategySpec& s = c.strategy;
+  if (s.tp_overlap && !s.sequence_parallel)
+    return "strategy.tp_overlap runs the sequence-parallel all-gathers and reduce-scatters under the linear layers' "
+           "GEMMs; it needs strategy.sequence_parallel true";
   if (!s.sequence_parallel) return std::nullopt;
   if (p.resnet)
     return fmt::format("strategy.sequence_parallel splits a transformer's token rows; model {} is a ResNet",

@@ -95,6 +95,10 @@ void check_supported(const plan::TrainConfig& c) {
                 "{}: precision fp8 (the blocks' linear layers in fp8, the rest in bf16, as Transformer Engine runs "
                 "them) is modelled by `scalebench predict` and `plan` only; the trainer runs fp32, bf16 and fp16",
                 c.source);
+  SB_USER_CHECK(!c.strategy.tp_overlap,
+                "{}: strategy.tp_overlap (the sequence-parallel collectives under the linear layers' GEMMs, as "
+                "Transformer Engine's userbuffers run them) is modelled by `scalebench predict` and `plan` only; the "
+                "trainer runs each collective after its GEMM (leave strategy.tp_overlap out)", c.source);
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);

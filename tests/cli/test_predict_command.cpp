@@ -323,6 +323,24 @@ TEST(PredictCommand, FitWithValidateReplaysTheHeldOutSetOnTheFittedEfficiency) {
   EXPECT_NE(h["fitted_on"]["sets"].get<std::string>().find("llm-foundry-mpt-benchmarks version 1"), std::string::npos);
 }
 
+// strategy.tp_overlap is read and predicted (its sequence-parallel pairs under the GEMMs), and
+// the trainer refuses it by name and writes nothing.
+TEST(PredictCommand, TpOverlapIsPredictedAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const auto config = scratch.write(
+      "overlap.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
+                      "strategy: {tp: 2, sequence_parallel: true, tp_overlap: true}\nbatch: {global: 2}\nthreads: 1\n");
+  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + kSite + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
+  EXPECT_TRUE(nlohmann::json::parse(p.stdout_text)["feasible"].get<bool>()) << p.stdout_text;
+  const CommandResult t =
+      scratch.run("train --config " + config.string() + " --out " + scratch.path("overlap.h5").string());
+  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
+  EXPECT_NE(t.stderr_text.find("strategy.tp_overlap (the sequence-parallel collectives under the linear layers' "
+                               "GEMMs"), std::string::npos) << t.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(scratch.path("overlap.h5")));
+}
+
 // A case the trainer refuses is still predicted, and predict names the refusal.
 TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   Scratch scratch;

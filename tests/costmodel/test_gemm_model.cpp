@@ -280,17 +280,17 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
 }
 
 // Bounds: the errors measured with the shipped GEMM constants (A100 e_max 0.7982 and k_overhead
-// 432 fitted on the Megatron set; H100 e_max 0.8881 on the NVIDIA DGX Cloud GPT-3 175B set, its
+// 432 fitted on the Megatron set; H100 e_max 0.7894 on the NVIDIA DGX Cloud GPT-3 175B set, its
 // k_overhead the A100's) and the profiles' NCCL figures, plus a margin of about one point, so a
 // change that worsens the replay fails here. Measured:
 // - fitted on (in sample): Megatron A100 tflops_per_device mean 2.6%, max 7.6% (the 7.5B row);
 //   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs (H100 e_max_fp8
-//   0.9102) step_time_s mean 1.2%, max 2.8%;
-// - held out: MPT's A100 rows tokens_per_s_per_device mean 3.8%, max 7.6%; MPT's H100 rows
-//   mean 51.0%, max 60.4%, all predicted fast: llm-foundry's 2023 H100 runs reached 35-46% MFU
-//   where NeMo Megatron's 2024 runs of the same GPU reach 52-54% (the software stack, which one
-//   e_max per device cannot carry; validation/README.md); NeMo 24.07's FP8 GPT-3 rows mean
-//   8.0%, max 25.1% (the 5B, whose fp8 GEMMs run far below the 175B's efficiency).
+//   0.7246) step_time_s mean 1.2%, max 2.8%;
+// - held out: MPT's A100 rows tokens_per_s_per_device mean 3.8%, max 7.6%; NeMo 24.07's FP8
+//   GPT-3 rows mean 3.9%, max 7.5%; MPT's H100 rows mean 36.1%, max 45.2%, all predicted fast:
+//   llm-foundry's 2023 H100 runs reached 35-46% MFU where NeMo Megatron's 2024 runs of the same
+//   GPU reach 52-54% (the software stack, which one e_max per device cannot carry;
+//   validation/README.md).
 struct Bound {
   const char* set;
   const char* site;
@@ -303,8 +303,8 @@ constexpr Bound kBounds[] = {
     {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
     {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 5.0, 8.5},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 52.0, 61.5},
-    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 9.0, 26.0},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 37.0, 46.5},
+    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 5.0, 8.5},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   for (const Bound& b : kBounds) {
@@ -332,6 +332,23 @@ TEST(ValidationReplay, MegatronHeldOutOfAnMptFitStaysWithinFiveAndTenPercent) {
   const SiteErrors e = errors_on(replay_validation_set(set("megatron-lm-narayanan2021-table1"), fits), "a100-80gb-dgx",
                                  "tflops_per_device");
   EXPECT_EQ(e.rows, 10);
+  EXPECT_LE(e.mean, 5.0);
+  EXPECT_LE(e.max, 10.0);
+}
+
+// The same on the H100 in fp8: e_max_fp8 fitted on NeMo 24.07's GPT-3 rows (5B to 175B), the DGX
+// Cloud GPT-3 175B FP8 runs replayed on it (the shipped profile is fitted the other way, held out
+// in kBounds above). Measured: mean 3.0%, max 5.2%.
+TEST(ValidationReplay, DgxCloudFpEightHeldOutOfANemoFitStaysWithinFiveAndTenPercent) {
+  const auto set = [](const std::string& name) {
+    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  };
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({set("nvidia-nemo-24.07-performance-summary")});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].key, "e_max_fp8");
+  const SiteErrors e = errors_on(replay_validation_set(set("nvidia-dgxc-benchmarking-gpt3-175b-fp8"), fits),
+                                 "h100-sxm-dgx", "step_time_s");
+  EXPECT_EQ(e.rows, 5);
   EXPECT_LE(e.mean, 5.0);
   EXPECT_LE(e.max, 10.0);
 }
