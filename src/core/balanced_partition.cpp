@@ -31,6 +31,7 @@ std::vector<std::int64_t> balanced_contiguous_partition(std::span<const double> 
       for (std::int64_t e = j + 1; e + static_cast<std::int64_t>(k) - 1 <= n; ++e) {
         const double cost = std::max(sum(j, e), best[k - 1][e]);
         if (cost <= best[k][j]) best[k][j] = cost, cut[k][j] = e;
+        if (sum(j, e) > best[k][j]) break;  // a longer first part only costs more (costs are not negative)
       }
     }
   }

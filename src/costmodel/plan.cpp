@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -56,6 +57,9 @@ std::vector<std::string> precisions_of(const SiteProfile& site) {
   return precisions;
 }
 
+// tp > 1 is searched without and with sequence parallelism run under the GEMMs (tp_overlap).
+std::vector<bool> tp_layouts_of(i64 tp) { return tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}; }
+
 std::vector<std::string> schedules_of(i64 pp) {
   return pp > 1 ? std::vector<std::string>{"1f1b", "gpipe"} : std::vector<std::string>{"1f1b"};
 }
@@ -78,24 +82,31 @@ std::optional<std::pair<Refusal, std::string>> grid_refusal(const plan::TrainCon
   return std::nullopt;
 }
 
-// Each micro-batch size, precision, ZeRO stage, recomputation and schedule of one grid.
+// What one dp × tp × pp grid gives: its feasible candidates and its refused ones (each with the
+// count it stands for), in the order the search visits them.
+struct GridOutcome {
+  std::vector<PlanCandidate> feasible;
+  std::vector<std::pair<PlanCandidate, i64>> refused;
+  std::exception_ptr error;  // a prediction's exception, raised again when the grids are merged
+};
+
+// Each micro-batch size, precision, ZeRO stage, recomputation, schedule and tp layout of one grid.
 void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, const std::vector<std::string>& precisions,
-                 int devices, PlanResult& result, const std::function<void(const PlanCandidate&, i64)>& reject) {
+                 int devices, GridOutcome& out) {
   const auto& s = grid.strategy;
   for (i64 micro : divisors(grid.global_batch / s.dp))
     for (const std::string& precision : precisions)
       for (i64 zero = 0; zero <= 3; ++zero)
         for (const std::string& recompute : kRecomputes)
-          for (const std::string& schedule : schedules_of(s.pp)) {
-            PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, {}};
-            cand.prediction = predict_step(plan_candidate_config(grid, cand), site, devices);
-            if (!cand.prediction.feasible) {
-              reject(cand, 1);
-              continue;
+          for (const std::string& schedule : schedules_of(s.pp))
+            for (const bool tp_overlap : tp_layouts_of(s.tp)) {
+              PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, tp_overlap, {}};
+              cand.prediction = predict_step(plan_candidate_config(grid, cand), site, devices);
+              if (cand.prediction.feasible)
+                out.feasible.push_back(std::move(cand));
+              else
+                out.refused.emplace_back(std::move(cand), 1);
             }
-            result.feasible.push_back(std::move(cand));
-            ++result.candidates;
-          }
 }
 
 }  // namespace
@@ -107,6 +118,8 @@ plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const Pla
   c.strategy.zero = candidate.zero;
   c.strategy.recompute = candidate.recompute;
   c.strategy.schedule = candidate.schedule;
+  c.strategy.sequence_parallel = candidate.tp_overlap;
+  c.strategy.tp_overlap = candidate.tp_overlap;
   return c;
 }
 
@@ -147,24 +160,44 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
 
   const i64 N = request.devices;
   const std::vector<std::string> precisions = precisions_of(site);
-  for (i64 tp : divisors(N)) {
-    for (i64 pp : divisors(N / tp)) {
+  std::vector<std::pair<i64, i64>> grids;  // (tp, pp)
+  for (i64 tp : divisors(N))
+    for (i64 pp : divisors(N / tp)) grids.emplace_back(tp, pp);
+  // the grids are independent: searched on the OpenMP threads, merged in this order (so the
+  // answer is the serial one)
+  std::vector<GridOutcome> outcomes(grids.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::size_t i = 0; i < grids.size(); ++i) {
+    GridOutcome& out = outcomes[i];
+    try {
+      const auto [tp, pp] = grids[i];
       const plan::TrainConfig grid = plan_grid_config(request, seq, N / (tp * pp), tp, pp);
       if (const auto refusal = grid_refusal(grid, g, site)) {
         // counted for each candidate of the grid: its micro-batch sizes (1 when the batch
         // does not split) times the other choices
-        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", {}};
+        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", false, {}};
         base.prediction.model = g.name;
         base.prediction.refusal = refusal->first;
         base.prediction.reason = refusal->second;
         const i64 micro_sizes = request.global_batch % grid.strategy.dp == 0
                                     ? static_cast<i64>(divisors(request.global_batch / grid.strategy.dp).size())
                                     : 1;
-        reject(base, micro_sizes * static_cast<i64>(precisions.size() * 4 * kRecomputes.size() *
-                                                    schedules_of(pp).size()));
+        out.refused.emplace_back(std::move(base), micro_sizes * static_cast<i64>(precisions.size() * 4 *
+                                                                                  kRecomputes.size() * schedules_of(pp).size() *
+                                                                                  tp_layouts_of(tp).size()));
         continue;
       }
-      search_grid(grid, site, precisions, static_cast<int>(N), result, reject);
+      search_grid(grid, site, precisions, static_cast<int>(N), out);
+    } catch (...) {
+      out.error = std::current_exception();
+    }
+  }
+  for (GridOutcome& out : outcomes) {
+    if (out.error) std::rethrow_exception(out.error);
+    for (auto& [cand, count] : out.refused) reject(cand, count);
+    for (PlanCandidate& cand : out.feasible) {
+      result.feasible.push_back(std::move(cand));
+      ++result.candidates;
     }
   }
 
@@ -192,6 +225,8 @@ nlohmann::json plan_candidate_json(const PlanCandidate& c) {
   j["zero"] = c.zero;
   j["recompute"] = c.recompute;
   j["schedule"] = c.schedule;
+  j["sequence_parallel"] = c.tp_overlap;
+  j["tp_overlap"] = c.tp_overlap;
   return j;
 }
 

@@ -28,6 +28,9 @@ struct PlanRequest {
 struct PlanCandidate {
   std::int64_t dp = 1, tp = 1, pp = 1, micro_batch = 1, zero = 0;
   std::string precision, recompute, schedule;
+  // tp > 1: sequence parallelism with its pairs under the GEMMs (strategy.sequence_parallel and
+  // tp_overlap, the layout of NVIDIA's published Megatron runs), or neither
+  bool tp_overlap = false;
   Prediction prediction;  // its reason when refused
 };
 

@@ -48,24 +48,33 @@ TEST(PlanCommand, Gpt175bOn1024H100RanksAndExplains) {
     node = node || g["reason"] == "tp beyond one node";
   }
   EXPECT_TRUE(memory && node) << j["rejected"].dump();
-  // fp8 is searched where the profile has a fitted fp8 efficiency, and ranks first; each
-  // precision's best MFU (against its own dense peak) lies in the range NVIDIA publishes for
-  // GPT-3 175B on 128-2048 H100 (dgxc-benchmarking nemo_megatron/README_175b.md: BF16 52.4-53.5%,
-  // FP8 37.3-39.5%; Megatron-LM's README: 41-48% MFU for its 2B-462B runs on H100), widened by
-  // 5 points below for the layouts the published runs did not take
+  // fp8 is searched where the profile has a fitted fp8 efficiency, and ranks first; with tp > 1
+  // sequence parallelism under the GEMMs (tp_overlap) is searched beside plain tp and ranks first,
+  // as NVIDIA's published runs take it; each precision's best MFU (against its own dense peak)
+  // lies in the range NVIDIA publishes for GPT-3 175B on 128-2048 H100
+  // (dgxc-benchmarking nemo_megatron/README_175b.md: BF16 52.4-53.5%, FP8 37.3-39.5%), widened
+  // by 2 points below for the layouts the published runs did not take; plain tp, its
+  // collectives exposed, below that (Megatron-LM's README: 41-48% MFU for its 2B-462B runs)
   EXPECT_EQ(j["feasible"][0]["precision"], "fp8");
+  EXPECT_EQ(j["feasible"][0]["tp_overlap"], true);
+  EXPECT_EQ(j["feasible"][0]["sequence_parallel"], true);
   const CommandResult all = scratch.run("plan --model gpt-175b --site " + kH100 +
-                                        " --devices 1024 --global-batch 1536 --seq-len 2048 --top 100000 --json");
+                                        " --devices 1024 --global-batch 1536 --seq-len 2048 --top 1000000 --json");
   ASSERT_EQ(all.exit_code, 0) << all.stderr_text;
   const nlohmann::json every = nlohmann::json::parse(all.stdout_text);
-  std::map<std::string, double> best_mfu;
-  for (const nlohmann::json& c : every["feasible"])
-    best_mfu.emplace(c["precision"].get<std::string>(), c["mfu"].get<double>());  // the first is the fastest
+  std::map<std::string, double> best_mfu, best_plain_mfu;
+  for (const nlohmann::json& c : every["feasible"]) {  // the first of each is the fastest
+    best_mfu.emplace(c["precision"].get<std::string>(), c["mfu"].get<double>());
+    if (c["tp"].get<int>() > 1 && !c["tp_overlap"].get<bool>())
+      best_plain_mfu.emplace(c["precision"].get<std::string>(), c["mfu"].get<double>());
+  }
   ASSERT_TRUE(best_mfu.count("bf16") && best_mfu.count("fp8"));
-  EXPECT_GE(best_mfu["bf16"], 0.41 - 0.05);
+  EXPECT_GE(best_mfu["bf16"], 0.524 - 0.02);
   EXPECT_LE(best_mfu["bf16"], 0.535);
-  EXPECT_GE(best_mfu["fp8"], 0.373 - 0.05);
+  EXPECT_GE(best_mfu["fp8"], 0.373 - 0.02);
   EXPECT_LE(best_mfu["fp8"], 0.395);
+  EXPECT_GE(best_plain_mfu["bf16"], 0.41);
+  EXPECT_LT(best_plain_mfu["bf16"], best_mfu["bf16"]);
   // the product asks for < 5 s; a shared 2-core test machine gets a wide margin, and a sanitizer
   // build the factor SB_TEST_TIMEOUT_SCALE on top
   EXPECT_LT(seconds, 30.0 * SB_TEST_TIMEOUT_SCALE);

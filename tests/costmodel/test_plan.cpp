@@ -45,6 +45,7 @@ TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
   c.strategy.zero = best.zero;
   c.strategy.recompute = best.recompute;
   c.strategy.schedule = best.schedule;
+  c.strategy.sequence_parallel = c.strategy.tp_overlap = best.tp_overlap;
   c.precision.main_grads = "fp32";  // plan's default, as the trainer and today's Megatron-LM keep them
   EXPECT_DOUBLE_EQ(predict_step(c, a100, 32).step_time_s, best.prediction.step_time_s);
   // tp 16 and 32 exceed a node of 8; pp 16 and 32 do not divide 24 layers
