@@ -415,7 +415,7 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
     fit.key = group.second;
     fit.site = rows.cases.front().site.name;
     fit.site_file = rows.cases.front().site.source;
-    const GemmModel& shipped = *rows.cases.front().site.gemm;
+    const GemmModel shipped = *rows.cases.front().site.gemm;  // a copy: the fit moves the cases' own
     const std::optional<double> shipped_value = fit.key == "e_max" ? std::optional<double>(shipped.e_max)
                                                                    : shipped.e_max_fp8;
     fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());

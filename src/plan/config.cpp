@@ -251,6 +251,14 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
     m.read("attention", c.model.attention);
     SB_USER_CHECK(c.model.attention == "unfused" || c.model.attention == "flash",
                   "{}: model.attention is '{}'; it must be unfused or flash", source, c.model.attention);
+    const bool shaped = m.has("layers") || m.has("hidden") || m.has("heads") || m.has("seq_len") || m.has("vocab");
+    if (!shaped && m.has("name")) {  // a named GPT with its attention chosen: {name: llama3-70b, attention: flash}
+      const std::vector<std::string> known = gpt::gpt_config_names();
+      SB_USER_CHECK(std::find(known.begin(), known.end(), c.model.name) != known.end(),
+                    "{}: unknown GPT '{}' in 'model.name' (known: {}; or describe one inline with layers, hidden, "
+                    "heads, seq_len, vocab)", source, c.model.name, join(known));
+      return;
+    }
     m.read("layers", c.model.layers);
     m.read("hidden", c.model.hidden);
     m.read("heads", c.model.heads);

@@ -372,6 +372,16 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   const CommandResult ok = scratch.run("predict --config " + trained.string() + " --site this-machine --json");
   ASSERT_EQ(ok.exit_code, 0) << ok.stderr_text;
   EXPECT_TRUE(nlohmann::json::parse(ok.stdout_text)["trainer_refusal"].is_null()) << ok.stdout_text;
+  // a named GPT takes its attention from the mapping form: flash keeps no score matrix
+  const auto named = scratch.write("named.yaml", "model: gpt-1.3b\ndata: sotu\nbatch: {global: 8}\nstrategy: {dp: 8}\n");
+  const auto named_flash = scratch.write("named_flash.yaml", "model: {name: gpt-1.3b, attention: flash}\ndata: sotu\n"
+                                                             "batch: {global: 8}\nstrategy: {dp: 8}\n");
+  const CommandResult unfused = scratch.run("predict --config " + named.string() + " --site " + kSite + " --json");
+  const CommandResult flash = scratch.run("predict --config " + named_flash.string() + " --site " + kSite + " --json");
+  ASSERT_EQ(unfused.exit_code, 0) << unfused.stderr_text;
+  ASSERT_EQ(flash.exit_code, 0) << flash.stderr_text;
+  EXPECT_LT(nlohmann::json::parse(flash.stdout_text)["memory_bytes"]["activations"].get<double>(),
+            nlohmann::json::parse(unfused.stdout_text)["memory_bytes"]["activations"].get<double>());
   const auto bad = scratch.write("bad.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
                                              "attention: fused}\ndata: sotu\n");
   const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);

@@ -68,8 +68,9 @@ TEST(PredictionBand, ShippedSetsGiveTheA100AndH100ProfilesABandAndTheCpuSiteNone
   EXPECT_NE(band->sets.find("llm-foundry-mpt-benchmarks version 1"), std::string::npos) << band->sets;
   const auto h100 = prediction_band(testing::site("h100-sxm-dgx"), 1.0);
   ASSERT_TRUE(h100);
-  // 5 MPT rows, 5 + 5 NVIDIA DGX Cloud GPT-3 175B rows (bf16, fp8), 4 NeMo 24.07 fp8 rows
-  EXPECT_EQ(h100->rows, 19);
+  // 5 MPT rows, 5 + 5 NVIDIA DGX Cloud GPT-3 175B rows (bf16, fp8), 4 NeMo 24.07 fp8 rows, 2
+  // Megatron-Bridge Llama 3 70B fp8 rows
+  EXPECT_EQ(h100->rows, 21);
   EXPECT_NE(h100->sets.find("nvidia-dgxc-benchmarking-gpt3-175b version 1"), std::string::npos) << h100->sets;
   EXPECT_FALSE(prediction_band(testing::site("this-machine"), 1.0));
 }
