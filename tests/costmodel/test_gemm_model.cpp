@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <string>
@@ -127,25 +128,40 @@ TEST(GemmModel, BlockGemmsHaveTheBlocksFlops) {
   }
 }
 
-// A set whose published figures are the cost model's own at e_max 0.55 on the A100 profile.
+// A set whose published figures are the cost model's own: the first `rows` rows of the shipped
+// set `name`, each predicted on its device's profile with the GEMM model as `adjust` leaves it,
+// publishing its step time (and, with `tflops`, its TFLOP/s per device).
+ValidationSet predicted_set(const std::string& name, std::size_t rows, const std::function<void(GemmModel&)>& adjust,
+                            bool tflops = false) {
+  const ValidationSet shipped =
+      load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  ValidationSet synthetic{"synthetic", "synthetic", "predicted by the cost model from " + name, 1, {}};
+  for (std::size_t i = 0; i < rows; ++i) {
+    ValidationRow row = shipped.rows.at(i);
+    SiteProfile site = validation_site(shipped, row);
+    EXPECT_TRUE(site.gemm.has_value()) << row.id;
+    adjust(*site.gemm);
+    const Prediction p = predict_step(validation_case(shipped, row), site, row.gpus);
+    EXPECT_TRUE(p.feasible) << row.id << ": " << p.reason;
+    row.published = {{"step_time_s", p.step_time_s}};
+    if (tflops) row.published["tflops_per_device"] = p.tflops_per_device;
+    synthetic.rows.push_back(row);
+  }
+  return synthetic;
+}
+
+// The GEMM model of the shipped profile the first row of set `name` runs on.
+GemmModel shipped_gemm(const std::string& name) {
+  const ValidationSet set = load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  return *validation_site(set, set.rows.front()).gemm;
+}
+
 // fp8 rows fit the device's e_max_fp8 and leave its e_max alone: a set predicted at e_max_fp8
 // 0.6 (e_max as shipped) gives back 0.6 under the key e_max_fp8.
 TEST(GemmFit, FpEightRowsFitTheirOwnEfficiency) {
-  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
-                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b-fp8.yaml");
-  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max_fp8 0.6", 1, {}};
-  double shipped_e_max = 0;
-  for (std::size_t i = 0; i < 2; ++i) {
-    ValidationRow row = dgxc.rows[i];
-    SiteProfile site = validation_site(dgxc, row);
-    ASSERT_TRUE(site.gemm.has_value());
-    shipped_e_max = site.gemm->e_max;
-    site.gemm->e_max_fp8 = 0.6;
-    const Prediction p = predict_step(validation_case(dgxc, row), site, row.gpus);
-    ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
-    row.published = {{"step_time_s", p.step_time_s}};
-    synthetic.rows.push_back(row);
-  }
+  const std::string set = "nvidia-dgxc-benchmarking-gpt3-175b-fp8";
+  const ValidationSet synthetic = predicted_set(set, 2, [](GemmModel& g) { g.e_max_fp8 = 0.6; });
+  const double shipped_e_max = shipped_gemm(set).e_max;
   const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].key, "e_max_fp8");
@@ -178,21 +194,13 @@ TEST(GemmModel, FpEightRunsTheLinearLayersOnTheFpEightPeak) {
   EXPECT_THROW(predict_step(fp8, site, row.gpus), UserError);
 }
 
+// Four Megatron models predicted at e_max 0.55 and k_overhead 200 on the A100 profile: the fit
+// gives both back.
 TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
-  const ValidationSet megatron = load_validation_set(std::string(SB_SOURCE_DIR) +
-                                                     "/validation/published/megatron-lm-narayanan2021-table1.yaml");
-  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max 0.55, k_overhead 200", 1, {}};
-  for (std::size_t i = 0; i < 4; ++i) {
-    ValidationRow row = megatron.rows[i];
-    SiteProfile site = validation_site(megatron, row);
-    ASSERT_TRUE(site.gemm.has_value());
-    site.gemm->e_max = 0.55;
-    site.gemm->k_overhead = 200;
-    const Prediction p = predict_step(validation_case(megatron, row), site, row.gpus);
-    ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
-    row.published = {{"tflops_per_device", p.tflops_per_device}, {"step_time_s", p.step_time_s}};
-    synthetic.rows.push_back(row);
-  }
+  const ValidationSet synthetic = predicted_set("megatron-lm-narayanan2021-table1", 4, [](GemmModel& g) {
+    g.e_max = 0.55;
+    g.k_overhead = 200;
+  }, true);
   const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].device, "NVIDIA A100-SXM4-80GB");
@@ -207,21 +215,9 @@ TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
 // Rows of one model width cannot tell k_overhead from e_max: the profile's k_overhead is kept
 // and e_max alone fitted (the fp8 fit above keeps it too).
 TEST(GemmFit, OneWidthKeepsTheProfilesKOverhead) {
-  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
-                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b.yaml");
-  ValidationSet synthetic{"synthetic", "synthetic", "predicted at e_max 0.6", 1, {}};
-  double shipped_k = -1;
-  for (std::size_t i = 0; i < 2; ++i) {
-    ValidationRow row = dgxc.rows[i];
-    SiteProfile site = validation_site(dgxc, row);
-    ASSERT_TRUE(site.gemm.has_value());
-    shipped_k = site.gemm->k_overhead;
-    site.gemm->e_max = 0.6;
-    const Prediction p = predict_step(validation_case(dgxc, row), site, row.gpus);
-    ASSERT_TRUE(p.feasible) << row.id << ": " << p.reason;
-    row.published = {{"step_time_s", p.step_time_s}};
-    synthetic.rows.push_back(row);
-  }
+  const std::string set = "nvidia-dgxc-benchmarking-gpt3-175b";
+  const ValidationSet synthetic = predicted_set(set, 2, [](GemmModel& g) { g.e_max = 0.6; });
+  const double shipped_k = shipped_gemm(set).k_overhead;
   const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_FALSE(fits[0].k_overhead_fitted);
