@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <functional>
 #include <map>
 #include <optional>
 

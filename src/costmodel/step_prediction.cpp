@@ -461,10 +461,12 @@ TpOverlapWindows tp_overlap_windows(const plan::TrainConfig& c, const ModelDescr
                                     double flops_per_s) {
   const std::vector<GemmShape> gemms =
       gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, c.model.attention == "flash");
+  const std::optional<LinearGemms> linear =
+      site.gemm ? std::optional(linear_gemms(c, site, d.element_bytes)) : std::nullopt;
   const auto seconds = [&](const GemmShape& s) {
-    if (!site.gemm) return s.flops() / flops_per_s;
-    const LinearGemms linear = linear_gemms(c, site, d.element_bytes);
-    return gemm_seconds_at(*site.gemm, linear.efficiency, s, linear.peak, site.memory_bandwidth, linear.element_bytes);
+    if (!linear) return s.flops() / flops_per_s;
+    return gemm_seconds_at(*site.gemm, linear->efficiency, s, linear->peak, site.memory_bandwidth,
+                           linear->element_bytes);
   };
   const auto forward = [&](std::size_t i, std::size_t j) { return seconds(gemms[i]) + seconds(gemms[j]); };
   const auto backward = [&](std::size_t i, std::size_t j) {

@@ -323,6 +323,20 @@ TEST(PredictCommand, FitWithValidateReplaysTheHeldOutSetOnTheFittedEfficiency) {
   EXPECT_NE(h["fitted_on"]["sets"].get<std::string>().find("llm-foundry-mpt-benchmarks version 1"), std::string::npos);
 }
 
+// A case predict answers and the trainer refuses: predict's JSON (exit 0), train's exit 2 with
+// `sentence` in its message, and no result file written.
+nlohmann::json predicted_but_refused_by_the_trainer(Scratch& scratch, const std::filesystem::path& config,
+                                                    const std::string& site, const std::string& sentence) {
+  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + site + " --json");
+  EXPECT_EQ(p.exit_code, 0) << p.stderr_text;
+  const auto out = scratch.path(config.stem().string() + ".h5");
+  const CommandResult t = scratch.run("train --config " + config.string() + " --out " + out.string());
+  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
+  EXPECT_NE(t.stderr_text.find(sentence), std::string::npos) << t.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  return p.exit_code == 0 ? nlohmann::json::parse(p.stdout_text) : nlohmann::json();
+}
+
 // strategy.tp_overlap is read and predicted (its sequence-parallel pairs under the GEMMs), and
 // the trainer refuses it by name and writes nothing.
 TEST(PredictCommand, TpOverlapIsPredictedAndTheTrainerRefusesIt) {
@@ -330,15 +344,9 @@ TEST(PredictCommand, TpOverlapIsPredictedAndTheTrainerRefusesIt) {
   const auto config = scratch.write(
       "overlap.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
                       "strategy: {tp: 2, sequence_parallel: true, tp_overlap: true}\nbatch: {global: 2}\nthreads: 1\n");
-  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + kSite + " --json");
-  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
-  EXPECT_TRUE(nlohmann::json::parse(p.stdout_text)["feasible"].get<bool>()) << p.stdout_text;
-  const CommandResult t =
-      scratch.run("train --config " + config.string() + " --out " + scratch.path("overlap.h5").string());
-  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
-  EXPECT_NE(t.stderr_text.find("strategy.tp_overlap (the sequence-parallel collectives under the linear layers' "
-                               "GEMMs"), std::string::npos) << t.stderr_text;
-  EXPECT_FALSE(std::filesystem::exists(scratch.path("overlap.h5")));
+  const nlohmann::json p = predicted_but_refused_by_the_trainer(
+      scratch, config, kSite, "strategy.tp_overlap (the sequence-parallel collectives under the linear layers' GEMMs");
+  EXPECT_TRUE(p["feasible"].get<bool>()) << p;
 }
 
 // A case the trainer refuses is still predicted, and predict names the refusal.
@@ -347,16 +355,9 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   const auto config = scratch.write(
       "flash.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, attention: flash}\n"
                     "data: sotu\nbatch: {global: 2}\nthreads: 1\n");
-  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + kSite + " --json");
-  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
-  const CommandResult t =
-      scratch.run("train --config " + config.string() + " --out " + scratch.path("flash.h5").string());
-  EXPECT_EQ(t.exit_code, 2) << t.stderr_text;
-  EXPECT_NE(t.stderr_text.find("model.attention flash is modelled by `scalebench predict` and `plan` only"),
-            std::string::npos) << t.stderr_text;
-  EXPECT_FALSE(std::filesystem::exists(scratch.path("flash.h5")));
+  const nlohmann::json j = predicted_but_refused_by_the_trainer(
+      scratch, config, kSite, "model.attention flash is modelled by `scalebench predict` and `plan` only");
   // predict says the same sentence beside its prediction, and null for what the trainer runs
-  const nlohmann::json j = nlohmann::json::parse(p.stdout_text);
   ASSERT_TRUE(j["trainer_refusal"].is_string());
   EXPECT_NE(j["trainer_refusal"].get<std::string>().find("model.attention flash is modelled by `scalebench predict`"),
             std::string::npos);
