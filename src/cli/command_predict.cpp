@@ -105,7 +105,11 @@ nlohmann::json fits_json(const Fitted& fitted) {
     j["fits"].push_back({{"device", f.device}, {"site", f.site}, {"site_file", f.site_file}, {"key", f.key},
                          {"shipped_e_max", finite(f.shipped_e_max)}, {"e_max", f.e_max},
                          {"shipped_k_overhead", f.shipped_k_overhead}, {"k_overhead", f.k_overhead},
-                         {"k_overhead_fitted", f.k_overhead_fitted}, {"rows", f.rows},
+                         {"k_overhead_fitted", f.k_overhead_fitted},
+                         {"shipped_e_attention", f.shipped_e_attention ? nlohmann::json(*f.shipped_e_attention)
+                                                                       : nlohmann::json(nullptr)},
+                         {"e_attention", finite(f.e_attention)}, {"e_attention_fitted", f.e_attention_fitted},
+                         {"rows", f.rows},
                          {"infeasible", f.infeasible},
                          {"shipped_mean_abs_error_pct", finite(f.shipped_mean_abs_error_pct)},
                          {"mean_abs_error_pct", f.mean_abs_error_pct}, {"max_abs_error_pct", f.max_abs_error_pct}});
@@ -120,9 +124,14 @@ std::string fits_table(const Fitted& fitted) {
     const std::string k = f.k_overhead_fitted
                               ? fmt::format(", k_overhead {:.0f} (profile {:.0f})", f.k_overhead, f.shipped_k_overhead)
                               : fmt::format(", k_overhead {:.0f} (the profile's, kept)", f.k_overhead);
-    out += fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}){}: {} rows{}, mean |error| {:.1f}% (profile's {}), "
+    const std::string shipped_attention =
+        f.shipped_e_attention ? fmt::format("{:.4f}", *f.shipped_e_attention) : std::string("none: e_max");
+    const std::string attention =
+        f.e_attention_fitted ? fmt::format(", e_attention {:.4f} (profile {})", f.e_attention, shipped_attention)
+                             : fmt::format(", e_attention {} (the profile's, kept)", shipped_attention);
+    out += fmt::format("{:<24} site {:<20} {} {:.4f} (profile {}){}{}: {} rows{}, mean |error| {:.1f}% (profile's {}), "
                        "max {:.1f}%\n", f.device, f.site, f.key, f.e_max,
-                       shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", k, f.rows,
+                       shipped ? fmt::format("{:.4f}", f.shipped_e_max) : "none", k, attention, f.rows,
                        f.infeasible ? fmt::format(" ({} infeasible left out)", f.infeasible) : std::string(),
                        f.mean_abs_error_pct, shipped ? fmt::format("{:.1f}%", f.shipped_mean_abs_error_pct) : "-",
                        f.max_abs_error_pct);
@@ -154,6 +163,8 @@ void write_fitted_sites(const Fitted& fitted, const std::string& write_site) {
       written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max, provenance, f.key);
       if (f.k_overhead_fitted)
         written = costmodel::site_profile_with_e_max(written, f.site_file, f.k_overhead, provenance, "k_overhead");
+      if (f.e_attention_fitted)
+        written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_attention, provenance, "e_attention");
     }
     const std::filesystem::path path =
         folder ? std::filesystem::path(write_site) / (site + ".yaml") : std::filesystem::path(write_site);

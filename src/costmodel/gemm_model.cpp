@@ -38,24 +38,46 @@ double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s
                        double element_bytes) {
   const double compute =
       s.flops() / (peak * efficiency * gemm_k_share(g, s.k) * gemm_quantisation(g, s.batch, s.m, s.n));
-  if (s.fused) return compute;
   const double bytes = element_bytes * s.batch * (s.m * s.k + s.k * s.n + s.m * s.n);
   return std::max(compute, bytes / bandwidth);
 }
 
-std::vector<GemmShape> gemm_backward(const GemmShape& s) {
-  return {{s.batch, s.m, s.k, s.n, s.fused}, {s.batch, s.k, s.n, s.m, s.fused}};
+FusedAttentionSeconds fused_attention_seconds(const GemmModel& g, double batch_heads, double T, double d, double peak) {
+  SB_CHECK(g.sm_count > 0 && g.tile_m > 0 && batch_heads > 0 && T > 0 && d > 0 && peak > 0,
+           "fused attention of {} heads × {} tokens × {} on {} SMs", batch_heads, T, d, g.sm_count);
+  const double blocks = std::ceil(T / g.tile_m);
+  const double computed = (blocks + 1.0) / (2.0 * blocks);  // the causal kernel's share of the T×T scores
+  const double keys = T * computed;  // the keys a query block's loop visits, on average
+  const double waves = batch_heads * blocks / g.sm_count;
+  const double efficiency = g.e_attention.value_or(g.e_max) * keys / (keys + g.k_overhead) * waves / std::ceil(waves);
+  const double forward = 4.0 * batch_heads * T * T * d * computed / (peak * efficiency);
+  return {forward, 2.5 * forward};
 }
+
+std::vector<GemmShape> gemm_backward(const GemmShape& s) {
+  return {{s.batch, s.m, s.k, s.n}, {s.batch, s.k, s.n, s.m}};
+}
+
+namespace {
+double heads_per_rank(const gpt::GptConfig& config, std::int64_t B, std::int64_t tp) {
+  return static_cast<double>(B) * static_cast<double>(config.heads) / static_cast<double>(tp);
+}
+double head_dimension(const gpt::GptConfig& config) { return static_cast<double>(config.channels / config.heads); }
+}  // namespace
 
 std::vector<GemmShape> gpt_attention_core_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
-                                                std::int64_t tp, bool flash_attention) {
-  const double heads = static_cast<double>(B) * static_cast<double>(config.heads) / static_cast<double>(tp);
-  const double t = static_cast<double>(T), d = static_cast<double>(config.channels / config.heads);
-  return {{heads, t, t, d, flash_attention}, {heads, t, d, t, flash_attention}};  // Q·Kᵀ, P·V
+                                                std::int64_t tp) {
+  const double heads = heads_per_rank(config, B, tp), t = static_cast<double>(T), d = head_dimension(config);
+  return {{heads, t, t, d}, {heads, t, d, t}};  // Q·Kᵀ, P·V
 }
 
-std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp,
-                                       bool flash_attention) {
+FusedAttentionSeconds gpt_fused_attention_seconds(const GemmModel& g, const gpt::GptConfig& config, std::int64_t B,
+                                                  std::int64_t T, std::int64_t tp, double peak) {
+  return fused_attention_seconds(g, heads_per_rank(config, B, tp), static_cast<double>(T), head_dimension(config),
+                                 peak);
+}
+
+std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp) {
   const double rows = static_cast<double>(B * T), C = static_cast<double>(config.channels);
   const double t = static_cast<double>(tp);
   std::vector<GemmShape> gemms;
@@ -66,7 +88,7 @@ std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_
   } else {
     gemms = {{1, rows, 3 * C / t, C}, {1, rows, C, C / t}, {1, rows, 4 * C / t, C}, {1, rows, C, 4 * C / t}};
   }
-  for (const GemmShape& s : gpt_attention_core_gemms(config, B, T, tp, flash_attention)) gemms.push_back(s);
+  for (const GemmShape& s : gpt_attention_core_gemms(config, B, T, tp)) gemms.push_back(s);
   return gemms;
 }
 

@@ -31,6 +31,9 @@ struct GemmModel {
   double k_overhead = 0;          // a tile's pipeline fill and epilogue, in steps of K (fitted; 0: none)
   // the same for fp8 GEMMs against the fp8 dense peak (fitted on fp8 runs); none: fp8 not modelled
   std::optional<double> e_max_fp8;
+  // the fused (flash) attention kernel's computed FLOPs reach e_attention × the 16-bit dense peak
+  // in a full wave (fitted on runs over several sequence lengths); none: as the GEMMs, e_max
+  std::optional<double> e_attention;
   // The profile key of the efficiency a GEMM in `precision` runs at: "e_max_fp8" for fp8, else "e_max".
   static const char* key_for(const std::string& precision) { return precision == "fp8" ? "e_max_fp8" : "e_max"; }
   // That efficiency; UserError naming `source` when fp8 is asked of a model without e_max_fp8.
@@ -44,7 +47,6 @@ struct GemmModel {
 
 struct GemmShape {
   double batch = 1, m = 0, n = 0, k = 0;
-  bool fused = false;  // inside the fused attention kernel: no memory roofline of its own
   double flops() const { return 2.0 * batch * m * n * k; }
 };
 
@@ -60,17 +62,33 @@ double gemm_seconds_at(const GemmModel& g, double efficiency, const GemmShape& s
 // The two GEMMs of a GEMM's backward: the input's gradient (M×K over N) and the weight's (K×N over M).
 std::vector<GemmShape> gemm_backward(const GemmShape& s);
 
+// The fused causal attention kernel (FlashAttention's) of `batch_heads` heads of T queries and T
+// keys of head dimension d, on a 16-bit peak: each head's queries go in blocks of tile_m, one
+// thread block each, over the SMs in waves; a block's loop visits only the key blocks on and
+// below the diagonal, so the kernel computes the share c = (n + 1)/(2n) of the full T×T scores
+// (n = ⌈T/tile_m⌉), and like a GEMM tile over K it pays k_overhead more steps of its loop over
+// the keys (loading the queries, writing the output):
+//   forward  = 4·batch_heads·T²·d · c / (peak · e_attention · K/(K + k_overhead) · q),
+//   K = c·T, q = waves / ⌈waves⌉ (waves = batch_heads·n / SMs), e_attention defaulting to e_max;
+//   backward = 2.5 × forward (the scores recomputed, then dV, dP, dQ and dK: five products to two).
+struct FusedAttentionSeconds {
+  double forward = 0, backward = 0;
+};
+FusedAttentionSeconds fused_attention_seconds(const GemmModel& g, double batch_heads, double T, double d, double peak);
+
 // The first kGptBlockLinearGemms of gpt_block_gemms are the block's linear layers (QKV, the
 // attention's projection, the MLP's two), the rest its attention core.
 inline constexpr std::size_t kGptBlockLinearGemms = 4;
 // One GPT block's forward GEMMs on one of tp ranks (Megatron-LM's column/row split) for B
-// sequences of T tokens; their FLOPs times tp are gpt_block_forward_flops. flash_attention marks
-// the attention core (scores, probabilities·V) fused.
-std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp,
-                                       bool flash_attention);
+// sequences of T tokens; their FLOPs times tp are gpt_block_forward_flops. The attention core
+// (scores, probabilities·V) as the unfused attention runs it: cuBLAS batched GEMMs over all T×T.
+std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp);
 // The attention core's two batched GEMMs of gpt_block_gemms (what selective recomputation reruns).
 std::vector<GemmShape> gpt_attention_core_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
-                                                std::int64_t tp, bool flash_attention);
+                                                std::int64_t tp);
+// The fused attention kernel of gpt_attention_core_gemms's heads (fused_attention_seconds).
+FusedAttentionSeconds gpt_fused_attention_seconds(const GemmModel& g, const gpt::GptConfig& config, std::int64_t B,
+                                                  std::int64_t T, std::int64_t tp, double peak);
 // The head's logits GEMM on one tp rank (vocabulary-parallel).
 GemmShape gpt_head_gemm(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp);
 

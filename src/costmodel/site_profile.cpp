@@ -336,7 +336,7 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     }
   }
   if (top.has("gemm")) {
-    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8", "k_overhead"});
+    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8", "k_overhead", "e_attention"});
     GemmModel model;
     model.sm_count = g.required<int>("sm_count");
     if (g.has("tile_m")) model.tile_m = g.required<int>("tile_m");
@@ -356,6 +356,11 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
                     *model.e_max_fp8);
       SB_USER_CHECK(p.peak_flops.count("fp8") == 1, "{}: 'gemm.e_max_fp8' is given but 'peak_flops.fp8' is not",
                     source);
+    }
+    if (g.has("e_attention")) {
+      model.e_attention = g.positive("e_attention");
+      SB_USER_CHECK(*model.e_attention <= 1.0, "{}: 'gemm.e_attention' must lie in (0, 1], got {}", source,
+                    *model.e_attention);
     }
     SB_USER_CHECK(p.gemm_efficiency.empty(),
                   "{}: 'gemm' and 'calibrated.gemm_efficiency' both set the GEMMs' efficiency; keep one", source);

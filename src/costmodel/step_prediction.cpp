@@ -120,10 +120,10 @@ TrainerActivationBytes trainer_activation_bytes(const gpt::GptConfig& g, const M
 struct FpEightCasts {
   double forward_bytes = 0, backward_bytes = 0;
 };
-FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 micro_batch, i64 seq_len, bool flash) {
+FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 micro_batch, i64 seq_len) {
   FpEightCasts casts;
   if (c.precision.dtype != "fp8") return casts;
-  const std::vector<GemmShape> gemms = gpt_block_gemms(g, micro_batch, seq_len, c.strategy.tp, flash);
+  const std::vector<GemmShape> gemms = gpt_block_gemms(g, micro_batch, seq_len, c.strategy.tp);
   for (std::size_t i = 0; i < kGptBlockLinearGemms; ++i) {
     casts.forward_bytes += 4.0 * gemms[i].m * gemms[i].k;
     casts.backward_bytes += 4.0 * gemms[i].m * gemms[i].n;
@@ -162,7 +162,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   // fp8: each linear layer's input (forward) and output gradient (backward) cast to fp8 with its
   // transpose, one pass reading bf16 and writing both (2 + 1 + 1 bytes an element); the weights'
   // casts, made once a step and kept over the micro-batches, are left out
-  const FpEightCasts casts = fp8_casts(c, g, d.micro_batch, d.seq_len, flash);
+  const FpEightCasts casts = fp8_casts(c, g, d.micro_batch, d.seq_len);
   const double block_traffic = 3.0 * written + recomputed + casts.backward_bytes +
                                casts.forward_bytes * (recompute == Recompute::full ? 2.0 : 1.0);
   std::vector<StageCost> stages;
@@ -439,13 +439,20 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     }
     return fb;
   };
-  const auto [block_f, block_b] = forward_backward(
-      gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, flash), kGptBlockLinearGemms);
-  const double block_r = recompute == Recompute::full ? block_f
-                         : recompute == Recompute::selective
-                             ? forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len,
-                                                                         c.strategy.tp, flash)).first
-                             : 0.0;
+  std::vector<GemmShape> linears = gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
+  linears.resize(kGptBlockLinearGemms);
+  const auto [linear_f, linear_b] = forward_backward(linears, kGptBlockLinearGemms);
+  const auto [core_f, core_b] =
+      flash ? [&] {
+        const FusedAttentionSeconds f = gpt_fused_attention_seconds(g, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp,
+                                                                    peak);
+        return std::pair{f.forward, f.backward};
+      }()
+            : forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp));
+  const double block_f = linear_f + core_f, block_b = linear_b + core_b;
+  const double block_r = recompute == Recompute::full        ? block_f
+                         : recompute == Recompute::selective ? core_f
+                                                             : 0.0;
   const auto [head_f, head_b] = forward_backward({gpt_head_gemm(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp)});
   for (StageCost& st : stages) {
     const bool first = st.unit_begin == 0, last = st.unit_end == d.units.size();
@@ -459,8 +466,7 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
 // sequence-parallel pairs under: by the site's GEMM model, or at `flops_per_s` on a site without one.
 TpOverlapWindows tp_overlap_windows(const plan::TrainConfig& c, const ModelDescription& d, const SiteProfile& site,
                                     double flops_per_s) {
-  const std::vector<GemmShape> gemms =
-      gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, c.model.attention == "flash");
+  const std::vector<GemmShape> gemms = gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
   const std::optional<LinearGemms> linear =
       site.gemm ? std::optional(linear_gemms(c, site, d.element_bytes)) : std::nullopt;
   const auto seconds = [&](const GemmShape& s) {

@@ -174,6 +174,7 @@ void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
                   site.source, site.device);
     site.gemm->efficiency_of(fit.key) = fit.e_max;
     site.gemm->k_overhead = fit.k_overhead;
+    if (fit.e_attention_fitted) site.gemm->e_attention = fit.e_attention;
   }
 }
 
@@ -293,35 +294,53 @@ std::string validation_replay_table(const ValidationReplay& replay) {
 
 namespace {
 
-// One device's rows under one key, with the objective of the fit: the mean over the feasible
-// rows of each row's mean |error| at GEMM efficiency `e` and `k_overhead`.
+// The constants a fit moves: the key's efficiency, k_overhead and, where fitted, e_attention.
+struct GemmConstants {
+  double e = 1.0, k_overhead = 0;
+  std::optional<double> e_attention;
+};
+
+// One device's rows under one key, with the objective of the fit: over the sets, each set's
+// mean over its feasible rows of each row's mean |error| at the constants, averaged (each set
+// weighs alike, however many rows it has).
 struct FitRows {
   struct Case {
     const ValidationRow* row;
+    std::size_t set;  // its set's index among the fit's sets
     plan::TrainConfig config;
     SiteProfile site;
   };
   std::string key;
   std::vector<Case> cases;
 
-  double error(double e, double k_overhead, int* feasible = nullptr, int* infeasible = nullptr,
-               double* worst = nullptr) {
-    double sum = 0;
+  double error(const GemmConstants& at, int* feasible = nullptr, int* infeasible = nullptr, double* worst = nullptr) {
+    // the rows on the OpenMP threads (each case holds its own site), summed in row order
+    std::vector<std::optional<double>> errors(cases.size());
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      Case& c = cases[i];
+      c.site.gemm->efficiency_of(key) = at.e;
+      c.site.gemm->k_overhead = at.k_overhead;
+      c.site.gemm->e_attention = at.e_attention;
+      errors[i] = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
+    }
+    std::map<std::size_t, std::pair<double, int>> per_set;  // each set's sum and count of feasible rows
     int n = 0;
-    for (Case& c : cases) {
-      c.site.gemm->efficiency_of(key) = e;
-      c.site.gemm->k_overhead = k_overhead;
-      const std::optional<double> error = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
-      if (!error) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (!errors[i]) {
         if (infeasible) ++*infeasible;
         continue;
       }
-      sum += *error;
+      auto& [sum, count] = per_set[cases[i].set];
+      sum += *errors[i];
+      ++count;
       ++n;
-      if (worst) *worst = std::max(*worst, *error);
+      if (worst) *worst = std::max(*worst, *errors[i]);
     }
     if (feasible) *feasible = n;
-    return n == 0 ? std::numeric_limits<double>::infinity() : sum / n;
+    double mean_of_sets = 0;
+    for (const auto& [set, sum_count] : per_set) mean_of_sets += sum_count.first / sum_count.second;
+    return n == 0 ? std::numeric_limits<double>::infinity() : mean_of_sets / static_cast<double>(per_set.size());
   }
   // k_overhead is fitted only where the rows' models have two widths or more: one width's rows
   // all see the same K/(K + k_overhead), which e_max alone then carries.
@@ -330,6 +349,19 @@ struct FitRows {
     for (const Case& c : cases)
       widths.insert(plan::trains_resnet(c.config) ? 0 : plan::gpt_config_of(c.config).channels);
     return widths.size() >= 2;
+  }
+  // e_attention is fitted only where the rows with the fused attention give it two shares of
+  // their FLOPs or more (two ratios of sequence length to width: its FLOPs per token grow with
+  // the length, the linear layers' with the width); at one share e_max carries it.
+  bool spans_attention_shares() const {
+    std::set<double> shares;
+    for (const Case& c : cases) {
+      if (plan::trains_resnet(c.config) || c.config.model.attention != "flash") continue;
+      const gpt::GptConfig g = plan::gpt_config_of(c.config);
+      shares.insert(static_cast<double>(c.config.seq_len > 0 ? c.config.seq_len : g.max_seq_len) /
+                    static_cast<double>(g.channels));
+    }
+    return shares.size() >= 2;
   }
 };
 
@@ -353,27 +385,35 @@ std::pair<double, double> golden_minimum(F&& f, double lo, double hi, double tol
   return f1 <= f2 ? std::pair{x1, f1} : std::pair{x2, f2};
 }
 
-// The efficiency in (0, 1] minimising the rows' error at k_overhead: a grid of 0.01 over
-// [0.20, 1.00], then golden section to 1e-4 around the grid's best; {e, error}.
-std::pair<double, double> fit_efficiency(FitRows& rows, double k_overhead) {
+// The efficiency in (0, 1] minimising the rows' error at the other constants: a grid of 0.01
+// over [0.20, 1.00], then golden section to 1e-4 around the grid's best; the constants with it.
+GemmConstants fit_efficiency(FitRows& rows, GemmConstants at) {
+  const auto error_at = [&](double e) {
+    GemmConstants x = at;
+    x.e = e;
+    return rows.error(x);
+  };
   double best = 1.0, best_error = std::numeric_limits<double>::infinity();
   for (int i = 20; i <= 100; ++i) {
-    const double e = i / 100.0, error = rows.error(e, k_overhead);
+    const double e = i / 100.0, error = error_at(e);
     if (error < best_error) best = e, best_error = error;
   }
-  const auto [golden, golden_error] = golden_minimum([&](double e) { return rows.error(e, k_overhead); },
-                                                     std::max(0.01, best - 0.01), std::min(1.0, best + 0.01), 1e-4);
+  const auto [golden, golden_error] =
+      golden_minimum(error_at, std::max(0.01, best - 0.01), std::min(1.0, best + 0.01), 1e-4);
   if (golden_error < best_error) best = golden;
-  return {std::round(best * 1e4) / 1e4, best_error};
+  at.e = std::round(best * 1e4) / 1e4;
+  return at;
 }
 
-// k_overhead and e_max together: per k_overhead of a grid of 128 over [0, 1024] the efficiency
-// by golden section over [0.20, 1.00] to 1e-3, then golden section on k_overhead to 8 around the
-// grid's best, rounded to a whole step; the efficiency then by golden section to 1e-4 within
-// 0.01 of the one found there; {k_overhead, e}.
-std::pair<double, double> fit_k_overhead(FitRows& rows) {
+// k_overhead and the efficiency together: per k_overhead of a grid of 128 over [0, 1024] the
+// efficiency by golden section over [0.20, 1.00] to 1e-3, then golden section on k_overhead to
+// 8 around the grid's best, rounded to a whole step; the efficiency then by golden section to
+// 1e-4 within 0.01 of the one found there.
+GemmConstants fit_k_overhead(FitRows& rows, GemmConstants at) {
   const auto efficiency_at = [&](double k) {
-    return golden_minimum([&](double e) { return rows.error(e, k); }, 0.2, 1.0, 1e-3);
+    GemmConstants x = at;
+    x.k_overhead = k;
+    return golden_minimum([&](double e) { x.e = e; return rows.error(x); }, 0.2, 1.0, 1e-3);
   };
   double best = 0, best_error = std::numeric_limits<double>::infinity();
   for (int k = 0; k <= 1024; k += 128) {
@@ -382,11 +422,19 @@ std::pair<double, double> fit_k_overhead(FitRows& rows) {
   }
   const auto [golden, golden_error] =
       golden_minimum([&](double k) { return efficiency_at(k).second; }, std::max(0.0, best - 128), best + 128, 8.0);
-  const double k = std::round(golden_error < best_error ? golden : best);
-  const double e = efficiency_at(k).first;
-  const double polished = golden_minimum([&](double x) { return rows.error(x, k); }, std::max(0.01, e - 0.01),
-                                         std::min(1.0, e + 0.01), 1e-4).first;
-  return {k, std::round(polished * 1e4) / 1e4};
+  at.k_overhead = std::round(golden_error < best_error ? golden : best);
+  const double e = efficiency_at(at.k_overhead).first;
+  at.e = golden_minimum([&](double x) { at.e = x; return rows.error(at); }, std::max(0.01, e - 0.01),
+                        std::min(1.0, e + 0.01), 1e-4).first;
+  at.e = std::round(at.e * 1e4) / 1e4;
+  return at;
+}
+
+// e_attention in [0.05, 1] at the other constants, by golden section to 1e-4.
+GemmConstants fit_e_attention(FitRows& rows, GemmConstants at) {
+  const double e = golden_minimum([&](double x) { at.e_attention = x; return rows.error(at); }, 0.05, 1.0, 1e-4).first;
+  at.e_attention = std::round(e * 1e4) / 1e4;
+  return at;
 }
 
 }  // namespace
@@ -405,7 +453,8 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
       const std::pair<std::string, std::string> group{row.device, GemmModel::key_for(config.precision.dtype)};
       if (!grouped.count(group)) groups.push_back(group);
       grouped[group].key = group.second;
-      grouped[group].cases.push_back({&row, std::move(config), std::move(site)});
+      grouped[group].cases.push_back({&row, static_cast<std::size_t>(&set - sets.data()), std::move(config),
+                                      std::move(site)});
     }
   std::vector<EmaxFit> fits;
   for (const auto& group : groups) {
@@ -420,18 +469,27 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
                                                                    : shipped.e_max_fp8;
     fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());
     fit.shipped_k_overhead = fit.k_overhead = shipped.k_overhead;
+    fit.shipped_e_attention = shipped.e_attention;
+    GemmConstants at{shipped_value.value_or(1.0), shipped.k_overhead, shipped.e_attention};
     // which rows are feasible does not depend on the efficiency (memory): count them at any value
-    const double shipped_error = rows.error(shipped_value.value_or(1.0), shipped.k_overhead, nullptr, &fit.infeasible);
+    const double shipped_error = rows.error(at, nullptr, &fit.infeasible);
     SB_USER_CHECK(std::isfinite(shipped_error),
                   "no row on {} is feasible in the cost model ({} rows), so its GEMM {} cannot be fitted", fit.device,
                   rows.cases.size(), fit.key);
     fit.shipped_mean_abs_error_pct = shipped_value ? shipped_error : std::numeric_limits<double>::quiet_NaN();
     fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths();
-    if (fit.k_overhead_fitted)
-      std::tie(fit.k_overhead, fit.e_max) = fit_k_overhead(rows);
-    else
-      fit.e_max = fit_efficiency(rows, fit.k_overhead).first;
-    fit.mean_abs_error_pct = rows.error(fit.e_max, fit.k_overhead, &fit.rows, nullptr, &fit.max_abs_error_pct);
+    fit.e_attention_fitted = fit.key == "e_max" && rows.spans_attention_shares();
+    // the GEMMs' constants and the attention's by turns: twice each, the attention's first
+    const auto fit_gemms = [&] { at = fit.k_overhead_fitted ? fit_k_overhead(rows, at) : fit_efficiency(rows, at); };
+    for (int round = 0; round < (fit.e_attention_fitted ? 2 : 1); ++round) {
+      if (fit.e_attention_fitted) at = fit_e_attention(rows, at);
+      fit_gemms();
+    }
+    if (fit.e_attention_fitted) at = fit_e_attention(rows, at);
+    fit.e_max = at.e;
+    fit.k_overhead = at.k_overhead;
+    fit.e_attention = at.e_attention.value_or(std::numeric_limits<double>::quiet_NaN());
+    fit.mean_abs_error_pct = rows.error(at, &fit.rows, nullptr, &fit.max_abs_error_pct);
     fits.push_back(fit);
   }
   return fits;

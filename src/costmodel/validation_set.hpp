@@ -108,6 +108,11 @@ struct EmaxFit {
   // else (and for e_max_fp8) the profile's, kept
   double shipped_k_overhead = 0, k_overhead = 0;
   bool k_overhead_fitted = false;
+  // gemm.e_attention: fitted with them where the device's rows with the fused attention have two
+  // sequence lengths or more (then e_attention holds it), else the profile's is kept (none: NaN)
+  std::optional<double> shipped_e_attention;
+  double e_attention = 0;
+  bool e_attention_fitted = false;
   int rows = 0, infeasible = 0;
   double shipped_mean_abs_error_pct = 0, mean_abs_error_pct = 0, max_abs_error_pct = 0;  // the objective's
 };

@@ -46,10 +46,10 @@ TEST(PredictCommand, MfuNamesItsConventionAndTheDensePeakWithItsSource) {
   EXPECT_NE(source.find("A100 Tensor Core GPU datasheet"), std::string::npos) << source;
   EXPECT_NE(source.find("peak_flops." + precision + ", dense"), std::string::npos) << source;
   EXPECT_FALSE(j["tp_algorithm"].get<std::string>().empty());
-  // the band: the step time scaled by the residual range of the 16 shipped A100 rows
+  // the band: the step time scaled by the residual range of the 68 shipped A100 rows
   const nlohmann::json& band = j["band"];
   ASSERT_TRUE(band.is_object()) << j.dump();
-  EXPECT_EQ(band["rows"].get<int>(), 16);
+  EXPECT_EQ(band["rows"].get<int>(), 68);
   EXPECT_NEAR(band["step_time_low_s"].get<double>(),
               j["step_time_s"].get<double>() * band["low_ratio"].get<double>(), 1e-12);
   EXPECT_NEAR(band["step_time_high_s"].get<double>(),

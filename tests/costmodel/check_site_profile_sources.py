@@ -111,15 +111,17 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
             if not fitted or fitted.group(1) not in set_names:
                 problems.append(f"{path.name}: 'gemm.e_max' ({node.value}) must say 'fitted by predict --fit on "
                                 f"<shipped set> version N' on its line, got '{comment.strip()}'")
-        elif key == "gemm.k_overhead":
-            # fitted with e_max on a set of several model widths, or said to be another profile's
+        elif key in ("gemm.k_overhead", "gemm.e_attention"):
+            # fitted with e_max on sets of several model widths (k_overhead) or attention shares
+            # (e_attention), or said to be another profile's
             comment = lines[node.start_mark.line].partition("#")[2]
-            fitted = re.search(r"fitted by predict --fit on (\S+) version ([0-9]+)", comment)
+            named = re.findall(r"(\S+) version [0-9]+", comment.partition("fitted by predict --fit on ")[2])
+            fitted = "fitted by predict --fit on " in comment and named and all(n in set_names for n in named)
             borrowed = re.search(r"not fitted for this device: the (\S+) profile's, an assumption", comment)
-            if not (fitted and fitted.group(1) in set_names) and not borrowed:
-                problems.append(f"{path.name}: 'gemm.k_overhead' ({node.value}) must say 'fitted by predict --fit on "
-                                "<shipped set> version N' or 'not fitted for this device: the <device> profile's, an "
-                                f"assumption' on its line, got '{comment.strip()}'")
+            if not fitted and not borrowed:
+                problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on "
+                                "<shipped set> version N[, ...]' or 'not fitted for this device: the <device> "
+                                f"profile's, an assumption' on its line, got '{comment.strip()}'")
         elif key == "gemm.sm_count":
             above = "\n".join(lines[max(0, node.start_mark.line - 2):node.start_mark.line + 1])
             if not re.search(r"whitepaper|datasheet", above):

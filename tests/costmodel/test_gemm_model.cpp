@@ -93,10 +93,6 @@ TEST(GemmModel, SecondsAreTheComputeOrTheMemoryBound) {
   EXPECT_DOUBLE_EQ(gemm_seconds(g, skinny, peak, bandwidth, 2),
                    2.0 * 108 * (128.0 * 8 + 8.0 * 128 + 128.0 * 128) / bandwidth);
   EXPECT_GT(gemm_seconds(g, skinny, peak, bandwidth, 2), skinny.flops() / (peak * 0.8));
-  // fused (inside the flash kernel): no roofline of its own
-  const GemmShape fused{108, 128, 128, 8, true};
-  EXPECT_DOUBLE_EQ(gemm_seconds(g, fused, peak, bandwidth, 2), fused.flops() / (peak * 0.8));
-  EXPECT_LT(gemm_seconds(g, fused, peak, bandwidth, 2), gemm_seconds(g, skinny, peak, bandwidth, 2));
   // the backward's two GEMMs have the forward's FLOPs each
   for (const GemmShape& s : gemm_backward(big)) EXPECT_DOUBLE_EQ(s.flops(), big.flops());
 }
@@ -118,26 +114,59 @@ TEST(GemmModel, KOverheadSlowsShortKGemms) {
   EXPECT_DOUBLE_EQ(gemm_seconds(g, skinny, peak, bandwidth, 2), 2.0 * 108 * (128.0 * 8 + 8.0 * 128 + 128.0 * 128) / bandwidth);
 }
 
+// The fused causal attention kernel: of the T×T scores it computes the blocks on and below the
+// diagonal ((n + 1)/(2n) of them for n query blocks), at e_attention (e_max when the profile has
+// none) times the share of its loop over those keys that k_overhead leaves, times the waves'
+// quantisation; its backward is 2.5 forwards.
+TEST(GemmModel, FusedAttentionComputesTheCausalBlocksAtItsOwnEfficiency) {
+  GemmModel g = a100_tiles();  // 108 SMs, 128 × 128 tiles, e_max 0.8, k_overhead 0
+  const double peak = 312e12, d = 128;
+  // 108 heads of T = 1024: 8 query blocks each, 864 blocks = 8 full waves; 9/16 of the scores
+  const double full = 4.0 * 108 * 1024 * 1024 * d;
+  FusedAttentionSeconds t = fused_attention_seconds(g, 108, 1024, d, peak);
+  EXPECT_DOUBLE_EQ(t.forward, full * 9.0 / 16.0 / (peak * 0.8));
+  EXPECT_DOUBLE_EQ(t.backward, 2.5 * t.forward);
+  // its own efficiency in place of e_max
+  g.e_attention = 0.4;
+  EXPECT_DOUBLE_EQ(fused_attention_seconds(g, 108, 1024, d, peak).forward, full * 9.0 / 16.0 / (peak * 0.4));
+  // k_overhead over the keys a block visits on average (9/16 · 1024 = 576): 576/(576 + 576)
+  g.k_overhead = 576;
+  EXPECT_DOUBLE_EQ(fused_attention_seconds(g, 108, 1024, d, peak).forward, 2 * full * 9.0 / 16.0 / (peak * 0.4));
+  // longer sequences pay the overhead on a smaller share: faster per computed FLOP
+  const auto per_flop = [&](double T) {
+    const double blocks = std::ceil(T / 128);
+    return fused_attention_seconds(g, 108, T, d, peak).forward / (4.0 * 108 * T * T * d * (blocks + 1) / (2 * blocks));
+  };
+  EXPECT_LT(per_flop(8192), per_flop(2048));
+  // one head of T = 1024 is 8 blocks, 8/108 of one wave: a head's time at full waves is 8/108 of it;
+  // 27 heads (216 blocks) fill two waves, 28 heads (224 blocks) run as 3
+  g.k_overhead = 0;
+  const double at_full_waves = fused_attention_seconds(g, 1, 1024, d, peak).forward * 8.0 / 108.0;
+  EXPECT_NEAR(fused_attention_seconds(g, 27, 1024, d, peak).forward, 27 * at_full_waves, 1e-15);
+  EXPECT_NEAR(fused_attention_seconds(g, 28, 1024, d, peak).forward, 28 * at_full_waves * 3.0 / (224.0 / 108.0),
+              1e-15);
+}
+
 TEST(GemmModel, BlockGemmsHaveTheBlocksFlops) {
   gpt::GptConfig g;
   g.layers = 1, g.channels = 4096, g.heads = 32, g.vocab = 50368, g.max_seq_len = 2048;
   for (std::int64_t tp : {1, 2, 4}) {
     double flops = 0;
-    for (const GemmShape& s : gpt_block_gemms(g, 3, 2048, tp, false)) flops += s.flops();
+    for (const GemmShape& s : gpt_block_gemms(g, 3, 2048, tp)) flops += s.flops();
     EXPECT_NEAR(flops * static_cast<double>(tp), gpt::gpt_block_forward_flops(g, 3, 2048), 1e-9 * flops * tp);
   }
 }
 
 // A set whose published figures are the cost model's own: the first `rows` rows of the shipped
-// set `name`, each predicted on its device's profile with the GEMM model as `adjust` leaves it,
-// publishing its step time (and, with `tflops`, its TFLOP/s per device).
+// set `name` (every `stride`-th), each predicted on its device's profile with the GEMM model as
+// `adjust` leaves it, publishing its step time (and, with `tflops`, its TFLOP/s per device).
 ValidationSet predicted_set(const std::string& name, std::size_t rows, const std::function<void(GemmModel&)>& adjust,
-                            bool tflops = false) {
+                            bool tflops = false, std::size_t stride = 1) {
   const ValidationSet shipped =
       load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
   ValidationSet synthetic{"synthetic", "synthetic", "predicted by the cost model from " + name, 1, {}};
   for (std::size_t i = 0; i < rows; ++i) {
-    ValidationRow row = shipped.rows.at(i);
+    ValidationRow row = shipped.rows.at(i * stride);
     SiteProfile site = validation_site(shipped, row);
     EXPECT_TRUE(site.gemm.has_value()) << row.id;
     adjust(*site.gemm);
@@ -212,8 +241,28 @@ TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
   EXPECT_LT(fits[0].mean_abs_error_pct, 0.1);
 }
 
-// Rows of one model width cannot tell k_overhead from e_max: the profile's k_overhead is kept
-// and e_max alone fitted (the fp8 fit above keeps it too).
+// Every third of MPT's A100 runs, eight widths (768 to 7168) over sequences of 512 to 65536
+// tokens, predicted at e_max 0.7, k_overhead 300 and e_attention 0.45: the attention's share of
+// each row's time differs, so the fit gives all three back.
+TEST(GemmFit, RecoversTheAttentionEfficiencyOfRowsOverSeveralSequenceLengths) {
+  const ValidationSet synthetic = predicted_set("llm-foundry-mpt-sequence-sweep", 17, [](GemmModel& g) {
+    g.e_max = 0.7;
+    g.k_overhead = 300;
+    g.e_attention = 0.45;
+  }, false, 3);
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].device, "NVIDIA A100-SXM4-80GB");
+  EXPECT_TRUE(fits[0].k_overhead_fitted);
+  EXPECT_TRUE(fits[0].e_attention_fitted);
+  EXPECT_NEAR(fits[0].e_attention, 0.45, 5e-3);
+  EXPECT_NEAR(fits[0].k_overhead, 300, 8);
+  EXPECT_NEAR(fits[0].e_max, 0.7, 5e-3);
+  EXPECT_LT(fits[0].mean_abs_error_pct, 0.2);
+}
+
+// Rows of one model width cannot tell k_overhead from e_max, nor rows of one attention share
+// e_attention: the profile's are kept and e_max alone fitted (the fp8 fit above keeps them too).
 TEST(GemmFit, OneWidthKeepsTheProfilesKOverhead) {
   const std::string set = "nvidia-dgxc-benchmarking-gpt3-175b";
   const ValidationSet synthetic = predicted_set(set, 2, [](GemmModel& g) { g.e_max = 0.6; });
@@ -223,6 +272,9 @@ TEST(GemmFit, OneWidthKeepsTheProfilesKOverhead) {
   EXPECT_FALSE(fits[0].k_overhead_fitted);
   EXPECT_DOUBLE_EQ(fits[0].k_overhead, shipped_k);
   EXPECT_GT(shipped_k, 0);  // so keeping it is not the same as a default of 0
+  EXPECT_FALSE(fits[0].e_attention_fitted);
+  EXPECT_EQ(fits[0].shipped_e_attention, shipped_gemm(set).e_attention);
+  EXPECT_TRUE(fits[0].shipped_e_attention.has_value());  // so keeping it is not the same as e_max
   EXPECT_NEAR(fits[0].e_max, 0.6, 2e-4);
 }
 
@@ -275,20 +327,22 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
   return e;
 }
 
-// Bounds: the errors measured with the shipped GEMM constants (A100 e_max 0.7982 and k_overhead
-// 432 fitted on the Megatron set; H100 e_max 0.7894 on the NVIDIA DGX Cloud GPT-3 175B set, its
-// k_overhead the A100's) and the profiles' NCCL figures, plus a margin of about one point, so a
-// change that worsens the replay fails here. Measured:
-// - fitted on (in sample): Megatron A100 tflops_per_device mean 2.6%, max 7.6% (the 7.5B row);
-//   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs (H100 e_max_fp8
-//   0.7246) step_time_s mean 1.2%, max 2.8%;
-// - held out: MPT's A100 rows tokens_per_s_per_device mean 3.8%, max 7.6%; NeMo 24.07's FP8
-//   GPT-3 rows mean 3.9%, max 7.5%; MPT's H100 rows mean 36.1%, max 45.2%, all predicted fast:
-//   llm-foundry's 2023 H100 runs reached 35-46% MFU where NeMo Megatron's 2024 runs of the same
-//   GPU reach 52-54% (the software stack, which one e_max per device cannot carry;
-//   validation/README.md); Megatron-Bridge's Llama 3 70B FP8 rows mean 7.0%, max 7.0%, both
-//   predicted slow (Llama's grouped-query attention and sequence 8192 on the fp8 constants of
-//   GPT-3 175B at sequence 2048).
+// Bounds: the errors measured with the shipped GEMM constants and the profiles' NCCL figures,
+// plus a margin of about one point, so a change that worsens the replay fails here. The A100's
+// e_max 0.7943, k_overhead 400 and e_attention 0.3238 are fitted on its three sets (Megatron's
+// Table 1 and MPT's two), so its rows here are in sample (held out: the tests below); the H100's
+// e_max 0.7810 on the NVIDIA DGX Cloud GPT-3 175B set, e_max_fp8 0.7143 on its FP8 twin, its
+// k_overhead and e_attention the A100's. Measured:
+// - in sample: Megatron A100 tflops_per_device mean 2.7%, max 7.0% (the 7.5B row); MPT's A100
+//   rows at sequence 2048 mean 3.1%, max 8.5%; MPT's A100 sequence sweep mean 5.4%, max 29.6%
+//   (30B at 8192 tokens, whose published MFU falls 12 points below the same model at 4096);
+//   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs mean 1.2%, max 2.8%;
+// - held out: NeMo 24.07's FP8 GPT-3 rows mean 4.3%, max 11.0% (the 5B, predicted fast);
+//   Megatron-Bridge's Llama 3 70B FP8 rows mean 0.7%, max 0.7%; MPT's H100 rows mean 37.4%,
+//   max 47.6% and its H100 sequence sweep mean 41.1%, max 68.5%, all predicted fast:
+//   llm-foundry's 2023 H100 runs reached 26-46% MFU where NeMo Megatron's 2024 runs of the same
+//   GPU reach 52-54% (the software stack, which one set of constants per device cannot carry;
+//   validation/README.md).
 struct Bound {
   const char* set;
   const char* site;
@@ -297,13 +351,15 @@ struct Bound {
   double mean, max;
 };
 constexpr Bound kBounds[] = {
-    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 3.5, 8.5},
+    {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 3.5, 8.0},
     {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
-    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 5.0, 8.5},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 37.0, 46.5},
-    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 5.0, 8.5},
-    {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 8.0, 8.0},
+    {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 4.0, 9.5},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 38.5, 48.5},
+    {"llm-foundry-mpt-sequence-sweep", "a100-80gb-dgx", "tokens_per_s_per_device", 52, 0, 6.0, 30.5},
+    {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 42.0, 69.5},
+    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 5.0, 12.0},
+    {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 1.5, 1.5},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   for (const Bound& b : kBounds) {
@@ -316,28 +372,59 @@ TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   }
 }
 
-// Leave one set out on the A100 (issue 25's bound: mean |error| within 5%, max within 10% on a
-// set the constants were not fitted on). The shipped profile is fitted on Megatron's Table 1, so
-// MPT's A100 rows are held out in kBounds above; here the other way: e_max and k_overhead fitted
-// on MPT's six A100 models, Megatron's ten rows replayed on them. Measured: mean 3.0%, max 6.4%.
-TEST(ValidationReplay, MegatronHeldOutOfAnMptFitStaysWithinFiveAndTenPercent) {
+// The A100's rows of one set replayed on its constants fitted on the device's other shipped sets.
+SiteErrors a100_held_out(const std::string& held_out, const std::vector<std::string>& fitted_on,
+                         const std::string& figure) {
   const auto set = [](const std::string& name) {
     return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
   };
-  const std::vector<EmaxFit> fits = fit_gemm_e_max({set("llm-foundry-mpt-benchmarks")});
+  std::vector<ValidationSet> sets;
+  for (const std::string& name : fitted_on) sets.push_back(set(name));
+  const std::vector<EmaxFit> fits = fit_gemm_e_max(sets);
   const auto a100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "a100-80gb-dgx"; });
-  ASSERT_NE(a100, fits.end());
-  EXPECT_TRUE(a100->k_overhead_fitted);
-  const SiteErrors e = errors_on(replay_validation_set(set("megatron-lm-narayanan2021-table1"), fits), "a100-80gb-dgx",
-                                 "tflops_per_device");
+  EXPECT_NE(a100, fits.end());
+  if (a100 != fits.end()) EXPECT_TRUE(a100->k_overhead_fitted && a100->e_attention_fitted);
+  return errors_on(replay_validation_set(set(held_out), fits), "a100-80gb-dgx", figure);
+}
+
+// Leave one set out on the A100 (issue 25's bound: mean |error| within 5%, max within 10% on a
+// set the constants were not fitted on). The shipped profile is fitted on all three A100 sets;
+// here e_max, k_overhead and e_attention fitted on MPT's two sets (widths 768 to 7168, sequences
+// 512 to 65536), Megatron's ten rows replayed on them. Measured: mean 3.5%, max 7.0%.
+TEST(ValidationReplay, MegatronHeldOutOfTheMptFitStaysWithinFiveAndTenPercent) {
+  const SiteErrors e = a100_held_out("megatron-lm-narayanan2021-table1",
+                                     {"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep"},
+                                     "tflops_per_device");
   EXPECT_EQ(e.rows, 10);
   EXPECT_LE(e.mean, 5.0);
   EXPECT_LE(e.max, 10.0);
 }
 
+// MPT's six A100 models at sequence 2048 replayed on the constants fitted on Megatron's Table 1
+// and MPT's sequence sweep. Measured: mean 3.4%, max 8.4% (13B, predicted fast).
+TEST(ValidationReplay, MptAtTwoThousandTokensHeldOutStaysWithinFiveAndTenPercent) {
+  const SiteErrors e = a100_held_out("llm-foundry-mpt-benchmarks",
+                                     {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-sequence-sweep"},
+                                     "tokens_per_s_per_device");
+  EXPECT_EQ(e.rows, 6);
+  EXPECT_LE(e.mean, 5.0);
+  EXPECT_LE(e.max, 10.0);
+}
+
+// MPT's sequence sweep held out of the fit on the other two A100 sets: it misses issue 25's
+// bound (the note says why); the measured figures, mean 5.8% and max 29.5%, plus a point.
+TEST(ValidationReplay, MptSequenceSweepHeldOutStaysWithinItsMeasuredErrors) {
+  const SiteErrors e = a100_held_out("llm-foundry-mpt-sequence-sweep",
+                                     {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks"},
+                                     "tokens_per_s_per_device");
+  EXPECT_EQ(e.rows, 52);
+  EXPECT_LE(e.mean, 7.0);
+  EXPECT_LE(e.max, 30.5);
+}
+
 // The same on the H100 in fp8: e_max_fp8 fitted on NeMo 24.07's GPT-3 rows (5B to 175B), the DGX
 // Cloud GPT-3 175B FP8 runs replayed on it (the shipped profile is fitted the other way, held out
-// in kBounds above). Measured: mean 3.0%, max 5.2%.
+// in kBounds above). Measured: mean 3.8%, max 6.1%.
 TEST(ValidationReplay, DgxCloudFpEightHeldOutOfANemoFitStaysWithinFiveAndTenPercent) {
   const auto set = [](const std::string& name) {
     return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
@@ -400,6 +487,12 @@ TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
           EXPECT_TRUE(fit.k_overhead_fitted) << entry.path() << ": " << named << " has one model width";
           EXPECT_DOUBLE_EQ(site.gemm->k_overhead, fit.k_overhead) << entry.path() << ": k_overhead names " << named;
         }
+        if (key == "e_attention" && fit.key == "e_max") {  // fitted with e_max, on rows of several shares
+          found = true;
+          EXPECT_TRUE(fit.e_attention_fitted) << entry.path() << ": " << named << " gives the attention one share";
+          EXPECT_NEAR(site.gemm->e_attention.value_or(-1.0), fit.e_attention, 2e-4)
+              << entry.path() << ": e_attention names " << named;
+        }
         if (fit.key != key) continue;
         found = true;
         const double shipped = key == "e_max" ? site.gemm->e_max : site.gemm->e_max_fp8.value_or(-1.0);
@@ -408,7 +501,7 @@ TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
       EXPECT_TRUE(found) << entry.path() << ": no row of " << named << " fits its " << key;
     }
   }
-  EXPECT_GE(fitted, 4);  // the A100's e_max and k_overhead, the H100's e_max and e_max_fp8
+  EXPECT_GE(fitted, 5);  // the A100's e_max, k_overhead and e_attention, the H100's e_max and e_max_fp8
 }
 
 }  // namespace

@@ -61,16 +61,17 @@ TEST(PredictionBand, ShippedSetsGiveTheA100AndH100ProfilesABandAndTheCpuSiteNone
   const SiteProfile a100 = testing::site("a100-80gb-dgx");
   const auto band = prediction_band(a100, 10.0);
   ASSERT_TRUE(band);
-  EXPECT_EQ(band->rows, 16);  // 10 Megatron-LM rows and 6 MPT A100 rows
+  EXPECT_EQ(band->rows, 68);  // 10 Megatron-LM rows, 6 MPT A100 rows and 52 of MPT's A100 sequence sweep
   EXPECT_LT(band->low_ratio, 1.0);
   EXPECT_GT(band->high_ratio, 1.0);
   EXPECT_NE(band->sets.find("megatron-lm-narayanan2021-table1 version 1"), std::string::npos) << band->sets;
   EXPECT_NE(band->sets.find("llm-foundry-mpt-benchmarks version 1"), std::string::npos) << band->sets;
+  EXPECT_NE(band->sets.find("llm-foundry-mpt-sequence-sweep version 1"), std::string::npos) << band->sets;
   const auto h100 = prediction_band(testing::site("h100-sxm-dgx"), 1.0);
   ASSERT_TRUE(h100);
-  // 5 MPT rows, 5 + 5 NVIDIA DGX Cloud GPT-3 175B rows (bf16, fp8), 4 NeMo 24.07 fp8 rows, 2
-  // Megatron-Bridge Llama 3 70B fp8 rows
-  EXPECT_EQ(h100->rows, 21);
+  // 5 MPT rows and 32 of its sequence sweep, 5 + 5 NVIDIA DGX Cloud GPT-3 175B rows (bf16, fp8),
+  // 4 NeMo 24.07 fp8 rows, 2 Megatron-Bridge Llama 3 70B fp8 rows
+  EXPECT_EQ(h100->rows, 53);
   EXPECT_NE(h100->sets.find("nvidia-dgxc-benchmarking-gpt3-175b version 1"), std::string::npos) << h100->sets;
   EXPECT_FALSE(prediction_band(testing::site("this-machine"), 1.0));
 }
@@ -89,7 +90,7 @@ TEST(PredictionBand, TheRunsPredictionStoresItsBand) {
     EXPECT_NE(find(key), run.attributes.end()) << key;
   EXPECT_DOUBLE_EQ(std::get<double>(find("band_step_time_low_s")->second), run.band_step_time_s->first);
   EXPECT_LE(run.band_step_time_s->first, run.band_step_time_s->second);
-  EXPECT_EQ(std::get<std::int64_t>(find("band_rows")->second), 16);
+  EXPECT_EQ(std::get<std::int64_t>(find("band_rows")->second), 68);
 }
 
 }  // namespace

@@ -114,5 +114,18 @@ TEST(SiteProfile, GemmKOverheadIsAWholeTilesStepsOfK) {
             std::string::npos);
 }
 
+// gemm.e_attention: the fused attention kernel's efficiency in (0, 1]; absent, none (it runs at e_max).
+TEST(SiteProfile, GemmEAttentionIsAnEfficiency) {
+  const std::string gemm = std::string(kMinimal) + "gemm: {sm_count: 108, e_max: 0.8";
+  const auto parsed = [&](const std::string& rest) {
+    return parse_site_profile(plan::parse_yaml_text(gemm + rest, "site.yaml"), "site.yaml").gemm->e_attention;
+  };
+  EXPECT_FALSE(parsed("}\n").has_value());
+  EXPECT_DOUBLE_EQ(parsed(", e_attention: 0.32}\n").value_or(-1.0), 0.32);
+  EXPECT_EQ(error_of(gemm + ", e_attention: 1.5}\n"), "site.yaml: 'gemm.e_attention' must lie in (0, 1], got 1.5");
+  EXPECT_NE(error_of(gemm + ", e_attention: 0}\n").find("e_attention"), std::string::npos);
+  EXPECT_NE(error_of(gemm + ", e_attentoin: 0.3}\n").find("e_attentoin"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sb::costmodel
