@@ -387,40 +387,44 @@ SiteErrors a100_held_out(const std::string& held_out, const std::vector<std::str
   return errors_on(replay_validation_set(set(held_out), fits), "a100-80gb-dgx", figure);
 }
 
-// Leave one set out on the A100 (issue 25's bound: mean |error| within 5%, max within 10% on a
-// set the constants were not fitted on). The shipped profile is fitted on all three A100 sets;
-// here e_max, k_overhead and e_attention fitted on MPT's two sets (widths 768 to 7168, sequences
-// 512 to 65536), Megatron's ten rows replayed on them. Measured: mean 3.5%, max 7.0%.
-TEST(ValidationReplay, MegatronHeldOutOfTheMptFitStaysWithinFiveAndTenPercent) {
-  const SiteErrors e = a100_held_out("megatron-lm-narayanan2021-table1",
-                                     {"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep"},
-                                     "tflops_per_device");
-  EXPECT_EQ(e.rows, 10);
-  EXPECT_LE(e.mean, 5.0);
-  EXPECT_LE(e.max, 10.0);
+// Leave one set out on the A100: each set replayed on e_max, k_overhead and e_attention fitted
+// on the other two (the shipped profile is fitted on all three). Issue 25's bound is a mean
+// |error| within 5% and a max within 10% on a set the constants were not fitted on; the sweep
+// misses it (the note and validation/README.md say why) and is held to its measured figures
+// plus a point.
+struct HeldOut {
+  const char* name;  // the test's
+  const char* held_out;
+  std::vector<std::string> fitted_on;
+  const char* figure;
+  int rows;
+  double mean, max;
+};
+void PrintTo(const HeldOut& h, std::ostream* os) { *os << h.held_out; }
+class A100LeaveOneSetOut : public ::testing::TestWithParam<HeldOut> {};
+
+TEST_P(A100LeaveOneSetOut, StaysWithinItsBound) {
+  const HeldOut& h = GetParam();
+  const SiteErrors e = a100_held_out(h.held_out, h.fitted_on, h.figure);
+  EXPECT_EQ(e.rows, h.rows);
+  EXPECT_LE(e.mean, h.mean);
+  EXPECT_LE(e.max, h.max);
 }
 
-// MPT's six A100 models at sequence 2048 replayed on the constants fitted on Megatron's Table 1
-// and MPT's sequence sweep. Measured: mean 3.4%, max 8.4% (13B, predicted fast).
-TEST(ValidationReplay, MptAtTwoThousandTokensHeldOutStaysWithinFiveAndTenPercent) {
-  const SiteErrors e = a100_held_out("llm-foundry-mpt-benchmarks",
-                                     {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-sequence-sweep"},
-                                     "tokens_per_s_per_device");
-  EXPECT_EQ(e.rows, 6);
-  EXPECT_LE(e.mean, 5.0);
-  EXPECT_LE(e.max, 10.0);
-}
-
-// MPT's sequence sweep held out of the fit on the other two A100 sets: it misses issue 25's
-// bound (the note says why); the measured figures, mean 5.8% and max 29.5%, plus a point.
-TEST(ValidationReplay, MptSequenceSweepHeldOutStaysWithinItsMeasuredErrors) {
-  const SiteErrors e = a100_held_out("llm-foundry-mpt-sequence-sweep",
-                                     {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks"},
-                                     "tokens_per_s_per_device");
-  EXPECT_EQ(e.rows, 52);
-  EXPECT_LE(e.mean, 7.0);
-  EXPECT_LE(e.max, 30.5);
-}
+INSTANTIATE_TEST_SUITE_P(
+    ValidationReplay, A100LeaveOneSetOut,
+    ::testing::Values(
+        // Megatron's ten rows on MPT's two sets (widths 768 to 7168, sequences 512 to 65536).
+        // Measured: mean 3.5%, max 7.0%.
+        HeldOut{"Megatron", "megatron-lm-narayanan2021-table1", {"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep"},
+                "tflops_per_device", 10, 5.0, 10.0},
+        // MPT's six models at sequence 2048. Measured: mean 3.4%, max 8.4% (13B, predicted fast).
+        HeldOut{"MptAtSequence2048", "llm-foundry-mpt-benchmarks", {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-sequence-sweep"},
+                "tokens_per_s_per_device", 6, 5.0, 10.0},
+        // MPT's 52 A100 rows of the sweep. Measured: mean 5.8%, max 29.5% (30B at 8192 tokens).
+        HeldOut{"MptSequenceSweep", "llm-foundry-mpt-sequence-sweep", {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks"},
+                "tokens_per_s_per_device", 52, 7.0, 30.5}),
+    [](const ::testing::TestParamInfo<HeldOut>& info) { return std::string(info.param.name); });
 
 // The same on the H100 in fp8: e_max_fp8 fitted on NeMo 24.07's GPT-3 rows (5B to 175B), the DGX
 // Cloud GPT-3 175B FP8 runs replayed on it (the shipped profile is fitted the other way, held out
