@@ -8,10 +8,11 @@
 //   t(M, N, K) = max( 2·M·N·K / (peak · e_max · K/(K + k_overhead) · q(M, N)),  e·(M·K + K·N + M·N) / bandwidth )
 //   q(M, N) = [tiles / SMs] / ceil(tiles / SMs) · M·N / (ceil(M/tm)·tm · ceil(N/tn)·tn),
 //   tiles = ceil(M/tm) · ceil(N/tn) (times the batch of a batched GEMM).
-// So a GEMM over a short K (a narrow model's layers, attention's K = head dimension) runs below
-// one over a long K, as cuBLAS's do.
+// So a GEMM over a short K (a narrow model's layers, unfused attention's K = head dimension)
+// runs below one over a long K, as cuBLAS's do. The fused attention kernel is timed as one
+// (fused_attention_seconds, below).
 // Also the GPT's GEMMs per block, head and tp rank as such shapes. Leaves out where the times go
-// (step_prediction) and the fit of e_max (validation_set).
+// (step_prediction) and the fit of the constants (validation_set).
 #pragma once
 
 #include <cstddef>
