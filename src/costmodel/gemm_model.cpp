@@ -77,7 +77,8 @@ FusedAttentionSeconds gpt_fused_attention_seconds(const GemmModel& g, const gpt:
                                  peak);
 }
 
-std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp) {
+std::vector<GemmShape> gpt_block_linear_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
+                                              std::int64_t tp) {
   const double rows = static_cast<double>(B * T), C = static_cast<double>(config.channels);
   const double t = static_cast<double>(tp);
   std::vector<GemmShape> gemms;
@@ -88,6 +89,11 @@ std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_
   } else {
     gemms = {{1, rows, 3 * C / t, C}, {1, rows, C, C / t}, {1, rows, 4 * C / t, C}, {1, rows, C, 4 * C / t}};
   }
+  return gemms;
+}
+
+std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp) {
+  std::vector<GemmShape> gemms = gpt_block_linear_gemms(config, B, T, tp);
   for (const GemmShape& s : gpt_attention_core_gemms(config, B, T, tp)) gemms.push_back(s);
   return gemms;
 }

@@ -84,6 +84,9 @@ inline constexpr std::size_t kGptBlockLinearGemms = 4;
 // sequences of T tokens; their FLOPs times tp are gpt_block_forward_flops. The attention core
 // (scores, probabilities·V) as the unfused attention runs it: cuBLAS batched GEMMs over all T×T.
 std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp);
+// Its first kGptBlockLinearGemms: the block's linear layers alone.
+std::vector<GemmShape> gpt_block_linear_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
+                                              std::int64_t tp);
 // The attention core's two batched GEMMs of gpt_block_gemms (what selective recomputation reruns).
 std::vector<GemmShape> gpt_attention_core_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
                                                 std::int64_t tp);

@@ -123,10 +123,9 @@ struct FpEightCasts {
 FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 micro_batch, i64 seq_len) {
   FpEightCasts casts;
   if (c.precision.dtype != "fp8") return casts;
-  const std::vector<GemmShape> gemms = gpt_block_gemms(g, micro_batch, seq_len, c.strategy.tp);
-  for (std::size_t i = 0; i < kGptBlockLinearGemms; ++i) {
-    casts.forward_bytes += 4.0 * gemms[i].m * gemms[i].k;
-    casts.backward_bytes += 4.0 * gemms[i].m * gemms[i].n;
+  for (const GemmShape& s : gpt_block_linear_gemms(g, micro_batch, seq_len, c.strategy.tp)) {
+    casts.forward_bytes += 4.0 * s.m * s.k;
+    casts.backward_bytes += 4.0 * s.m * s.n;
   }
   return casts;
 }
@@ -439,16 +438,16 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     }
     return fb;
   };
-  std::vector<GemmShape> linears = gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
-  linears.resize(kGptBlockLinearGemms);
-  const auto [linear_f, linear_b] = forward_backward(linears, kGptBlockLinearGemms);
-  const auto [core_f, core_b] =
-      flash ? [&] {
-        const FusedAttentionSeconds f = gpt_fused_attention_seconds(g, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp,
-                                                                    peak);
-        return std::pair{f.forward, f.backward};
-      }()
-            : forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp));
+  const auto [linear_f, linear_b] = forward_backward(
+      gpt_block_linear_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp), kGptBlockLinearGemms);
+  std::pair<double, double> core;  // the attention core's forward and backward
+  if (flash) {
+    const FusedAttentionSeconds f = gpt_fused_attention_seconds(g, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, peak);
+    core = {f.forward, f.backward};
+  } else {
+    core = forward_backward(gpt_attention_core_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp));
+  }
+  const auto [core_f, core_b] = core;
   const double block_f = linear_f + core_f, block_b = linear_b + core_b;
   const double block_r = recompute == Recompute::full        ? block_f
                          : recompute == Recompute::selective ? core_f
@@ -466,7 +465,7 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
 // sequence-parallel pairs under: by the site's GEMM model, or at `flops_per_s` on a site without one.
 TpOverlapWindows tp_overlap_windows(const plan::TrainConfig& c, const ModelDescription& d, const SiteProfile& site,
                                     double flops_per_s) {
-  const std::vector<GemmShape> gemms = gpt_block_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
+  const std::vector<GemmShape> gemms = gpt_block_linear_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
   const std::optional<LinearGemms> linear =
       site.gemm ? std::optional(linear_gemms(c, site, d.element_bytes)) : std::nullopt;
   const auto seconds = [&](const GemmShape& s) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/check.hpp"
 
@@ -111,9 +112,10 @@ double op_length(const StepSimulationInput& input, const PipelineState& st, cons
 
 // Rank s's busy op ends at `now`: its record and time by part, then its message to the next
 // rank's same chunk (or from the last rank to rank 0's next chunk; gradients back alike).
-// Returns whether a message goes out (the stream then sends until st.free_at[s]).
-bool finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, const StageOpCosts& cost, double start,
-               double now, StageTimeline& tl) {
+// Returns the rank its message goes to, none when none goes out (else the stream sends until
+// st.free_at[s]).
+std::optional<std::size_t> finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op,
+                                     const StageOpCosts& cost, double start, double now, StageTimeline& tl) {
   const std::size_t i = st.at(op);
   const auto chunk = static_cast<std::size_t>(op.chunk);
   const bool forward = op.kind == plan::PipelineOpKind::forward;
@@ -128,19 +130,20 @@ bool finish_op(PipelineState& st, std::size_t s, const plan::PipelineOp& op, con
   if (!forward && op.micro == st.m - 1) st.last_backward[s][chunk] = done;
   st.free_at[s] = now;
   const bool sends = forward ? s + 1 < st.p || chunk + 1 < st.v : s > 0 || chunk > 0;
-  if (!sends) return false;
+  if (!sends) return std::nullopt;
   const double message = forward ? cost.send_forward_s : cost.send_backward_s;
   const double arrives = now + message;
   tl.compute.push_back(
       {forward ? TimelineOpKind::send_forward : TimelineOpKind::send_backward, op.micro, now, arrives, op.chunk});
   tl.p2p_s += message;
   const std::size_t m = static_cast<std::size_t>(st.m);
+  const std::size_t to = forward ? (s + 1 < st.p ? s + 1 : 0) : (s > 0 ? s - 1 : st.p - 1);
   if (forward)
-    (s + 1 < st.p ? st.activation_at[s + 1][i] : st.activation_at[0][i + m]) = arrives;
+    st.activation_at[to][to > s ? i : i + m] = arrives;  // the last rank's goes to rank 0's next chunk
   else
-    (s > 0 ? st.gradient_at[s - 1][i] : st.gradient_at[st.p - 1][i - m]) = arrives;
+    st.gradient_at[to][to < s ? i : i - m] = arrives;  // rank 0's goes to the last rank's previous chunk
   st.free_at[s] = arrives;
-  return true;
+  return to;
 }
 
 // The ranks computing on each stage's node now; empty when the input says no stage shares a
@@ -186,13 +189,6 @@ double due_time(const PipelineState& st, const std::vector<Stream>& streams, std
   return ready >= 0 ? ready : std::numeric_limits<double>::infinity();
 }
 
-// The rank a message from rank s's op goes to: the next rank forward (the last one's to rank 0's
-// next chunk), the previous one backward (rank 0's to the last one's previous chunk).
-std::size_t receiver(const PipelineState& st, std::size_t s, const plan::PipelineOp& op) {
-  if (op.kind == plan::PipelineOpKind::forward) return s + 1 < st.p ? s + 1 : 0;
-  return s > 0 ? s - 1 : st.p - 1;
-}
-
 // Every stream's event due by `now`, in rank order: a ready op starts, a busy op ends (and
 // sends), a send ends. `due` holds each stream's due_time, kept current, so a stream not due is
 // passed over. Returns whether anything changed.
@@ -204,14 +200,11 @@ bool take_events(const StepSimulationInput& input, PipelineState& st, std::vecto
     Stream& run = streams[s];
     if (run.phase == Stream::Phase::busy && run.end <= now) {
       const plan::PipelineOp& op = st.ops[s][st.next[s]];
-      const bool sends = finish_op(st, s, op, st.cost(input, s, op), run.start, now, sim.stages[s]);
+      const std::optional<std::size_t> to = finish_op(st, s, op, st.cost(input, s, op), run.start, now, sim.stages[s]);
       ++st.next[s];
-      run = sends ? Stream{Stream::Phase::sending, now, st.free_at[s]} : Stream{};
+      run = to ? Stream{Stream::Phase::sending, now, st.free_at[s]} : Stream{};
       changed = true;
-      if (sends) {  // the message lands in the receiver's inbox: its ready time may move
-        const std::size_t to = receiver(st, s, op);
-        due[to] = due_time(st, streams, to);
-      }
+      if (to) due[*to] = due_time(st, streams, *to);  // the message in its inbox may move its ready time
     }
     if (run.phase == Stream::Phase::sending && run.end <= now) {
       run = Stream{};

@@ -357,9 +357,8 @@ struct FitRows {
     std::set<double> shares;
     for (const Case& c : cases) {
       if (plan::trains_resnet(c.config) || c.config.model.attention != "flash") continue;
-      const gpt::GptConfig g = plan::gpt_config_of(c.config);
-      shares.insert(static_cast<double>(c.config.seq_len > 0 ? c.config.seq_len : g.max_seq_len) /
-                    static_cast<double>(g.channels));
+      shares.insert(static_cast<double>(plan::gpt_seq_len(c.config)) /
+                    static_cast<double>(plan::gpt_config_of(c.config).channels));
     }
     return shares.size() >= 2;
   }

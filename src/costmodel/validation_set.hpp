@@ -108,8 +108,9 @@ struct EmaxFit {
   // else (and for e_max_fp8) the profile's, kept
   double shipped_k_overhead = 0, k_overhead = 0;
   bool k_overhead_fitted = false;
-  // gemm.e_attention: fitted with them where the device's rows with the fused attention have two
-  // sequence lengths or more (then e_attention holds it), else the profile's is kept (none: NaN)
+  // gemm.e_attention: fitted with them where the device's 16-bit rows with the fused attention
+  // give it two shares of their FLOPs or more (two ratios of sequence length to width), else the
+  // profile's is kept (none: NaN)
   std::optional<double> shipped_e_attention;
   double e_attention = 0;
   bool e_attention_fitted = false;

@@ -199,6 +199,8 @@ gpt::GptConfig gpt_config_of(const TrainConfig& c) {
   return g;
 }
 
+std::int64_t gpt_seq_len(const TrainConfig& c) { return c.seq_len > 0 ? c.seq_len : gpt_config_of(c).max_seq_len; }
+
 std::vector<std::int64_t> stage_sizes_of(const TrainConfig& c, std::int64_t micro_batch, std::int64_t seq_len) {
   const StrategySpec& s = c.strategy;
   const i64 units = pipeline_units_of(c);
@@ -223,7 +225,7 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   p.global_batch = c.global_batch;
   p.schedule = pipeline_schedule_from_string(s.schedule);
   p.units = pipeline_units_of(c);
-  p.seq_len = p.resnet ? 0 : (c.seq_len > 0 ? c.seq_len : gpt_config_of(c).max_seq_len);
+  p.seq_len = p.resnet ? 0 : gpt_seq_len(c);
   p.stage_rule = s.stages.empty() ? s.stage_rule : "list";
   if (!s.stages.empty() && s.pp * s.interleave <= p.units) check_stage_list(c, p.units);
   SB_USER_CHECK(!p.resnet || s.recompute != "selective",

@@ -20,6 +20,8 @@ namespace sb::plan {
 bool trains_resnet(const TrainConfig& config);
 // The GPT a config names or describes inline (sizes not yet validated).
 gpt::GptConfig gpt_config_of(const TrainConfig& config);
+// The sequence length a GPT case trains at: its seq_len, else its model's maximum.
+std::int64_t gpt_seq_len(const TrainConfig& config);
 // Units a pipeline stage is built from: GPT blocks, or the ResNet's stem, blocks and head.
 std::int64_t pipeline_units_of(const TrainConfig& config);
 
