@@ -11,7 +11,7 @@
 namespace sb::gpt {
 
 namespace {
-const std::array<GptConfig, 13>& named_configs() {
+const std::array<GptConfig, 16>& named_configs() {
   // Spec-only sizes: layers, hidden and heads of the GPT-3 family as trained with Megatron-LM
   // (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 1.3B, 6.7B, 13B,
   // 175B) and of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
@@ -23,8 +23,10 @@ const std::array<GptConfig, 13>& named_configs() {
   // dimension, FFN dimension, attention heads, key/value heads; vocabulary 128,256 (§2.2 and
   // Meta's config.json of Meta-Llama-3-8B / 70B and Llama-3.1-405B: vocab_size 128256,
   // intermediate_size, num_key_value_heads 8, tie_word_embeddings false); sequence 8192, the
-  // pre-training context before long-context extension (§3.4.1)).
-  static const std::array<GptConfig, 13> configs{{
+  // pre-training context before long-context extension (§3.4.1)). Llama 3.1 has the same shapes
+  // after that extension to 128K tokens (§3.4.2; config.json of Llama-3.1-8B / 70B / 405B:
+  // max_position_embeddings 131072): the llama3.1 entries take sequences up to 131,072.
+  static const std::array<GptConfig, 16> configs{{
       {"gpt-nano", 2, 64, 4, 64, 256},
       {"gpt-tiny", 4, 256, 8, 128, 256},
       {"gpt-small", 6, 384, 6, 256, 256},
@@ -38,6 +40,9 @@ const std::array<GptConfig, 13>& named_configs() {
       {"llama3-8b", 32, 4096, 32, 8192, 128256, true, GptBlock::llama, 14336, 8},
       {"llama3-70b", 80, 8192, 64, 8192, 128256, true, GptBlock::llama, 28672, 8},
       {"llama3-405b", 126, 16384, 128, 8192, 128256, true, GptBlock::llama, 53248, 8},
+      {"llama3.1-8b", 32, 4096, 32, 131072, 128256, true, GptBlock::llama, 14336, 8},
+      {"llama3.1-70b", 80, 8192, 64, 131072, 128256, true, GptBlock::llama, 28672, 8},
+      {"llama3.1-405b", 126, 16384, 128, 131072, 128256, true, GptBlock::llama, 53248, 8},
   }};
   return configs;
 }

@@ -40,16 +40,16 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
     out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>6} {:>9} {:>10} {:>8} {:>6}  "
                        "{}\n",
                        "rank", "dp", "tp", "pp", "mb", "m", "prec", "zero", "recompute", "sched", "sp+ovl", "step s",
-                       "tokens/s", "TFLOP/s", "MFU", "memory GiB: params/grads/optimizer/activations = total");
+                       "tokens/s", "TFLOP/s", "MFU", "memory GiB: params/grads/optimizer/activations/comm = total");
     for (std::size_t i = 0; i < r.feasible.size() && static_cast<int>(i) < top; ++i) {
       const costmodel::PlanCandidate& c = r.feasible[i];
       const costmodel::Prediction& p = c.prediction;
       out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>6} {:>9.4f} {:>10.4g} {:>8.1f} "
-                         "{:>5.1f}%  {:.1f}/{:.1f}/{:.1f}/{:.1f} = {:.1f}\n",
+                         "{:>5.1f}%  {:.1f}/{:.1f}/{:.1f}/{:.1f}/{:.1f} = {:.1f}\n",
                          i + 1, c.dp, c.tp, c.pp, c.micro_batch, p.micro_batches, c.precision, c.zero, c.recompute,
                          c.schedule, c.tp_overlap ? "yes" : "no", p.step_time_s, p.tokens_per_s, p.tflops_per_device, 100.0 * p.mfu,
                          p.memory.params / kGiB, p.memory.grads / kGiB, p.memory.optimizer / kGiB,
-                         p.memory.activations / kGiB, p.memory.total() / kGiB);
+                         p.memory.activations / kGiB, p.memory.comm / kGiB, p.memory.total() / kGiB);
     }
   } else {
     out += "no feasible configuration\n";

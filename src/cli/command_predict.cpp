@@ -69,9 +69,9 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
                      100.0 * p.hfu);
   out += fmt::format("  peak        {:.4g} TFLOP/s {} dense: {}\n  convention  {}\n", p.peak_flops / 1e12, p.precision,
                      p.peak_flops_source, costmodel::kMfuConvention);
-  out += fmt::format("memory/rank   params {:.2f}, grads {:.2f}, optimizer {:.2f}, activations {:.2f}, "
+  out += fmt::format("memory/rank   params {:.2f}, grads {:.2f}, optimizer {:.2f}, activations {:.2f}, comm {:.2f}, "
                      "total {:.2f} of {:.1f} GiB\n", p.memory.params / GiB, p.memory.grads / GiB,
-                     p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.total() / GiB,
+                     p.memory.optimizer / GiB, p.memory.activations / GiB, p.memory.comm / GiB, p.memory.total() / GiB,
                      p.memory_available / GiB);
   if (p.cost_per_hour > 0)
     out += fmt::format("cost          {:.2f} {} per hour ({} devices × {:.2f} {})\n", p.cost_per_hour, p.currency,
@@ -118,7 +118,7 @@ nlohmann::json fits_json(const Fitted& fitted) {
 
 std::string fits_table(const Fitted& fitted) {
   std::string out = fmt::format(
-      "GEMM e_max fitted on {} (per row the mean |error| of its figures, parameters left out)\n", fitted.names);
+      "GEMM e_max fitted on {} (per row the mean |error| of its figures, parameters and memory left out)\n", fitted.names);
   for (const costmodel::EmaxFit& f : fitted.fits) {
     const bool shipped = std::isfinite(f.shipped_e_max);
     const std::string k = f.k_overhead_fitted

@@ -14,7 +14,7 @@ namespace sb::costmodel {
 std::optional<double> measured_over_predicted_time(const RowReplay& row) {
   if (!row.feasible) return std::nullopt;
   for (const FigureComparison& f : row.figures) {
-    if (f.figure == "parameters" || !f.predicted || !(*f.predicted > 0) || !(f.published > 0)) continue;
+    if (!time_figure(f.figure) || !f.predicted || !(*f.predicted > 0) || !(f.published > 0)) continue;
     return f.figure == "step_time_s" ? f.published / *f.predicted : *f.predicted / f.published;
   }
   return std::nullopt;

@@ -49,6 +49,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                          {"grads", p.memory.grads},
                          {"optimizer", p.memory.optimizer},
                          {"activations", p.memory.activations},
+                         {"comm", p.memory.comm},
                          {"total", p.memory.total()}};
   } else {
     j["memory_bytes"] = nullptr;

@@ -62,6 +62,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
       {"memory_grads", p.memory.grads},
       {"memory_optimizer", p.memory.optimizer},
       {"memory_activations", p.memory.activations},
+      {"memory_comm", p.memory.comm},
       {"memory_total", p.memory.total()}};
   a.insert(a.end(), numbers.begin(), numbers.end());
   if (p.cost_per_hour > 0) {  // the site's price × devices, per hour; absent when the site gives none
@@ -78,6 +79,7 @@ io::Attributes prediction_attributes(const Prediction& p, const SiteProfile& sit
   a.emplace_back("stage_memory_grads", per_stage(&RankMemory::grads));
   a.emplace_back("stage_memory_optimizer", per_stage(&RankMemory::optimizer));
   a.emplace_back("stage_memory_activations", per_stage(&RankMemory::activations));
+  a.emplace_back("stage_memory_comm", per_stage(&RankMemory::comm));
   return a;
 }
 

@@ -22,8 +22,8 @@ std::string site_of(const plan::TrainConfig& config);
 // The prediction's attributes as the run's `prediction` group stores them: site, site_file,
 // device, calibrated, devices_per_rank, feasible, reason, step_time_s, compute_s, comm_s, tp_comm_s, p2p_s, dp_comm_s,
 // bubble_s, optimizer_s, tokens_per_s or samples_per_s, tflops_per_device, mfu, and
-// memory_params, memory_grads, memory_optimizer, memory_activations, memory_total (bytes, the
-// most loaded rank), and the plan's stages, micro_batches and micro_batch; hfu, mfu_convention,
+// memory_params, memory_grads, memory_optimizer, memory_activations, memory_comm (ZeRO-3's gather
+// buffers), memory_total (bytes, the most loaded rank), and the plan's stages, micro_batches and micro_batch; hfu, mfu_convention,
 // peak_flops, peak_flops_precision, peak_flops_source, tp_algorithm, dp_algorithm, nodes,
 // ranks_per_node, placement ("observed" by the trainer, or "site": its nodes filled), tp_link,
 // dp_link, pp_link ("intra_node", "inter_node", "none"). An infeasible

@@ -58,6 +58,12 @@ struct StageCost {
   bool pooled_activations = false;
   std::size_t unit_begin = 0, unit_end = 0;  // its pipeline units [begin, end) of the description
   double shared_activation_bytes = 0;  // held once whatever the micro-batches in flight (scratch)
+  // this rank's share of the stage's largest unit (an embedding, a block, a head): under ZeRO-3
+  // the units are gathered whole one after another, so it sizes the gather buffers
+  double largest_unit_parameters = 0;
+  // the loss's bytes beside the kept softmax while it runs (the last stage): held once, and not
+  // while a block's backward holds the recompute scratch
+  double loss_working_bytes = 0;
   double buffer_bytes = 0;             // model state beside the parameters (BatchNorm running statistics)
   // the GEMMs' seconds on a site with a shape-aware GEMM model (site.gemm), per micro-batch:
   // all of them (forward, backward, recomputation) and the forward's
@@ -130,6 +136,27 @@ FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 
   return casts;
 }
 
+// Bytes per logit of the loss (model.cross_entropy): kept for its backward per micro-batch, held
+// beside them while it runs, and moved (forward and backward; the forward's part).
+//   fused (Megatron-LM): the upcast logits normalised in place into the fp32 softmax (kept); the
+//     16-bit logits beside it in the forward and their 16-bit gradient in the backward (none in
+//     fp32, where upcast and gradient are in place); a pass writing the softmax, then reading it
+//     and writing the gradient.
+//   unfused (PyTorch's F.cross_entropy(logits.float())): the fp32 log-softmax kept; in the
+//     backward the fp32 gradient of its output and of its input beside it; the forward reads the
+//     16-bit logits, writes the fp32 copy, reads it twice and writes the log-softmax (2+4+8+4),
+//     the backward writes the output's gradient, reads it and the log-softmax, writes the input's
+//     gradient and casts it back (4+12+4+2, or 4+12 in fp32).
+struct LossBytes {
+  double kept, working, traffic, forward_traffic;
+};
+LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes) {
+  const bool sixteen_bit = element_bytes < 4.0;
+  if (cross_entropy == "unfused")
+    return sixteen_bit ? LossBytes{4.0, 8.0, 40.0, 18.0} : LossBytes{4.0, 8.0, 28.0, 12.0};
+  return {4.0, sixteen_bit ? element_bytes : 0.0, 12.0, 4.0};
+}
+
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -164,6 +191,11 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   const FpEightCasts casts = fp8_casts(c, g, d.micro_batch, d.seq_len);
   const double block_traffic = 3.0 * written + recomputed + casts.backward_bytes +
                                casts.forward_bytes * (recompute == Recompute::full ? 2.0 : 1.0);
+  // A recomputed block's forward writes its dropped tensors again just before its backward reads
+  // them: one block's worth, held once whatever the micro-batches in flight.
+  const double recompute_scratch = recompute == Recompute::none ? 0.0 : written - block_activations;
+  const double block_parameters = static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
+  const double vocabulary_parameters = V * C / t;  // wte's (and an untied head's) tp share
   std::vector<StageCost> stages;
   i64 block_begin = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -171,8 +203,15 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     const double blocks = static_cast<double>(sizes[i]);
     StageCost st;
     double forward = blocks * block_forward;
-    st.parameters = blocks * static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
+    st.parameters = blocks * block_parameters;
     st.activation_bytes = blocks * block_activations;
+    st.shared_activation_bytes = blocks > 0 ? recompute_scratch : 0.0;
+    st.largest_unit_parameters = blocks > 0 ? block_parameters : 0.0;
+    const double embedding_parameters =
+        vocabulary_parameters + static_cast<double>(gpt::gpt_embedding_parameter_count(g)) - V * C;
+    if (first) st.largest_unit_parameters = std::max(st.largest_unit_parameters, embedding_parameters);
+    if (last && (g.block == gpt::GptBlock::llama || s.pp > 1))  // an untied head, or the tied wte's copy
+      st.largest_unit_parameters = std::max(st.largest_unit_parameters, vocabulary_parameters);
     st.elementwise_bytes = blocks * block_traffic;
     st.forward_elementwise_bytes = blocks * (written + casts.forward_bytes);
     st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
@@ -188,9 +227,12 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
       if (g.block == gpt::GptBlock::llama) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
       else if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
-      st.activation_bytes += b * T * V * 4.0 / t;  // fp32 logits, vocabulary-parallel
-      st.elementwise_bytes += 3.0 * b * T * V * 4.0 / t;  // softmax forward, its gradient
-      st.forward_elementwise_bytes += b * T * V * 4.0 / t;
+      const LossBytes loss = loss_bytes(c.model.cross_entropy, d.element_bytes);
+      const double logits = b * T * V / t;  // this rank's, vocabulary-parallel
+      st.activation_bytes += logits * loss.kept;
+      st.loss_working_bytes = logits * loss.working;
+      st.elementwise_bytes += logits * loss.traffic;
+      st.forward_elementwise_bytes += logits * loss.forward_traffic;
     }
     st.executed_flops = (3.0 * forward + blocks * block_recompute) / t;
     st.forward_flops = forward / t;  // recomputation runs inside the backward
@@ -203,6 +245,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
           trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);
       st.activation_bytes = held.slot;
       st.shared_activation_bytes = held.shared;
+      st.loss_working_bytes = 0;  // the trainer's logits and probabilities are in held.slot
       st.pooled_activations = true;
     }
     st.unit_begin = first ? 0 : static_cast<std::size_t>(1 + block_begin);
@@ -230,6 +273,7 @@ std::vector<StageCost> resnet_stages(const plan::RunPlan& plan, const ModelDescr
       const bool block = unit != 0 && unit + 1 != d.units.size();
       forward += u.forward_flops();
       st.parameters += u.parameters();
+      st.largest_unit_parameters = std::max(st.largest_unit_parameters, u.parameters());
       st.activation_bytes += full && block ? u.output_bytes : u.activation_bytes();
       if (full && block) {
         recomputed += u.forward_flops();
@@ -520,7 +564,9 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.grads += states.grads;
     rank.optimizer += states.optimizer;
     rank.activations += (over_time ? 0.0 : static_cast<double>(st.in_flight) * st.activation_bytes) +
-                        st.shared_activation_bytes;
+                        std::max(st.shared_activation_bytes, st.loss_working_bytes);
+    if (c.strategy.zero >= 3 && p.dp > 1)
+      rank.comm = std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
   }
   for (std::size_t r = 0; over_time && r < ranks; ++r)
     memory[r].activations += activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
@@ -530,9 +576,9 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
   p.rank_memory = memory;
   if (p.memory.total() <= site.memory_bytes * p.devices_per_rank) return std::nullopt;
   return fmt::format("needs {:.1f} GiB per device on pipeline stage {} (params {:.1f}, grads {:.1f}, optimizer "
-                     "{:.1f}, activations {:.1f} GiB) but a {} has {:.1f} GiB",
+                     "{:.1f}, activations {:.1f}, comm {:.1f} GiB) but a {} has {:.1f} GiB",
                      p.memory.total() / kGiB, heaviest, p.memory.params / kGiB, p.memory.grads / kGiB,
-                     p.memory.optimizer / kGiB, p.memory.activations / kGiB, site.device,
+                     p.memory.optimizer / kGiB, p.memory.activations / kGiB, p.memory.comm / kGiB, site.device,
                      site.memory_bytes * p.devices_per_rank / kGiB);
 }
 

@@ -17,7 +17,11 @@ namespace sb::costmodel {
 
 struct RankMemory {  // bytes on the most loaded rank
   double params = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return params + grads + optimizer + activations; }
+  // ZeRO-3's working buffers (the trainer's category comm): two units' 16-bit parameters
+  // gathered whole (the one computing, the next prefetched) and one unit's whole gradient before
+  // its reduce-scatter, the largest unit's; 0 at other stages or over one data-parallel rank
+  double comm = 0;
+  double total() const { return params + grads + optimizer + activations + comm; }
 };
 
 // Why a configuration was refused, as a kind (plan groups its rejections by it).

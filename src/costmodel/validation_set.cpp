@@ -93,16 +93,26 @@ double predicted_figure(const std::string& figure, const Prediction& p, const pl
   if (figure == "percent_of_peak" || figure == "hfu_percent") return 100.0 * executed_share;
   if (figure == "mfu_percent") return 100.0 * p.mfu;
   if (figure == "parameters") return static_cast<double>(gpt::gpt_parameter_count(plan::gpt_config_of(c)));
+  if (figure == "memory_gib") return p.memory.total() / (1024.0 * 1024.0 * 1024.0);
   SB_CHECK(false, "validation figure '{}' has no prediction", figure);
   return 0.0;
 }
 
+// Whether the prediction answers `figure`: every figure of a feasible one; the memory also of one
+// refused only for the memory it needs (a published run on a device larger than the profile's).
+bool answers(const std::string& figure, const Prediction& p) {
+  return p.feasible || (figure == "memory_gib" && p.refusal == Refusal::memory);
+}
+
 }  // namespace
+
+bool time_figure(const std::string& figure) { return figure != "parameters" && figure != "memory_gib"; }
 
 const std::vector<std::string>& validation_figures() {
   static const std::vector<std::string> figures{"step_time_s",      "tokens_per_s",    "tokens_per_s_per_device",
                                                 "tflops_per_device", "aggregate_pflops", "percent_of_peak",
-                                                "mfu_percent",       "hfu_percent",     "parameters"};
+                                                "mfu_percent",       "hfu_percent",     "parameters",
+                                                "memory_gib"};
   return figures;
 }
 
@@ -178,13 +188,13 @@ void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
   }
 }
 
-// The mean |error| of a feasible prediction's figures that depend on its time (not parameters).
+// The mean |error| of a feasible prediction's figures that depend on its time (time_figure).
 std::optional<double> row_error(const ValidationRow& row, const plan::TrainConfig& config, const Prediction& p) {
   if (!p.feasible) return std::nullopt;
   double sum = 0;
   int n = 0;
   for (const auto& [figure, published] : row.published) {
-    if (figure == "parameters") continue;
+    if (!time_figure(figure)) continue;
     sum += std::fabs(100.0 * (predicted_figure(figure, p, config, row.gpus) - published) / published);
     ++n;
   }
@@ -208,7 +218,7 @@ ValidationReplay replay_validation_set(const ValidationSet& set, const std::vect
       const auto published = row.published.find(figure);
       if (published == row.published.end()) continue;
       FigureComparison f{figure, published->second, std::nullopt, std::nullopt};
-      if (p.feasible) {
+      if (answers(figure, p)) {
         f.predicted = predicted_figure(figure, p, config, row.gpus);
         f.error_pct = 100.0 * (*f.predicted - f.published) / f.published;
       }
@@ -444,6 +454,10 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
   std::map<std::pair<std::string, std::string>, FitRows> grouped;
   for (const ValidationSet& set : sets)
     for (const ValidationRow& row : set.rows) {
+      // a row publishing no figure its time decides (only its memory, say) has nothing to fit
+      if (std::none_of(row.published.begin(), row.published.end(),
+                       [](const auto& figure) { return time_figure(figure.first); }))
+        continue;
       SiteProfile site = validation_site(set, row);
       SB_USER_CHECK(site.gemm.has_value(),
                     "{}: the profile of {} (row '{}' of {}) has no 'gemm:' (sm_count, e_max), so its GEMM efficiency "
@@ -455,6 +469,13 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
       grouped[group].cases.push_back({&row, static_cast<std::size_t>(&set - sets.data()), std::move(config),
                                       std::move(site)});
     }
+  if (groups.empty()) {
+    std::vector<std::string> files;
+    for (const ValidationSet& set : sets) files.push_back(set.file);
+    throw UserError(fmt::format("--fit {}: no row publishes a figure its step time decides (only memory or "
+                                "parameters), so there is nothing to fit the GEMM constants on",
+                                fmt::join(files, ", ")));
+  }
   std::vector<EmaxFit> fits;
   for (const auto& group : groups) {
     FitRows& rows = grouped[group];

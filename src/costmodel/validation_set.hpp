@@ -39,8 +39,13 @@ struct ValidationSet {
 //   tflops_per_device: executed FLOPs (recomputation included) per second and device, in 1e12;
 //   aggregate_pflops: that over all gpus, in 1e15; percent_of_peak and hfu_percent: executed
 //   FLOP/s over the dense peak, percent; mfu_percent: model FLOPs (3 × forward) over the peak,
-//   percent; parameters: the model's parameter count.
+//   percent; parameters: the model's parameter count; memory_gib: the most loaded rank's bytes
+//   (model state, activations, ZeRO-3's buffers) in GiB, also where the row's device is smaller
+//   than the layout needs (the prediction is refused for memory and still says how much).
 const std::vector<std::string>& validation_figures();
+// Whether a row's step time decides the figure (all but parameters and memory_gib): what a fit of
+// the GEMM constants and a prediction band weigh.
+bool time_figure(const std::string& figure);
 
 // Where a set named on the command line lives: an existing file or anything with a '/' is a
 // path as given; a bare name is NAME.yaml in resource_dir()/validation/published (the shipped
@@ -92,7 +97,8 @@ ValidationReplay replay_validation_set(const ValidationSet& set);
 
 // `predict --fit`: per device the rows of the sets run on, the GEMM model's e_max in (0, 1]
 // that minimises the mean over those rows of each row's mean |error| over its published figures
-// (parameters left out: e_max does not move it); a 1-D search (a grid of 0.01, then golden
+// (parameters and memory_gib left out: e_max moves neither; a row publishing nothing else is
+// not part of the fit, and sets without any other figure are a UserError); a 1-D search (a grid of 0.01, then golden
 // section to 1e-4). Where the rows are of two model widths or more, k_overhead with it (a grid
 // of 128 over [0, 1024], then golden section to 8, rounded to a whole step): one width's rows
 // all see the same K/(K + k_overhead) and cannot tell it from e_max. Rows the cost model finds infeasible are left out (their memory does not

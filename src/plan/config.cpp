@@ -246,11 +246,15 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
                   "{}: unknown model '{}' in 'model' (known: {}; or describe a GPT inline with layers, hidden, "
                   "heads, seq_len, vocab)", source, c.model.name, join(known));
   } else {
-    MapReader m(top.node("model"), "model", source, {"name", "layers", "hidden", "heads", "seq_len", "vocab", "attention"});
+    MapReader m(top.node("model"), "model", source,
+                {"name", "layers", "hidden", "heads", "seq_len", "vocab", "attention", "cross_entropy"});
     m.read("name", c.model.name);
     m.read("attention", c.model.attention);
     SB_USER_CHECK(c.model.attention == "unfused" || c.model.attention == "flash",
                   "{}: model.attention is '{}'; it must be unfused or flash", source, c.model.attention);
+    m.read("cross_entropy", c.model.cross_entropy);
+    SB_USER_CHECK(c.model.cross_entropy == "fused" || c.model.cross_entropy == "unfused",
+                  "{}: model.cross_entropy is '{}'; it must be fused or unfused", source, c.model.cross_entropy);
     const bool shaped = m.has("layers") || m.has("hidden") || m.has("heads") || m.has("seq_len") || m.has("vocab");
     if (!shaped && m.has("name")) {  // a named GPT with its attention chosen: {name: llama3-70b, attention: flash}
       const std::vector<std::string> known = gpt::gpt_config_names();

@@ -20,6 +20,13 @@ struct ModelSpec {
   // dropout as tensors of B·heads·T² kept for the backward) or "flash" (one fused kernel that
   // keeps none of them, FlashAttention; predict and plan only).
   std::string attention = "unfused";
+  // model.cross_entropy: how the loss is taken on the logits, which decides the bytes a logit
+  // holds. "fused" (the default; Megatron-LM's vocabulary-parallel cross entropy: the logits
+  // upcast and normalised in place, the fp32 softmax kept, the 16-bit logits or their gradient
+  // beside it; a run in the trainer's own layout counts the trainer's logits instead) or "unfused" (PyTorch's F.cross_entropy on logits upcast with .float():
+  // the fp32 log-softmax kept; in its backward the fp32 gradients of its output and of its
+  // input beside it, 12 bytes a logit at the peak; predict and plan only).
+  std::string cross_entropy = "fused";
 };
 
 struct DataSpec {

@@ -102,6 +102,10 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);
+  SB_USER_CHECK(c.model.cross_entropy == "fused",
+                "{}: model.cross_entropy {} is modelled by `scalebench predict` and `plan` only; the trainer takes the "
+                "loss with its own softmax and cross-entropy kernels (set model.cross_entropy: fused or leave it out)",
+                c.source, c.model.cross_entropy);
   SB_USER_CHECK(plan::trains_resnet(c) || plan::gpt_config_of(c).block == gpt::GptBlock::gpt2,
                 "{}: model {} has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), "
                 "which the trainer does not build; `scalebench predict` and `plan` model it",

@@ -187,6 +187,68 @@ precision: bf16
   EXPECT_NE(human.stdout_text.find("mean |error|"), std::string::npos) << human.stdout_text;
 }
 
+// memory_gib: the most loaded rank's bytes over 2^30, as `predict --config` counts them; answered
+// also for a row the profile's device is too small for (refused for memory, the row infeasible);
+// a fit has nothing to fit on rows that publish only memory.
+TEST(PredictCommand, ValidateAnswersMemoryAlsoWhereTheProfilesDeviceIsTooSmall) {
+  Scratch scratch;
+  const auto set = scratch.write("memory.yaml", R"(format: scalebench-validation-set
+version: 1
+name: memory-fixture
+source: test fixture
+columns: {id: row name}
+rows:
+  - id: fits
+    source: fixture row 1
+    device: NVIDIA H100-SXM5-80GB
+    gpus: 8
+    case:
+      model: {name: llama3-8b, attention: flash, cross_entropy: unfused}
+      strategy: {dp: 8, zero: 3, recompute: full}
+      precision: bf16
+      batch: {global: 8, micro: 1}
+    published: {memory_gib: 40}
+  - id: too-big
+    source: fixture row 2
+    device: NVIDIA H100-SXM5-80GB
+    gpus: 1
+    case:
+      model: {name: llama3-8b, attention: flash}
+      precision: bf16
+      batch: {global: 1, micro: 1}
+    published: {memory_gib: 150}
+)");
+  const CommandResult r = scratch.run("predict --validate " + set.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_TRUE(j["rows"][0]["feasible"].get<bool>());
+  const auto case_file = scratch.write("case.yaml", R"(model: {name: llama3-8b, attention: flash, cross_entropy: unfused}
+strategy: {dp: 8, zero: 3, recompute: full}
+precision: bf16
+batch: {global: 8, micro: 1}
+)");
+  const CommandResult single = scratch.run("predict --config " + case_file.string() + " --site h100-sxm-dgx --json");
+  ASSERT_EQ(single.exit_code, 0) << single.stderr_text;
+  const nlohmann::json p = nlohmann::json::parse(single.stdout_text);
+  EXPECT_GT(p["memory_bytes"]["comm"].get<double>(), 0.0) << p["memory_bytes"];
+  EXPECT_DOUBLE_EQ(j["rows"][0]["figures"][0]["predicted"].get<double>(),
+                   p["memory_bytes"]["total"].get<double>() / (1024.0 * 1024.0 * 1024.0));
+  // 8B parameters at 18 bytes each, unsharded, on one 80 GB H100
+  const nlohmann::json& big = j["rows"][1];
+  EXPECT_FALSE(big["feasible"].get<bool>());
+  EXPECT_NE(big["reason"].get<std::string>().find("needs"), std::string::npos) << big;
+  EXPECT_GT(big["figures"][0]["predicted"].get<double>(), 8.03e9 * 18 / (1024.0 * 1024.0 * 1024.0)) << big;
+  ASSERT_EQ(j["summary"].size(), 1u);
+  EXPECT_EQ(j["summary"][0]["figure"], "memory_gib");
+  EXPECT_EQ(j["summary"][0]["rows"], 2);
+  EXPECT_EQ(j["summary"][0]["infeasible"], 0);
+  const CommandResult fit = scratch.run("predict --fit " + set.string());
+  EXPECT_EQ(fit.exit_code, 2);
+  EXPECT_NE(fit.stderr_text.find("no row publishes a figure its step time decides"), std::string::npos)
+      << fit.stderr_text;
+}
+
 TEST(PredictCommand, ValidateRefusesARowWhoseDeviceNoSiteHas) {
   Scratch scratch;
   std::string text = kFixtureSet;
@@ -388,6 +450,33 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
   EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
   EXPECT_NE(b.stderr_text.find("model.attention is 'fused'; it must be unfused or flash"), std::string::npos)
+      << b.stderr_text;
+}
+
+// model.cross_entropy unfused (PyTorch's loss on upcast logits) is predicted, holding more bytes
+// a logit than the fused default; the trainer refuses it by name; any other value is refused.
+TEST(PredictCommand, UnfusedCrossEntropyIsPredictedAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const auto config = scratch.write(
+      "unfused_loss.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, cross_entropy: unfused}\n"
+                           "data: sotu\nbatch: {global: 2}\nthreads: 1\n");
+  const nlohmann::json p = predicted_but_refused_by_the_trainer(
+      scratch, config, kSite, "model.cross_entropy unfused is modelled by `scalebench predict` and `plan` only");
+  EXPECT_TRUE(p["feasible"].get<bool>()) << p;
+  const auto named = [&](const std::string& loss) {
+    const auto file = scratch.write("llama_" + loss + ".yaml", "model: {name: llama3-8b, attention: flash, cross_entropy: " +
+                                                                   loss + "}\nprecision: bf16\nbatch: {global: 8}\nstrategy: {dp: 8, zero: 3}\n");
+    const CommandResult r = scratch.run("predict --config " + file.string() + " --site h100-sxm-dgx --json");
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return nlohmann::json::parse(r.stdout_text)["memory_bytes"]["activations"].get<double>();
+  };
+  // 8192 tokens × 128256 logits × (8 − 2) bytes more at the loss's peak
+  EXPECT_DOUBLE_EQ(named("unfused") - named("fused"), 8192.0 * 128256 * 6);
+  const auto bad = scratch.write("bad_loss.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
+                                                  "cross_entropy: chunked}\ndata: sotu\n");
+  const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
+  EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
+  EXPECT_NE(b.stderr_text.find("model.cross_entropy is 'chunked'; it must be fused or unfused"), std::string::npos)
       << b.stderr_text;
 }
 

@@ -83,6 +83,21 @@ TEST(ModelDescription, Llama3SizesAndShapes) {
   EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-405b")), 405853388800);
 }
 
+// Llama 3.1 is Llama 3 with a 128K context: the same shapes and parameters, sequences up to
+// 131,072 (rotary positions, so the context adds no parameter).
+TEST(ModelDescription, Llama31IsLlama3WithALongerContext) {
+  for (const auto& [three, three_one] : {std::pair{"llama3-8b", "llama3.1-8b"}, std::pair{"llama3-70b", "llama3.1-70b"},
+                                         std::pair{"llama3-405b", "llama3.1-405b"}}) {
+    const gpt::GptConfig a = gpt::gpt_config_by_name(three), b = gpt::gpt_config_by_name(three_one);
+    EXPECT_EQ(a.max_seq_len, 8192) << three;
+    EXPECT_EQ(b.max_seq_len, 131072) << three_one;
+    EXPECT_EQ(gpt::gpt_parameter_count(a), gpt::gpt_parameter_count(b)) << three_one;
+    EXPECT_EQ(std::tie(a.layers, a.channels, a.heads, a.kv_heads, a.ffn_hidden, a.vocab),
+              std::tie(b.layers, b.channels, b.heads, b.kv_heads, b.ffn_hidden, b.vocab)) << three_one;
+    EXPECT_EQ(b.block, gpt::GptBlock::llama);
+  }
+}
+
 // Forward FLOPs written out for a Llama block: Q and output 2·(2·BT·C²), K and V 2·(2·BT·C·K),
 // gate, up and down 3·(2·BT·C·F), attention core 4·B·T²·C; the head 2·BT·C·V.
 TEST(ModelDescription, Llama3FlopsAreItsGemms) {

@@ -333,5 +333,73 @@ TEST(StepPrediction, Resnet50AnswersInSamples) {
   EXPECT_FALSE(predict_step(c, site("a100-80gb-dgx")).feasible);
 }
 
+// A framework's layout (fused attention): under recomputation each block keeps what the mode
+// keeps, and the block being recomputed holds its dropped tensors once beside them (Korthikanti
+// et al.'s no-recompute count less what is kept: 34 − 2 = 32·sbh under full); the last stage's
+// logits keep their fp32 softmax (4 bytes a logit) with, while the loss runs and no block's
+// scratch is held, their 16-bit copy (2 bytes).
+TEST(StepPrediction, RecomputedBlockHoldsItsDroppedTensorsOnceBesideTheKeptOnes) {
+  plan::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 1, 4, 4, "bf16", 256, 2048);
+  c.model.attention = "flash";
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const double sbh = 2048.0 * 4 * 1024, logits = 4.0 * 2048 * 256;
+  const auto activations = [&](const char* recompute) {
+    c.strategy.recompute = recompute;
+    const Prediction p = predict_step(c, a100);
+    EXPECT_TRUE(p.feasible) << p.reason;
+    return p.memory.activations;
+  };
+  EXPECT_DOUBLE_EQ(activations("none"), 8 * 34 * sbh + 4 * logits + 2 * logits);
+  // flash keeps what selective keeps: nothing is dropped, so no scratch
+  EXPECT_DOUBLE_EQ(activations("selective"), 8 * 34 * sbh + 4 * logits + 2 * logits);
+  EXPECT_DOUBLE_EQ(activations("full"), 8 * 2 * sbh + 4 * logits + 32 * sbh);
+}
+
+// model.cross_entropy unfused (PyTorch's F.cross_entropy on upcast logits): the same fp32
+// log-softmax kept, but 8 bytes a logit beside it in the backward (its output's and input's fp32
+// gradients) where the fused loss holds 2; and more passes over the logits, so a slower step.
+TEST(StepPrediction, UnfusedCrossEntropyHoldsTwelveBytesALogitAtItsPeak) {
+  plan::TrainConfig c = gpt_case(2, 1024, 16, 1, 1, 1, 4, 4, "bf16", 51200, 2048);
+  c.model.attention = "flash";
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const Prediction fused = predict_step(c, a100);
+  c.model.cross_entropy = "unfused";
+  const Prediction unfused = predict_step(c, a100);
+  ASSERT_TRUE(fused.feasible && unfused.feasible);
+  const double logits = 4.0 * 2048 * 51200;
+  EXPECT_DOUBLE_EQ(unfused.memory.activations - fused.memory.activations, (8 - 2) * logits);
+  EXPECT_GT(unfused.compute_s, fused.compute_s);
+  // fp32: the fused loss upcasts nothing and takes its gradient in place
+  c.precision.dtype = "fp32";
+  const Prediction fp32_unfused = predict_step(c, a100);
+  c.model.cross_entropy = "fused";
+  const Prediction fp32_fused = predict_step(c, a100);
+  EXPECT_DOUBLE_EQ(fp32_unfused.memory.activations - fp32_fused.memory.activations, 8 * logits);
+}
+
+// ZeRO-3 gathers each unit whole before it runs, the next one prefetched behind it, and reduces
+// one unit's whole gradient at a time: two 16-bit copies and one gradient of the largest unit
+// (gpt-1.3b's embedding, wte and wpe) in the comm category; none under ZeRO-1 or over one rank.
+TEST(StepPrediction, ZeroThreeHoldsTwoGatheredUnitsAndOneWholeGradient) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = named("gpt-1.3b", 8, 1, 1, 8);
+  c.model.attention = "flash";
+  c.strategy.zero = 3;
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-1.3b");
+  const double embedding = static_cast<double>(gpt::gpt_embedding_parameter_count(g));
+  ASSERT_GT(embedding, static_cast<double>(gpt::gpt_block_parameter_count(g)));
+  const Prediction zero3 = predict_step(c, a100);
+  ASSERT_TRUE(zero3.feasible) << zero3.reason;
+  EXPECT_DOUBLE_EQ(zero3.memory.comm, embedding * (2 * 2 + 2));  // fp16 weights, 16-bit main gradients
+  EXPECT_DOUBLE_EQ(zero3.memory.total(), zero3.memory.params + zero3.memory.grads + zero3.memory.optimizer +
+                                             zero3.memory.activations + zero3.memory.comm);
+  c.strategy.zero = 1;
+  EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
+  c = named("gpt-1.3b", 1, 1, 1, 1);
+  c.model.attention = "flash";
+  c.strategy.zero = 3;
+  EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
+}
+
 }  // namespace
 }  // namespace sb::costmodel
