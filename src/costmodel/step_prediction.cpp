@@ -544,8 +544,11 @@ double activation_peak_over_time(const plan::RunPlan& plan, const std::vector<St
 
 // Memory per rank of the most loaded stage (ZeRO's sharding of the model state; under
 // interleaving the sum over the rank's chunks, each holding its own micro-batches in flight, or
-// for layouts the trainer does not build the peak over time); the reason when it exceeds what a
-// rank's devices hold.
+// for layouts the trainer does not build the peak over time; ZeRO-3's buffers as comm: two
+// gathered copies and one whole gradient of the largest unit, or under pipeline parallelism,
+// where the parameters stay gathered through the step (add_parameter_gathers), the rank's whole
+// 16-bit parameters and their whole gradient accumulated over the micro-batches); the reason
+// when it exceeds what a rank's devices hold.
 std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c, const plan::RunPlan& plan,
                                           const std::vector<StageCost>& stages, const SiteProfile& site,
                                           double element_bytes) {
@@ -566,7 +569,8 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.activations += (over_time ? 0.0 : static_cast<double>(st.in_flight) * st.activation_bytes) +
                         std::max(st.shared_activation_bytes, st.loss_working_bytes);
     if (c.strategy.zero >= 3 && p.dp > 1)
-      rank.comm = std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
+      rank.comm = c.strategy.pp > 1 ? rank.comm + st.parameters * (bytes.param + bytes.grad)
+                                    : std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
   }
   for (std::size_t r = 0; over_time && r < ranks; ++r)
     memory[r].activations += activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
@@ -691,7 +695,10 @@ void add_exchange_work(StageOpCosts& op, const ExchangeWork& work, const GroupCo
 // ZeRO-3: every forward and every backward of a micro-batch gathers the stage's parameters
 // from the dp ranks' shards, unit by unit (the embedding, each block, the head), each unit's
 // gather prefetched behind the compute of the one before. What waits: the first unit's gather,
-// and whatever of the rest the pass's compute does not cover.
+// and whatever of the rest the pass's compute does not cover. Under pipeline parallelism the
+// gathers run once, in each chunk's first forward, the parameters held through the step, as FSDP
+// runs under torch.distributed.pipelining (torchtitan: no resharding after forward or backward,
+// the gradients reduced after the last micro-batch, which the buckets already are here).
 void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
                            double param_bytes_per_parameter, const GroupComm& dp) {
   if (c.strategy.zero < 3 || p.dp <= 1) return;
@@ -702,6 +709,7 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
   };
   op.forward_gather_s = exposed(op.forward_compute_s + op.forward_tp_s);
   op.backward_gather_s = exposed(op.backward_compute_s + op.backward_tp_s);
+  op.gathers_once = c.strategy.pp > 1;
 }
 
 // ZeRO-2 and 3 give the pages of each micro-batch's reduced gradients back to the system, and

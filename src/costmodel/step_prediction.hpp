@@ -19,7 +19,10 @@ struct RankMemory {  // bytes on the most loaded rank
   double params = 0, grads = 0, optimizer = 0, activations = 0;
   // ZeRO-3's working buffers (the trainer's category comm): two units' 16-bit parameters
   // gathered whole (the one computing, the next prefetched) and one unit's whole gradient before
-  // its reduce-scatter, the largest unit's; 0 at other stages or over one data-parallel rank
+  // its reduce-scatter, the largest unit's; under pipeline parallelism (pp > 1) the rank's whole
+  // parameters, gathered once a step and held, and their whole gradient accumulated over the
+  // micro-batches (FSDP under torch.distributed.pipelining); 0 at other stages or over one
+  // data-parallel rank
   double comm = 0;
   double total() const { return params + grads + optimizer + activations + comm; }
 };

@@ -91,8 +91,9 @@ struct FixedParts {
   double total() const { return tp + gather + exchange; }
 };
 FixedParts fixed_parts(const PipelineState& st, const plan::PipelineOp& op, const StageOpCosts& cost) {
-  if (op.kind == plan::PipelineOpKind::forward) return {cost.forward_tp_s, cost.forward_gather_s, 0.0};
-  return {cost.backward_tp_s, cost.backward_gather_s,
+  if (op.kind == plan::PipelineOpKind::forward)
+    return {cost.forward_tp_s, !cost.gathers_once || op.micro == 0 ? cost.forward_gather_s : 0.0, 0.0};
+  return {cost.backward_tp_s, cost.gathers_once ? 0.0 : cost.backward_gather_s,
           cost.backward_exchange_s + (op.micro == st.m - 1 ? cost.last_backward_exchange_s : 0.0)};
 }
 

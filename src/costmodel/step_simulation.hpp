@@ -40,6 +40,9 @@ struct StageOpCosts {
   // ZeRO-3: the op's waits for its units' parameter gathers, the part the prefetch behind each
   // unit's compute does not hide
   double forward_gather_s = 0, backward_gather_s = 0;
+  // ZeRO-3 under pipeline parallelism: the chunk's parameters gathered once, in its first
+  // micro-batch's forward, and held through the step (no gather in later forwards or backwards)
+  bool gathers_once = false;
   double send_forward_s = 0;   // α + S/B of the activation to stage + 1 (0 on the last stage)
   double send_backward_s = 0;  // α + S/B of the input gradient to stage − 1 (0 on the first)
   // The exchange's own passes over the gradients on the compute stream (costmodel/exchange_work.hpp):

@@ -395,6 +395,15 @@ TEST(StepPrediction, ZeroThreeHoldsTwoGatheredUnitsAndOneWholeGradient) {
                                              zero3.memory.activations + zero3.memory.comm);
   c.strategy.zero = 1;
   EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
+  // under pipeline parallelism the rank's parameters stay gathered through the step and their
+  // whole gradient accumulates over the micro-batches: 2 + 2 bytes a parameter of the stage
+  c = named("gpt-1.3b", 4, 1, 2, 32);
+  c.model.attention = "flash";
+  c.strategy.zero = 3;
+  const Prediction piped = predict_step(c, a100);
+  ASSERT_TRUE(piped.feasible) << piped.reason;
+  for (const RankMemory& rank : piped.rank_memory)
+    EXPECT_NEAR(rank.comm, rank.params * 4 * (2 + 2) / 2, 1e-6 * rank.comm);  // params: the 1/4 shard
   c = named("gpt-1.3b", 1, 1, 1, 1);
   c.model.attention = "flash";
   c.strategy.zero = 3;

@@ -127,6 +127,22 @@ TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
   EXPECT_DOUBLE_EQ(simulate_step(in).stages[0].dp_exposed_s, 2.0);
 }
 
+// ZeRO-3's gather waits: in every forward and backward of every micro-batch, or, gathered once
+// and held (under pipeline parallelism), in each stage's first forward alone.
+TEST(StepSimulation, GathersHeldThroughTheStepWaitOnceAStage) {
+  StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 2, 4, 1.0, 2.0);
+  for (StageOpCosts& c : in.stages) {
+    c.forward_gather_s = 0.25;
+    c.backward_gather_s = 0.5;
+  }
+  const StepSimulation every = simulate_step(in);
+  for (const StageTimeline& tl : every.stages) EXPECT_DOUBLE_EQ(tl.gather_s, 4 * (0.25 + 0.5));
+  for (StageOpCosts& c : in.stages) c.gathers_once = true;
+  const StepSimulation once = simulate_step(in);
+  for (const StageTimeline& tl : once.stages) EXPECT_DOUBLE_EQ(tl.gather_s, 0.25);
+  EXPECT_LT(once.step_time_s, every.step_time_s);
+}
+
 // Two stages on one node of two ranks: forwards cost 2 (stage 0) and 4 (stage 1) with both
 // ranks computing, half that alone; backwards cost nothing.
 StepSimulationInput shared_node_forwards() {
