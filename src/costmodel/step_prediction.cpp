@@ -157,6 +157,11 @@ LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes) {
   return {4.0, sixteen_bit ? element_bytes : 0.0, 12.0, 4.0};
 }
 
+// ZeRO-3 under pipeline parallelism, as FSDP runs under torch.distributed.pipelining: each
+// chunk's parameters gathered once a step and held, their whole gradient accumulated over the
+// micro-batches (add_parameter_gathers times it, predict_memory counts it).
+bool zero3_holds_gathered_parameters(const plan::TrainConfig& c) { return c.strategy.zero >= 3 && c.strategy.pp > 1; }
+
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -196,6 +201,8 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   const double recompute_scratch = recompute == Recompute::none ? 0.0 : written - block_activations;
   const double block_parameters = static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
   const double vocabulary_parameters = V * C / t;  // wte's (and an untied head's) tp share
+  const double embedding_parameters =  // wte's share and wpe (gpt2 only), replicated
+      vocabulary_parameters + static_cast<double>(gpt::gpt_embedding_parameter_count(g)) - V * C;
   std::vector<StageCost> stages;
   i64 block_begin = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -207,8 +214,6 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.activation_bytes = blocks * block_activations;
     st.shared_activation_bytes = blocks > 0 ? recompute_scratch : 0.0;
     st.largest_unit_parameters = blocks > 0 ? block_parameters : 0.0;
-    const double embedding_parameters =
-        vocabulary_parameters + static_cast<double>(gpt::gpt_embedding_parameter_count(g)) - V * C;
     if (first) st.largest_unit_parameters = std::max(st.largest_unit_parameters, embedding_parameters);
     if (last && (g.block == gpt::GptBlock::llama || s.pp > 1))  // an untied head, or the tied wte's copy
       st.largest_unit_parameters = std::max(st.largest_unit_parameters, vocabulary_parameters);
@@ -218,7 +223,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
       // wte vocabulary-parallel, wpe (gpt2 only) replicated; the embedding's output is all-reduced
-      st.parameters += V * C / t + static_cast<double>(gpt::gpt_embedding_parameter_count(g)) - V * C;
+      st.parameters += embedding_parameters;
       st.tp_all_reduces += 1;
       st.forward_tp_all_reduces += 1;
     }
@@ -226,7 +231,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       forward += gpt::gpt_head_forward_flops(g, d.micro_batch, d.seq_len);
       st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
       if (g.block == gpt::GptBlock::llama) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
-      else if (s.pp > 1) st.parameters += V * C / t;  // the tied wte's copy on the last stage
+      else if (s.pp > 1) st.parameters += vocabulary_parameters;  // the tied wte's copy on the last stage
       const LossBytes loss = loss_bytes(c.model.cross_entropy, d.element_bytes);
       const double logits = b * T * V / t;  // this rank's, vocabulary-parallel
       st.activation_bytes += logits * loss.kept;
@@ -569,7 +574,7 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.activations += (over_time ? 0.0 : static_cast<double>(st.in_flight) * st.activation_bytes) +
                         std::max(st.shared_activation_bytes, st.loss_working_bytes);
     if (c.strategy.zero >= 3 && p.dp > 1)
-      rank.comm = c.strategy.pp > 1 ? rank.comm + st.parameters * (bytes.param + bytes.grad)
+      rank.comm = zero3_holds_gathered_parameters(c) ? rank.comm + st.parameters * (bytes.param + bytes.grad)
                                     : std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
   }
   for (std::size_t r = 0; over_time && r < ranks; ++r)
@@ -709,7 +714,7 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
   };
   op.forward_gather_s = exposed(op.forward_compute_s + op.forward_tp_s);
   op.backward_gather_s = exposed(op.backward_compute_s + op.backward_tp_s);
-  op.gathers_once = c.strategy.pp > 1;
+  op.gathers_once = zero3_holds_gathered_parameters(c);
 }
 
 // ZeRO-2 and 3 give the pages of each micro-batch's reduced gradients back to the system, and

@@ -399,6 +399,15 @@ nlohmann::json predicted_but_refused_by_the_trainer(Scratch& scratch, const std:
   return p.exit_code == 0 ? nlohmann::json::parse(p.stdout_text) : nlohmann::json();
 }
 
+// A tiny GPT whose model mapping ends with `model_keys` is refused by predict (exit 2) with `message`.
+void expect_model_key_refused(Scratch& scratch, const std::string& model_keys, const std::string& message) {
+  const auto bad = scratch.write("bad.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, " +
+                                                 model_keys + "}\ndata: sotu\n");
+  const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
+  EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
+  EXPECT_NE(b.stderr_text.find(message), std::string::npos) << b.stderr_text;
+}
+
 // strategy.tp_overlap is read and predicted (its sequence-parallel pairs under the GEMMs), and
 // the trainer refuses it by name and writes nothing.
 TEST(PredictCommand, TpOverlapIsPredictedAndTheTrainerRefusesIt) {
@@ -445,12 +454,7 @@ TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   ASSERT_EQ(flash.exit_code, 0) << flash.stderr_text;
   EXPECT_LT(nlohmann::json::parse(flash.stdout_text)["memory_bytes"]["activations"].get<double>(),
             nlohmann::json::parse(unfused.stdout_text)["memory_bytes"]["activations"].get<double>());
-  const auto bad = scratch.write("bad.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
-                                             "attention: fused}\ndata: sotu\n");
-  const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
-  EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
-  EXPECT_NE(b.stderr_text.find("model.attention is 'fused'; it must be unfused or flash"), std::string::npos)
-      << b.stderr_text;
+  expect_model_key_refused(scratch, "attention: fused", "model.attention is 'fused'; it must be unfused or flash");
 }
 
 // model.cross_entropy unfused (PyTorch's loss on upcast logits) is predicted, holding more bytes
@@ -472,12 +476,8 @@ TEST(PredictCommand, UnfusedCrossEntropyIsPredictedAndTheTrainerRefusesIt) {
   };
   // 8192 tokens × 128256 logits × (8 − 2) bytes more at the loss's peak
   EXPECT_DOUBLE_EQ(named("unfused") - named("fused"), 8192.0 * 128256 * 6);
-  const auto bad = scratch.write("bad_loss.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, "
-                                                  "cross_entropy: chunked}\ndata: sotu\n");
-  const CommandResult b = scratch.run("predict --config " + bad.string() + " --site " + kSite);
-  EXPECT_EQ(b.exit_code, 2) << b.stderr_text;
-  EXPECT_NE(b.stderr_text.find("model.cross_entropy is 'chunked'; it must be fused or unfused"), std::string::npos)
-      << b.stderr_text;
+  expect_model_key_refused(scratch, "cross_entropy: chunked",
+                           "model.cross_entropy is 'chunked'; it must be fused or unfused");
 }
 
 }  // namespace
