@@ -15,7 +15,8 @@ Activation recomputation (selective, full) trains the same loss on one rank and 
 grids, with less tracked activation memory. Sequence parallelism (tp 2, tp 4, dp 2 × tp 2, with
 full and selective recomputation, with pp 2 plain and interleaved, with ZeRO-1, 2 and 3) trains the
 same, holds fewer activations than tp alone, and tracks the predicted memory. ZeRO 0 to 3 at dp 2 and 4
-train the same and hold exactly the ZeRO formulas' model state; so does resnet-mini's ZeRO-3; resnet-mini
+train the same and hold exactly the ZeRO formulas' model state; so does resnet-mini's ZeRO-2 and 3 (compared
+where the gradient sums are the same, as a ReLU network's trajectory amplifies another order); resnet-mini
 trains interleaved (pp 2 and 4 × 2 chunks, with full recomputation and with dp 2 ZeRO-1) as one rank (also with
 full recomputation and synchronised BatchNorm). resnet-mini's full recomputation (one rank, dp 2, pp 2) trains the
 same, tracks its stage's predicted memory and keeps under 60% of the activations. Reads the HDF5
@@ -71,12 +72,14 @@ def relative_gap(a, b):
 largest = {}
 
 
-def compare(name, run, reference, dp, tp, pp, tolerance=REL_TOL):
+def compare(name, run, reference, dp, tp, pp, tolerance=REL_TOL, steps=5):
+    """The first `steps` steps' loss and gradient norm (and with all 5, the evaluation after them)."""
     # the gradient norm too: a gradient summed over the wrong ranks (the sequence-parallel
     # LayerNorm ones left per tp rank, say) moves it 2e-4 while AdamW's normalised steps move the
     # loss only 4e-6 in 5 steps
-    gap = max(relative_gap(run["loss"], reference["loss"]), relative_gap(run["eval"], reference["eval"]),
-              relative_gap(run["grad_norm"], reference["grad_norm"]))
+    gap = max(relative_gap(run["loss"][:steps], reference["loss"][:steps]),
+              relative_gap(run["grad_norm"][:steps], reference["grad_norm"][:steps]),
+              relative_gap(run["eval"], reference["eval"]) if steps == 5 else 0.0)
     largest[name] = gap
     if gap > tolerance:
         problems.append(f"{name}: loss, gradient norm or eval differs from its reference by {gap:.2e} "
@@ -225,32 +228,42 @@ print("rank-0 model state (params, grads, optimizer; comm) B per ZeRO stage: " +
 
 resnet_one = train("resnet_one", RESNET)
 FULL_RESNET = ["--set", "strategy.recompute=full"]
-# The ResNet's ZeRO-2 against plain dp 2 (local BatchNorm statistics per rank: dp 2 is its own
-# reference), its gradients the padded shard. Each micro-batch's gradients are summed over the
-# ranks before the micro-batches are added (plain dp: the other way round), and 5 SGD steps of
-# resnet-mini amplify that rounding to ~3e-4: RESNET_TOL, as test_data_parallel's ResNet bound.
-RESNET_TOL = 1e-3
+# The ResNet's ZeRO-2 and 3 against plain dp 2 (local BatchNorm statistics per rank: dp 2 is its
+# own reference). A ReLU network's trajectory is rounding-stable only until a pre-activation
+# within rounding of zero crosses its kink, and SGD at this rate amplifies the crossing: ZeRO-2
+# sums each micro-batch's gradients over the ranks before adding the micro-batches (plain dp the
+# other way round), which on an AMD EPYC under OpenBLAS's Haswell kernels put 5 steps of plain
+# dp and ZeRO-2 3.5e-2 apart in gradient norm. So each comparison runs where the sums are the
+# same: with one micro-batch a step, two ranks' sum is one addition, ZeRO-2 and plain dp train
+# bit for bit alike; ZeRO-3 reduce-scatters as ZeRO-2 does, so against ZeRO-2 it trains alike
+# with its unit gathers, with full recomputation and with synchronised BatchNorm. With 4
+# micro-batches, the first step (the same weights on both) holds ZeRO-2 to plain dp's loss and
+# gradient norm.
+ONE_MICRO = ["--set", "strategy.micro_batches=1"]
 resnet_dp2 = train("resnet_dp2", RESNET, 2, 1, 1)
 resnet_dp2_zero2 = train("resnet_dp2_zero2", RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.zero=2"])
-compare("resnet_dp2_zero2", resnet_dp2_zero2, resnet_dp2, 2, 1, 1, RESNET_TOL)
+compare("resnet_dp2_zero2_first_step", resnet_dp2_zero2, resnet_dp2, 2, 1, 1, steps=1)
+compare("resnet_dp2_zero2_m1", train("resnet_dp2_zero2_m1", RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.zero=2"] + ONE_MICRO),
+        train("resnet_dp2_m1", RESNET, 2, 1, 1, "1f1b", ONE_MICRO), 2, 1, 1)
 if not int(resnet_dp2_zero2["memory"]["grads"][0]) * 2 <= int(resnet_dp2["memory"]["grads"][0]) + 8:
     problems.append(f"resnet_dp2_zero2 tracks {int(resnet_dp2_zero2['memory']['grads'][0])} B of grads, not half "
                     f"of plain dp 2's {int(resnet_dp2['memory']['grads'][0])}")
 # ZeRO-3: each unit's weights (stem, block, head) gathered before its forward and again before its
 # backward, a fully recomputed block's once for both; with synchronised BatchNorm its statistics'
-# all-reduces run beside the prefetched gathers (against dp 2 with them).
+# all-reduces run beside the prefetched gathers (against ZeRO-2 with them).
 # Model state exactly the ZeRO formulas: params the padded shard plus the running statistics
 # (not sharded, as FSDP's buffers), grads the shard, SGD's momentum the rank's part; as predicted.
 N_RESNET = int(resnet_dp2["memory"]["grads"][0]) // 4
 statistics_bytes = int(resnet_dp2["memory"]["params"][0]) - 4 * N_RESNET
 resnet_shard = -(-N_RESNET // 2)
-for name, reference, extra in [("resnet_dp2_zero3", resnet_dp2, []),
-                               ("resnet_dp2_zero3_full", resnet_dp2, ["--set", "strategy.recompute=full"]),
+SYNC = ["--set", "strategy.batchnorm=sync"]
+for name, reference, extra in [("resnet_dp2_zero3", resnet_dp2_zero2, []),
+                               ("resnet_dp2_zero3_full", resnet_dp2_zero2, ["--set", "strategy.recompute=full"]),
                                ("resnet_dp2_zero3_sync",
-                                train("resnet_dp2_sync", RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.batchnorm=sync"]),
-                                ["--set", "strategy.batchnorm=sync"])]:
+                                train("resnet_dp2_zero2_sync", RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.zero=2"] + SYNC),
+                                SYNC)]:
     run = train(name, RESNET, 2, 1, 1, "1f1b", ["--set", "strategy.zero=3"] + extra)
-    compare(name, run, reference, 2, 1, 1, RESNET_TOL)
+    compare(name, run, reference, 2, 1, 1)
     check_interleaved_memory(name, run, 1, 2, 1)
     for row in run["memory"]:
         mine = min(resnet_shard, N_RESNET - resnet_shard * int(row["rank"]))
@@ -260,7 +273,7 @@ for name, reference, extra in [("resnet_dp2_zero3", resnet_dp2, []),
                 problems.append(f"{name}: rank {row['rank']} tracks {int(row[part])} B of {part}, the ZeRO-3 "
                                 f"formula (SGD with momentum) says {expected}")
 resnet_dp2_pp2_zero1 = train("resnet_dp2_pp2_zero1", RESNET, 2, 1, 2, "1f1b", ["--set", "strategy.zero=1"])
-compare("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, resnet_dp2, 2, 1, 2, RESNET_TOL)
+compare("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, resnet_dp2, 2, 1, 2)
 check_interleaved_memory("resnet_dp2_pp2_zero1", resnet_dp2_pp2_zero1, 1, 2, 1)
 for name, pp, schedule in [("resnet_pp2_gpipe", 2, "gpipe"), ("resnet_pp2_1f1b", 2, "1f1b"),
                            ("resnet_pp4_gpipe", 4, "gpipe"), ("resnet_pp4_1f1b", 4, "1f1b")]:
@@ -277,7 +290,7 @@ for name, dp, pp, reference, extra in [
         ("resnet_pp2_v2_bf16", 1, 2, train("resnet_one_bf16", RESNET, 1, 1, 1, "1f1b", ["--set", "precision=bf16"]),
          ["--set", "precision=bf16"])]:
     run = train(name, RESNET, dp, 1, pp, "1f1b", V2 + extra)
-    compare(name, run, reference, dp, 1, pp, RESNET_TOL if dp > 1 else REL_TOL)
+    compare(name, run, reference, dp, 1, pp)
     if pp <= 2:  # this machine's site holds 2 devices: no prediction for 4 ranks
         check_interleaved_memory(name, run, 1, dp, 2)
 # The ResNet's full recomputation (each block's forward again before its backward, from its input
