@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/check.hpp"
+#include "core/heap_reuse.hpp"
 #include "costmodel/prediction_json.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "plan/run_plan.hpp"
@@ -165,6 +166,7 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   // the grids are independent: searched on the OpenMP threads, merged in this order (so the
   // answer is the serial one)
   std::vector<GridOutcome> outcomes(grids.size());
+  keep_freed_heap_for_reuse();  // each candidate's prediction allocates and frees its simulation's few MiB
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::size_t i = 0; i < grids.size(); ++i) {
     GridOutcome& out = outcomes[i];

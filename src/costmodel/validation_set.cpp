@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "core/check.hpp"
+#include "core/heap_reuse.hpp"
 #include "core/install_paths.hpp"
 #include "costmodel/predict_case.hpp"
 #include "models/gpt/gpt_config.hpp"
@@ -326,6 +327,7 @@ struct FitRows {
   double error(const GemmConstants& at, int* feasible = nullptr, int* infeasible = nullptr, double* worst = nullptr) {
     // the rows on the OpenMP threads (each case holds its own site), summed in row order
     std::vector<std::optional<double>> errors(cases.size());
+    keep_freed_heap_for_reuse();  // each prediction allocates and frees its simulation's few MiB
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       Case& c = cases[i];
