@@ -327,7 +327,6 @@ struct FitRows {
   double error(const GemmConstants& at, int* feasible = nullptr, int* infeasible = nullptr, double* worst = nullptr) {
     // the rows on the OpenMP threads (each case holds its own site), summed in row order
     std::vector<std::optional<double>> errors(cases.size());
-    keep_freed_heap_for_reuse();  // each prediction allocates and frees its simulation's few MiB
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       Case& c = cases[i];
@@ -451,6 +450,7 @@ GemmConstants fit_e_attention(FitRows& rows, GemmConstants at) {
 }  // namespace
 
 std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
+  keep_freed_heap_for_reuse();  // every row's prediction at every trial allocates and frees its simulation's few MiB
   // one fit per device and key, in the order the rows name them
   std::vector<std::pair<std::string, std::string>> groups;
   std::map<std::pair<std::string, std::string>, FitRows> grouped;

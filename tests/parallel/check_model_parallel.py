@@ -72,14 +72,16 @@ def relative_gap(a, b):
 largest = {}
 
 
-def compare(name, run, reference, dp, tp, pp, tolerance=REL_TOL, steps=5):
-    """The first `steps` steps' loss and gradient norm (and with all 5, the evaluation after them)."""
+def compare(name, run, reference, dp, tp, pp, tolerance=REL_TOL, steps=None):
+    """The first `steps` steps' loss and gradient norm (all of them by default, and then also the
+    evaluation after them)."""
+    steps = steps or len(reference["loss"])
     # the gradient norm too: a gradient summed over the wrong ranks (the sequence-parallel
     # LayerNorm ones left per tp rank, say) moves it 2e-4 while AdamW's normalised steps move the
     # loss only 4e-6 in 5 steps
     gap = max(relative_gap(run["loss"][:steps], reference["loss"][:steps]),
               relative_gap(run["grad_norm"][:steps], reference["grad_norm"][:steps]),
-              relative_gap(run["eval"], reference["eval"]) if steps == 5 else 0.0)
+              relative_gap(run["eval"], reference["eval"]) if steps == len(reference["loss"]) else 0.0)
     largest[name] = gap
     if gap > tolerance:
         problems.append(f"{name}: loss, gradient norm or eval differs from its reference by {gap:.2e} "

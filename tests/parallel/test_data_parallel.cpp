@@ -68,29 +68,42 @@ struct Trained {
   int buckets = 0;
 };
 
+// One run's model, grid and step on `ranks`, built in place (the step holds the others).
+struct SteppedRun {
+  SteppedRun(const plan::TrainConfig& config, parallel::Communicator& ranks)
+      : grid(ranks, static_cast<int>(config.strategy.dp), static_cast<int>(config.strategy.tp),
+             static_cast<int>(config.strategy.pp)),
+        task(make_training_task(config, plan::runnable_plan(config), kernels::Backend::cpu, tracker, grid)),
+        step(config, *task, grid, kernels::Backend::cpu, tracker) {}
+  std::vector<float> parameters() const { return {task->parameters_flat().begin(), task->parameters_flat().end()}; }
+  // The run's tracked model state into `t`: peaks, and what is held after the last step.
+  void record_memory(Trained& t) const {
+    t.optimizer_bytes = tracker.usage().peak_of(MemoryCategory::optimizer);
+    t.grads_bytes = tracker.usage().peak_of(MemoryCategory::grads);
+    t.comm_bytes = tracker.usage().peak_of(MemoryCategory::comm);
+    t.grads_after = tracker.usage().of(MemoryCategory::grads);
+    t.comm_after = tracker.usage().of(MemoryCategory::comm);
+  }
+  MemoryTracker tracker;
+  parallel::ProcessGrid grid;
+  std::unique_ptr<TrainingTask> task;
+  DistributedStep step;
+};
+
 // kSteps steps of `config` on the ranks of `ranks` (dp×tp×pp of the config).
 Trained train(const plan::TrainConfig& config, parallel::Communicator& ranks) {
-  MemoryTracker tracker;
-  parallel::ProcessGrid grid(ranks, static_cast<int>(config.strategy.dp), static_cast<int>(config.strategy.tp),
-                             static_cast<int>(config.strategy.pp));
-  auto task = make_training_task(config, plan::runnable_plan(config), kernels::Backend::cpu, tracker, grid);
-  DistributedStep distributed(config, *task, grid, kernels::Backend::cpu, tracker);
+  const auto run = std::make_unique<SteppedRun>(config, ranks);
   Trained t;
-  t.initial.assign(task->parameters_flat().begin(), task->parameters_flat().end());
+  t.initial = run->parameters();
   for (int step = 0; step < kSteps; ++step) {
-    const StepResult r = distributed.run(step, kSteps);
+    const StepResult r = run->step.run(step, kSteps);
     t.losses.push_back(r.loss);
     t.exchange_bytes = r.exchange.bytes;
     t.bytes_sent.push_back(r.exchange.bytes_sent);
     t.buckets = r.exchange.buckets;
   }
-  const auto p = task->parameters_flat();
-  t.parameters.assign(p.begin(), p.end());
-  t.optimizer_bytes = tracker.usage().peak_of(MemoryCategory::optimizer);
-  t.grads_bytes = tracker.usage().peak_of(MemoryCategory::grads);
-  t.comm_bytes = tracker.usage().peak_of(MemoryCategory::comm);
-  t.grads_after = tracker.usage().of(MemoryCategory::grads);
-  t.comm_after = tracker.usage().of(MemoryCategory::comm);
+  t.parameters = run->parameters();
+  run->record_memory(t);
   return t;
 }
 
@@ -113,20 +126,34 @@ Trained train_alone(plan::TrainConfig config) {
 // its statistics in another order, so a crossing can happen within a step: a 1e-3 bound on it.
 constexpr double kResnetRelativeTolerance = 1e-3;
 
+// How far two runs' updates from `start` are apart: the largest element difference (and where),
+// and the whole difference over the want run's whole update.
+struct UpdateGap {
+  double worst = 0;
+  std::size_t worst_index = 0;
+  double relative = 0;
+};
+UpdateGap update_gap(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& start) {
+  UpdateGap gap;
+  double difference_squared = 0, update_squared = 0;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    const double difference = std::abs(double(got[i]) - want[i]);
+    const double update = double(want[i]) - start[i];
+    if (difference > gap.worst) gap.worst = difference, gap.worst_index = i;
+    difference_squared += difference * difference;
+    update_squared += update * update;
+  }
+  gap.relative = std::sqrt(difference_squared / update_squared);
+  return gap;
+}
+
 void expect_same_training(const Trained& got, const Trained& want, const std::string& what, double lr = kLr,
                           double relative_tolerance = 1e-4) {
   ASSERT_EQ(got.parameters.size(), want.parameters.size());
   ASSERT_EQ(got.initial, want.initial) << what << ": the runs must start from the same weights";
-  std::size_t worst = 0;
-  double worst_difference = 0, difference_squared = 0, update_squared = 0;
-  for (std::size_t i = 0; i < got.parameters.size(); ++i) {
-    const double update = double(want.parameters[i]) - want.initial[i];
-    const double difference = std::abs(double(got.parameters[i]) - want.parameters[i]);
-    if (difference > worst_difference) worst_difference = difference, worst = i;
-    difference_squared += difference * difference;
-    update_squared += update * update;
-  }
-  const double relative = std::sqrt(difference_squared / update_squared);
+  const UpdateGap gap = update_gap(got.parameters, want.parameters, want.initial);
+  const std::size_t worst = gap.worst_index;
+  const double worst_difference = gap.worst, relative = gap.relative;
   EXPECT_LE(worst_difference, 1e-2 * lr) << what << ": parameter " << worst << " is " << got.parameters[worst]
                                           << ", one rank trained " << want.parameters[worst];
   EXPECT_LE(relative, relative_tolerance) << what << ": relative difference of the 5-step updates";
@@ -137,22 +164,9 @@ void expect_same_training(const Trained& got, const Trained& want, const std::st
     EXPECT_NEAR(got.losses[s], want.losses[s], 1e-5 * std::abs(want.losses[s])) << what << ": loss of step " << s + 1;
 }
 
-// One run's model, grid and step on `ranks`, built in place (the step holds the others).
-struct SteppedRun {
-  SteppedRun(const plan::TrainConfig& config, parallel::Communicator& ranks)
-      : grid(ranks, static_cast<int>(config.strategy.dp), static_cast<int>(config.strategy.tp),
-             static_cast<int>(config.strategy.pp)),
-        task(make_training_task(config, plan::runnable_plan(config), kernels::Backend::cpu, tracker, grid)),
-        step(config, *task, grid, kernels::Backend::cpu, tracker) {}
-  std::vector<float> parameters() const { return {task->parameters_flat().begin(), task->parameters_flat().end()}; }
-  MemoryTracker tracker;
-  parallel::ProcessGrid grid;
-  std::unique_ptr<TrainingTask> task;
-  DistributedStep step;
-};
-
 struct LockstepRuns {
-  Trained reference, candidate;
+  std::vector<float> reference_initial;
+  Trained candidate;               // its initial weights, last step's buckets and tracked memory
   double worst_step_relative = 0;  // max over steps of ||Δupdate|| / ||update_reference||
   double worst_element = 0;        // max over steps and elements of |Δupdate|
   double worst_loss = 0;           // max over steps of |Δloss| / |loss_reference|
@@ -163,42 +177,30 @@ struct LockstepRuns {
 // from one starting point and a difference of one step cannot grow over the next ones.
 LockstepRuns lockstep(const plan::TrainConfig& reference, parallel::Communicator& reference_ranks,
                       const plan::TrainConfig& candidate, parallel::Communicator& candidate_ranks) {
-  auto ref = std::make_unique<SteppedRun>(reference, reference_ranks);
-  auto cand = std::make_unique<SteppedRun>(candidate, candidate_ranks);
+  const auto ref = std::make_unique<SteppedRun>(reference, reference_ranks);
+  const auto cand = std::make_unique<SteppedRun>(candidate, candidate_ranks);
   LockstepRuns out;
-  out.reference.initial = ref->parameters();
+  out.reference_initial = ref->parameters();
   out.candidate.initial = cand->parameters();
   for (int step = 0; step < kSteps; ++step) {
     const std::vector<float> start = ref->parameters();  // w[step]
     std::copy(start.begin(), start.end(), cand->task->parameters_flat().begin());
     cand->task->parameters_updated();
     const StepResult want = ref->step.run(step, kSteps), got = cand->step.run(step, kSteps);
-    out.reference.losses.push_back(want.loss);
-    out.candidate.losses.push_back(got.loss);
     out.worst_loss = std::max(out.worst_loss, std::abs(got.loss - want.loss) / std::abs(want.loss));
-    const std::vector<float> after_ref = ref->parameters(), after_cand = cand->parameters();
-    double difference_squared = 0, update_squared = 0;
-    for (std::size_t i = 0; i < start.size(); ++i) {
-      const double difference = std::abs(double(after_cand[i]) - after_ref[i]);
-      const double update = double(after_ref[i]) - start[i];
-      out.worst_element = std::max(out.worst_element, difference);
-      difference_squared += difference * difference;
-      update_squared += update * update;
-    }
-    out.worst_step_relative = std::max(out.worst_step_relative, std::sqrt(difference_squared / update_squared));
+    const UpdateGap gap = update_gap(cand->parameters(), ref->parameters(), start);
+    out.worst_element = std::max(out.worst_element, gap.worst);
+    out.worst_step_relative = std::max(out.worst_step_relative, gap.relative);
     out.candidate.buckets = got.exchange.buckets;
   }
-  out.reference.parameters = ref->parameters();
-  out.candidate.parameters = cand->parameters();
-  out.candidate.optimizer_bytes = cand->tracker.usage().peak_of(MemoryCategory::optimizer);
-  out.candidate.grads_bytes = cand->tracker.usage().peak_of(MemoryCategory::grads);
+  cand->record_memory(out.candidate);
   return out;
 }
 
 // The bound on each step of a lockstep pair: every element within 1e-2 lr, the whole update
 // within relative_tolerance, the loss (computed from the same weights) within 1e-5.
 void expect_same_steps(const LockstepRuns& runs, const std::string& what, double lr, double relative_tolerance) {
-  ASSERT_EQ(runs.candidate.initial, runs.reference.initial) << what << ": the runs must start from the same weights";
+  ASSERT_EQ(runs.candidate.initial, runs.reference_initial) << what << ": the runs must start from the same weights";
   EXPECT_LE(runs.worst_element, 1e-2 * lr) << what << ": largest element difference of one step's update";
   EXPECT_LE(runs.worst_step_relative, relative_tolerance) << what << ": relative difference of one step's update";
   EXPECT_LE(runs.worst_loss, 1e-5) << what << ": relative loss difference from the same weights";
@@ -286,10 +288,10 @@ TEST(DataParallel, ResnetWithSynchronisedBatchNormTrainsTheSameModelAsOneRank) {
 
 TEST(DataParallel, ResnetZeroOneAndTwoWithSgdEqualPlainDataParallel) {
   const plan::TrainConfig plain = config_from(resnet_yaml(world().size(), 0, "sync"));
-  const auto n = static_cast<std::int64_t>(SteppedRun(plain, world()).task->parameters_flat().size());
-  const std::int64_t shard = (n + world().size() - 1) / world().size();
   const LockstepRuns one = lockstep(plain, world(), config_from(resnet_yaml(world().size(), 1, "sync")), world());
   expect_same_steps(one, "resnet zero-1", kLr * 25, 1e-4);
+  const auto n = static_cast<std::int64_t>(one.reference_initial.size());
+  const std::int64_t shard = (n + world().size() - 1) / world().size();
   EXPECT_EQ(one.candidate.optimizer_bytes, 4 * std::min(shard, n - shard * world().rank()));  // one momentum buffer
   const LockstepRuns two = lockstep(plain, world(), config_from(resnet_yaml(world().size(), 2, "sync")), world());
   expect_same_steps(two, "resnet zero-2", kLr * 25, 1e-4);
