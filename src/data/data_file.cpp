@@ -3,6 +3,7 @@
 #include "data/data_file.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "core/bounded_file.hpp"
@@ -24,14 +25,16 @@ DataFile::~DataFile() {
 }
 
 std::uint64_t DataFile::read(std::vector<std::uint8_t>& bytes, std::uint64_t count) {
+  // Through a chunk left uninitialised: growing `bytes` by a zero-filled megabyte before each
+  // gzread cost every small file (SpamAssassin's 6,046 messages) a megabyte of memset and page
+  // faults, 80% of the corpus's load time.
   constexpr std::uint64_t kChunk = 1 << 20;
+  const auto chunk = std::make_unique_for_overwrite<std::uint8_t[]>(kChunk);
   std::uint64_t got = 0;
   while (got < count) {
     const auto want = static_cast<unsigned>(std::min(kChunk, count - got));
-    const std::size_t at = bytes.size();
-    bytes.resize(at + want);
-    const int n = gzread(file_, bytes.data() + at, want);
-    bytes.resize(at + static_cast<std::size_t>(std::max(n, 0)));
+    const int n = gzread(file_, chunk.get(), want);
+    if (n > 0) bytes.insert(bytes.end(), chunk.get(), chunk.get() + n);
     int error = Z_OK;
     const char* message = gzerror(file_, &error);
     SB_USER_CHECK(n >= 0 && (error == Z_OK || error == Z_STREAM_END), "data file '{}' is corrupt or truncated ({})",

@@ -297,10 +297,12 @@ void read_data(const MapReader& top, TrainConfig& c, const std::string& source) 
     if (d.IsScalar()) {
       c.data.dataset = d.as<std::string>();
     } else {
-      MapReader m(d, "data", source, {"dataset", "path", "train_samples"});
+      MapReader m(d, "data", source, {"dataset", "path", "train_samples", "test_samples"});
       m.read("dataset", c.data.dataset);
       m.read("train_samples", c.data.train_samples);
       require_non_negative(c.data.train_samples, "data.train_samples", source);
+      m.read("test_samples", c.data.test_samples);
+      require_non_negative(c.data.test_samples, "data.test_samples", source);
       std::string path;
       m.read("path", path);
       c.data.path = path;
@@ -309,6 +311,9 @@ void read_data(const MapReader& top, TrainConfig& c, const std::string& source) 
     SB_USER_CHECK(c.data.train_samples == 0 || c.data.dataset != "sotu",
                   "{}: 'data.train_samples' takes a subset of labelled images or messages; {} is an unlabelled text "
                   "corpus", source, c.data.dataset);
+    SB_USER_CHECK(c.data.test_samples == 0 || c.data.dataset != "sotu",
+                  "{}: 'data.test_samples' takes a subset of labelled test images or messages; {} is an unlabelled "
+                  "text corpus", source, c.data.dataset);
     if (c.data.path.empty()) c.data.path = default_data_path(c.data.dataset);
   }
 }

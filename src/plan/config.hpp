@@ -34,6 +34,9 @@ struct DataSpec {
   std::filesystem::path path;   // resolved: data.path, else datasets_dir()/<dataset> (core/install_paths.hpp)
   // images, messages: train on the first N training samples only (a small labelled subset; 0 = all)
   std::int64_t train_samples = 0;
+  // images, messages: evaluate on the first N test samples only (a quick look, not the accuracy
+  // of record; 0 = the whole test set)
+  std::int64_t test_samples = 0;
 };
 
 struct StrategySpec {

@@ -210,7 +210,8 @@ class ImageClassificationTask final : public TrainingTask {
     return loss / static_cast<double>(accumulation);
   }
 
-  // The whole test set, and as many training images as eval_batches global batches hold.
+  // The test set (its first data.test_samples where given), and as many training images as
+  // eval_batches global batches hold.
   std::vector<EvalResult> evaluate() override {
     return {evaluate_split("test", test_, test_.count),
             evaluate_split("train", train_, std::min(train_.count, config_.eval_batches * config_.global_batch))};
@@ -326,6 +327,14 @@ class ImageClassificationTask final : public TrainingTask {
       d.count = n;
       d.images.resize(static_cast<std::size_t>(n * d.image_size()));
       d.labels.resize(static_cast<std::size_t>(n));
+    }
+    const std::int64_t t = c.data.test_samples;
+    if (split == "test" && t > 0) {  // evaluated on the file's first t test images
+      SB_USER_CHECK(t <= d.count, "{}: data.test_samples {} exceeds the {} test images of {}", c.source, t, d.count,
+                    d.name);
+      d.count = t;
+      d.images.resize(static_cast<std::size_t>(t * d.image_size()));
+      d.labels.resize(static_cast<std::size_t>(t));
     }
     return d;
   }

@@ -3,10 +3,11 @@
 // GPT's final hidden states, mean-pooled over each message's real bytes, into a linear head
 // (models/gpt/sequence_classifier_head.hpp); per-epoch shuffled batches of the training
 // messages (or the data.train_samples subset), gradient accumulation over micro-batches, and
-// accuracy on the whole held-out test set. The parameters are the GPT's own, in its order,
-// followed by the head's, so `finetune.from` a language-model checkpoint of the same GPT loads
-// the backbone (parameter_constraints.cpp) and the head starts fresh. Leaves out tensor and
-// pipeline parallelism, mixed precision and the compression options (each refused by name).
+// accuracy on the held-out test set (or its first data.test_samples). The parameters are the
+// GPT's own, in its order, followed by the head's, so `finetune.from` a language-model checkpoint
+// of the same GPT loads the backbone (parameter_constraints.cpp) and the head starts fresh.
+// Leaves out tensor and pipeline parallelism, mixed precision and the compression options (each
+// refused by name).
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -60,6 +61,15 @@ data::SpamCorpus load_checked(const plan::TrainConfig& c, const gpt::GptConfig& 
   SB_USER_CHECK(corpus.train.count >= c.global_batch,
                 "{}: data.train_samples {} must be at least batch.global ({})", c.source, corpus.train.count,
                 c.global_batch);
+  const std::int64_t t = c.data.test_samples;
+  if (t > 0) {  // evaluated on the first t test messages
+    SB_USER_CHECK(t <= corpus.test.count, "{}: data.test_samples {} exceeds the {} test messages of spam-assassin",
+                  c.source, t, corpus.test.count);
+    corpus.test.count = t;
+    corpus.test.tokens.resize(static_cast<std::size_t>(t * T));
+    corpus.test.lengths.resize(static_cast<std::size_t>(t));
+    corpus.test.labels.resize(static_cast<std::size_t>(t));
+  }
   return corpus;
 }
 
@@ -139,7 +149,7 @@ class SequenceClassificationTask final : public TrainingTask {
     return loss / static_cast<double>(accumulation);
   }
 
-  // The whole held-out test set, and as many training messages as eval_batches global batches hold.
+  // The held-out test set (its first data.test_samples where given), and as many training messages as eval_batches global batches hold.
   std::vector<EvalResult> evaluate() override {
     return {evaluate_split("test", corpus_.test, corpus_.test.count),
             evaluate_split("train", corpus_.train,

@@ -89,6 +89,14 @@ TEST(Config, MessagesNameTheFileAndKey) {
   EXPECT_EQ(plan::parse_train_config(plan::parse_yaml_text("model: gpt-nano\ndata: sotu\nprecision: {dtype: fp16, main_grads: storage}\n",
                                                "case.yaml"), "case.yaml").precision.main_grads,
             "storage");
+  EXPECT_EQ(message("model: gpt-nano\ndata: {dataset: sotu, test_samples: 10}\n"),
+            "case.yaml: 'data.test_samples' takes a subset of labelled test images or messages; sotu is an unlabelled "
+            "text corpus");
+  EXPECT_EQ(message("model: resnet-mini\ndata: {dataset: mnist, test_samples: -1}\n"),
+            "case.yaml: 'data.test_samples' must be zero or positive, got -1");
+  EXPECT_EQ(plan::parse_train_config(plan::parse_yaml_text("model: resnet-mini\ndata: {dataset: mnist, test_samples: 512}\n",
+                                               "case.yaml"), "case.yaml").data.test_samples,
+            512);
   EXPECT_EQ(message("- a\n- b\n"),
             "case.yaml: the config must be a mapping of keys to values (it is empty, a list or a single value)");
 }

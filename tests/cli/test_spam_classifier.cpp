@@ -73,6 +73,28 @@ TEST_F(SpamClassifier, TrainsAndRecordsAccuracyOnTheWholeTestSet) {
             static_cast<std::size_t>(gpt::gpt_parameter_count(nano) + 2 * nano.channels + 2));
 }
 
+// data.test_samples: the first N test messages only, the same ones in every run; more than the
+// 1209 is refused by name.
+TEST_F(SpamClassifier, TestSamplesEvaluatesTheFirstMessagesOnly) {
+  const auto r = classify("subset", " --set data.test_samples=100", 2);
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const auto whole = classify("whole", "", 2);
+  ASSERT_EQ(whole.exit_code, 0) << whole.stderr_text;
+  const std::string run = "/runs/gpt-nano";
+  const auto accuracy = io::read_column(path("subset.h5"), run + "/eval", "accuracy");
+  const auto loss = io::read_column(path("subset.h5"), run + "/eval", "loss");
+  const auto whole_loss = io::read_column(path("whole.h5"), run + "/eval", "loss");
+  ASSERT_EQ(io::read_string_column(path("subset.h5"), run + "/eval", "split"), (std::vector<std::string>{"test", "train"}));
+  EXPECT_NEAR(accuracy[0] * 100, std::round(accuracy[0] * 100), 1e-9);  // a count of 100 messages
+  EXPECT_NE(loss[0], whole_loss[0]);   // fewer test messages
+  EXPECT_EQ(loss[1], whole_loss[1]);   // the same training batches, and the same training
+  const auto over = classify("bad", " --set data.test_samples=1210", 1);
+  EXPECT_EQ(over.exit_code, 2);
+  EXPECT_NE(over.stderr_text.find("data.test_samples 1210 exceeds the 1209 test messages of spam-assassin"),
+            std::string::npos)
+      << over.stderr_text;
+}
+
 TEST_F(SpamClassifier, FrozenBackboneIsTheLanguageModelsBitForBitWhileTheHeadTrains) {
   const auto r = classify("frozen", " --set finetune.from=" + lm_.string() + " --set finetune.freeze=backbone", 4);
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
