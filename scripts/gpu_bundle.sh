@@ -114,7 +114,8 @@ fi
   echo "open mpi: $(ompi_info --version 2>/dev/null | head -1), relocated with OPAL_PREFIX=<bundle>/openmpi"
 } >"$bundle/MANIFEST.txt"
 
-XZ_OPT="${XZ_OPT:--T0}" tar -C "$out_dir" -cJf "$out_dir/.gpu-bundle.tar.xz" .gpu-bundle  # xz on every core
+# xz on every core at level 3: on two cores 13 s for 32 MiB, against 32 s for 28 MiB at xz's default 6
+XZ_OPT="${XZ_OPT:--T0 -3}" tar -C "$out_dir" -cJf "$out_dir/.gpu-bundle.tar.xz" .gpu-bundle
 bytes=$(stat -c %s "$out_dir/.gpu-bundle.tar.xz")
 if ((bytes > max_bytes)); then
   echo "gpu_bundle: .gpu-bundle.tar.xz is $((bytes / 1024 / 1024)) MiB, over the 60 MiB limit" >&2
