@@ -3,8 +3,9 @@
 # Robustness checks in one go (issue 11): builds the libFuzzer targets (preset fuzz, build-fuzz/:
 # fuzz/ linking the project's own libraries, built with clang-14, ASan, UBSan and fuzzer
 # coverage) and the address+undefined sanitizer build of the tests (preset asan, build-asan/),
-# runs each fuzz target for --fuzz-seconds and the sanitizer test suite (every test but the
-# long accuracy ones), and writes a summary: executions per target, crashes, sanitizer findings.
+# runs each fuzz target for --fuzz-seconds (J of them side by side) and the sanitizer test suite
+# (every test but the long accuracy ones), and writes a summary: executions per target, crashes,
+# sanitizer findings.
 #
 #   scripts/robustness.sh [--fuzz-seconds N] [--jobs J] [--out DIR] [--no-fuzz] [--no-asan]
 #                         [--asan-labels REGEX] [--asan-tests REGEX] [--asan-targets "test_a test_b"]
@@ -41,7 +42,7 @@ asan_in_fuzz_tree=0
 # --ci's sanitizer build: the readers' unit-test binaries, not scalebench or test_cli (with them
 # the cold ASan build passed 1600 s of CPU here and was stopped unfinished: the whole trainer and
 # CLI); the bad-input corpus runs under the sanitizers in the full robustness.sh run.
-ci_asan_targets="write_example_results test_core test_plan test_io test_checkpoint_file test_costmodel test_jobs"
+ci_asan_targets="write_example_results test_core test_plan test_io test_checkpoint_file test_costmodel_profiles test_jobs"
 ci_asan_tests='(^|/)(RunPlan|PipelineSchedule|PlanOfEveryCase|ResultsFile|ResultsReader|H5Check|CheckpointFile|'
 ci_asan_tests+='SiteProfile|KernelProfile|ShellQuote|ScriptInjection|Tensor|BalancedPartition)[.]'
 while [[ $# -gt 0 ]]; do
@@ -82,6 +83,28 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stac
   echo
 } > "$summary"
 
+# One fuzz target for --fuzz-seconds on its corpus and seeds; writes "executions crashes corpus"
+# to $out/rows/TARGET.
+fuzz_one() {
+  local target=$1
+  local corpus="$out/corpus/$target" artifacts="$out/artifacts/$target" log="$out/$target.log"
+  local scratch="$out/tmp/$target"  # the target's per-process scratch folders (sb_fuzz_*)
+  mkdir -p "$corpus" "$artifacts" "$scratch" "$out/rows"
+  # -fork keeps going after a crash (each one saved under artifacts/), so one run lists them all
+  (cd "$out" && TMPDIR="$scratch" "$root/build-fuzz/$target" -max_total_time="$fuzz_seconds" -timeout=25 \
+    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+    "$corpus" "$seeds/$target") > "$log" 2>&1
+  rm -rf "$scratch"
+  local executions crashes
+  executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
+  if [[ $executions -eq 0 ]]; then  # -fork prints per-job stats; else take the last progress line
+    executions=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  fi
+  crashes=$(find "$artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
+  echo "${executions:-0} $crashes $(ls "$corpus" | wc -l)" > "$out/rows/$target"
+}
+
 if [[ $do_fuzz == 1 ]]; then
   echo "== fuzz targets: build (preset fuzz, build-fuzz) =="
   phase_start=$SECONDS
@@ -117,28 +140,33 @@ if [[ $do_fuzz == 1 ]]; then
     echo >> "$summary"
     echo "| target | executions | exec/s | corpus | crashes | log |" >> "$summary"
     echo "| --- | ---: | ---: | ---: | ---: | --- |" >> "$summary"
+    # the targets run side by side, --jobs at a time (each is one process at a time under -fork=1),
+    # each in a scratch folder of its own; their rows are written in the order of --targets
+    rm -rf "$out/rows"
+    running=0
     for target in $targets; do
       echo "== $target: $fuzz_seconds s =="
-      corpus="$out/corpus/$target"
-      artifacts="$out/artifacts/$target"
-      mkdir -p "$corpus" "$artifacts"
-      log="$out/$target.log"
-      # -fork keeps going after a crash (each one saved under artifacts/), so one run lists them all
-      (cd "$out" && TMPDIR="$out" "$root/build-fuzz/$target" -max_total_time="$fuzz_seconds" -timeout=25 \
-        -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts/" \
-        -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
-        "$corpus" "$seeds/$target") > "$log" 2>&1
-      rm -rf "$out"/sb_fuzz_*  # the targets' per-process scratch folders
-      executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
-      if [[ $executions -eq 0 ]]; then  # -fork prints per-job stats; else take the last progress line
-        executions=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+      fuzz_one "$target" &
+      running=$((running + 1))
+      if ((running >= jobs)); then
+        wait -n
+        running=$((running - 1))
       fi
-      crashes=$(find "$artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' -o -name 'timeout-*' \) | wc -l)
-      rate=$(( ${executions:-0} / (fuzz_seconds > 0 ? fuzz_seconds : 1) ))
-      echo "| $target | ${executions:-0} | $rate | $(ls "$corpus" | wc -l) | $crashes | $target.log |" >> "$summary"
+    done
+    wait
+    for target in $targets; do
+      row=$(cat "$out/rows/$target" 2>/dev/null)
+      if [[ -z $row ]]; then
+        echo "$target wrote no result: $out/$target.log" >&2
+        status=1
+        continue
+      fi
+      read -r executions crashes corpus_size <<< "$row"
+      rate=$(( executions / (fuzz_seconds > 0 ? fuzz_seconds : 1) ))
+      echo "| $target | $executions | $rate | $corpus_size | $crashes | $target.log |" >> "$summary"
       [[ $crashes -gt 0 ]] && status=1
-      if [[ ${executions:-0} -eq 0 ]]; then  # a target that never ran tested nothing
-        echo "$target ran no inputs: $log" >&2
+      if [[ $executions -eq 0 ]]; then  # a target that never ran tested nothing
+        echo "$target ran no inputs: $out/$target.log" >&2
         status=1
       fi
     done

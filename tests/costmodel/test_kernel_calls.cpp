@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel calls the cost model records from the trainer's models (their FLOPs, how stages
-// compose), the kernel-time table, and a prediction from kernel times.
+// compose) and a prediction from kernel times (the kernel-time table: test_kernel_profile.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
-#include <fstream>
 #include <numeric>
 
 #include "core/check.hpp"
@@ -167,48 +165,6 @@ TEST(KernelCalls, ZeroOwnersStepTheirShardsRuns) {
   EXPECT_EQ(calls[1].kernel, "adamw_step");
   EXPECT_EQ(calls[2].shape, (std::vector<std::int64_t>{1}));
   EXPECT_EQ(calls[3].kernel, "narrow");
-}
-
-TEST(KernelProfile, MeasuredShapeInterpolatedSizeAndProportionBeyond) {
-  KernelProfile p;
-  p.add({"gelu_forward", "fp32", 1, 1, {1000}, 1000, 1e-6});
-  p.add({"gelu_forward", "fp32", 1, 1, {100000}, 100000, 1e-3});
-  p.add({"gelu_forward", "fp32", 2, 1, {1000}, 1000, 7e-7});
-  p.add({"gelu_forward", "fp32", 1, 2, {1000}, 1000, 1.5e-6});  // two ranks busy on the node
-  const auto at = [&](std::int64_t n, int devices = 1) {
-    return p.seconds({"gelu_forward", {n}, static_cast<double>(n)}, "fp32", devices);
-  };
-  EXPECT_DOUBLE_EQ(*at(1000), 1e-6);
-  EXPECT_DOUBLE_EQ(*at(1000, 2), 7e-7);
-  EXPECT_NEAR(*at(10000), 1e-4 / std::sqrt(10.0), 1e-12);  // halfway in log size: geometric mean
-  EXPECT_NEAR(*at(200000), 2e-3, 1e-12);
-  EXPECT_NEAR(*at(100), 1e-7, 1e-15);
-  EXPECT_FALSE(at(1000, 4).has_value());
-  EXPECT_FALSE(p.seconds({"gelu_backward", {1000}, 1000}, "fp32", 1).has_value());
-  EXPECT_TRUE(p.covers("fp32", 2));
-  EXPECT_DOUBLE_EQ(*p.seconds({"gelu_forward", {1000}, 1000}, "fp32", 1, 2), 1.5e-6);
-  EXPECT_TRUE(p.covers("fp32", 1, 2));
-  EXPECT_FALSE(p.covers("fp32", 2, 2));
-  EXPECT_FALSE(p.covers("bf16", 1));
-
-  const auto file = std::filesystem::temp_directory_path() / "sb_kernel_profile_test.csv";
-  p.save(file);
-  const KernelProfile back = KernelProfile::load(file);
-  ASSERT_EQ(back.times().size(), 4u);
-  EXPECT_EQ(back.times()[3].ranks, 2);
-  EXPECT_EQ(back.times()[1].shape, (std::vector<std::int64_t>{100000}));
-  EXPECT_DOUBLE_EQ(*back.seconds({"gelu_forward", {10000}, 10000}, "fp32", 1), *at(10000));
-  {
-    std::ofstream bad(file);
-    bad << "kernel,precision,devices,ranks,shape,size,seconds\ngelu_forward,fp32,one,1,1000,1000,1e-6\n";
-  }
-  try {
-    KernelProfile::load(file);
-    FAIL() << "a bad line loaded";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find(file.string() + ":2"), std::string::npos) << e.what();
-  }
-  std::filesystem::remove(file);
 }
 
 // gpt-nano at global batch 16, micro-batches of 8, one thread a rank, AdamW, over dp ranks.
