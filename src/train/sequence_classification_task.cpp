@@ -149,7 +149,8 @@ class SequenceClassificationTask final : public TrainingTask {
     return loss / static_cast<double>(accumulation);
   }
 
-  // The held-out test set (its first data.test_samples where given), and as many training messages as eval_batches global batches hold.
+  // The held-out test set (its first data.test_samples where given), and as many training messages
+  // as eval_batches global batches hold.
   std::vector<EvalResult> evaluate() override {
     return {evaluate_split("test", corpus_.test, corpus_.test.count),
             evaluate_split("train", corpus_.train,
