@@ -311,6 +311,13 @@ class ImageClassificationTask final : public TrainingTask {
       model_.set_soft_targets({teacher_logits_.data(), config_.distill.temperature, config_.distill.alpha});
   }
 
+  // The data set's first n images (n <= d.count).
+  static void keep_first(data::ImageDataset& d, std::int64_t n) {
+    d.count = n;
+    d.images.resize(static_cast<std::size_t>(n * d.image_size()));
+    d.labels.resize(static_cast<std::size_t>(n));
+  }
+
   static data::ImageDataset load(const plan::TrainConfig& c, const std::string& split) {
     SB_USER_CHECK(c.optimizer.type == "sgd" || c.optimizer.type == "adamw",
                   "{}: unknown optimizer.type '{}'", c.source, c.optimizer.type);
@@ -324,17 +331,13 @@ class ImageClassificationTask final : public TrainingTask {
       SB_USER_CHECK(n <= d.count && n >= c.global_batch,
                     "{}: data.train_samples {} must lie between batch.global ({}) and the {} images of {}", c.source,
                     n, c.global_batch, d.count, d.name);
-      d.count = n;
-      d.images.resize(static_cast<std::size_t>(n * d.image_size()));
-      d.labels.resize(static_cast<std::size_t>(n));
+      keep_first(d, n);
     }
     const std::int64_t t = c.data.test_samples;
     if (split == "test" && t > 0) {  // evaluated on the file's first t test images
       SB_USER_CHECK(t <= d.count, "{}: data.test_samples {} exceeds the {} test images of {}", c.source, t, d.count,
                     d.name);
-      d.count = t;
-      d.images.resize(static_cast<std::size_t>(t * d.image_size()));
-      d.labels.resize(static_cast<std::size_t>(t));
+      keep_first(d, t);
     }
     return d;
   }
