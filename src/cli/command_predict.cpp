@@ -43,7 +43,7 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
   if (p.micro_batch > 0) out += fmt::format(", {} micro-batches of {}", p.micro_batches, p.micro_batch);
   if (p.plan.feasible && p.pp > 1)
     out += fmt::format(", stages [{}] ({})", fmt::join(p.plan.stages, ", "), p.plan.stage_rule);
-  out += fmt::format(", {}\n", p.precision);
+  out += fmt::format(", {}{}\n", p.precision, p.kernels == "native" ? "" : fmt::format(", {} kernels", p.kernels));
   if (!p.feasible) return out + fmt::format("infeasible: {}\n", p.reason);
   out += fmt::format("step time     {:10.4f} s  (event simulation; the parts below are the last rank's, "
                      "on pipeline stage {})\n", p.step_time_s, p.critical_stage);
@@ -161,10 +161,13 @@ void write_fitted_sites(const Fitted& fitted, const std::string& write_site) {
       site = f.site;
       const std::string provenance = fmt::format("fitted by predict --fit on {}", fitted.names);
       written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_max, provenance, f.key);
+      const std::string suffix = costmodel::GemmModel::key_suffix(f.key);  // the sm80 kernels' own keys
       if (f.k_overhead_fitted)
-        written = costmodel::site_profile_with_e_max(written, f.site_file, f.k_overhead, provenance, "k_overhead");
+        written = costmodel::site_profile_with_e_max(written, f.site_file, f.k_overhead, provenance,
+                                                     "k_overhead" + suffix);
       if (f.e_attention_fitted)
-        written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_attention, provenance, "e_attention");
+        written = costmodel::site_profile_with_e_max(written, f.site_file, f.e_attention, provenance,
+                                                     "e_attention" + suffix);
     }
     const std::filesystem::path path =
         folder ? std::filesystem::path(write_site) / (site + ".yaml") : std::filesystem::path(write_site);

@@ -30,6 +30,34 @@ double GemmModel::efficiency(const std::string& precision, const std::string& so
   return *e_max_fp8;
 }
 
+GemmModel GemmModel::for_kernels(const std::string& kernels, const std::string& precision,
+                                 const std::string& source) const {
+  if (kernels == "native") return *this;
+  SB_USER_CHECK(kernels == "sm80", "{}: model.kernels '{}' is not modelled (native or sm80)", source, kernels);
+  SB_USER_CHECK(precision != "fp8", "{}: model.kernels sm80 with precision fp8: compute capability 8.0 has no fp8 "
+                "tensor cores (use bf16 or fp16, or native kernels)", source);
+  SB_USER_CHECK(sm80.has_value(), "{}: 'gemm.e_max_sm80' is not given: no efficiency of kernels of compute capability "
+                "8.0's instructions has been fitted for this device (predict --fit on runs with model.kernels sm80 "
+                "writes one; on an A100, whose own kernels these are, leave model.kernels native)", source);
+  GemmModel g = *this;
+  g.e_max = sm80->e_max;
+  g.k_overhead = sm80->k_overhead;
+  g.e_attention = sm80->e_attention;
+  g.e_max_fp8.reset();
+  g.sm80.reset();
+  return g;
+}
+
+void GemmModel::set_constants(const std::string& key, double e, double k, std::optional<double> attention) {
+  if (key == "e_max_sm80") {
+    sm80 = KernelConstants{e, k, attention};
+    return;
+  }
+  efficiency_of(key) = e;
+  k_overhead = k;
+  e_attention = attention;
+}
+
 double gemm_seconds(const GemmModel& g, const GemmShape& s, double peak, double bandwidth, double element_bytes) {
   return gemm_seconds_at(g, g.e_max, s, peak, bandwidth, element_bytes);
 }

@@ -35,8 +35,26 @@ struct GemmModel {
   // the fused (flash) attention kernel's computed FLOPs reach e_attention × the 16-bit dense peak
   // in a full wave (fitted on runs over several sequence lengths); none: as the GEMMs, e_max
   std::optional<double> e_attention;
-  // The profile key of the efficiency a GEMM in `precision` runs at: "e_max_fp8" for fp8, else "e_max".
-  static const char* key_for(const std::string& precision) { return precision == "fp8" ? "e_max_fp8" : "e_max"; }
+  // Kernels of compute capability 8.0's instructions (Ampere's mma.sync; no wgmma, no TMA) on a
+  // later GPU, a case's model.kernels sm80: their own e_max (gemm.e_max_sm80, fitted on runs of
+  // such software), e_attention (e_attention_sm80) and k_overhead (k_overhead_sm80; both default
+  // to the native ones); none: not modelled.
+  struct KernelConstants {
+    double e_max = 1.0, k_overhead = 0;
+    std::optional<double> e_attention;
+  };
+  std::optional<KernelConstants> sm80;
+  // This model as kernels of `kernels` run it ("native": itself; "sm80": its sm80 constants in
+  // place of e_max, k_overhead and e_attention, fp8 left out); UserError naming `source` when
+  // the profile has no such constants.
+  GemmModel for_kernels(const std::string& kernels, const std::string& precision, const std::string& source) const;
+  // The profile key of the efficiency a GEMM in `precision` with `kernels` runs at: "e_max_fp8"
+  // for fp8, "e_max_sm80" for sm80 kernels, else "e_max".
+  static const char* key_for(const std::string& precision, const std::string& kernels = "native") {
+    return precision == "fp8" ? "e_max_fp8" : kernels == "sm80" ? "e_max_sm80" : "e_max";
+  }
+  // The suffix of the profile keys a key's fit writes: "_sm80" for e_max_sm80, else none.
+  static std::string key_suffix(const std::string& key) { return key == "e_max_sm80" ? "_sm80" : ""; }
   // That efficiency; UserError naming `source` when fp8 is asked of a model without e_max_fp8.
   double efficiency(const std::string& precision, const std::string& source) const;
   // The value under a profile key (e_max, e_max_fp8) for a fit or a replay to set; an absent
@@ -44,6 +62,9 @@ struct GemmModel {
   double& efficiency_of(const std::string& key) {
     return key == "e_max_fp8" ? e_max_fp8.emplace(e_max_fp8.value_or(1.0)) : e_max;
   }
+  // A fit's or a replay's constants under `key` (e_max, e_max_fp8, e_max_sm80): the efficiency
+  // it names, and the k_overhead and e_attention that go with it (the sm80 set's for e_max_sm80).
+  void set_constants(const std::string& key, double e, double k, std::optional<double> attention);
 };
 
 struct GemmShape {

@@ -25,6 +25,7 @@ nlohmann::json prediction_json(const Prediction& p) {
   j["mfu_convention"] = kMfuConvention;
   j["peak_flops"] = number(p.peak_flops);
   j["peak_flops_precision"] = p.precision;
+  j["kernels"] = p.kernels;
   j["peak_flops_source"] = p.feasible ? nlohmann::json(p.peak_flops_source) : nlohmann::json(nullptr);
   // the NCCL algorithm of one tp collective and of a dp bucket ("" without the group)
   j["tp_algorithm"] = p.feasible ? nlohmann::json(p.tp_algorithm) : nlohmann::json(nullptr);

@@ -336,7 +336,8 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     }
   }
   if (top.has("gemm")) {
-    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8", "k_overhead", "e_attention"});
+    const Mapping g(top.child("gemm"), "gemm", source, {"sm_count", "tile_m", "tile_n", "e_max", "e_max_fp8", "k_overhead", "e_attention",
+                                                  "e_max_sm80", "k_overhead_sm80", "e_attention_sm80"});
     GemmModel model;
     model.sm_count = g.required<int>("sm_count");
     if (g.has("tile_m")) model.tile_m = g.required<int>("tile_m");
@@ -361,6 +362,22 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
       model.e_attention = g.positive("e_attention");
       SB_USER_CHECK(*model.e_attention <= 1.0, "{}: 'gemm.e_attention' must lie in (0, 1], got {}", source,
                     *model.e_attention);
+    }
+    if (g.has("e_max_sm80")) {  // kernels built for compute capability 8.0: their own three constants
+      GemmModel::KernelConstants k;
+      k.e_max = g.positive("e_max_sm80");
+      SB_USER_CHECK(k.e_max <= 1.0, "{}: 'gemm.e_max_sm80' must lie in (0, 1], got {}", source, k.e_max);
+      k.k_overhead = g.has("k_overhead_sm80") ? non_negative(g, "k_overhead_sm80", source) : model.k_overhead;
+      SB_USER_CHECK(k.k_overhead <= 65536, "{}: 'gemm.k_overhead_sm80' is a tile's fill and epilogue in steps of K, "
+                    "at most 65536, got {}", source, k.k_overhead);
+      k.e_attention = g.has("e_attention_sm80") ? std::optional(g.positive("e_attention_sm80")) : model.e_attention;
+      SB_USER_CHECK(k.e_attention.value_or(1.0) <= 1.0, "{}: 'gemm.e_attention_sm80' must lie in (0, 1], got {}",
+                    source, k.e_attention.value_or(1.0));
+      model.sm80 = k;
+    } else {
+      SB_USER_CHECK(!g.has("k_overhead_sm80") && !g.has("e_attention_sm80"),
+                    "{}: 'gemm.k_overhead_sm80' and 'gemm.e_attention_sm80' go with 'gemm.e_max_sm80', which is not "
+                    "given", source);
     }
     SB_USER_CHECK(p.gemm_efficiency.empty(),
                   "{}: 'gemm' and 'calibrated.gemm_efficiency' both set the GEMMs' efficiency; keep one", source);

@@ -898,6 +898,18 @@ Refusal refusal_of(plan::Refusal r) {
 
 Prediction predict_step(const plan::TrainConfig& c, const SiteProfile& site, int devices,
                         const RankPlacement* placement) {
+  if (c.model.kernels != "native" && site.gemm) {  // the site's GEMMs as the case's kernels run them
+    SiteProfile on_kernels = site;
+    on_kernels.gemm = site.gemm->for_kernels(c.model.kernels, c.precision.dtype, site.source);
+    plan::TrainConfig native = c;
+    native.model.kernels = "native";
+    Prediction p = predict_step(native, on_kernels, devices, placement);
+    p.kernels = c.model.kernels;
+    return p;
+  }
+  SB_USER_CHECK(c.model.kernels == "native",
+                "{}: model.kernels {} describes a GPU's kernels; site '{}' has no shape-aware GEMM model ('gemm:') "
+                "to run them on", c.source, c.model.kernels, site.name);
   Prediction p = prediction_frame(c, site, devices, placement);
   p.plan = plan::resolve_run_plan(c, p.devices);
   const plan::RunPlan& plan = p.plan;

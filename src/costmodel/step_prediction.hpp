@@ -50,6 +50,7 @@ struct Prediction {
   std::string reason;  // why not, when !feasible
   Refusal refusal = Refusal::none;
   std::string model, precision;
+  std::string kernels = "native";  // the case's model.kernels: the GEMM constants it ran on
   bool gpt = true;  // tokens_per_s for the GPT, samples_per_s for the ResNet
   int devices = 0, dp = 1, tp = 1, pp = 1, micro_batches = 1;
   // Devices each rank computes on: 1, or on a CPU-core site the cores its threads get (the

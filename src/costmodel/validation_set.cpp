@@ -183,9 +183,10 @@ void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
     SB_USER_CHECK(site.gemm.has_value(),
                   "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
                   site.source, site.device);
-    site.gemm->efficiency_of(fit.key) = fit.e_max;
-    site.gemm->k_overhead = fit.k_overhead;
-    if (fit.e_attention_fitted) site.gemm->e_attention = fit.e_attention;
+    const GemmModel& g = *site.gemm;
+    const std::optional<double> kept = fit.key == "e_max_sm80" && g.sm80 ? g.sm80->e_attention : g.e_attention;
+    site.gemm->set_constants(fit.key, fit.e_max, fit.k_overhead,
+                             fit.e_attention_fitted ? std::optional(fit.e_attention) : kept);
   }
 }
 
@@ -330,9 +331,7 @@ struct FitRows {
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       Case& c = cases[i];
-      c.site.gemm->efficiency_of(key) = at.e;
-      c.site.gemm->k_overhead = at.k_overhead;
-      c.site.gemm->e_attention = at.e_attention;
+      c.site.gemm->set_constants(key, at.e, at.k_overhead, at.e_attention);
       errors[i] = row_error(*c.row, c.config, predict_step(c.config, c.site, c.row->gpus));
     }
     std::map<std::size_t, std::pair<double, int>> per_set;  // each set's sum and count of feasible rows
@@ -465,7 +464,8 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
                     "{}: the profile of {} (row '{}' of {}) has no 'gemm:' (sm_count, e_max), so its GEMM efficiency "
                     "cannot be fitted", site.source, site.device, row.id, set.file);
       plan::TrainConfig config = validation_case(set, row);
-      const std::pair<std::string, std::string> group{row.device, GemmModel::key_for(config.precision.dtype)};
+      const std::pair<std::string, std::string> group{
+          row.device, GemmModel::key_for(config.precision.dtype, config.model.kernels)};
       if (!grouped.count(group)) groups.push_back(group);
       grouped[group].key = group.second;
       grouped[group].cases.push_back({&row, static_cast<std::size_t>(&set - sets.data()), std::move(config),
@@ -487,18 +487,26 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
     fit.site = rows.cases.front().site.name;
     fit.site_file = rows.cases.front().site.source;
     const GemmModel shipped = *rows.cases.front().site.gemm;  // a copy: the fit moves the cases' own
+    // the key's constants as the profile ships them (sm80's absent: the native k_overhead and
+    // e_attention to start from, no shipped efficiency)
+    const bool sm80 = fit.key == "e_max_sm80";
     const std::optional<double> shipped_value = fit.key == "e_max" ? std::optional<double>(shipped.e_max)
-                                                                   : shipped.e_max_fp8;
+                                                : sm80 ? (shipped.sm80 ? std::optional(shipped.sm80->e_max) : std::nullopt)
+                                                       : shipped.e_max_fp8;
+    const double shipped_k = sm80 && shipped.sm80 ? shipped.sm80->k_overhead : shipped.k_overhead;
+    const std::optional<double> shipped_attention =
+        sm80 && shipped.sm80 ? shipped.sm80->e_attention : shipped.e_attention;
     fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());
-    fit.shipped_k_overhead = fit.k_overhead = shipped.k_overhead;
-    fit.shipped_e_attention = shipped.e_attention;
-    GemmConstants at{shipped_value.value_or(1.0), shipped.k_overhead, shipped.e_attention};
+    fit.shipped_k_overhead = fit.k_overhead = shipped_k;
+    fit.shipped_e_attention = shipped_attention;
+    GemmConstants at{shipped_value.value_or(1.0), shipped_k, shipped_attention};
     // which rows are feasible does not depend on the efficiency (memory): count them at any value
     const double shipped_error = rows.error(at, nullptr, &fit.infeasible);
     SB_USER_CHECK(std::isfinite(shipped_error),
                   "no row on {} is feasible in the cost model ({} rows), so its GEMM {} cannot be fitted", fit.device,
                   rows.cases.size(), fit.key);
     fit.shipped_mean_abs_error_pct = shipped_value ? shipped_error : std::numeric_limits<double>::quiet_NaN();
+    // e_max_fp8 and e_max_sm80 alone: their rows run the profile's k_overhead and attention
     fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths();
     fit.e_attention_fitted = fit.key == "e_max" && rows.spans_attention_shares();
     // the GEMMs' constants and the attention's by turns: twice each, the attention's first
@@ -532,7 +540,8 @@ std::string site_profile_with_e_max(const std::string& text, const std::string& 
   const std::vector<std::smatch> target = key == "e_max" ? base : lines_of(key);
   SB_USER_CHECK(target.size() <= 1, "{}: {} 'gemm.{}' lines where one is replaced", file, target.size(), key);
   const std::string indent = base.front()[2].str();
-  const std::string value = key == "k_overhead" ? fmt::format("{:.0f}", e_max) : fmt::format("{:.4f}", e_max);
+  const std::string value =
+      key.rfind("k_overhead", 0) == 0 ? fmt::format("{:.0f}", e_max) : fmt::format("{:.4f}", e_max);
   const std::string written = indent + fmt::format("{}: {}   # {}", key, value, provenance);
   if (target.empty()) {  // a new line after e_max's
     const auto after = static_cast<std::size_t>(base.front().position(0) + base.front().length(0));

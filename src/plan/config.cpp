@@ -247,7 +247,7 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
                   "heads, seq_len, vocab)", source, c.model.name, join(known));
   } else {
     MapReader m(top.node("model"), "model", source,
-                {"name", "layers", "hidden", "heads", "seq_len", "vocab", "attention", "cross_entropy"});
+                {"name", "layers", "hidden", "heads", "seq_len", "vocab", "attention", "cross_entropy", "kernels"});
     m.read("name", c.model.name);
     m.read("attention", c.model.attention);
     SB_USER_CHECK(c.model.attention == "unfused" || c.model.attention == "flash",
@@ -255,6 +255,10 @@ void read_model(const MapReader& top, TrainConfig& c, const std::string& source)
     m.read("cross_entropy", c.model.cross_entropy);
     SB_USER_CHECK(c.model.cross_entropy == "fused" || c.model.cross_entropy == "unfused",
                   "{}: model.cross_entropy is '{}'; it must be fused or unfused", source, c.model.cross_entropy);
+    m.read("kernels", c.model.kernels);
+    SB_USER_CHECK(c.model.kernels == "native" || c.model.kernels == "sm80",
+                  "{}: model.kernels is '{}'; it must be native (kernels of the device's own instructions) or sm80 "
+                  "(compute capability 8.0's mma.sync kernels on a later GPU)", source, c.model.kernels);
     const bool shaped = m.has("layers") || m.has("hidden") || m.has("heads") || m.has("seq_len") || m.has("vocab");
     if (!shaped && m.has("name")) {  // a named GPT with its attention chosen: {name: llama3-70b, attention: flash}
       const std::vector<std::string> known = gpt::gpt_config_names();

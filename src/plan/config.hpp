@@ -27,6 +27,11 @@ struct ModelSpec {
   // the fp32 log-softmax kept; in its backward the fp32 gradients of its output and of its
   // input beside it, 12 bytes a logit at the peak; predict and plan only).
   std::string cross_entropy = "fused";
+  // model.kernels: the instructions the software's GPU kernels issue. "native" (the default:
+  // the device's own, the site profile's gemm constants) or "sm80" (compute capability 8.0's,
+  // Ampere's mma.sync without Hopper's wgmma and TMA, on a later GPU: FlashAttention 1 and 2,
+  // CUDA 11 builds; the profile's gemm.e_max_sm80 and e_attention_sm80; predict and plan only).
+  std::string kernels = "native";
 };
 
 struct DataSpec {

@@ -102,6 +102,10 @@ void check_supported(const plan::TrainConfig& c) {
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);
+  SB_USER_CHECK(c.model.kernels == "native",
+                "{}: model.kernels {} (kernels of an older GPU's instructions on a newer one) is modelled by "
+                "`scalebench predict` and `plan` only; the trainer runs its own kernels (leave model.kernels out)",
+                c.source, c.model.kernels);
   SB_USER_CHECK(c.model.cross_entropy == "fused",
                 "{}: model.cross_entropy {} is modelled by `scalebench predict` and `plan` only; the trainer takes the "
                 "loss with its own softmax and cross-entropy kernels (set model.cross_entropy: fused or leave it out)",

@@ -480,5 +480,38 @@ TEST(PredictCommand, UnfusedCrossEntropyIsPredictedAndTheTrainerRefusesIt) {
                            "model.cross_entropy is 'chunked'; it must be fused or unfused");
 }
 
+// model.kernels sm80 (compute capability 8.0's kernels on a later GPU) is predicted on the
+// profile's sm80 constants, slower than native on an H100 and saying so; the trainer refuses it
+// by name; a profile without them (the A100's own kernels are sm80) and any other value are
+// refused with the key.
+TEST(PredictCommand, SmEightyKernelsArePredictedAndTheTrainerRefusesThem) {
+  Scratch scratch;
+  const auto config = scratch.write(
+      "sm80.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, kernels: sm80}\n"
+                   "data: sotu\nbatch: {global: 2}\nthreads: 1\nprecision: bf16\n");
+  const std::string h100 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h100-sxm-dgx.yaml";
+  const nlohmann::json p = predicted_but_refused_by_the_trainer(
+      scratch, config, h100, "model.kernels sm80 (kernels of an older GPU's instructions on a newer one) is modelled");
+  EXPECT_EQ(p["kernels"], "sm80") << p;
+  const auto named = [&](const std::string& kernels) {
+    const auto file = scratch.write("mpt_" + kernels + ".yaml",
+                                    "model: {layers: 32, hidden: 4096, heads: 32, seq_len: 2048, vocab: 50368, "
+                                    "attention: flash, kernels: " + kernels + "}\nprecision: bf16\n"
+                                    "batch: {global: 48, micro: 6}\nstrategy: {dp: 8, zero: 3}\n");
+    return scratch.run("predict --config " + file.string() + " --site h100-sxm-dgx");
+  };
+  const CommandResult sm80 = named("sm80"), native = named("native");
+  ASSERT_EQ(sm80.exit_code, 0) << sm80.stderr_text;
+  ASSERT_EQ(native.exit_code, 0) << native.stderr_text;
+  EXPECT_NE(sm80.stdout_text.find(", bf16, sm80 kernels\n"), std::string::npos) << sm80.stdout_text;
+  EXPECT_EQ(native.stdout_text.find("sm80"), std::string::npos) << native.stdout_text;
+  const auto step = [](const std::string& text) { return std::stod(text.substr(text.find("step time") + 9)); };
+  EXPECT_GT(step(sm80.stdout_text), 1.1 * step(native.stdout_text));
+  const CommandResult a100 = scratch.run("predict --config " + config.string() + " --site " + kSite);
+  EXPECT_EQ(a100.exit_code, 2) << a100.stderr_text;
+  EXPECT_NE(a100.stderr_text.find("'gemm.e_max_sm80' is not given"), std::string::npos) << a100.stderr_text;
+  expect_model_key_refused(scratch, "kernels: sm90", "model.kernels is 'sm90'; it must be native");
+}
+
 }  // namespace
 }  // namespace sb::testing

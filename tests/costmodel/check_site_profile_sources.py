@@ -105,12 +105,19 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
     # comment `--write-site` writes), sm_count from NVIDIA's datasheet or architecture whitepaper
     set_names = {p.stem for p in (source / "validation" / "published").glob("*.yaml")}
     for key, node, parents in constants(root, "", []):
-        if key == "gemm.e_max":
+        if key in ("gemm.e_max", "gemm.e_max_fp8", "gemm.e_max_sm80"):
             comment = lines[node.start_mark.line].partition("#")[2]
             fitted = re.search(r"fitted by predict --fit on (\S+) version ([0-9]+)", comment)
             if not fitted or fitted.group(1) not in set_names:
-                problems.append(f"{path.name}: 'gemm.e_max' ({node.value}) must say 'fitted by predict --fit on "
+                problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on "
                                 f"<shipped set> version N' on its line, got '{comment.strip()}'")
+        elif key in ("gemm.e_attention_sm80", "gemm.k_overhead_sm80"):
+            # fitted, or derived from a published figure whose paper the comment (on its line or the
+            # lines directly above) cites by arXiv number
+            above = "\n".join(lines[max(0, node.start_mark.line - 3):node.start_mark.line + 1])
+            if "fitted by predict --fit on " not in above and not re.search(r"arXiv:[0-9]{4}\.[0-9]{4,5}", above):
+                problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on ...' or "
+                                "cite the paper (arXiv:NNNN.NNNNN) its figure comes from")
         elif key in ("gemm.k_overhead", "gemm.e_attention"):
             # fitted with e_max on sets of several model widths (k_overhead) or attention shares
             # (e_attention), or said to be another profile's

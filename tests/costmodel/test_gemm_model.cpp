@@ -202,6 +202,70 @@ TEST(GemmFit, FpEightRowsFitTheirOwnEfficiency) {
   EXPECT_GT(shipped_e_max, 0.6 + 0.05);
 }
 
+// Rows with model.kernels sm80 fit the device's e_max_sm80 and leave its e_max alone: MPT's H100
+// rows predicted at e_max_sm80 0.55 give back 0.55 under that key, and the native e_max and
+// fp8 constants are untouched in the replay on the fit.
+TEST(GemmFit, SmEightyRowsFitTheirOwnEfficiency) {
+  ValidationSet h100{"synthetic", "synthetic", "predicted by the cost model from MPT's H100 sweep", 1, {}};
+  const ValidationSet shipped = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                    "/validation/published/llm-foundry-mpt-sequence-sweep.yaml");
+  for (const ValidationRow& row : shipped.rows) {
+    if (row.device != "NVIDIA H100-SXM5-80GB" || h100.rows.size() == 6) continue;
+    SiteProfile site = validation_site(shipped, row);
+    ASSERT_TRUE(site.gemm && site.gemm->sm80);
+    site.gemm->sm80->e_max = 0.55;
+    const Prediction p = predict_step(validation_case(shipped, row), site, row.gpus);
+    ASSERT_TRUE(p.feasible) << row.id;
+    EXPECT_EQ(p.kernels, "sm80");
+    ValidationRow r = row;
+    r.published = {{"step_time_s", p.step_time_s}};
+    h100.rows.push_back(r);
+  }
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({h100});
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].key, "e_max_sm80");
+  EXPECT_NEAR(fits[0].e_max, 0.55, 2e-4);
+  EXPECT_LT(fits[0].mean_abs_error_pct, 0.05);
+  const GemmModel shipped_h100 = *validation_site(shipped, h100.rows.front()).gemm;
+  EXPECT_GT(shipped_h100.e_max, 0.55 + 0.05);  // so a fit of the wrong key could not give 0.55 back
+  EXPECT_DOUBLE_EQ(fits[0].shipped_e_max, shipped_h100.sm80->e_max);
+  EXPECT_EQ(fits[0].shipped_e_attention, shipped_h100.sm80->e_attention);
+}
+
+// model.kernels sm80 runs the profile's sm80 constants: slower than native where they are lower,
+// refused by name where the profile has none, with fp8, and on a site without a GEMM model.
+TEST(GemmModel, SmEightyKernelsRunTheirOwnConstantsOrAreRefused) {
+  const ValidationSet set = load_validation_set(std::string(SB_SOURCE_DIR) +
+                                                "/validation/published/llm-foundry-mpt-benchmarks.yaml");
+  const auto row = std::find_if(set.rows.begin(), set.rows.end(),
+                                [](const ValidationRow& r) { return r.device == "NVIDIA H100-SXM5-80GB"; });
+  ASSERT_NE(row, set.rows.end());
+  SiteProfile site = validation_site(set, *row);
+  plan::TrainConfig sm80 = validation_case(set, *row), native = sm80;
+  ASSERT_EQ(sm80.model.kernels, "sm80");
+  native.model.kernels = "native";
+  const Prediction a = predict_step(sm80, site, row->gpus), b = predict_step(native, site, row->gpus);
+  ASSERT_TRUE(a.feasible && b.feasible);
+  EXPECT_GT(a.compute_s, b.compute_s * site.gemm->e_max / site.gemm->sm80->e_max * 0.95);
+  EXPECT_EQ(a.kernels, "sm80");
+  EXPECT_EQ(b.kernels, "native");
+  site.gemm->sm80->e_max = site.gemm->e_max;  // the same efficiencies: the same prediction
+  site.gemm->sm80->e_attention = site.gemm->e_attention;
+  EXPECT_DOUBLE_EQ(predict_step(sm80, site, row->gpus).step_time_s, b.step_time_s);
+  plan::TrainConfig fp8 = sm80;
+  fp8.precision.dtype = "fp8";
+  EXPECT_THROW(predict_step(fp8, site, row->gpus), UserError);
+  site.gemm->sm80.reset();
+  try {
+    predict_step(sm80, site, row->gpus);
+    ADD_FAILURE() << "sm80 kernels on a profile without e_max_sm80 were predicted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm.e_max_sm80"), std::string::npos) << e.what();
+  }
+  site.gemm.reset();
+  EXPECT_THROW(predict_step(sm80, site, row->gpus), UserError);
+}
+
 // fp8 puts the blocks' linear layers on the fp8 peak: the same run is faster than in bf16 but
 // not twice (the attention core and head stay bf16, the casts add memory passes), and a device
 // without an fp8 peak or an fp8 efficiency refuses it by name.
@@ -339,11 +403,11 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
 //   (30B at 8192 tokens, whose published MFU falls 12 points below the same model at 4096);
 //   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs mean 1.2%, max 2.8%;
 // - held out: NeMo 24.07's FP8 GPT-3 rows mean 4.3%, max 11.0% (the 5B, predicted fast);
-//   Megatron-Bridge's Llama 3 70B FP8 rows mean 0.7%, max 0.7%; MPT's H100 rows mean 37.4%,
-//   max 47.6% and its H100 sequence sweep mean 41.1%, max 68.5%, all predicted fast:
-//   llm-foundry's 2023 H100 runs reached 26-46% MFU where NeMo Megatron's 2024 runs of the same
-//   GPU reach 52-54% (the software stack, which one set of constants per device cannot carry;
-//   validation/README.md).
+//   Megatron-Bridge's Llama 3 70B FP8 rows mean 0.7%, max 0.7%;
+// - MPT's H100 rows run model.kernels sm80 (FlashAttention 1 or 2: Ampere's mma.sync), whose
+//   e_max_sm80 0.6320 is fitted on both MPT sets (in sample: at sequence 2048 mean 4.6%, max
+//   13.5%, the 13B at micro-batch 2; the sweep mean 9.0%, max 16.7%; held out: the tests below).
+//   On the native constants, fitted on NeMo Megatron's runs, they were 37.4% and 41.1% off.
 struct Bound {
   const char* set;
   const char* site;
@@ -356,9 +420,9 @@ constexpr Bound kBounds[] = {
     {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
     {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 4.0, 9.5},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 38.5, 48.5},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 5.5, 14.5},
     {"llm-foundry-mpt-sequence-sweep", "a100-80gb-dgx", "tokens_per_s_per_device", 52, 0, 6.0, 30.5},
-    {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 42.0, 69.5},
+    {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 10.0, 17.5},
     {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 5.0, 12.0},
     {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 1.5, 1.5},
 };
@@ -458,7 +522,38 @@ std::vector<ValidationSet> sets_named(const std::string& named, const std::files
   return sets;
 }
 
-// Each fitted line of a profile's text: its key (e_max, e_max_fp8) and what its comment names.
+// MPT's two H100 sets, each replayed on e_max_sm80 fitted on the other (the shipped profile is
+// fitted on both; e_attention_sm80 is FlashAttention-2's published H100/A100 ratio, not fitted).
+// Issue 25's bound is 5% and 10%: both miss it. Measured: the rows at sequence 2048 on the
+// sweep's fit (0.7082) mean 11.6%, max 23.2% (the 13B at micro-batch 2, predicted fast); the
+// sweep on their fit (0.6293) mean 9.1%, max 16.4%. Held to those plus a point.
+TEST(ValidationReplay, MptH100SetsHeldOutOfEachOthersSmEightyFit) {
+  const auto set = [](const std::string& name) {
+    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  };
+  struct Case {
+    const char* fitted_on;
+    const char* held_out;
+    int rows;
+    double mean, max;
+  };
+  for (const Case& c : {Case{"llm-foundry-mpt-sequence-sweep", "llm-foundry-mpt-benchmarks", 5, 12.5, 24.0},
+                        Case{"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep", 32, 10.0, 17.5}}) {
+    const std::vector<EmaxFit> fits = fit_gemm_e_max({set(c.fitted_on)});
+    const auto h100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "h100-sxm-dgx"; });
+    ASSERT_NE(h100, fits.end()) << c.fitted_on;
+    EXPECT_EQ(h100->key, "e_max_sm80");
+    EXPECT_FALSE(h100->k_overhead_fitted || h100->e_attention_fitted);
+    const SiteErrors e =
+        errors_on(replay_validation_set(set(c.held_out), fits), "h100-sxm-dgx", "tokens_per_s_per_device");
+    EXPECT_EQ(e.rows, c.rows) << c.held_out;
+    EXPECT_LE(e.mean, c.mean) << c.held_out;
+    EXPECT_LE(e.max, c.max) << c.held_out;
+  }
+}
+
+// Each fitted line of a profile's text: its key (e_max, e_max_fp8, e_max_sm80, k_overhead,
+// e_attention) and what its comment names.
 std::vector<std::pair<std::string, std::string>> fitted_lines(const std::string& text) {
   const std::string marker = "# fitted by predict --fit on ";
   std::vector<std::pair<std::string, std::string>> lines;
@@ -470,7 +565,7 @@ std::vector<std::pair<std::string, std::string>> fitted_lines(const std::string&
   return lines;
 }
 
-// Each shipped GPU profile's gemm.e_max (and e_max_fp8) is what `predict --fit` gives on the set
+// Each shipped GPU profile's gemm.e_max (and e_max_fp8, e_max_sm80) is what `predict --fit` gives on the set
 // and version its comment names: a change to the cost model that moves the fit leaves no stale
 // constant behind.
 TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
@@ -500,13 +595,16 @@ TEST(ValidationReplay, ShippedEmaxIsTheFitItsCommentNames) {
         }
         if (fit.key != key) continue;
         found = true;
-        const double shipped = key == "e_max" ? site.gemm->e_max : site.gemm->e_max_fp8.value_or(-1.0);
+        const double shipped = key == "e_max"       ? site.gemm->e_max
+                               : key == "e_max_sm80" ? (site.gemm->sm80 ? site.gemm->sm80->e_max : -1.0)
+                                                     : site.gemm->e_max_fp8.value_or(-1.0);
         EXPECT_NEAR(shipped, fit.e_max, 2e-4) << entry.path() << ": " << key << " names " << named;
       }
       EXPECT_TRUE(found) << entry.path() << ": no row of " << named << " fits its " << key;
     }
   }
-  EXPECT_GE(fitted, 5);  // the A100's e_max, k_overhead and e_attention, the H100's e_max and e_max_fp8
+  // the A100's e_max, k_overhead and e_attention, the H100's e_max, e_max_fp8 and e_max_sm80
+  EXPECT_GE(fitted, 6);
 }
 
 }  // namespace
