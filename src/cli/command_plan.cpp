@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `scalebench plan --model M --site S --devices N [--global-batch B] [--seq-len T] [--top K]
-// [--json]`: the best feasible configurations of a GPT on N devices of a site, and why the others
+// `scalebench plan --model M --site S --devices N [--global-batch B] [--seq-len T]
+// [--attention unfused|flash] [--kernels native|sm80] [--top K] [--json]`: the best feasible configurations of a GPT on N devices of a site, and why the others
 // fail. Exit 0 with at least one feasible configuration, 1 with none. Leaves out the search
 // (costmodel/plan.hpp).
 #include <fmt/format.h>
@@ -19,6 +19,7 @@ struct PlanOptions {
   std::string model, site;
   int devices = 0;
   std::int64_t global_batch = 0, seq_len = 0;
+  std::string attention = "unfused", kernels = "native";
   int top = 10;
   bool json = false;
 };
@@ -33,9 +34,11 @@ std::string strategy_text(const costmodel::PlanCandidate& c) {
 
 std::string human_plan(const costmodel::PlanRequest& request, const costmodel::SiteProfile& site,
                        const costmodel::PlanResult& r, int top) {
-  std::string out = fmt::format("{} on {} × {} (site {}), global batch {} of {} tokens: {} candidates, {} feasible\n",
-                                request.model, request.devices, site.device, site.name, request.global_batch,
-                                r.seq_len, r.candidates, r.feasible.size());
+  std::string out = fmt::format("{} on {} × {} (site {}), global batch {} of {} tokens, {} attention{}: {} candidates, "
+                                "{} feasible\n", request.model, request.devices, site.device, site.name,
+                                request.global_batch, r.seq_len, request.attention,
+                                request.kernels == "native" ? "" : fmt::format(", {} kernels", request.kernels),
+                                r.candidates, r.feasible.size());
   if (!r.feasible.empty()) {
     out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>6} {:>9} {:>10} {:>8} {:>6}  "
                        "{}\n",
@@ -80,6 +83,13 @@ std::function<int()> add_plan_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seq-len", options->seq_len, "sequence length (default: the model's maximum)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--attention", options->attention,
+                  "the attention every candidate runs: unfused (the default, the trainer's) or flash (one fused "
+                  "kernel, as large runs use)");
+  cmd->add_option("--kernels", options->kernels,
+                  "the instructions the software's kernels issue: native (the default) or sm80 (compute "
+                  "capability 8.0's on a later GPU: FlashAttention 1 and 2, CUDA 11 builds; the site's "
+                  "gemm.e_max_sm80)");
   cmd->add_option("--top", options->top, "how many feasible configurations to show (default 10)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", options->json, "answer in JSON");
@@ -91,6 +101,8 @@ std::function<int()> add_plan_command(CLI::App& app) {
     request.devices = options->devices;
     request.global_batch = options->global_batch > 0 ? options->global_batch : options->devices;
     request.seq_len = options->seq_len;
+    request.attention = options->attention;
+    request.kernels = options->kernels;
     const costmodel::PlanResult result = costmodel::plan_search(request, site);
     if (options->json)
       std::puts(costmodel::plan_json(request, site, result, options->top).dump(2).c_str());

@@ -50,10 +50,11 @@ const std::vector<std::string> kPrecisions{"bf16", "fp16", "fp32"};
 const std::vector<std::string> kRecomputes{"none", "selective", "full"};
 
 // The precisions a site is searched in: fp8 too where its GEMM model has a fitted fp8
-// efficiency (gemm.e_max_fp8, which needs peak_flops.fp8).
-std::vector<std::string> precisions_of(const SiteProfile& site) {
+// efficiency (gemm.e_max_fp8, which needs peak_flops.fp8) and the kernels are the device's own
+// (compute capability 8.0 has no fp8).
+std::vector<std::string> precisions_of(const SiteProfile& site, const PlanRequest& request) {
   std::vector<std::string> precisions = kPrecisions;
-  if (site.gemm && site.gemm->e_max_fp8) precisions.push_back("fp8");
+  if (site.gemm && site.gemm->e_max_fp8 && request.kernels == "native") precisions.push_back("fp8");
   return precisions;
 }
 
@@ -134,6 +135,8 @@ plan::TrainConfig plan_grid_config(const PlanRequest& request, std::int64_t seq_
   c.strategy.dp = dp;
   c.strategy.tp = tp;
   c.strategy.pp = pp;
+  c.model.attention = request.attention;
+  c.model.kernels = request.kernels;
   return c;
 }
 
@@ -141,6 +144,13 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   const gpt::GptConfig g = gpt::gpt_config_by_name(request.model);
   SB_USER_CHECK(request.devices >= 1, "plan: --devices must be positive, got {}", request.devices);
   SB_USER_CHECK(request.global_batch >= 1, "plan: --global-batch must be positive, got {}", request.global_batch);
+  SB_USER_CHECK(request.attention == "unfused" || request.attention == "flash",
+                "plan: --attention is '{}'; it must be unfused or flash", request.attention);
+  SB_USER_CHECK(request.kernels == "native" || request.kernels == "sm80",
+                "plan: --kernels is '{}'; it must be native or sm80", request.kernels);
+  SB_USER_CHECK(request.kernels == "native" || (site.gemm && site.gemm->sm80),
+                "plan: --kernels sm80 needs the site's 'gemm.e_max_sm80' (the efficiency of compute capability "
+                "8.0's kernels on the device), which {} ({}) does not give", site.name, site.source);
   const i64 seq = request.seq_len > 0 ? request.seq_len : g.max_seq_len;
   SB_USER_CHECK(seq <= g.max_seq_len, "plan: --seq-len {} exceeds the {} positions of {}", seq, g.max_seq_len,
                 g.name);
@@ -159,7 +169,7 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
   };
 
   const i64 N = request.devices;
-  const std::vector<std::string> precisions = precisions_of(site);
+  const std::vector<std::string> precisions = precisions_of(site, request);
   std::vector<std::pair<i64, i64>> grids;  // (tp, pp)
   for (i64 tp : divisors(N))
     for (i64 pp : divisors(N / tp)) grids.emplace_back(tp, pp);
@@ -238,6 +248,8 @@ nlohmann::json plan_json(const PlanRequest& request, const SiteProfile& site, co
   j["devices"] = request.devices;
   j["global_batch"] = request.global_batch;
   j["seq_len"] = result.seq_len;
+  j["attention"] = request.attention;
+  j["kernels"] = request.kernels;
   j["candidates"] = result.candidates;
   j["feasible_count"] = result.feasible.size();
   j["feasible"] = nlohmann::json::array();

@@ -23,6 +23,8 @@ struct PlanRequest {
   int devices = 0;
   std::int64_t global_batch = 0;  // sequences per step
   std::int64_t seq_len = 0;       // 0: the model's maximum
+  // every candidate's model.attention (unfused, flash) and model.kernels (native, sm80)
+  std::string attention = "unfused", kernels = "native";
 };
 
 struct PlanCandidate {
@@ -59,7 +61,7 @@ plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const Pla
 // One candidate: prediction_json's fields plus dp, tp, pp, micro_batch, micro_batches,
 // precision, zero, recompute, schedule.
 nlohmann::json plan_candidate_json(const PlanCandidate& candidate);
-// {"model", "site", "devices", "global_batch", "seq_len", "candidates", "feasible_count",
+// {"model", "site", "devices", "global_batch", "seq_len", "attention", "kernels", "candidates", "feasible_count",
 //  "feasible": [the first `top`], "rejected": [{"reason", "count", "example"}]}
 nlohmann::json plan_json(const PlanRequest& request, const SiteProfile& site, const PlanResult& result,
                          int top);

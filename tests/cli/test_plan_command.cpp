@@ -111,5 +111,55 @@ TEST(PlanCommand, HumanTableAndUnknownModel) {
   EXPECT_NE(bad.stderr_text.find("unknown model 'gpt-9x'"), std::string::npos) << bad.stderr_text;
 }
 
+// --attention and --kernels set every candidate's model.attention and model.kernels: the fused
+// kernel keeps no scores (less activation memory for the same layout), compute capability 8.0's
+// kernels on an H100 run slower and leave fp8 out; the JSON names both; a site without sm80
+// constants and unknown values are refused with the option's name.
+TEST(PlanCommand, AttentionAndKernelsApplyToEveryCandidate) {
+  Scratch scratch;
+  const auto plan = [&](const std::string& extra) {
+    const CommandResult r = scratch.run("plan --model gpt-1.3b --site " + kH100 +
+                                        " --devices 8 --global-batch 64 --top 200 --json" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.stdout_text) : nlohmann::json();
+  };
+  const nlohmann::json unfused = plan(""), flash = plan(" --attention flash"),
+                       sm80 = plan(" --attention flash --kernels sm80");
+  ASSERT_FALSE(unfused.is_null() || flash.is_null() || sm80.is_null());
+  EXPECT_EQ(unfused["attention"], "unfused");
+  EXPECT_EQ(flash["attention"], "flash");
+  EXPECT_EQ(flash["kernels"], "native");
+  EXPECT_EQ(sm80["kernels"], "sm80");
+  // the same layout (the fastest one without the fused kernel) keeps fewer activation bytes with it
+  const nlohmann::json& best = unfused["feasible"][0];
+  const auto same = [&](const nlohmann::json& j) {
+    for (const nlohmann::json& c : j["feasible"])
+      if (c["dp"] == best["dp"] && c["tp"] == best["tp"] && c["pp"] == best["pp"] &&
+          c["micro_batch"] == best["micro_batch"] && c["precision"] == best["precision"] &&
+          c["zero"] == best["zero"] && c["recompute"] == best["recompute"] && c["schedule"] == best["schedule"])
+        return c;
+    return nlohmann::json();
+  };
+  ASSERT_FALSE(same(flash).is_null());
+  EXPECT_LT(same(flash)["memory_bytes"]["activations"].get<double>(),
+            best["memory_bytes"]["activations"].get<double>());
+  // sm80: no fp8 candidate, and the fastest bf16 layout is slower than the native one
+  for (const nlohmann::json& c : sm80["feasible"]) EXPECT_NE(c["precision"], "fp8") << c;
+  const auto fastest_bf16 = [](const nlohmann::json& j) {
+    for (const nlohmann::json& c : j["feasible"])
+      if (c["precision"] == "bf16") return c["step_time_s"].get<double>();
+    return 0.0;
+  };
+  EXPECT_GT(fastest_bf16(sm80), 1.1 * fastest_bf16(flash));
+  const CommandResult a100 = scratch.run("plan --model gpt-1.3b --site a100-80gb-dgx --devices 8 --kernels sm80");
+  EXPECT_EQ(a100.exit_code, 2) << a100.stderr_text;
+  EXPECT_NE(a100.stderr_text.find("--kernels sm80 needs the site's 'gemm.e_max_sm80'"), std::string::npos)
+      << a100.stderr_text;
+  const CommandResult bad = scratch.run("plan --model gpt-1.3b --site " + kH100 + " --devices 8 --attention fused");
+  EXPECT_EQ(bad.exit_code, 2) << bad.stderr_text;
+  EXPECT_NE(bad.stderr_text.find("--attention is 'fused'; it must be unfused or flash"), std::string::npos)
+      << bad.stderr_text;
+}
+
 }  // namespace
 }  // namespace sb::testing
