@@ -255,7 +255,7 @@ std::function<int()> add_predict_command(CLI::App& app) {
                                              fmt::format("strategy.dp × tp × pp ({} × {} × {})", s.dp, s.tp, s.pp));
     const costmodel::Prediction p = costmodel::predict_step(config, site, options->devices);
     const std::optional<costmodel::PredictionBand> band =
-        p.feasible ? costmodel::prediction_band(site, p.step_time_s) : std::nullopt;
+        p.feasible ? costmodel::prediction_band(site, p.step_time_s, config.model.kernels) : std::nullopt;
     const std::optional<std::string> refusal = train::trainer_refusal(config);
     if (options->json) {
       nlohmann::json j = costmodel::prediction_json(p);
@@ -271,12 +271,15 @@ std::function<int()> add_predict_command(CLI::App& app) {
       std::puts(j.dump(2).c_str());
     } else {
       std::string text = human_summary(p, site);
+      const std::string on_kernels =
+          config.model.kernels == "native" ? "" : fmt::format(" with {} kernels", config.model.kernels);
       if (p.feasible)
         text += band ? fmt::format("band          {:.4f} .. {:.4f} s  (measured/predicted {:.3f} .. {:.3f} over {} "
-                                   "published rows on {}: {})\n",
+                                   "published rows on {}{}: {})\n",
                                    band->low_s, band->high_s, band->low_ratio, band->high_ratio, band->rows,
-                                   band->device, band->sets)
-                     : fmt::format("band          none: no shipped validation row runs on {}\n", site.device);
+                                   band->device, on_kernels, band->sets)
+                     : fmt::format("band          none: no shipped validation row runs on {}{}\n", site.device,
+                                   on_kernels);
       text += refusal ? fmt::format("trainer       refuses it: {}\n", *refusal)
                       : std::string("trainer       trains it (`scalebench train` with this case)\n");
       std::fputs(text.c_str(), stdout);

@@ -54,7 +54,7 @@ std::optional<PredictionBand> band_from_replays(const std::vector<ValidationRepl
   return b;
 }
 
-std::optional<PredictionBand> prediction_band(const SiteProfile& site, double step_time_s) {
+std::optional<PredictionBand> prediction_band(const SiteProfile& site, double step_time_s, const std::string& kernels) {
   const std::filesystem::path folder = resource_dir() / "validation" / "published";
   if (!std::filesystem::is_directory(folder)) return std::nullopt;
   std::vector<std::filesystem::path> files;
@@ -65,12 +65,17 @@ std::optional<PredictionBand> prediction_band(const SiteProfile& site, double st
   std::vector<std::string> devices;
   for (const auto& file : files) {
     ValidationSet set = load_validation_set(file);
-    std::erase_if(set.rows, [&](const ValidationRow& r) { return r.device != site.device; });
+    std::erase_if(set.rows, [&](const ValidationRow& r) {
+      return r.device != site.device || validation_case(set, r).model.kernels != kernels;
+    });
     if (set.rows.empty()) continue;
     for (const ValidationRow& r : set.rows) devices.push_back(r.device);
     replays.push_back(replay_validation_set(set));
   }
-  return band_from_replays(replays, devices, site.device, step_time_s);
+  std::optional<PredictionBand> band = band_from_replays(replays, devices, site.device, step_time_s);
+  if (band && kernels != "native")
+    band->method += fmt::format(", the rows whose model.kernels is {}, as this case's", kernels);
+  return band;
 }
 
 }  // namespace sb::costmodel

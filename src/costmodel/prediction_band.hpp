@@ -33,8 +33,11 @@ std::optional<PredictionBand> band_from_replays(const std::vector<ValidationRepl
                                                 const std::string& device, double step_time_s);
 
 // The same from the shipped sets (resource_dir()/validation/published), replayed on the shipped
-// profiles of site.device's rows. The residuals are in-sample where a profile's e_max was fitted
-// on that set (the method says which sets were read; validation/README.md names the fits).
-std::optional<PredictionBand> prediction_band(const SiteProfile& site, double step_time_s);
+// profiles of site.device's rows whose kernels (model.kernels) are the prediction's: a case on
+// the device's own kernels takes its band from the rows run on them, an sm80 case from the sm80
+// rows. The residuals are in-sample where a profile's e_max was fitted on that set (the method
+// says which sets were read; validation/README.md names the fits).
+std::optional<PredictionBand> prediction_band(const SiteProfile& site, double step_time_s,
+                                              const std::string& kernels = "native");
 
 }  // namespace sb::costmodel

@@ -505,6 +505,11 @@ TEST(PredictCommand, SmEightyKernelsArePredictedAndTheTrainerRefusesThem) {
   ASSERT_EQ(native.exit_code, 0) << native.stderr_text;
   EXPECT_NE(sm80.stdout_text.find(", bf16, sm80 kernels\n"), std::string::npos) << sm80.stdout_text;
   EXPECT_EQ(native.stdout_text.find("sm80"), std::string::npos) << native.stdout_text;
+  // each takes its band from the published rows run on its own kernels
+  EXPECT_NE(sm80.stdout_text.find("with sm80 kernels: llm-foundry-mpt-benchmarks version 1, "
+                                  "llm-foundry-mpt-sequence-sweep version 1)"), std::string::npos)
+      << sm80.stdout_text;
+  EXPECT_EQ(native.stdout_text.find("llm-foundry"), std::string::npos) << native.stdout_text;
   const auto step = [](const std::string& text) { return std::stod(text.substr(text.find("step time") + 9)); };
   EXPECT_GT(step(sm80.stdout_text), 1.1 * step(native.stdout_text));
   const CommandResult a100 = scratch.run("predict --config " + config.string() + " --site " + kSite);
