@@ -225,7 +225,9 @@ if [[ $do_asan == 1 ]]; then
       [[ $asan_in_fuzz_tree == 1 ]] && where="build-fuzz, clang-14, built with the fuzz targets" && asan_build_s=0
       echo "- build: $asan_build_s s (${asan_targets:-every target}; $where); tests: $((SECONDS - phase_start)) s"
       for part in asan-tests asan-mpi-tests; do
-        echo "- $part: $(grep -E 'tests passed|No tests were found' "$out/$part.out" | tail -1)"
+        result=$(grep -E 'tests passed|No tests were found' "$out/$part.out" | tail -1)
+        [[ $result == *"No tests were found"* ]] && result="none: no test of this kind among the targets built"
+        echo "- $part: $result"
       done
       findings=$(cat "$out/asan-tests.log" "$out/asan-mpi-tests.log" 2>/dev/null |
         grep -E 'ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' | sort | uniq -c | sort -rn)
