@@ -48,6 +48,12 @@ GemmModel GemmModel::for_kernels(const std::string& kernels, const std::string& 
   return g;
 }
 
+GemmModel::KeyConstants GemmModel::constants_of(const std::string& key) const {
+  if (key == "e_max_sm80" && sm80) return {sm80->e_max, sm80->k_overhead, sm80->e_attention};
+  const std::optional<double> e = key == "e_max" ? std::optional(e_max) : key == "e_max_fp8" ? e_max_fp8 : std::nullopt;
+  return {e, k_overhead, e_attention};
+}
+
 void GemmModel::set_constants(const std::string& key, double e, double k, std::optional<double> attention) {
   if (key == "e_max_sm80") {
     sm80 = KernelConstants{e, k, attention};

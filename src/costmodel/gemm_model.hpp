@@ -62,8 +62,16 @@ struct GemmModel {
   double& efficiency_of(const std::string& key) {
     return key == "e_max_fp8" ? e_max_fp8.emplace(e_max_fp8.value_or(1.0)) : e_max;
   }
-  // A fit's or a replay's constants under `key` (e_max, e_max_fp8, e_max_sm80): the efficiency
-  // it names, and the k_overhead and e_attention that go with it (the sm80 set's for e_max_sm80).
+  // The constants under a profile key (e_max, e_max_fp8, e_max_sm80): the efficiency it names
+  // (none where the profile has none), and the k_overhead and e_attention that go with it (the
+  // sm80 set's for e_max_sm80 where the profile has one, else the native ones).
+  struct KeyConstants {
+    std::optional<double> e;
+    double k_overhead = 0;
+    std::optional<double> e_attention;
+  };
+  KeyConstants constants_of(const std::string& key) const;
+  // A fit's or a replay's constants under `key`, the inverse of constants_of.
   void set_constants(const std::string& key, double e, double k, std::optional<double> attention);
 };
 

@@ -183,8 +183,7 @@ void set_fitted(SiteProfile& site, const std::vector<EmaxFit>& fitted) {
     SB_USER_CHECK(site.gemm.has_value(),
                   "{}: the profile of {} has no 'gemm:' (sm_count, e_max), so its GEMM efficiency cannot be fitted",
                   site.source, site.device);
-    const GemmModel& g = *site.gemm;
-    const std::optional<double> kept = fit.key == "e_max_sm80" && g.sm80 ? g.sm80->e_attention : g.e_attention;
+    const std::optional<double> kept = site.gemm->constants_of(fit.key).e_attention;
     site.gemm->set_constants(fit.key, fit.e_max, fit.k_overhead,
                              fit.e_attention_fitted ? std::optional(fit.e_attention) : kept);
   }
@@ -486,26 +485,18 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
     fit.key = group.second;
     fit.site = rows.cases.front().site.name;
     fit.site_file = rows.cases.front().site.source;
-    const GemmModel shipped = *rows.cases.front().site.gemm;  // a copy: the fit moves the cases' own
-    // the key's constants as the profile ships them (sm80's absent: the native k_overhead and
-    // e_attention to start from, no shipped efficiency)
-    const bool sm80 = fit.key == "e_max_sm80";
-    const std::optional<double> shipped_value = fit.key == "e_max" ? std::optional<double>(shipped.e_max)
-                                                : sm80 ? (shipped.sm80 ? std::optional(shipped.sm80->e_max) : std::nullopt)
-                                                       : shipped.e_max_fp8;
-    const double shipped_k = sm80 && shipped.sm80 ? shipped.sm80->k_overhead : shipped.k_overhead;
-    const std::optional<double> shipped_attention =
-        sm80 && shipped.sm80 ? shipped.sm80->e_attention : shipped.e_attention;
-    fit.shipped_e_max = shipped_value.value_or(std::numeric_limits<double>::quiet_NaN());
-    fit.shipped_k_overhead = fit.k_overhead = shipped_k;
-    fit.shipped_e_attention = shipped_attention;
-    GemmConstants at{shipped_value.value_or(1.0), shipped_k, shipped_attention};
+    // the key's constants as the profile ships them, read before the fit moves the cases' own
+    const GemmModel::KeyConstants shipped = rows.cases.front().site.gemm->constants_of(fit.key);
+    fit.shipped_e_max = shipped.e.value_or(std::numeric_limits<double>::quiet_NaN());
+    fit.shipped_k_overhead = fit.k_overhead = shipped.k_overhead;
+    fit.shipped_e_attention = shipped.e_attention;
+    GemmConstants at{shipped.e.value_or(1.0), shipped.k_overhead, shipped.e_attention};
     // which rows are feasible does not depend on the efficiency (memory): count them at any value
     const double shipped_error = rows.error(at, nullptr, &fit.infeasible);
     SB_USER_CHECK(std::isfinite(shipped_error),
                   "no row on {} is feasible in the cost model ({} rows), so its GEMM {} cannot be fitted", fit.device,
                   rows.cases.size(), fit.key);
-    fit.shipped_mean_abs_error_pct = shipped_value ? shipped_error : std::numeric_limits<double>::quiet_NaN();
+    fit.shipped_mean_abs_error_pct = shipped.e ? shipped_error : std::numeric_limits<double>::quiet_NaN();
     // e_max_fp8 and e_max_sm80 alone: their rows run the profile's k_overhead and attention
     fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths();
     fit.e_attention_fitted = fit.key == "e_max" && rows.spans_attention_shares();
