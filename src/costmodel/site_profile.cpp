@@ -106,6 +106,21 @@ double non_negative(const Mapping& m, const std::string& key, const std::string&
   return value;
 }
 
+// A GEMM model's efficiency: a fraction of a dense peak, in (0, 1].
+double peak_fraction(const Mapping& m, const std::string& key, const std::string& source) {
+  const double value = m.positive(key);
+  SB_USER_CHECK(value <= 1.0, "{}: '{}' must lie in (0, 1], got {}", source, m.qualified(key), value);
+  return value;
+}
+
+// A GEMM tile's fill and epilogue in steps of its K loop, 0 to 65536.
+double k_steps(const Mapping& m, const std::string& key, const std::string& source) {
+  const double value = non_negative(m, key, source);
+  SB_USER_CHECK(value <= 65536, "{}: '{}' is a tile's fill and epilogue in steps of K, at most 65536, got {}", source,
+                m.qualified(key), value);
+  return value;
+}
+
 // links.<level>.nccl: {ring, tree, nvls}, each {bus_bandwidth, step_latency, base_latency,
 // max_bus_bandwidth?}; ring is required, nvls only inside a node.
 NcclLevel read_nccl_level(const Mapping& parent, const std::string& source, bool inter) {
@@ -344,35 +359,18 @@ SiteProfile parse_site_profile(const YAML::Node& root, const std::string& source
     if (g.has("tile_n")) model.tile_n = g.required<int>("tile_n");
     SB_USER_CHECK(model.sm_count >= 1 && model.tile_m >= 1 && model.tile_n >= 1,
                   "{}: 'gemm.sm_count', 'gemm.tile_m' and 'gemm.tile_n' must be at least 1", source);
-    model.e_max = g.positive("e_max");
-    SB_USER_CHECK(model.e_max <= 1.0, "{}: 'gemm.e_max' must lie in (0, 1], got {}", source, model.e_max);
-    if (g.has("k_overhead")) {
-      model.k_overhead = non_negative(g, "k_overhead", source);
-      SB_USER_CHECK(model.k_overhead <= 65536, "{}: 'gemm.k_overhead' is a tile's fill and epilogue in steps of K, "
-                    "at most 65536, got {}", source, model.k_overhead);
-    }
+    model.e_max = peak_fraction(g, "e_max", source);
+    if (g.has("k_overhead")) model.k_overhead = k_steps(g, "k_overhead", source);
     if (g.has("e_max_fp8")) {
-      model.e_max_fp8 = g.positive("e_max_fp8");
-      SB_USER_CHECK(*model.e_max_fp8 <= 1.0, "{}: 'gemm.e_max_fp8' must lie in (0, 1], got {}", source,
-                    *model.e_max_fp8);
+      model.e_max_fp8 = peak_fraction(g, "e_max_fp8", source);
       SB_USER_CHECK(p.peak_flops.count("fp8") == 1, "{}: 'gemm.e_max_fp8' is given but 'peak_flops.fp8' is not",
                     source);
     }
-    if (g.has("e_attention")) {
-      model.e_attention = g.positive("e_attention");
-      SB_USER_CHECK(*model.e_attention <= 1.0, "{}: 'gemm.e_attention' must lie in (0, 1], got {}", source,
-                    *model.e_attention);
-    }
-    if (g.has("e_max_sm80")) {  // kernels built for compute capability 8.0: their own three constants
-      GemmModel::KernelConstants k;
-      k.e_max = g.positive("e_max_sm80");
-      SB_USER_CHECK(k.e_max <= 1.0, "{}: 'gemm.e_max_sm80' must lie in (0, 1], got {}", source, k.e_max);
-      k.k_overhead = g.has("k_overhead_sm80") ? non_negative(g, "k_overhead_sm80", source) : model.k_overhead;
-      SB_USER_CHECK(k.k_overhead <= 65536, "{}: 'gemm.k_overhead_sm80' is a tile's fill and epilogue in steps of K, "
-                    "at most 65536, got {}", source, k.k_overhead);
-      k.e_attention = g.has("e_attention_sm80") ? std::optional(g.positive("e_attention_sm80")) : model.e_attention;
-      SB_USER_CHECK(k.e_attention.value_or(1.0) <= 1.0, "{}: 'gemm.e_attention_sm80' must lie in (0, 1], got {}",
-                    source, k.e_attention.value_or(1.0));
+    if (g.has("e_attention")) model.e_attention = peak_fraction(g, "e_attention", source);
+    if (g.has("e_max_sm80")) {  // kernels of compute capability 8.0's instructions: their own constants
+      GemmModel::KernelConstants k{peak_fraction(g, "e_max_sm80", source), model.k_overhead, model.e_attention};
+      if (g.has("k_overhead_sm80")) k.k_overhead = k_steps(g, "k_overhead_sm80", source);
+      if (g.has("e_attention_sm80")) k.e_attention = peak_fraction(g, "e_attention_sm80", source);
       model.sm80 = k;
     } else {
       SB_USER_CHECK(!g.has("k_overhead_sm80") && !g.has("e_attention_sm80"),
