@@ -19,6 +19,7 @@ namespace {
 
 const std::string kCase = std::string(SB_SOURCE_DIR) + "/models/gpt/configs/gpt-175b-megatron.yaml";
 const std::string kSite = std::string(SB_SOURCE_DIR) + "/jobs/sites/a100-80gb-dgx.yaml";
+const std::string kH100 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h100-sxm-dgx.yaml";
 
 TEST(PredictCommand, AnswersInJsonWithTheDesignFields) {
   Scratch scratch;
@@ -336,8 +337,7 @@ TEST(PredictCommand, FpEightIsPredictedWhereTheDeviceHasItAndTheTrainerRefusesIt
   const auto config = scratch.write(
       "fp8.yaml", "model: {layers: 4, hidden: 1024, heads: 8, seq_len: 1024, vocab: 50304, attention: flash}\n"
                   "data: sotu\nstrategy: {dp: 8}\nprecision: fp8\nbatch: {global: 64, micro: 8}\n");
-  const std::string h100 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h100-sxm-dgx.yaml";
-  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + h100 + " --json");
+  const CommandResult p = scratch.run("predict --config " + config.string() + " --site " + kH100 + " --json");
   ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
   const nlohmann::json j = nlohmann::json::parse(p.stdout_text);
   EXPECT_EQ(j["peak_flops_precision"], "fp8") << j;
@@ -489,9 +489,8 @@ TEST(PredictCommand, SmEightyKernelsArePredictedAndTheTrainerRefusesThem) {
   const auto config = scratch.write(
       "sm80.yaml", "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256, kernels: sm80}\n"
                    "data: sotu\nbatch: {global: 2}\nthreads: 1\nprecision: bf16\n");
-  const std::string h100 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h100-sxm-dgx.yaml";
   const nlohmann::json p = predicted_but_refused_by_the_trainer(
-      scratch, config, h100, "model.kernels sm80 (kernels of an older GPU's instructions on a newer one) is modelled");
+      scratch, config, kH100, "model.kernels sm80 (kernels of an older GPU's instructions on a newer one) is modelled");
   EXPECT_EQ(p["kernels"], "sm80") << p;
   const auto named = [&](const std::string& kernels) {
     const auto file = scratch.write("mpt_" + kernels + ".yaml",
