@@ -142,18 +142,30 @@ FpEightCasts fp8_casts(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 
 //     16-bit logits beside it in the forward and their 16-bit gradient in the backward (none in
 //     fp32, where upcast and gradient are in place); a pass writing the softmax, then reading it
 //     and writing the gradient.
-//   unfused (PyTorch's F.cross_entropy(logits.float())): the fp32 log-softmax kept; in the
-//     backward the fp32 gradient of its output and of its input beside it; the forward reads the
-//     16-bit logits, writes the fp32 copy, reads it twice and writes the log-softmax (2+4+8+4),
-//     the backward writes the output's gradient, reads it and the log-softmax, writes the input's
-//     gradient and casts it back (4+12+4+2, or 4+12 in fp32).
+//   unfused (PyTorch's F.cross_entropy(logits.float())), counted as PyTorch's caching allocator
+//     reserves it: a buffer freed stays in its cache and serves a later request only if that is
+//     no larger, so the 16-bit logits' block (2 bytes, freed after the forward) stays reserved
+//     beside the backward's 4-byte buffers.
+//     - one tp rank (ATen's log_softmax and nll_loss kernels): the fp32 log-softmax kept; the
+//       backward's gradient of its output and of its input beside it (8, + 2 cached in 16-bit);
+//       the forward reads the 16-bit logits, writes the fp32 copy, reads it twice and writes the
+//       log-softmax (2+4+8+4), the backward writes the output's gradient, reads it and the
+//       log-softmax, writes the input's gradient and casts it back (4+12+4+2, or 4+12 in fp32).
+//     - tp > 1 (torch.distributed.tensor.parallel.loss_parallel, the loss on the
+//       vocabulary-parallel logits decomposed into element-wise ops): the forward writes the fp32
+//       copy, the shifted logits, their exp and the log-softmax (kept); the backward a zeroed
+//       gradient, exp(log-softmax), their sum and its product with the loss's gradient: 12
+//       beside the kept 4 (+ 2 cached in 16-bit); passes 2+4, 4, 8, 8, 4, 8 forward and 4, 8,
+//       12, 8, 4+2 backward (no casts in fp32).
 struct LossBytes {
   double kept, working, traffic, forward_traffic;
 };
-LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes) {
+LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes, bool vocabulary_parallel) {
   const bool sixteen_bit = element_bytes < 4.0;
+  if (cross_entropy == "unfused" && vocabulary_parallel)
+    return sixteen_bit ? LossBytes{4.0, 14.0, 76.0, 38.0} : LossBytes{4.0, 12.0, 64.0, 32.0};
   if (cross_entropy == "unfused")
-    return sixteen_bit ? LossBytes{4.0, 8.0, 40.0, 18.0} : LossBytes{4.0, 8.0, 28.0, 12.0};
+    return sixteen_bit ? LossBytes{4.0, 10.0, 40.0, 18.0} : LossBytes{4.0, 8.0, 28.0, 12.0};
   return {4.0, sixteen_bit ? element_bytes : 0.0, 12.0, 4.0};
 }
 
@@ -232,9 +244,16 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
       if (g.block == gpt::GptBlock::llama) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
       else if (s.pp > 1) st.parameters += vocabulary_parameters;  // the tied wte's copy on the last stage
-      const LossBytes loss = loss_bytes(c.model.cross_entropy, d.element_bytes);
+      const LossBytes loss = loss_bytes(c.model.cross_entropy, d.element_bytes, s.tp > 1);
       const double logits = b * T * V / t;  // this rank's, vocabulary-parallel
       st.activation_bytes += logits * loss.kept;
+      // the final norm's and the head's inputs, kept outside any recomputed block: sharded over
+      // the sequence under sequence parallelism, but for the head's under PyTorch's tensor
+      // parallelism (cross_entropy unfused), whose column-parallel head keeps its all-gathered
+      // input where Megatron-LM keeps its shard and gathers it again in the backward
+      const double head_input = b * T * C * d.element_bytes;
+      const double sharded_input = s.sequence_parallel ? head_input / t : head_input;
+      st.activation_bytes += sharded_input + (c.model.cross_entropy == "unfused" ? head_input : sharded_input);
       st.loss_working_bytes = logits * loss.working;
       st.elementwise_bytes += logits * loss.traffic;
       st.forward_elementwise_bytes += logits * loss.forward_traffic;

@@ -23,9 +23,12 @@ struct ModelSpec {
   // model.cross_entropy: how the loss is taken on the logits, which decides the bytes a logit
   // holds. "fused" (the default; Megatron-LM's vocabulary-parallel cross entropy: the logits
   // upcast and normalised in place, the fp32 softmax kept, the 16-bit logits or their gradient
-  // beside it; a run in the trainer's own layout counts the trainer's logits instead) or "unfused" (PyTorch's F.cross_entropy on logits upcast with .float():
-  // the fp32 log-softmax kept; in its backward the fp32 gradients of its output and of its
-  // input beside it, 12 bytes a logit at the peak; predict and plan only).
+  // beside it; a run in the trainer's own layout counts the trainer's logits instead) or "unfused" (PyTorch's F.cross_entropy on logits upcast with .float(),
+  // counted as its caching allocator reserves it: the fp32 log-softmax kept; in its backward the
+  // fp32 gradients of its output and of its input beside it and the freed 16-bit logits still
+  // cached, 14 bytes a logit at the peak; over tp ranks PyTorch's loss_parallel, whose
+  // decomposed ops hold 18, and whose column-parallel head keeps its all-gathered input;
+  // predict and plan only).
   std::string cross_entropy = "fused";
   // model.kernels: the instructions the software's GPU kernels issue. "native" (the default:
   // the device's own, the site profile's gemm constants) or "sm80" (compute capability 8.0's,

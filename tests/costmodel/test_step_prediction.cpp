@@ -336,30 +336,34 @@ TEST(StepPrediction, Resnet50AnswersInSamples) {
 
 // A framework's layout (fused attention): under recomputation each block keeps what the mode
 // keeps, and the block being recomputed holds its dropped tensors once beside them (Korthikanti
-// et al.'s no-recompute count less what is kept: 34 − 2 = 32·sbh under full); the last stage's
-// logits keep their fp32 softmax (4 bytes a logit) with, while the loss runs and no block's
-// scratch is held, their 16-bit copy (2 bytes).
+// et al.'s no-recompute count less what is kept: 34 − 2 = 32·sbh under full); the last stage
+// keeps the final norm's and the head's 16-bit inputs (2·sbh bytes each) and its logits' fp32
+// softmax (4 bytes a logit) with, while the loss runs and no block's scratch is held, their
+// 16-bit copy (2 bytes).
 TEST(StepPrediction, RecomputedBlockHoldsItsDroppedTensorsOnceBesideTheKeptOnes) {
   plan::TrainConfig c = gpt_case(8, 1024, 16, 1, 1, 1, 4, 4, "bf16", 256, 2048);
   c.model.attention = "flash";
   const SiteProfile a100 = site("a100-80gb-dgx");
-  const double sbh = 2048.0 * 4 * 1024, logits = 4.0 * 2048 * 256;
+  const double sbh = 2048.0 * 4 * 1024, logits = 4.0 * 2048 * 256, head = 2 * 2 * sbh;
   const auto activations = [&](const char* recompute) {
     c.strategy.recompute = recompute;
     const Prediction p = predict_step(c, a100);
     EXPECT_TRUE(p.feasible) << p.reason;
     return p.memory.activations;
   };
-  EXPECT_DOUBLE_EQ(activations("none"), 8 * 34 * sbh + 4 * logits + 2 * logits);
+  EXPECT_DOUBLE_EQ(activations("none"), 8 * 34 * sbh + head + 4 * logits + 2 * logits);
   // flash keeps what selective keeps: nothing is dropped, so no scratch
-  EXPECT_DOUBLE_EQ(activations("selective"), 8 * 34 * sbh + 4 * logits + 2 * logits);
-  EXPECT_DOUBLE_EQ(activations("full"), 8 * 2 * sbh + 4 * logits + 32 * sbh);
+  EXPECT_DOUBLE_EQ(activations("selective"), 8 * 34 * sbh + head + 4 * logits + 2 * logits);
+  EXPECT_DOUBLE_EQ(activations("full"), 8 * 2 * sbh + head + 4 * logits + 32 * sbh);
 }
 
-// model.cross_entropy unfused (PyTorch's F.cross_entropy on upcast logits): the same fp32
-// log-softmax kept, but 8 bytes a logit beside it in the backward (its output's and input's fp32
-// gradients) where the fused loss holds 2; and more passes over the logits, so a slower step.
-TEST(StepPrediction, UnfusedCrossEntropyHoldsTwelveBytesALogitAtItsPeak) {
+// model.cross_entropy unfused (PyTorch's F.cross_entropy on upcast logits), counted as PyTorch's
+// caching allocator reserves it: the same fp32 log-softmax kept, but in the backward its output's
+// and input's fp32 gradients beside it and the 16-bit logits' freed block still cached (8 + 2
+// bytes a logit) where the fused loss holds 2; more passes over the logits, so a slower step.
+// Over tp ranks (PyTorch's loss_parallel, decomposed) 12 + 2 beside it, and the column-parallel
+// head keeps its all-gathered input where Megatron-LM keeps the sequence shard.
+TEST(StepPrediction, UnfusedCrossEntropyHoldsWhatPyTorchReservesAtItsPeak) {
   plan::TrainConfig c = gpt_case(2, 1024, 16, 1, 1, 1, 4, 4, "bf16", 51200, 2048);
   c.model.attention = "flash";
   const SiteProfile a100 = site("a100-80gb-dgx");
@@ -368,13 +372,26 @@ TEST(StepPrediction, UnfusedCrossEntropyHoldsTwelveBytesALogitAtItsPeak) {
   const Prediction unfused = predict_step(c, a100);
   ASSERT_TRUE(fused.feasible && unfused.feasible);
   const double logits = 4.0 * 2048 * 51200;
-  EXPECT_DOUBLE_EQ(unfused.memory.activations - fused.memory.activations, (8 - 2) * logits);
+  EXPECT_DOUBLE_EQ(unfused.memory.activations - fused.memory.activations, (10 - 2) * logits);
   EXPECT_GT(unfused.compute_s, fused.compute_s);
-  // fp32: the fused loss upcasts nothing and takes its gradient in place
-  c.precision.dtype = "fp32";
-  const Prediction fp32_unfused = predict_step(c, a100);
+  // two tp ranks with sequence parallelism: half the logits each, and the head's input (4 × 2048
+  // × 1024 in bf16) gathered rather than halved
+  c.strategy.tp = 2;
+  c.strategy.sequence_parallel = true;
+  const Prediction parallel_unfused = predict_step(c, a100);
   c.model.cross_entropy = "fused";
+  const Prediction parallel_fused = predict_step(c, a100);
+  ASSERT_TRUE(parallel_fused.feasible && parallel_unfused.feasible);
+  EXPECT_DOUBLE_EQ(parallel_unfused.memory.activations - parallel_fused.memory.activations,
+                   (14 - 2) * logits / 2 + 4.0 * 2048 * 1024 * 2 / 2);
+  EXPECT_GT(parallel_unfused.compute_s, parallel_fused.compute_s);
+  // fp32: the fused loss upcasts nothing and takes its gradient in place; nothing 16-bit is cached
+  c.strategy.tp = 1;
+  c.strategy.sequence_parallel = false;
+  c.precision.dtype = "fp32";
   const Prediction fp32_fused = predict_step(c, a100);
+  c.model.cross_entropy = "unfused";
+  const Prediction fp32_unfused = predict_step(c, a100);
   EXPECT_DOUBLE_EQ(fp32_unfused.memory.activations - fp32_fused.memory.activations, 8 * logits);
 }
 
