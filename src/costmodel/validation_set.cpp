@@ -282,13 +282,12 @@ std::string validation_replay_table(const ValidationReplay& replay) {
   out += fmt::format("{:<22} {:<20} {:<24} {:>14} {:>14} {:>9}\n", "row", "site", "figure", "predicted",
                      "published", "error");
   for (const RowReplay& r : replay.rows) {
-    if (!r.feasible) {
-      out += fmt::format("{:<22} {:<20} infeasible: {}\n", r.id, r.site, r.reason);
-      continue;
-    }
+    // an infeasible row still answers its memory (how much more than the device holds)
     for (const FigureComparison& f : r.figures)
-      out += fmt::format("{:<22} {:<20} {:<24} {:>14.6g} {:>14.6g} {:>+8.1f}%\n", r.id, r.site, f.figure,
-                         *f.predicted, f.published, *f.error_pct);
+      if (f.predicted)
+        out += fmt::format("{:<22} {:<20} {:<24} {:>14.6g} {:>14.6g} {:>+8.1f}%\n", r.id, r.site, f.figure,
+                           *f.predicted, f.published, *f.error_pct);
+    if (!r.feasible) out += fmt::format("{:<22} {:<20} infeasible: {}\n", r.id, r.site, r.reason);
   }
   out += "\n";
   for (const FigureSummary& s : replay.summary) {

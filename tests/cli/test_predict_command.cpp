@@ -244,6 +244,12 @@ batch: {global: 8, micro: 1}
   EXPECT_EQ(j["summary"][0]["figure"], "memory_gib");
   EXPECT_EQ(j["summary"][0]["rows"], 2);
   EXPECT_EQ(j["summary"][0]["infeasible"], 0);
+  // the table prints the too-big row's memory beside the reason it is refused
+  const CommandResult human = scratch.run("predict --validate " + set.string());
+  ASSERT_EQ(human.exit_code, 0) << human.stderr_text;
+  const std::size_t figure = human.stdout_text.find("too-big                h100-sxm-dgx         memory_gib");
+  EXPECT_NE(figure, std::string::npos) << human.stdout_text;
+  EXPECT_GT(human.stdout_text.find("infeasible: needs"), figure) << human.stdout_text;
   const CommandResult fit = scratch.run("predict --fit " + set.string());
   EXPECT_EQ(fit.exit_code, 2);
   EXPECT_NE(fit.stderr_text.find("no row publishes a figure its step time decides"), std::string::npos)
