@@ -174,6 +174,20 @@ LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes, boo
 // micro-batches (add_parameter_gathers times it, predict_memory counts it).
 bool zero3_holds_gathered_parameters(const plan::TrainConfig& c) { return c.strategy.zero >= 3 && c.strategy.pp > 1; }
 
+// A pipeline run by torch.distributed.pipelining, as FSDP's ZeRO-3 over pipeline stages is
+// (Megatron-LM's pipelines shard no parameters): its buffers follow PipelineStage's code.
+bool torch_pipelining(const plan::TrainConfig& c) { return zero3_holds_gathered_parameters(c); }
+
+// PipelineStage's receive buffers, allocated for every micro-batch of the step when the schedule
+// starts and held through it (_prepare_forward_infra, _prepare_backward_infra): a stage after
+// the first receives each micro-batch's input, a stage before the last each one's output
+// gradient, each the size of the boundary it crosses.
+double pipelining_receive_buffer_bytes(const std::vector<StageCost>& stages, std::size_t stage, i64 micro_batches) {
+  const double m = static_cast<double>(micro_batches);
+  return (stage > 0 ? m * stages[stage - 1].boundary_bytes : 0.0) +
+         (stage + 1 < stages.size() ? m * stages[stage].boundary_bytes : 0.0);
+}
+
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -262,6 +276,11 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
     st.boundary_bytes = b * T * C * d.element_bytes / t;
+    // torch.distributed.pipelining keeps each micro-batch's stage output for its backward
+    // (PipelineStage.fwd_cache), one boundary more per micro-batch in flight before the last
+    // stage; after the first, the first block's kept input is its receive buffer (counted with
+    // the buffers), one boundary less
+    if (torch_pipelining(c)) st.activation_bytes += (last ? 0.0 : st.boundary_bytes) - (first ? 0.0 : st.boundary_bytes);
     // the trainer's layout (Llama-style blocks are not the trainer's: they keep Korthikanti et
     // al.'s GPT-block count, an approximation, as their MLP and key/value tensors differ)
     if (g.block == gpt::GptBlock::gpt2 && !flash) {
@@ -571,8 +590,9 @@ double activation_peak_over_time(const plan::RunPlan& plan, const std::vector<St
 // for layouts the trainer does not build the peak over time; ZeRO-3's buffers as comm: two
 // gathered copies and one whole gradient of the largest unit, or under pipeline parallelism,
 // where the parameters stay gathered through the step (add_parameter_gathers), the rank's whole
-// 16-bit parameters and their whole gradient accumulated over the micro-batches); the reason
-// when it exceeds what a rank's devices hold.
+// 16-bit parameters and their whole gradient accumulated over the micro-batches, with
+// torch.distributed.pipelining's receive buffers); the reason when it exceeds what a rank's
+// devices hold.
 std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig& c, const plan::RunPlan& plan,
                                           const std::vector<StageCost>& stages, const SiteProfile& site,
                                           double element_bytes) {
@@ -595,6 +615,7 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     if (c.strategy.zero >= 3 && p.dp > 1)
       rank.comm = zero3_holds_gathered_parameters(c) ? rank.comm + st.parameters * (bytes.param + bytes.grad)
                                     : std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
+    if (torch_pipelining(c)) rank.comm += pipelining_receive_buffer_bytes(stages, i, plan.micro_batches);
   }
   for (std::size_t r = 0; over_time && r < ranks; ++r)
     memory[r].activations += activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);

@@ -414,18 +414,51 @@ TEST(StepPrediction, ZeroThreeHoldsTwoGatheredUnitsAndOneWholeGradient) {
   c.strategy.zero = 1;
   EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
   // under pipeline parallelism the rank's parameters stay gathered through the step and their
-  // whole gradient accumulates over the micro-batches: 2 + 2 bytes a parameter of the stage
+  // whole gradient accumulates over the micro-batches: 2 + 2 bytes a parameter of the stage,
+  // beside torch.distributed.pipelining's receive buffers (TorchPipelining test below)
   c = named("gpt-1.3b", 4, 1, 2, 32);
   c.model.attention = "flash";
   c.strategy.zero = 3;
   const Prediction piped = predict_step(c, a100);
   ASSERT_TRUE(piped.feasible) << piped.reason;
-  for (const RankMemory& rank : piped.rank_memory)
-    EXPECT_NEAR(rank.comm, rank.params * 4 * (2 + 2) / 2, 1e-6 * rank.comm);  // params: the 1/4 shard
+  const double receive_buffers = piped.micro_batches * piped.micro_batch * 2048.0 * 2048 * 2;  // one boundary each
+  for (const RankMemory& rank : piped.rank_memory)  // params: the 1/4 shard
+    EXPECT_NEAR(rank.comm - receive_buffers, rank.params * 4 * (2 + 2) / 2, 1e-6 * rank.comm);
   c = named("gpt-1.3b", 1, 1, 1, 1);
   c.model.attention = "flash";
   c.strategy.zero = 3;
   EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
+}
+
+// ZeRO-3 over pipeline stages is FSDP under torch.distributed.pipelining, whose PipelineStage
+// allocates a receive buffer for every micro-batch of the step (a stage after the first: its
+// input; one before the last: its output's gradient) and keeps each micro-batch's output for its
+// backward: on four stages of gpt-1.3b the first and last stage hold m boundaries of buffers, the
+// middle ones 2m; against the same layout under ZeRO-1 (Megatron-LM's pipeline, which sends and
+// frees) every stage but the last keeps one boundary more per micro-batch in flight (its output)
+// and every stage but the first one less (its first block's input is its receive buffer).
+TEST(StepPrediction, TorchPipeliningHoldsAReceiveBufferPerMicroBatchAndEachOutputInFlight) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = named("gpt-1.3b", 2, 1, 4, 32);
+  c.model.attention = "flash";
+  c.strategy.recompute = "full";
+  c.strategy.schedule = "1f1b";
+  c.strategy.zero = 1;
+  const Prediction megatron = predict_step(c, a100);
+  c.strategy.zero = 3;
+  const Prediction torch = predict_step(c, a100);
+  ASSERT_TRUE(megatron.feasible && torch.feasible) << megatron.reason << torch.reason;
+  ASSERT_EQ(torch.rank_memory.size(), 4u);
+  const double boundary = torch.micro_batch * 2048.0 * 2048 * 2, m = torch.micro_batches;
+  for (std::size_t stage = 0; stage < 4; ++stage) {
+    const RankMemory& z1 = megatron.rank_memory[stage];
+    const RankMemory& z3 = torch.rank_memory[stage];
+    const double receive = (stage > 0 ? m : 0.0) + (stage < 3 ? m : 0.0);
+    EXPECT_NEAR(z3.comm - z3.params * 2 * (2 + 2) / 2, receive * boundary, 1e-6 * z3.comm) << stage;  // params: the 1/2 shard
+    const double in_flight = std::min<double>(m, 4 - static_cast<double>(stage));  // 1F1B
+    const double kept = (stage < 3 ? in_flight : 0.0) - (stage > 0 ? in_flight : 0.0);
+    EXPECT_NEAR(z3.activations - z1.activations, kept * boundary, 1e-6 * z3.activations) << stage;
+  }
 }
 
 }  // namespace
