@@ -203,8 +203,15 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
                                           : 0.0;
   const double a = static_cast<double>(g.heads), scale = d.element_bytes / 2.0;
   const bool flash = c.model.attention == "flash";
+  // PyTorch's tensor parallelism (DTensor, with cross_entropy unfused) keeps the all-gathered
+  // outputs of the two norms its column-parallel linears take (the attention's and the MLP's
+  // input, (b, s, C) each) where Megatron-LM's sequence parallelism keeps their shards and gathers
+  // them again in the backward: kept by each block, or held by the block being recomputed
+  const bool pytorch_tp = c.model.cross_entropy == "unfused" && s.tp > 1 && s.sequence_parallel;
+  const double gathered_norm_outputs = pytorch_tp ? 2.0 * b * T * C * d.element_bytes * (1.0 - 1.0 / t) : 0.0;
   const double block_activations =
-      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash) * scale;
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash) * scale +
+      (recompute == Recompute::full ? 0.0 : gathered_norm_outputs);
   // The non-GEMM work (LayerNorm, softmax, GELU, dropout, residuals) is bound by memory: its
   // forward writes the tensors Korthikanti et al. count, the backward reads them and writes
   // their gradients (3 passes), and each recomputed forward writes them again. The fused
@@ -224,7 +231,8 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
                                casts.forward_bytes * (recompute == Recompute::full ? 2.0 : 1.0);
   // A recomputed block's forward writes its dropped tensors again just before its backward reads
   // them: one block's worth, held once whatever the micro-batches in flight.
-  const double recompute_scratch = recompute == Recompute::none ? 0.0 : written - block_activations;
+  const double recompute_scratch =
+      recompute == Recompute::none ? 0.0 : written + gathered_norm_outputs - block_activations;
   const double block_parameters = static_cast<double>(gpt::gpt_block_parameter_count(g)) / t;
   const double vocabulary_parameters = V * C / t;  // wte's (and an untied head's) tp share
   const double embedding_parameters =  // wte's share and wpe (gpt2 only), replicated
@@ -263,11 +271,10 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       st.activation_bytes += logits * loss.kept;
       // the final norm's and the head's inputs, kept outside any recomputed block: sharded over
       // the sequence under sequence parallelism, but for the head's under PyTorch's tensor
-      // parallelism (cross_entropy unfused), whose column-parallel head keeps its all-gathered
-      // input where Megatron-LM keeps its shard and gathers it again in the backward
+      // parallelism, whose column-parallel head keeps its all-gathered input
       const double head_input = b * T * C * d.element_bytes;
       const double sharded_input = s.sequence_parallel ? head_input / t : head_input;
-      st.activation_bytes += sharded_input + (c.model.cross_entropy == "unfused" ? head_input : sharded_input);
+      st.activation_bytes += sharded_input + (pytorch_tp ? head_input : sharded_input);
       st.loss_working_bytes = logits * loss.working;
       st.elementwise_bytes += logits * loss.traffic;
       st.forward_elementwise_bytes += logits * loss.forward_traffic;
@@ -602,6 +609,10 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
   const bool over_time = plan.interleave > 1 && !stages.empty() && !stages.front().pooled_activations;
   std::size_t heaviest = 0;
   std::vector<RankMemory> memory(ranks);
+  // what a chunk holds once (its recompute scratch, or its loss's working bytes): the trainer's
+  // pools hold each chunk's, a framework that allocates as it goes the largest of the rank's
+  // chunks, as it runs one chunk's backward at a time
+  std::vector<double> held_once(ranks, 0.0);
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const StageCost& st = stages[i];
     const ModelStateBytes states = zero_model_state_bytes(st.parameters, p.dp, static_cast<int>(c.strategy.zero),
@@ -610,13 +621,16 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
     rank.params += states.params + st.buffer_bytes;
     rank.grads += states.grads;
     rank.optimizer += states.optimizer;
+    const double once = std::max(st.shared_activation_bytes, st.loss_working_bytes);
     rank.activations += (over_time ? 0.0 : static_cast<double>(st.in_flight) * st.activation_bytes) +
-                        std::max(st.shared_activation_bytes, st.loss_working_bytes);
+                        (st.pooled_activations ? once : 0.0);
+    if (!st.pooled_activations) held_once[i % ranks] = std::max(held_once[i % ranks], once);
     if (c.strategy.zero >= 3 && p.dp > 1)
       rank.comm = zero3_holds_gathered_parameters(c) ? rank.comm + st.parameters * (bytes.param + bytes.grad)
                                     : std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
     if (torch_pipelining(c)) rank.comm += pipelining_receive_buffer_bytes(stages, i, plan.micro_batches);
   }
+  for (std::size_t r = 0; r < ranks; ++r) memory[r].activations += held_once[r];
   for (std::size_t r = 0; over_time && r < ranks; ++r)
     memory[r].activations += activation_peak_over_time(plan, stages, static_cast<int>(ranks), r);
   for (std::size_t r = 0; r < ranks; ++r)

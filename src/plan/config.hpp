@@ -27,7 +27,8 @@ struct ModelSpec {
   // counted as its caching allocator reserves it: the fp32 log-softmax kept; in its backward the
   // fp32 gradients of its output and of its input beside it and the freed 16-bit logits still
   // cached, 14 bytes a logit at the peak; over tp ranks PyTorch's loss_parallel, whose
-  // decomposed ops hold 18, and whose column-parallel head keeps its all-gathered input;
+  // decomposed ops hold 18, and whose sequence parallelism keeps the all-gathered inputs of the
+  // column-parallel linears (the head's and each block's two norm outputs);
   // predict and plan only).
   std::string cross_entropy = "fused";
   // model.kernels: the instructions the software's GPU kernels issue. "native" (the default:

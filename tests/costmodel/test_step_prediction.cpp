@@ -374,18 +374,30 @@ TEST(StepPrediction, UnfusedCrossEntropyHoldsWhatPyTorchReservesAtItsPeak) {
   const double logits = 4.0 * 2048 * 51200;
   EXPECT_DOUBLE_EQ(unfused.memory.activations - fused.memory.activations, (10 - 2) * logits);
   EXPECT_GT(unfused.compute_s, fused.compute_s);
-  // two tp ranks with sequence parallelism: half the logits each, and the head's input (4 × 2048
-  // × 1024 in bf16) gathered rather than halved
+  // two tp ranks with sequence parallelism: half the logits each, and the head's input and each
+  // of the 2 blocks' two norm outputs (4 × 2048 × 1024 in bf16 each) gathered rather than halved
   c.strategy.tp = 2;
   c.strategy.sequence_parallel = true;
   const Prediction parallel_unfused = predict_step(c, a100);
   c.model.cross_entropy = "fused";
   const Prediction parallel_fused = predict_step(c, a100);
   ASSERT_TRUE(parallel_fused.feasible && parallel_unfused.feasible);
+  const double boundary = 4.0 * 2048 * 1024 * 2;
   EXPECT_DOUBLE_EQ(parallel_unfused.memory.activations - parallel_fused.memory.activations,
-                   (14 - 2) * logits / 2 + 4.0 * 2048 * 1024 * 2 / 2);
+                   (14 - 2) * logits / 2 + (1 + 2 * 2) * boundary / 2);
+  // under full recomputation the blocks keep their input only; the block being recomputed holds
+  // its gathered norm outputs once
+  c.strategy.recompute = "full";
+  const Prediction recomputed_fused = predict_step(c, a100);
+  c.model.cross_entropy = "unfused";
+  const Prediction recomputed_unfused = predict_step(c, a100);
+  ASSERT_TRUE(recomputed_fused.feasible && recomputed_unfused.feasible);
+  EXPECT_DOUBLE_EQ(recomputed_unfused.memory.activations - recomputed_fused.memory.activations,
+                   (14 - 2) * logits / 2 + boundary / 2);  // the loss's working bytes outweigh the scratch
+  c.strategy.recompute = "none";
   EXPECT_GT(parallel_unfused.compute_s, parallel_fused.compute_s);
   // fp32: the fused loss upcasts nothing and takes its gradient in place; nothing 16-bit is cached
+  c.model.cross_entropy = "fused";
   c.strategy.tp = 1;
   c.strategy.sequence_parallel = false;
   c.precision.dtype = "fp32";
