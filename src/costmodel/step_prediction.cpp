@@ -169,14 +169,11 @@ LossBytes loss_bytes(const std::string& cross_entropy, double element_bytes, boo
   return {4.0, sixteen_bit ? element_bytes : 0.0, 12.0, 4.0};
 }
 
-// ZeRO-3 under pipeline parallelism, as FSDP runs under torch.distributed.pipelining: each
-// chunk's parameters gathered once a step and held, their whole gradient accumulated over the
-// micro-batches (add_parameter_gathers times it, predict_memory counts it).
-bool zero3_holds_gathered_parameters(const plan::TrainConfig& c) { return c.strategy.zero >= 3 && c.strategy.pp > 1; }
-
-// A pipeline run by torch.distributed.pipelining, as FSDP's ZeRO-3 over pipeline stages is
-// (Megatron-LM's pipelines shard no parameters): its buffers follow PipelineStage's code.
-bool torch_pipelining(const plan::TrainConfig& c) { return zero3_holds_gathered_parameters(c); }
+// ZeRO-3 under pipeline parallelism is FSDP under torch.distributed.pipelining (Megatron-LM's
+// pipelines shard no parameters): each chunk's parameters gathered once a step and held, their
+// whole gradient accumulated over the micro-batches (add_parameter_gathers times it,
+// predict_memory counts it), and PipelineStage's buffers (below).
+bool torch_pipelining(const plan::TrainConfig& c) { return c.strategy.zero >= 3 && c.strategy.pp > 1; }
 
 // PipelineStage's receive buffers, allocated for every micro-batch of the step when the schedule
 // starts and held through it (_prepare_forward_infra, _prepare_backward_infra): a stage after
@@ -208,7 +205,8 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   // input, (b, s, C) each) where Megatron-LM's sequence parallelism keeps their shards and gathers
   // them again in the backward: kept by each block, or held by the block being recomputed
   const bool pytorch_tp = c.model.cross_entropy == "unfused" && s.tp > 1 && s.sequence_parallel;
-  const double gathered_norm_outputs = pytorch_tp ? 2.0 * b * T * C * d.element_bytes * (1.0 - 1.0 / t) : 0.0;
+  const double sequence_bytes = b * T * C * d.element_bytes;  // one (b, s, C) tensor, whole
+  const double gathered_norm_outputs = pytorch_tp ? 2.0 * sequence_bytes * (1.0 - 1.0 / t) : 0.0;
   const double block_activations =
       activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash) * scale +
       (recompute == Recompute::full ? 0.0 : gathered_norm_outputs);
@@ -272,9 +270,8 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       // the final norm's and the head's inputs, kept outside any recomputed block: sharded over
       // the sequence under sequence parallelism, but for the head's under PyTorch's tensor
       // parallelism, whose column-parallel head keeps its all-gathered input
-      const double head_input = b * T * C * d.element_bytes;
-      const double sharded_input = s.sequence_parallel ? head_input / t : head_input;
-      st.activation_bytes += sharded_input + (pytorch_tp ? head_input : sharded_input);
+      const double sharded_input = s.sequence_parallel ? sequence_bytes / t : sequence_bytes;
+      st.activation_bytes += sharded_input + (pytorch_tp ? sequence_bytes : sharded_input);
       st.loss_working_bytes = logits * loss.working;
       st.elementwise_bytes += logits * loss.traffic;
       st.forward_elementwise_bytes += logits * loss.forward_traffic;
@@ -282,7 +279,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.executed_flops = (3.0 * forward + blocks * block_recompute) / t;
     st.forward_flops = forward / t;  // recomputation runs inside the backward
     // Megatron-LM's scatter/gather: each tp rank sends its 1/t of the (b, s, C) boundary
-    st.boundary_bytes = b * T * C * d.element_bytes / t;
+    st.boundary_bytes = sequence_bytes / t;
     // torch.distributed.pipelining keeps each micro-batch's stage output for its backward
     // (PipelineStage.fwd_cache), one boundary more per micro-batch in flight before the last
     // stage; after the first, the first block's kept input is its receive buffer (counted with
@@ -626,7 +623,7 @@ std::optional<std::string> predict_memory(Prediction& p, const plan::TrainConfig
                         (st.pooled_activations ? once : 0.0);
     if (!st.pooled_activations) held_once[i % ranks] = std::max(held_once[i % ranks], once);
     if (c.strategy.zero >= 3 && p.dp > 1)
-      rank.comm = zero3_holds_gathered_parameters(c) ? rank.comm + st.parameters * (bytes.param + bytes.grad)
+      rank.comm = torch_pipelining(c) ? rank.comm + st.parameters * (bytes.param + bytes.grad)
                                     : std::max(rank.comm, st.largest_unit_parameters * (2.0 * bytes.param + bytes.grad));
     if (torch_pipelining(c)) rank.comm += pipelining_receive_buffer_bytes(stages, i, plan.micro_batches);
   }
@@ -768,7 +765,7 @@ void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const P
   };
   op.forward_gather_s = exposed(op.forward_compute_s + op.forward_tp_s);
   op.backward_gather_s = exposed(op.backward_compute_s + op.backward_tp_s);
-  op.gathers_once = zero3_holds_gathered_parameters(c);
+  op.gathers_once = torch_pipelining(c);
 }
 
 // ZeRO-2 and 3 give the pages of each micro-batch's reduced gradients back to the system, and

@@ -385,15 +385,25 @@ TEST(StepPrediction, UnfusedCrossEntropyHoldsWhatPyTorchReservesAtItsPeak) {
   const double boundary = 4.0 * 2048 * 1024 * 2;
   EXPECT_DOUBLE_EQ(parallel_unfused.memory.activations - parallel_fused.memory.activations,
                    (14 - 2) * logits / 2 + (1 + 2 * 2) * boundary / 2);
+  // the activations unfused holds beyond fused, in the same case otherwise
+  const auto unfused_beyond_fused = [&](plan::TrainConfig k) {
+    k.model.cross_entropy = "fused";
+    const Prediction fused_k = predict_step(k, a100);
+    k.model.cross_entropy = "unfused";
+    const Prediction unfused_k = predict_step(k, a100);
+    EXPECT_TRUE(fused_k.feasible && unfused_k.feasible) << fused_k.reason << unfused_k.reason;
+    return unfused_k.memory.activations - fused_k.memory.activations;
+  };
   // under full recomputation the blocks keep their input only; the block being recomputed holds
   // its gathered norm outputs once
   c.strategy.recompute = "full";
-  const Prediction recomputed_fused = predict_step(c, a100);
-  c.model.cross_entropy = "unfused";
-  const Prediction recomputed_unfused = predict_step(c, a100);
-  ASSERT_TRUE(recomputed_fused.feasible && recomputed_unfused.feasible);
-  EXPECT_DOUBLE_EQ(recomputed_unfused.memory.activations - recomputed_fused.memory.activations,
+  EXPECT_DOUBLE_EQ(unfused_beyond_fused(c),
                    (14 - 2) * logits / 2 + boundary / 2);  // the loss's working bytes outweigh the scratch
+  // with 256 logits a token the recompute scratch outweighs the loss: it holds the two gathered
+  // norm outputs' other half beside Megatron-LM's 32·sbh/t
+  plan::TrainConfig small = c;
+  small.model.vocab = 256;
+  EXPECT_DOUBLE_EQ(unfused_beyond_fused(small), 2 * boundary / 2 + boundary / 2);
   c.strategy.recompute = "none";
   EXPECT_GT(parallel_unfused.compute_s, parallel_fused.compute_s);
   // fp32: the fused loss upcasts nothing and takes its gradient in place; nothing 16-bit is cached
@@ -440,6 +450,25 @@ TEST(StepPrediction, ZeroThreeHoldsTwoGatheredUnitsAndOneWholeGradient) {
   c.model.attention = "flash";
   c.strategy.zero = 3;
   EXPECT_EQ(predict_step(c, a100).memory.comm, 0.0);
+}
+
+// A framework runs one chunk's backward at a time, so an interleaved rank holds the recompute
+// scratch of one chunk, not of each: rank 0 (chunks 0 and 2, no loss) holds the gathered norm
+// outputs PyTorch's tensor parallelism adds to the scratch once.
+TEST(StepPrediction, InterleavedRankHoldsOneChunksRecomputeScratch) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = gpt_case(4, 1024, 16, 1, 2, 2, 4, 1, "bf16", 256, 2048);
+  c.model.attention = "flash";
+  c.strategy.recompute = "full";
+  c.strategy.sequence_parallel = true;
+  c.strategy.schedule = "1f1b";
+  c.strategy.interleave = 2;
+  const Prediction megatron = predict_step(c, a100);
+  c.model.cross_entropy = "unfused";
+  const Prediction pytorch = predict_step(c, a100);
+  ASSERT_TRUE(megatron.feasible && pytorch.feasible) << megatron.reason << pytorch.reason;
+  const double gathered_norm_outputs = 2 * (1.0 * 2048 * 1024 * 2) / 2;
+  EXPECT_DOUBLE_EQ(pytorch.rank_memory[0].activations - megatron.rank_memory[0].activations, gathered_norm_outputs);
 }
 
 // ZeRO-3 over pipeline stages is FSDP under torch.distributed.pipelining, whose PipelineStage
