@@ -715,7 +715,9 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
 }
 
 // The data-parallel gradient reduction of a stage: buckets of strategy.bucket_mb, or one
-// reduction of everything without overlap; ZeRO-1's one reduce-scatter after backward.
+// reduction of everything without overlap; ZeRO-1's one reduce-scatter after backward. ZeRO-2
+// and 3 reduce every micro-batch's gradients in its backward (the trainer's ZeroSharding, as
+// DeepSpeed and FSDP without no_sync do); FSDP under torch.distributed.pipelining once a step.
 void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
                           double grad_bytes_per_parameter, const GroupComm& dp, const ExchangeWork& work) {
   if (p.dp <= 1) return;
@@ -726,6 +728,7 @@ void add_gradient_buckets(StageOpCosts& op, const plan::TrainConfig& c, const Pr
     return;
   }
   const auto& s = c.strategy;
+  op.buckets_every_micro_batch = s.zero >= 2 && !torch_pipelining(c);
   const double gradient_bytes = st.parameters * grad_bytes_per_parameter;
   const double bucket = s.overlap ? s.bucket_mb * 1024.0 * 1024.0 : gradient_bytes;
   const auto bucket_seconds = [&](double size) { return dp.seconds(parallel::Collective::all_reduce, size); };
@@ -754,7 +757,7 @@ void add_exchange_work(StageOpCosts& op, const ExchangeWork& work, const GroupCo
 // and whatever of the rest the pass's compute does not cover. Under pipeline parallelism the
 // gathers run once, in each chunk's first forward, the parameters held through the step, as FSDP
 // runs under torch.distributed.pipelining (torchtitan: no resharding after forward or backward,
-// the gradients reduced after the last micro-batch, which the buckets already are here).
+// the gradients reduced after the last micro-batch: add_gradient_buckets).
 void add_parameter_gathers(StageOpCosts& op, const plan::TrainConfig& c, const Prediction& p, const StageCost& st,
                            double param_bytes_per_parameter, const GroupComm& dp) {
   if (c.strategy.zero < 3 || p.dp <= 1) return;

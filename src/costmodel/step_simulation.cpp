@@ -251,9 +251,44 @@ void run_pipeline(const StepSimulationInput& input, PipelineState& st, StepSimul
              plan::to_string(input.schedule), s, st.p);
 }
 
-// After rank s's pipeline: each chunk's gradient buckets (its last backward produces them at an
-// even rate; bucket k is ready once its last byte is; the comm stream runs one bucket at a time,
-// the chunks in the order their last backwards end), then its optimizer over every chunk.
+// A gradient bucket on the comm stream: ready once the backward producing it has written its
+// last byte, then `seconds` long.
+struct ReadyBucket {
+  double ready = 0, seconds = 0;
+};
+
+// Chunk c's buckets on rank s, each ready as its backward produces it at an even rate (or at the
+// backward's end without overlap): the last micro-batch's backward, or under ZeRO-2 and 3 each
+// micro-batch's (the rank's backward ops of the chunk in tl.compute, in time order).
+void add_ready_buckets(const StepSimulationInput& input, const PipelineState& st, std::size_t s, std::size_t c,
+                       const StageTimeline& tl, std::vector<ReadyBucket>& buckets) {
+  const StageOpCosts& cost = input.stages[c * st.p + s];
+  SB_CHECK(cost.bucket_bytes.size() == cost.bucket_s.size(), "stage {}: {} bucket sizes, {} times", s,
+           cost.bucket_bytes.size(), cost.bucket_s.size());
+  double total_bytes = 0;
+  for (double b : cost.bucket_bytes) total_bytes += b;
+  // without overlap every bucket waits for its backward's end (the step's: the rank's chunk 0's)
+  const bool overlap = input.overlap && !cost.buckets_after_backward;
+  const auto produce = [&](const TimelineOp& backward) {
+    double produced = 0;
+    for (std::size_t k = 0; k < cost.bucket_s.size(); ++k) {
+      produced += cost.bucket_bytes[k];
+      const double ready = overlap && total_bytes > 0
+                               ? backward.start + (backward.end - backward.start) * (produced / total_bytes)
+                               : backward.end;
+      buckets.push_back({ready, cost.bucket_s[k]});
+    }
+  };
+  if (!cost.buckets_every_micro_batch) {
+    produce(st.last_backward[s][overlap ? c : 0]);
+    return;
+  }
+  for (const TimelineOp& op : tl.compute)
+    if (op.kind == TimelineOpKind::backward && static_cast<std::size_t>(op.chunk) == c) produce(op);
+}
+
+// After rank s's pipeline: its chunks' gradient buckets (the comm stream runs one bucket at a
+// time, in the order they are ready), then its optimizer over every chunk.
 void finish_stage(const StepSimulationInput& input, const PipelineState& st, std::size_t s, StageTimeline& tl) {
   const i64 m = input.micro_batches;
   SB_CHECK(st.ops[s].back() == (plan::PipelineOp{plan::PipelineOpKind::backward, m - 1, 0}),
@@ -266,30 +301,24 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
   std::sort(chunks.begin(), chunks.end(), [&](std::size_t a, std::size_t b) {
     return st.last_backward[s][a].end < st.last_backward[s][b].end;
   });
-  double comm_free = 0, optimizer = 0, finish = 0, after_optimizer = 0;
-  i64 bucket_index = 0;
+  std::vector<ReadyBucket> buckets;
+  double optimizer = 0, finish = 0, after_optimizer = 0;
   for (const std::size_t c : chunks) {
+    add_ready_buckets(input, st, s, c, tl, buckets);
     const StageOpCosts& cost = input.stages[c * st.p + s];
-    SB_CHECK(cost.bucket_bytes.size() == cost.bucket_s.size(), "stage {}: {} bucket sizes, {} times", s,
-             cost.bucket_bytes.size(), cost.bucket_s.size());
-    double total_bytes = 0;
-    for (double b : cost.bucket_bytes) total_bytes += b;
-    // without overlap every bucket waits for the rank's last backward (its chunk 0's)
-    const bool overlap = input.overlap && !cost.buckets_after_backward;
-    const TimelineOp& lb = st.last_backward[s][overlap ? c : 0];
-    double produced = 0;
-    for (std::size_t k = 0; k < cost.bucket_s.size(); ++k) {
-      produced += cost.bucket_bytes[k];
-      const double ready =
-          overlap && total_bytes > 0 ? lb.start + (lb.end - lb.start) * (produced / total_bytes) : lb.end;
-      const double start = std::max(ready, comm_free);
-      comm_free = start + cost.bucket_s[k];
-      tl.comm.push_back({TimelineOpKind::dp_bucket, bucket_index++, start, comm_free});
-      tl.dp_s += cost.bucket_s[k];
-    }
     optimizer += cost.optimizer_s;
     finish += cost.finish_exchange_s;
     after_optimizer += cost.after_optimizer_s;
+  }
+  std::stable_sort(buckets.begin(), buckets.end(),
+                   [](const ReadyBucket& a, const ReadyBucket& b) { return a.ready < b.ready; });
+  double comm_free = 0;
+  i64 bucket_index = 0;
+  for (const ReadyBucket& b : buckets) {
+    const double start = std::max(b.ready, comm_free);
+    comm_free = start + b.seconds;
+    tl.comm.push_back({TimelineOpKind::dp_bucket, bucket_index++, start, comm_free});
+    tl.dp_s += b.seconds;
   }
   const double optimizer_start = std::max(tl.pipeline_end, comm_free) + finish;
   tl.dp_exposed_s = optimizer_start - tl.pipeline_end;

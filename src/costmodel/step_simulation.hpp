@@ -4,9 +4,10 @@
 // backwards, each with its tensor-parallel collectives inside it; a stage sends its output (or
 // its input gradient) to its neighbour after the op and the neighbour's op cannot start before
 // that op ended + α + S/B; the data-parallel gradient buckets launch on a separate comm stream
-// as the backward of the last micro-batch produces them, overlapping the rest of it; then the
-// optimizer. All dp × tp ranks of one stage do the same work at the same times, so one timeline
-// per stage stands for each of them (rank_stage maps a world rank to it).
+// as the backward of the last micro-batch produces them (under ZeRO-2 and 3 every micro-batch's
+// backward), overlapping the rest of it, one bucket at a time; then the optimizer. All dp × tp
+// ranks of one stage do the same work at the same times, so one timeline per stage stands for
+// each of them (rank_stage maps a world rank to it).
 //
 // The costs of each op come from the caller (step_prediction.cpp builds them from the analytic
 // per-layer FLOPs, bytes and link costs); this file only orders them in time. Under
@@ -52,6 +53,9 @@ struct StageOpCosts {
   // produces them: bucket_bytes[k] bytes taking bucket_s[k] seconds. Empty: nothing to reduce.
   std::vector<double> bucket_bytes, bucket_s;
   bool buckets_after_backward = false;  // ZeRO-1: reduced after the last backward, not beside it
+  // ZeRO-2 and 3: every micro-batch's backward reduces its gradients, bucket by bucket (they are
+  // not held whole to accumulate), not only the last one's
+  bool buckets_every_micro_batch = false;
   double finish_exchange_s = 0;  // after the last bucket, before the optimizer (sums back, scaling)
   double optimizer_s = 0;
   double after_optimizer_s = 0;  // ZeRO-1 and 2: the updated parameters' gather

@@ -268,6 +268,33 @@ TEST(StepPrediction, DataParallelOverlapHidesPartOfTheAllReduce) {
   EXPECT_EQ(formula.dp_algorithm, "ring-formula");
 }
 
+// ZeRO-2 and 3 reduce each micro-batch's gradients: without overlap every one of four
+// micro-batches' reductions waits for its backward, so where compute is free the step carries
+// four reductions of what ZeRO-0 reduces once (its one all-reduce of the accumulated
+// gradients; both all-reduce the fp32 gradients), and ZeRO-2 then all-gathers the updated
+// parameters (fp32: as many bytes, half an all-reduce's time). ZeRO-1 reduce-scatters once.
+TEST(StepPrediction, ShardedGradientsAreReducedInEveryMicroBatch) {
+  SiteProfile a100 = free_memory_passes(site("a100-80gb-dgx"));
+  a100.peak_flops = {{"fp32", std::numeric_limits<double>::infinity()}};
+  plan::TrainConfig c = gpt_case(4, 1024, 16, 16, 1, 1, 64, 1, "fp32", 51200, 128);  // 4 micro-batches
+  c.strategy.overlap = false;
+  const auto dp_comm = [&](int zero) {
+    c.strategy.zero = zero;
+    const Prediction p = predict_step(c, a100);
+    EXPECT_TRUE(p.feasible) << p.reason;
+    EXPECT_EQ(p.micro_batches, 4);
+    return p.dp_comm_s;
+  };
+  const double once = dp_comm(0);
+  EXPECT_GT(once, 0.0);
+  const double psi = static_cast<double>(gpt::gpt_parameter_count(plan::gpt_config_of(c)));
+  const double gather = nccl_collective(parallel::Collective::all_gather, 4 * psi, collective_group(16, 1, 8),
+                                        *a100.intra_node.nccl, *a100.inter_node.nccl).seconds;
+  EXPECT_NEAR(dp_comm(2), 4 * once + gather, 1e-9);
+  EXPECT_GT(dp_comm(3), 4 * once);  // and the parameters' gathers
+  EXPECT_LT(dp_comm(1), 2 * once);
+}
+
 // Where the trainer found its ranks decides the link: the same 16 ranks at 4 per node (four
 // nodes) all-reduce as NCCL does over 4 nodes, while the site's own filling (8 per node) puts them
 // on 2; 16 ranks on one node stay on NVLink.

@@ -127,6 +127,33 @@ TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
   EXPECT_DOUBLE_EQ(simulate_step(in).stages[0].dp_exposed_s, 2.0);
 }
 
+// ZeRO-2 and 3 reduce every micro-batch's gradients in its backward: four micro-batches of
+// one stage (forward 1, backward 2) each produce two buckets of 2 s, 4 s of reduction every
+// 3 s, so the serial comm stream falls behind and the optimizer waits for the backlog, where
+// the last backward's buckets alone leave 3 s exposed.
+TEST(StepSimulation, ShardedGradientsReduceEveryMicroBatchsBackward) {
+  StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 1, 4, 1.0, 2.0);
+  in.stages[0].bucket_bytes = {1.0, 1.0};
+  in.stages[0].bucket_s = {2.0, 2.0};
+  const StepSimulation last_only = simulate_step(in);
+  ASSERT_EQ(last_only.stages[0].comm.size(), 2u);
+  EXPECT_DOUBLE_EQ(last_only.stages[0].dp_exposed_s, 3.0);  // [11, 13], [13, 15] after B3 ends at 12
+  in.stages[0].buckets_every_micro_batch = true;
+  const StepSimulation every = simulate_step(in);
+  const StageTimeline& tl = every.stages[0];
+  ASSERT_EQ(tl.comm.size(), 8u);
+  EXPECT_DOUBLE_EQ(tl.dp_s, 16.0);
+  // backwards run [1, 3], [4, 6], [7, 9], [10, 12]; the first bucket is ready at 2, and from
+  // there the stream runs without a gap: 2 + 8 × 2 = 18
+  EXPECT_DOUBLE_EQ(tl.comm.front().start, 2.0);
+  EXPECT_DOUBLE_EQ(tl.comm.back().end, 18.0);
+  EXPECT_DOUBLE_EQ(tl.dp_exposed_s, 6.0);
+  EXPECT_DOUBLE_EQ(every.step_time_s, 18.0);
+  // buckets that fit their backward stay hidden but for the last one's tail
+  in.stages[0].bucket_s = {0.5, 0.5};
+  EXPECT_DOUBLE_EQ(simulate_step(in).stages[0].dp_exposed_s, 0.5);
+}
+
 // ZeRO-3's gather waits: in every forward and backward of every micro-batch, or, gathered once
 // and held (under pipeline parallelism), in each stage's first forward alone.
 TEST(StepSimulation, GathersHeldThroughTheStepWaitOnceAStage) {
