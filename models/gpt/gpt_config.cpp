@@ -11,7 +11,7 @@
 namespace sb::gpt {
 
 namespace {
-const std::array<GptConfig, 16>& named_configs() {
+const std::array<GptConfig, 19>& named_configs() {
   // Spec-only sizes: layers, hidden and heads of the GPT-3 family as trained with Megatron-LM
   // (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 1.3B, 6.7B, 13B,
   // 175B) and of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
@@ -26,7 +26,12 @@ const std::array<GptConfig, 16>& named_configs() {
   // pre-training context before long-context extension (§3.4.1)). Llama 3.1 has the same shapes
   // after that extension to 128K tokens (§3.4.2; config.json of Llama-3.1-8B / 70B / 405B:
   // max_position_embeddings 131072): the llama3.1 entries take sequences up to 131,072.
-  static const std::array<GptConfig, 16> configs{{
+  // Llama 2 (Touvron et al. 2023, "Llama 2: Open Foundation and Fine-Tuned Chat Models", Table 1:
+  // context 4k, grouped-query attention for the 70B; Meta's config.json of Llama-2-7b, -13b and
+  // -70b: hidden_size, intermediate_size 11008 / 13824 / 28672, num_attention_heads,
+  // num_key_value_heads 32 / 40 / 8, vocab_size 32000, tie_word_embeddings false; the same
+  // shapes in NVIDIA's NeMo-Framework-Launcher conf/training/llama/llama2_*.yaml).
+  static const std::array<GptConfig, 19> configs{{
       {"gpt-nano", 2, 64, 4, 64, 256},
       {"gpt-tiny", 4, 256, 8, 128, 256},
       {"gpt-small", 6, 384, 6, 256, 256},
@@ -43,6 +48,9 @@ const std::array<GptConfig, 16>& named_configs() {
       {"llama3.1-8b", 32, 4096, 32, 131072, 128256, true, GptBlock::llama, 14336, 8},
       {"llama3.1-70b", 80, 8192, 64, 131072, 128256, true, GptBlock::llama, 28672, 8},
       {"llama3.1-405b", 126, 16384, 128, 131072, 128256, true, GptBlock::llama, 53248, 8},
+      {"llama2-7b", 32, 4096, 32, 4096, 32000, true, GptBlock::llama, 11008, 32},
+      {"llama2-13b", 40, 5120, 40, 4096, 32000, true, GptBlock::llama, 13824, 40},
+      {"llama2-70b", 80, 8192, 64, 4096, 32000, true, GptBlock::llama, 28672, 8},
   }};
   return configs;
 }

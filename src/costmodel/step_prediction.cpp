@@ -848,6 +848,7 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
   in.micro_batches = plan.micro_batches;
   in.interleave = plan.interleave;
   in.overlap = c.strategy.overlap;
+  in.p2p_overlap = c.strategy.p2p_overlap;
   const std::vector<StageCost>& stages = m.stages;
   const std::optional<double> page_refault = page_refault_seconds_per_byte(c, site, k);
   const std::optional<TpOverlapWindows> windows =

@@ -38,6 +38,7 @@ namespace {
 struct PipelineState {
   std::size_t p, v;
   i64 m;
+  bool p2p_overlap;  // sends beside the compute: the sender does not wait for its message
   std::vector<std::vector<plan::PipelineOp>> ops;
   std::vector<std::vector<double>> activation_at, gradient_at;
   std::vector<std::vector<bool>> forwarded;
@@ -46,7 +47,8 @@ struct PipelineState {
   std::vector<std::vector<TimelineOp>> last_backward;  // per rank and chunk: backward(m − 1), for the buckets
 
   PipelineState(const StepSimulationInput& input, std::size_t ranks, i64 micro_batches)
-      : p(ranks), v(static_cast<std::size_t>(input.interleave)), m(micro_batches), ops(ranks),
+      : p(ranks), v(static_cast<std::size_t>(input.interleave)), m(micro_batches), p2p_overlap(input.p2p_overlap),
+        ops(ranks),
         activation_at(ranks, std::vector<double>(v * static_cast<std::size_t>(m), -1.0)), gradient_at(activation_at),
         forwarded(ranks, std::vector<bool>(v * static_cast<std::size_t>(m), false)), next(ranks, 0),
         free_at(ranks, 0.0), last_backward(ranks, std::vector<TimelineOp>(v)) {
@@ -134,16 +136,21 @@ std::optional<std::size_t> finish_op(PipelineState& st, std::size_t s, const pla
   if (!sends) return std::nullopt;
   const double message = forward ? cost.send_forward_s : cost.send_backward_s;
   const double arrives = now + message;
-  tl.compute.push_back(
-      {forward ? TimelineOpKind::send_forward : TimelineOpKind::send_backward, op.micro, now, arrives, op.chunk});
-  tl.p2p_s += message;
+  const TimelineOp send{forward ? TimelineOpKind::send_forward : TimelineOpKind::send_backward, op.micro, now, arrives,
+                        op.chunk};
+  if (st.p2p_overlap) {
+    tl.comm.push_back(send);  // on its own stream: the stage goes on at once
+  } else {
+    tl.compute.push_back(send);
+    tl.p2p_s += message;
+  }
   const std::size_t m = static_cast<std::size_t>(st.m);
   const std::size_t to = forward ? (s + 1 < st.p ? s + 1 : 0) : (s > 0 ? s - 1 : st.p - 1);
   if (forward)
     st.activation_at[to][to > s ? i : i + m] = arrives;  // the last rank's goes to rank 0's next chunk
   else
     st.gradient_at[to][to < s ? i : i - m] = arrives;  // rank 0's goes to the last rank's previous chunk
-  st.free_at[s] = arrives;
+  if (!st.p2p_overlap) st.free_at[s] = arrives;
   return to;
 }
 
@@ -251,44 +258,79 @@ void run_pipeline(const StepSimulationInput& input, PipelineState& st, StepSimul
              plan::to_string(input.schedule), s, st.p);
 }
 
-// A gradient bucket on the comm stream: ready once the backward producing it has written its
-// last byte, then `seconds` long.
-struct ReadyBucket {
-  double ready = 0, seconds = 0;
+// One backward's gradient buckets on the serial comm stream: bucket k is ready at
+// r_k = start + length·F_k (F_k the share of the bytes produced once its last byte is; length 0
+// without overlap: all ready at the backward's end) and takes d_k, so with the stream free at c
+// the last one ends at max(c + Σd, max_k (r_k + Σ_{j≥k} d_j)), the first starts at max(c, r_0).
+// The max over k depends on the length alone (the same for most of a chunk's backwards): the
+// scan runs again only when it changes.
+class BucketBatches {
+ public:
+  explicit BucketBatches(const StageOpCosts& cost) : cost_(cost) {
+    SB_CHECK(cost.bucket_bytes.size() == cost.bucket_s.size(), "{} bucket sizes, {} times", cost.bucket_bytes.size(),
+             cost.bucket_s.size());
+    for (double b : cost.bucket_bytes) total_bytes_ += b;
+    for (double d : cost.bucket_s) seconds_ += d;
+  }
+  double seconds() const { return seconds_; }
+  // The first bucket's start and the last one's end for a backward of `length` starting at
+  // `start`, the stream free from `comm_free`.
+  std::pair<double, double> run(double start, double length, double comm_free) {
+    if (length != length_) {
+      length_ = length;
+      latest_ = latest_ready_plus_rest(length);
+    }
+    const double first_ready =
+        start + (total_bytes_ > 0 ? length * cost_.bucket_bytes.front() / total_bytes_ : length);
+    return {std::max(comm_free, first_ready), std::max(comm_free + seconds_, start + latest_)};
+  }
+
+ private:
+  // max_k (length·F_k + Σ_{j≥k} d_j), relative to the backward's start
+  double latest_ready_plus_rest(double length) const {
+    double produced = 0, rest = seconds_, latest = 0;
+    for (std::size_t k = 0; k < cost_.bucket_s.size(); ++k) {
+      produced += cost_.bucket_bytes[k];
+      const double ready = total_bytes_ > 0 ? length * produced / total_bytes_ : length;
+      latest = std::max(latest, ready + rest);
+      rest -= cost_.bucket_s[k];
+    }
+    return latest;
+  }
+  const StageOpCosts& cost_;
+  double total_bytes_ = 0, seconds_ = 0;
+  double length_ = -1, latest_ = 0;
 };
 
-// Chunk c's buckets on rank s, each ready as its backward produces it at an even rate (or at the
-// backward's end without overlap): the last micro-batch's backward, or under ZeRO-2 and 3 each
-// micro-batch's (the rank's backward ops of the chunk in tl.compute, in time order).
-void add_ready_buckets(const StepSimulationInput& input, const PipelineState& st, std::size_t s, std::size_t c,
-                       const StageTimeline& tl, std::vector<ReadyBucket>& buckets) {
+// A backward whose gradients a chunk reduces: its window, in the rank's time.
+struct ReducingBackward {
+  double start = 0, end = 0;
+  i64 micro = 0;
+  std::size_t chunk = 0;
+};
+
+// The backwards chunk c's buckets reduce: the last micro-batch's, or under ZeRO-2 and 3 every
+// micro-batch's (the rank's backward ops of the chunk in tl.compute); without overlap each
+// bucket waits for its backward's end, and for the step's last backward (the rank's chunk 0's)
+// where only the last micro-batch's gradients are reduced.
+void add_reducing_backwards(const StepSimulationInput& input, const PipelineState& st, std::size_t s, std::size_t c,
+                            const StageTimeline& tl, std::vector<ReducingBackward>& out) {
   const StageOpCosts& cost = input.stages[c * st.p + s];
-  SB_CHECK(cost.bucket_bytes.size() == cost.bucket_s.size(), "stage {}: {} bucket sizes, {} times", s,
-           cost.bucket_bytes.size(), cost.bucket_s.size());
-  double total_bytes = 0;
-  for (double b : cost.bucket_bytes) total_bytes += b;
-  // without overlap every bucket waits for its backward's end (the step's: the rank's chunk 0's)
+  if (cost.bucket_s.empty()) return;
   const bool overlap = input.overlap && !cost.buckets_after_backward;
-  const auto produce = [&](const TimelineOp& backward) {
-    double produced = 0;
-    for (std::size_t k = 0; k < cost.bucket_s.size(); ++k) {
-      produced += cost.bucket_bytes[k];
-      const double ready = overlap && total_bytes > 0
-                               ? backward.start + (backward.end - backward.start) * (produced / total_bytes)
-                               : backward.end;
-      buckets.push_back({ready, cost.bucket_s[k]});
-    }
-  };
+  const auto add = [&](const TimelineOp& op) { out.push_back({overlap ? op.start : op.end, op.end, op.index, c}); };
   if (!cost.buckets_every_micro_batch) {
-    produce(st.last_backward[s][overlap ? c : 0]);
+    add(st.last_backward[s][overlap ? c : 0]);
     return;
   }
   for (const TimelineOp& op : tl.compute)
-    if (op.kind == TimelineOpKind::backward && static_cast<std::size_t>(op.chunk) == c) produce(op);
+    if (op.kind == TimelineOpKind::backward && static_cast<std::size_t>(op.chunk) == c) add(op);
 }
 
 // After rank s's pipeline: its chunks' gradient buckets (the comm stream runs one bucket at a
-// time, in the order they are ready), then its optimizer over every chunk.
+// time, each backward's in the order they are produced, the backwards in time order; one comm op
+// a backward, from its first bucket's start to its last one's end), then its optimizer over every
+// chunk.
 void finish_stage(const StepSimulationInput& input, const PipelineState& st, std::size_t s, StageTimeline& tl) {
   const i64 m = input.micro_batches;
   SB_CHECK(st.ops[s].back() == (plan::PipelineOp{plan::PipelineOpKind::backward, m - 1, 0}),
@@ -301,24 +343,27 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
   std::sort(chunks.begin(), chunks.end(), [&](std::size_t a, std::size_t b) {
     return st.last_backward[s][a].end < st.last_backward[s][b].end;
   });
-  std::vector<ReadyBucket> buckets;
+  std::vector<ReducingBackward> backwards;
+  std::vector<BucketBatches> batches;
+  batches.reserve(st.v);
+  for (std::size_t c = 0; c < st.v; ++c) batches.emplace_back(input.stages[c * st.p + s]);
   double optimizer = 0, finish = 0, after_optimizer = 0;
   for (const std::size_t c : chunks) {
-    add_ready_buckets(input, st, s, c, tl, buckets);
+    add_reducing_backwards(input, st, s, c, tl, backwards);
     const StageOpCosts& cost = input.stages[c * st.p + s];
     optimizer += cost.optimizer_s;
     finish += cost.finish_exchange_s;
     after_optimizer += cost.after_optimizer_s;
   }
-  std::stable_sort(buckets.begin(), buckets.end(),
-                   [](const ReadyBucket& a, const ReadyBucket& b) { return a.ready < b.ready; });
+  std::stable_sort(backwards.begin(), backwards.end(),
+                   [](const ReducingBackward& a, const ReducingBackward& b) { return a.start < b.start; });
   double comm_free = 0;
-  i64 bucket_index = 0;
-  for (const ReadyBucket& b : buckets) {
-    const double start = std::max(b.ready, comm_free);
-    comm_free = start + b.seconds;
-    tl.comm.push_back({TimelineOpKind::dp_bucket, bucket_index++, start, comm_free});
-    tl.dp_s += b.seconds;
+  for (const ReducingBackward& b : backwards) {
+    BucketBatches& batch = batches[b.chunk];
+    const auto [first, last] = batch.run(b.start, b.end - b.start, comm_free);
+    comm_free = last;
+    tl.comm.push_back({TimelineOpKind::dp_bucket, b.micro, first, last, static_cast<i64>(b.chunk)});
+    tl.dp_s += batch.seconds();
   }
   const double optimizer_start = std::max(tl.pipeline_end, comm_free) + finish;
   tl.dp_exposed_s = optimizer_start - tl.pipeline_end;

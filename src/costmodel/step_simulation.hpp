@@ -3,7 +3,7 @@
 // trainer's own operation order (train/pipeline_schedule.hpp) of micro-batch forwards and
 // backwards, each with its tensor-parallel collectives inside it; a stage sends its output (or
 // its input gradient) to its neighbour after the op and the neighbour's op cannot start before
-// that op ended + α + S/B; the data-parallel gradient buckets launch on a separate comm stream
+// that op ended + α + S/B (the sender waits for it too, unless p2p_overlap); the data-parallel gradient buckets launch on a separate comm stream
 // as the backward of the last micro-batch produces them (under ZeRO-2 and 3 every micro-batch's
 // backward), overlapping the rest of it, one bucket at a time; then the optimizer. All dp × tp
 // ranks of one stage do the same work at the same times, so one timeline per stage stands for
@@ -69,6 +69,10 @@ struct StepSimulationInput {
   // true: bucket k launches when the last micro-batch's backward has produced it; false: one
   // reduction of everything after that backward ends (the buckets still run back to back).
   bool overlap = true;
+  // true: a stage's sends run beside its compute (Megatron-LM's overlap_p2p_comm), the stage
+  // going on to its next op at once; false: it waits until its message has arrived (the
+  // trainer's blocking sends). The receiver waits for the message either way.
+  bool p2p_overlap = false;
   // Who shares a node: per pp rank, the node its ranks sit on (empty: not known, every op at its
   // busy cost), how many of a stage's ranks sit on one node, and how many ranks compute at once
   // in the busy costs. A stage's op runs at (alone + (busy − alone)·(k − 1)/(node_ranks − 1))
@@ -83,15 +87,17 @@ const char* to_string(TimelineOpKind kind);
 
 struct TimelineOp {
   TimelineOpKind kind = TimelineOpKind::forward;
-  std::int64_t index = 0;  // micro-batch (forward, backward, sends) or bucket (dp_bucket)
+  std::int64_t index = 0;  // micro-batch (forward, backward, sends; dp_bucket: the backward whose buckets it runs)
   double start = 0, end = 0;
-  std::int64_t chunk = 0;  // the rank's local model chunk (forward, backward, sends)
+  std::int64_t chunk = 0;  // the rank's local model chunk
 };
 
 // One stage's (pp rank's, all its chunks) step, the same on each of its dp × tp ranks.
 struct StageTimeline {
   std::vector<TimelineOp> compute;  // compute stream: forwards, backwards, sends, optimizer
-  std::vector<TimelineOp> comm;     // dp stream: gradient buckets
+  // the dp stream's gradient buckets, one op for each backward's (its first bucket's start to its
+  // last one's end); under p2p_overlap the sends too (on a stream of their own)
+  std::vector<TimelineOp> comm;
   double compute_s = 0, tp_s = 0, p2p_s = 0;  // compute-stream busy time by part
   double gather_s = 0;                          // ... and ZeRO-3's exposed parameter gathers
   double exchange_s = 0;                        // ... and the exchange's passes inside backward

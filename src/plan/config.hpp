@@ -61,6 +61,10 @@ struct StrategySpec {
   // the sequence-parallel all-gathers and reduce-scatters run under the linear layers' GEMMs
   // (Transformer Engine's userbuffers, NeMo's ub_tp_comm_overlap): predict and plan only
   bool tp_overlap = false;
+  // the pipeline's sends and receives run on a stream of their own beside the compute, a stage
+  // going on to its next op while its message travels (Megatron-LM's overlap_p2p_comm, which
+  // Megatron-Core and NeMo turn on with interleaving): predict and plan only
+  bool p2p_overlap = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
   // BatchNorm statistics per rank ("local", the common default) or over all ranks ("sync")
   double bucket_mb = 25.0;

@@ -231,6 +231,9 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   SB_USER_CHECK(!p.resnet || s.recompute != "selective",
                 "{}: strategy.recompute selective recomputes attention, which model {} (a ResNet) has none of; use "
                 "recompute none or full", c.source, c.model.name);
+  SB_USER_CHECK(!s.p2p_overlap || s.pp > 1,
+                "{}: strategy.p2p_overlap overlaps the pipeline's sends and receives with compute; it needs "
+                "strategy.pp > 1 (got 1)", c.source);
   if (s.world_size() != p.world_size)
     return refused(std::move(p), Refusal::devices,
                    fmt::format("dp × tp × pp = {} × {} × {} = {} ranks, but {} devices were given", s.dp, s.tp, s.pp,

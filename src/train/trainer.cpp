@@ -99,6 +99,10 @@ void check_supported(const plan::TrainConfig& c) {
                 "{}: strategy.tp_overlap (the sequence-parallel collectives under the linear layers' GEMMs, as "
                 "Transformer Engine's userbuffers run them) is modelled by `scalebench predict` and `plan` only; the "
                 "trainer runs each collective after its GEMM (leave strategy.tp_overlap out)", c.source);
+  SB_USER_CHECK(!c.strategy.p2p_overlap,
+                "{}: strategy.p2p_overlap (the pipeline's sends and receives beside the compute, as Megatron-LM's "
+                "overlap_p2p_comm runs them) is modelled by `scalebench predict` and `plan` only; the trainer waits "
+                "for each message (leave strategy.p2p_overlap out)", c.source);
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);

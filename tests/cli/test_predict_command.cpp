@@ -426,6 +426,33 @@ TEST(PredictCommand, TpOverlapIsPredictedAndTheTrainerRefusesIt) {
   EXPECT_TRUE(p["feasible"].get<bool>()) << p;
 }
 
+// strategy.p2p_overlap is read and predicted (the pipeline's sends beside the compute: no p2p
+// time on the stages' own streams), the trainer refuses it by name and writes nothing, and
+// without a pipeline it is a configuration error that says so.
+TEST(PredictCommand, P2pOverlapIsPredictedAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const std::string model = "model: {layers: 4, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n";
+  const auto config = scratch.write("p2p.yaml", model +
+                                                    "strategy: {pp: 2, micro_batches: 4, interleave: 2, p2p_overlap: "
+                                                    "true}\nbatch: {global: 4}\nthreads: 1\n");
+  const nlohmann::json p = predicted_but_refused_by_the_trainer(
+      scratch, config, kSite, "strategy.p2p_overlap (the pipeline's sends and receives beside the compute");
+  EXPECT_TRUE(p["feasible"].get<bool>()) << p;
+  EXPECT_EQ(p["p2p_s"].get<double>(), 0.0) << p;
+  const auto waiting = scratch.write("wait.yaml", model + "strategy: {pp: 2, micro_batches: 4, interleave: 2}\n"
+                                                          "batch: {global: 4}\nthreads: 1\n");
+  const CommandResult w = scratch.run("predict --config " + waiting.string() + " --site " + kSite + " --json");
+  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
+  EXPECT_GT(nlohmann::json::parse(w.stdout_text)["p2p_s"].get<double>(), 0.0);
+  const auto flat = scratch.write("flat.yaml", model + "strategy: {p2p_overlap: true}\nbatch: {global: 2}\n");
+  const CommandResult f = scratch.run("predict --config " + flat.string() + " --site " + kSite);
+  EXPECT_EQ(f.exit_code, 2) << f.stderr_text;
+  EXPECT_NE(f.stderr_text.find("strategy.p2p_overlap overlaps the pipeline's sends and receives with compute; it "
+                               "needs strategy.pp > 1 (got 1)"),
+            std::string::npos)
+      << f.stderr_text;
+}
+
 // A case the trainer refuses is still predicted, and predict names the refusal.
 TEST(PredictCommand, FlashAttentionIsPredictedAndTheTrainerRefusesIt) {
   Scratch scratch;

@@ -392,14 +392,14 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
 // plus a margin of about one point, so a change that worsens the replay fails here. The A100's
 // e_max 0.7943, k_overhead 400 and e_attention 0.3238 are fitted on its three sets (Megatron's
 // Table 1 and MPT's two), so its rows here are in sample (held out: the tests below); the H100's
-// e_max 0.7810 on the NVIDIA DGX Cloud GPT-3 175B set, e_max_fp8 0.7143 on its FP8 twin, its
+// e_max 0.7387 on the NVIDIA DGX Cloud GPT-3 175B set, e_max_fp8 0.6466 on its FP8 twin, its
 // k_overhead and e_attention the A100's. Measured:
 // - in sample: Megatron A100 tflops_per_device mean 2.7%, max 7.0% (the 7.5B row); MPT's A100
 //   rows at sequence 2048 mean 3.1%, max 8.5%; MPT's A100 sequence sweep mean 5.4%, max 29.6%
 //   (30B at 8192 tokens, whose published MFU falls 12 points below the same model at 4096);
 //   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs mean 1.2%, max 2.8%;
-// - held out: NeMo 24.07's FP8 GPT-3 rows mean 4.3%, max 11.0% (the 5B, predicted fast);
-//   Megatron-Bridge's Llama 3 70B FP8 rows mean 0.7%, max 0.7%;
+// - held out: NeMo 24.07's FP8 GPT-3 and Llama 2 rows mean 4.1%, max 6.8% (the 20B, predicted
+//   slow); Megatron-Bridge's Llama 3 70B FP8 rows mean 2.5%, max 2.6%;
 // - MPT's H100 rows run model.kernels sm80 (FlashAttention 1 or 2: Ampere's mma.sync), whose
 //   e_max_sm80 0.6320 is fitted on both MPT sets (in sample: at sequence 2048 mean 4.6%, max
 //   13.5%, the 13B at micro-batch 2; the sweep mean 9.0%, max 16.7%; held out: the tests below).
@@ -419,8 +419,8 @@ constexpr Bound kBounds[] = {
     {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 5.5, 14.5},
     {"llm-foundry-mpt-sequence-sweep", "a100-80gb-dgx", "tokens_per_s_per_device", 52, 0, 6.0, 30.5},
     {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 10.0, 17.5},
-    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 4, 0, 5.0, 12.0},
-    {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 1.5, 1.5},
+    {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 7, 0, 5.0, 7.5},
+    {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 3.0, 3.0},
     {"pytorch-torchtitan-llama3-h100-202412", "h100-sxm-dgx", "memory_gib", 6, 0, 7.5, 13.0},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
@@ -488,22 +488,47 @@ INSTANTIATE_TEST_SUITE_P(
                 "tokens_per_s_per_device", 52, 7.0, 30.5}),
     [](const ::testing::TestParamInfo<HeldOut>& info) { return std::string(info.param.name); });
 
-// The same on the H100 in fp8: e_max_fp8 fitted on NeMo 24.07's GPT-3 rows (5B to 175B), the DGX
-// Cloud GPT-3 175B FP8 runs replayed on it (the shipped profile is fitted the other way, held out
-// in kBounds above). Measured: mean 3.8%, max 6.1%.
-TEST(ValidationReplay, DgxCloudFpEightHeldOutOfANemoFitStaysWithinFiveAndTenPercent) {
+// The same on the H100 in fp8, issue 25's bound for every set: each of the three fp8 sets (the
+// DGX Cloud GPT-3 175B runs, NeMo 24.07's GPT-3 and Llama 2 rows, Megatron-Bridge's Llama 3 70B
+// rows) replayed on e_max_fp8 fitted on each other one and on the other two together (the
+// shipped profile is the DGX Cloud fit). Measured (mean/max |error| %): DGX Cloud on NeMo 1.4/2.7,
+// on Bridge 3.1/5.7, on both 3.1/5.7; NeMo on DGX Cloud 4.1/6.8, on Bridge 4.7/8.6, on both
+// 4.5/7.6; Bridge on DGX Cloud 2.5/2.6, on NeMo 3.0/3.1, on both 2.6/2.7.
+struct FpEightHeldOut {
+  const char* held_out;
+  std::vector<std::string> fitted_on;
+  const char* figure;
+  int rows;
+};
+class FpEightSetsHeldOut : public ::testing::TestWithParam<FpEightHeldOut> {};
+TEST_P(FpEightSetsHeldOut, StayWithinFiveAndTenPercent) {
+  const FpEightHeldOut& h = GetParam();
   const auto set = [](const std::string& name) {
     return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
   };
-  const std::vector<EmaxFit> fits = fit_gemm_e_max({set("nvidia-nemo-24.07-performance-summary")});
+  std::vector<ValidationSet> sets;
+  for (const std::string& name : h.fitted_on) sets.push_back(set(name));
+  const std::vector<EmaxFit> fits = fit_gemm_e_max(sets);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].key, "e_max_fp8");
-  const SiteErrors e = errors_on(replay_validation_set(set("nvidia-dgxc-benchmarking-gpt3-175b-fp8"), fits),
-                                 "h100-sxm-dgx", "step_time_s");
-  EXPECT_EQ(e.rows, 5);
+  const SiteErrors e = errors_on(replay_validation_set(set(h.held_out), fits), "h100-sxm-dgx", h.figure);
+  EXPECT_EQ(e.rows, h.rows);
   EXPECT_LE(e.mean, 5.0);
   EXPECT_LE(e.max, 10.0);
 }
+const std::string kDgx = "nvidia-dgxc-benchmarking-gpt3-175b-fp8", kNemo = "nvidia-nemo-24.07-performance-summary",
+                  kBridge = "nvidia-megatron-bridge-performance-summary";
+INSTANTIATE_TEST_SUITE_P(
+    ValidationReplay, FpEightSetsHeldOut,
+    ::testing::Values(FpEightHeldOut{kDgx.c_str(), {kNemo}, "step_time_s", 5},
+                      FpEightHeldOut{kDgx.c_str(), {kBridge}, "step_time_s", 5},
+                      FpEightHeldOut{kDgx.c_str(), {kNemo, kBridge}, "step_time_s", 5},
+                      FpEightHeldOut{kNemo.c_str(), {kDgx}, "tokens_per_s_per_device", 7},
+                      FpEightHeldOut{kNemo.c_str(), {kBridge}, "tokens_per_s_per_device", 7},
+                      FpEightHeldOut{kNemo.c_str(), {kDgx, kBridge}, "tokens_per_s_per_device", 7},
+                      FpEightHeldOut{kBridge.c_str(), {kDgx}, "tokens_per_s_per_device", 2},
+                      FpEightHeldOut{kBridge.c_str(), {kNemo}, "tokens_per_s_per_device", 2},
+                      FpEightHeldOut{kBridge.c_str(), {kDgx, kNemo}, "tokens_per_s_per_device", 2}));
 
 // The sets a profile comment's "SET version N[, SET version N ...]" names, each at that version.
 std::vector<ValidationSet> sets_named(const std::string& named, const std::filesystem::path& profile) {

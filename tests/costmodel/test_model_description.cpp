@@ -83,6 +83,31 @@ TEST(ModelDescription, Llama3SizesAndShapes) {
   EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-405b")), 405853388800);
 }
 
+// Llama 2's shapes (Touvron et al. 2023, Table 1, and Meta's config.json) and the sizes its
+// name rounds (7B, 13B, 70B): to the parameter, embedding 32000·4096, 32 blocks of 4·4096² +
+// 3·4096·11008 + 2·4096, the final RMSNorm 4096 and the untied head 32000·4096; the 70B's
+// grouped-query attention (8 key/value heads of 128) makes its K and V projections 8192×1024.
+TEST(ModelDescription, Llama2SizesAndShapes) {
+  const std::tuple<const char*, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>
+      sizes[] = {{"llama2-7b", 6.7e9, 32, 4096, 11008, 32, 32},
+                 {"llama2-13b", 13.0e9, 40, 5120, 13824, 40, 40},
+                 {"llama2-70b", 69.0e9, 80, 8192, 28672, 64, 8}};
+  for (const auto& [name, params, layers, hidden, ffn, heads, kv_heads] : sizes) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    EXPECT_TRUE(g.spec_only) << name;
+    EXPECT_EQ(g.block, gpt::GptBlock::llama) << name;
+    EXPECT_EQ(std::tie(g.layers, g.channels, g.ffn_hidden, g.heads, g.kv_heads),
+              std::tie(layers, hidden, ffn, heads, kv_heads)) << name;
+    EXPECT_EQ(g.vocab, 32000) << name;
+    EXPECT_EQ(g.max_seq_len, 4096) << name;
+    EXPECT_NEAR(static_cast<double>(gpt::gpt_parameter_count(g)) / params, 1.0, 0.01) << name;
+  }
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama2-7b")),
+            2 * 32000 * 4096 + 32 * (4LL * 4096 * 4096 + 3LL * 4096 * 11008 + 2 * 4096) + 4096);
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama2-70b")),
+            2 * 32000 * 8192 + 80 * (2LL * 8192 * 8192 + 2LL * 8192 * 1024 + 3LL * 8192 * 28672 + 2 * 8192) + 8192);
+}
+
 // Llama 3.1 is Llama 3 with a 128K context: the same shapes and parameters, sequences up to
 // 131,072 (rotary positions, so the context adds no parameter).
 TEST(ModelDescription, Llama31IsLlama3WithALongerContext) {

@@ -110,6 +110,77 @@ TEST(StepSimulation, AReceiverStartsAfterTheSenderPlusTheMessage) {
     EXPECT_NEAR(tl.end, tl.compute_s + tl.tp_s + tl.p2p_s + tl.bubble_s + tl.dp_exposed_s + tl.optimizer_s, 1e-9);
 }
 
+// Sends beside the compute (Megatron-LM's overlap_p2p_comm): a stage goes on to its next op as
+// soon as its own ends, its messages on a stream of their own, while the receiver still waits
+// for each message; the interleaved pipeline, whose every chunk boundary is a message, gets
+// shorter by about the messages it no longer waits for.
+TEST(StepSimulation, OverlappedSendsLeaveTheSenderFreeAndTheReceiverWaiting) {
+  const double send = 0.25;
+  StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 4, 8, 1.0, 2.0, send);
+  in.interleave = 2;
+  for (int s = 0; s < 4; ++s) {  // a second chunk a rank, its messages to and from the next rank
+    StageOpCosts c = in.stages[static_cast<std::size_t>(s)];
+    c.send_forward_s = c.send_backward_s = send;
+    in.stages.push_back(c);
+  }
+  for (std::size_t i = 0; i < in.stages.size(); ++i) {
+    if (i + 1 == in.stages.size()) in.stages[i].send_forward_s = 0;
+    if (i == 0) in.stages[i].send_backward_s = 0;
+  }
+  const StepSimulation waiting = simulate_step(in);
+  in.p2p_overlap = true;
+  const StepSimulation overlapped = simulate_step(in);
+  EXPECT_LT(overlapped.step_time_s, waiting.step_time_s);
+  for (std::size_t s = 0; s < 4; ++s) {
+    const StageTimeline& tl = overlapped.stages[s];
+    EXPECT_EQ(tl.p2p_s, 0.0) << s;
+    EXPECT_GT(waiting.stages[s].p2p_s, 0.0) << s;
+    // the sends are on the comm side, and no compute op starts before the message it needs
+    std::size_t sends = 0;
+    for (const TimelineOp& op : tl.comm) sends += op.kind == TimelineOpKind::send_forward ? 1 : 0;
+    EXPECT_EQ(sends, s < 3 ? 16u : 8u) << s;  // both chunks' outputs; the last rank's first chunk only
+    for (const TimelineOp& op : tl.compute)
+      EXPECT_NE(op.kind, TimelineOpKind::send_forward) << s;
+    if (s == 0) continue;
+    for (const TimelineOp& op : tl.compute) {
+      if (op.kind != TimelineOpKind::forward) continue;
+      for (const TimelineOp& sent : overlapped.stages[s - 1].comm)
+        if (sent.kind == TimelineOpKind::send_forward && sent.index == op.index && sent.chunk == op.chunk)
+          EXPECT_GE(op.start, sent.end - 1e-12) << "stage " << s << " chunk " << op.chunk << " micro " << op.index;
+    }
+  }
+}
+
+// One backward's buckets as the serial comm stream runs them, bucket by bucket: uneven buckets
+// ready as the backward produces their bytes, the stream still busy with the last backward's.
+TEST(StepSimulation, EachBackwardsBucketsEndAsTheSerialQueueDoes) {
+  StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 1, 3, 1.0, 2.0);
+  StageOpCosts& c = in.stages[0];
+  c.bucket_bytes = {3.0, 1.0, 4.0, 1.0, 5.0};
+  c.bucket_s = {0.2, 0.9, 0.1, 1.3, 0.4};
+  c.buckets_every_micro_batch = true;
+  const StageTimeline tl = simulate_step(in).stages[0];
+  ASSERT_EQ(tl.comm.size(), 3u);
+  double free = 0;
+  std::size_t k = 0;
+  for (const TimelineOp& op : tl.compute) {
+    if (op.kind != TimelineOpKind::backward) continue;
+    double produced = 0, first = -1;
+    for (std::size_t b = 0; b < c.bucket_s.size(); ++b) {
+      produced += c.bucket_bytes[b];
+      const double start = std::max(free, op.start + (op.end - op.start) * produced / 14.0);
+      if (first < 0) first = start;
+      free = start + c.bucket_s[b];
+    }
+    ASSERT_LT(k, tl.comm.size());
+    EXPECT_NEAR(tl.comm[k].start, first, 1e-12) << k;
+    EXPECT_NEAR(tl.comm[k].end, free, 1e-12) << k;
+    ++k;
+  }
+  EXPECT_EQ(k, 3u);
+  EXPECT_NEAR(tl.dp_exposed_s, free - tl.pipeline_end, 1e-12);
+}
+
 TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
   StepSimulationInput in = balanced(PipelineSchedule::one_f_one_b, 1, 4, 1.0, 2.0);
   in.stages[0].bucket_bytes = {1.0, 1.0, 1.0, 1.0};
@@ -117,10 +188,13 @@ TEST(StepSimulation, BucketsOverlapTheLastBackwardOnly) {
   in.stages[0].optimizer_s = 0.1;
   const StepSimulation sim = simulate_step(in);
   const StageTimeline& tl = sim.stages[0];
-  // the last backward runs [10, 12]; bucket k is ready at 10 + 2(k+1)/4 and the stream is serial
-  ASSERT_EQ(tl.comm.size(), 4u);
+  // the last backward runs [10, 12]; bucket k is ready at 10 + 2(k+1)/4 and the stream is serial:
+  // one comm op for the backward's buckets, from the first one's start to the last one's end
+  ASSERT_EQ(tl.comm.size(), 1u);
+  EXPECT_EQ(tl.comm[0].index, 3);
   EXPECT_DOUBLE_EQ(tl.comm[0].start, 10.5);
-  EXPECT_DOUBLE_EQ(tl.comm[3].end, 12.5);
+  EXPECT_DOUBLE_EQ(tl.comm[0].end, 12.5);
+  EXPECT_DOUBLE_EQ(tl.dp_s, 2.0);
   EXPECT_DOUBLE_EQ(tl.dp_exposed_s, 0.5);
   EXPECT_DOUBLE_EQ(sim.step_time_s, 12.6);
   in.overlap = false;
@@ -136,17 +210,20 @@ TEST(StepSimulation, ShardedGradientsReduceEveryMicroBatchsBackward) {
   in.stages[0].bucket_bytes = {1.0, 1.0};
   in.stages[0].bucket_s = {2.0, 2.0};
   const StepSimulation last_only = simulate_step(in);
-  ASSERT_EQ(last_only.stages[0].comm.size(), 2u);
+  ASSERT_EQ(last_only.stages[0].comm.size(), 1u);
   EXPECT_DOUBLE_EQ(last_only.stages[0].dp_exposed_s, 3.0);  // [11, 13], [13, 15] after B3 ends at 12
   in.stages[0].buckets_every_micro_batch = true;
   const StepSimulation every = simulate_step(in);
   const StageTimeline& tl = every.stages[0];
-  ASSERT_EQ(tl.comm.size(), 8u);
+  ASSERT_EQ(tl.comm.size(), 4u);  // one op for each backward's buckets
   EXPECT_DOUBLE_EQ(tl.dp_s, 16.0);
   // backwards run [1, 3], [4, 6], [7, 9], [10, 12]; the first bucket is ready at 2, and from
-  // there the stream runs without a gap: 2 + 8 × 2 = 18
-  EXPECT_DOUBLE_EQ(tl.comm.front().start, 2.0);
-  EXPECT_DOUBLE_EQ(tl.comm.back().end, 18.0);
+  // there the stream runs without a gap: 2 + 8 × 2 = 18, each backward's buckets 4 s of it
+  for (std::size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(tl.comm[k].index, static_cast<std::int64_t>(k));
+    EXPECT_DOUBLE_EQ(tl.comm[k].start, 2.0 + 4.0 * static_cast<double>(k)) << k;
+    EXPECT_DOUBLE_EQ(tl.comm[k].end, 6.0 + 4.0 * static_cast<double>(k)) << k;
+  }
   EXPECT_DOUBLE_EQ(tl.dp_exposed_s, 6.0);
   EXPECT_DOUBLE_EQ(every.step_time_s, 18.0);
   // buckets that fit their backward stay hidden but for the last one's tail
