@@ -338,23 +338,20 @@ void finish_stage(const StepSimulationInput& input, const PipelineState& st, std
   tl.pipeline_end = st.free_at[s];
   tl.bubble_s = tl.pipeline_end - (tl.compute_s + tl.tp_s + tl.p2p_s + tl.gather_s + tl.exchange_s);
   tl.peak_in_flight = plan::count_peak_in_flight(st.ops[s]);
-  std::vector<std::size_t> chunks(st.v);
-  for (std::size_t c = 0; c < st.v; ++c) chunks[c] = c;
-  std::sort(chunks.begin(), chunks.end(), [&](std::size_t a, std::size_t b) {
-    return st.last_backward[s][a].end < st.last_backward[s][b].end;
-  });
   std::vector<ReducingBackward> backwards;
   std::vector<BucketBatches> batches;
   batches.reserve(st.v);
-  for (std::size_t c = 0; c < st.v; ++c) batches.emplace_back(input.stages[c * st.p + s]);
   double optimizer = 0, finish = 0, after_optimizer = 0;
-  for (const std::size_t c : chunks) {
-    add_reducing_backwards(input, st, s, c, tl, backwards);
+  for (std::size_t c = 0; c < st.v; ++c) {
     const StageOpCosts& cost = input.stages[c * st.p + s];
+    batches.emplace_back(cost);
+    add_reducing_backwards(input, st, s, c, tl, backwards);
     optimizer += cost.optimizer_s;
     finish += cost.finish_exchange_s;
     after_optimizer += cost.after_optimizer_s;
   }
+  // in the order their buckets become ready (without overlap the chunks' all at once, which the
+  // serial stream runs back to back in any order)
   std::stable_sort(backwards.begin(), backwards.end(),
                    [](const ReducingBackward& a, const ReducingBackward& b) { return a.start < b.start; });
   double comm_free = 0;

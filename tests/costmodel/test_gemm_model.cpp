@@ -28,6 +28,18 @@
 namespace sb::costmodel {
 namespace {
 
+// A shipped validation set of the source tree, by name.
+ValidationSet published_set(const std::string& name) {
+  return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+}
+
+// The GEMM constants `predict --fit` gives on the shipped sets named.
+std::vector<EmaxFit> fit_on_sets(const std::vector<std::string>& names) {
+  std::vector<ValidationSet> sets;
+  for (const std::string& name : names) sets.push_back(published_set(name));
+  return fit_gemm_e_max(sets);
+}
+
 TEST(FlashAttention, KorthikantiTermWithAndWithoutTheScores) {
   const double s = 2048, b = 2, h = 4096, a = 32, sbh = s * b * h;
   // unfused: sbh·(34 + 5as/h) at t = 1; the 5as/h term is 5·a·s²·b bytes
@@ -165,7 +177,7 @@ TEST(GemmModel, BlockGemmsHaveTheBlocksFlops) {
 // `tflops`, its TFLOP/s per device).
 ValidationSet predicted_set(const std::string& name, std::size_t rows, const std::function<void(GemmModel&)>& adjust,
                             bool tflops = false, std::size_t stride = 1, const std::string& device = "") {
-  ValidationSet shipped = load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  ValidationSet shipped = published_set(name);
   if (!device.empty()) std::erase_if(shipped.rows, [&](const ValidationRow& r) { return r.device != device; });
   ValidationSet synthetic{"synthetic", "synthetic", "predicted by the cost model from " + name, 1, {}};
   for (std::size_t i = 0; i < rows; ++i) {
@@ -184,7 +196,7 @@ ValidationSet predicted_set(const std::string& name, std::size_t rows, const std
 
 // The GEMM model of the shipped profile the first row of set `name` runs on.
 GemmModel shipped_gemm(const std::string& name) {
-  const ValidationSet set = load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
+  const ValidationSet set = published_set(name);
   return *validation_site(set, set.rows.front()).gemm;
 }
 
@@ -209,7 +221,7 @@ TEST(GemmFit, FpEightRowsFitTheirOwnEfficiency) {
 // constants (its native e_max lies far from 0.55, so a fit of the wrong key could not).
 TEST(GemmFit, SmEightyRowsFitTheirOwnEfficiency) {
   const std::string set = "llm-foundry-mpt-sequence-sweep", device = "NVIDIA H100-SXM5-80GB";
-  const ValidationSet shipped = load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + set + ".yaml");
+  const ValidationSet shipped = published_set(set);
   const auto first_h100 = std::find_if(shipped.rows.begin(), shipped.rows.end(),
                                        [&](const ValidationRow& r) { return r.device == device; });
   ASSERT_NE(first_h100, shipped.rows.end());
@@ -231,8 +243,7 @@ TEST(GemmFit, SmEightyRowsFitTheirOwnEfficiency) {
 // model.kernels sm80 runs the profile's sm80 constants: slower than native where they are lower,
 // refused by name where the profile has none, with fp8, and on a site without a GEMM model.
 TEST(GemmModel, SmEightyKernelsRunTheirOwnConstantsOrAreRefused) {
-  const ValidationSet set = load_validation_set(std::string(SB_SOURCE_DIR) +
-                                                "/validation/published/llm-foundry-mpt-benchmarks.yaml");
+  const ValidationSet set = published_set("llm-foundry-mpt-benchmarks");
   const auto row = std::find_if(set.rows.begin(), set.rows.end(),
                                 [](const ValidationRow& r) { return r.device == "NVIDIA H100-SXM5-80GB"; });
   ASSERT_NE(row, set.rows.end());
@@ -266,8 +277,7 @@ TEST(GemmModel, SmEightyKernelsRunTheirOwnConstantsOrAreRefused) {
 // not twice (the attention core and head stay bf16, the casts add memory passes), and a device
 // without an fp8 peak or an fp8 efficiency refuses it by name.
 TEST(GemmModel, FpEightRunsTheLinearLayersOnTheFpEightPeak) {
-  const ValidationSet dgxc = load_validation_set(std::string(SB_SOURCE_DIR) +
-                                                 "/validation/published/nvidia-dgxc-benchmarking-gpt3-175b-fp8.yaml");
+  const ValidationSet dgxc = published_set("nvidia-dgxc-benchmarking-gpt3-175b-fp8");
   const ValidationRow& row = dgxc.rows.front();
   SiteProfile site = validation_site(dgxc, row);
   plan::TrainConfig fp8 = validation_case(dgxc, row), bf16 = fp8;
@@ -364,8 +374,7 @@ const FigureSummary& summary_of(const ValidationReplay& replay, const std::strin
 }
 
 ValidationReplay replay(const std::string& name) {
-  return replay_validation_set(
-      load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
+  return replay_validation_set(published_set(name));
 }
 
 // The mean and max |error| of one figure over a replay's rows on one site.
@@ -437,16 +446,11 @@ TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
 // The A100's rows of one set replayed on its constants fitted on the device's other shipped sets.
 SiteErrors a100_held_out(const std::string& held_out, const std::vector<std::string>& fitted_on,
                          const std::string& figure) {
-  const auto set = [](const std::string& name) {
-    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
-  };
-  std::vector<ValidationSet> sets;
-  for (const std::string& name : fitted_on) sets.push_back(set(name));
-  const std::vector<EmaxFit> fits = fit_gemm_e_max(sets);
+  const std::vector<EmaxFit> fits = fit_on_sets(fitted_on);
   const auto a100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "a100-80gb-dgx"; });
   EXPECT_NE(a100, fits.end());
   if (a100 != fits.end()) EXPECT_TRUE(a100->k_overhead_fitted && a100->e_attention_fitted);
-  return errors_on(replay_validation_set(set(held_out), fits), "a100-80gb-dgx", figure);
+  return errors_on(replay_validation_set(published_set(held_out), fits), "a100-80gb-dgx", figure);
 }
 
 // Leave one set out on the A100: each set replayed on e_max, k_overhead and e_attention fitted
@@ -503,15 +507,10 @@ struct FpEightHeldOut {
 class FpEightSetsHeldOut : public ::testing::TestWithParam<FpEightHeldOut> {};
 TEST_P(FpEightSetsHeldOut, StayWithinFiveAndTenPercent) {
   const FpEightHeldOut& h = GetParam();
-  const auto set = [](const std::string& name) {
-    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
-  };
-  std::vector<ValidationSet> sets;
-  for (const std::string& name : h.fitted_on) sets.push_back(set(name));
-  const std::vector<EmaxFit> fits = fit_gemm_e_max(sets);
+  const std::vector<EmaxFit> fits = fit_on_sets(h.fitted_on);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].key, "e_max_fp8");
-  const SiteErrors e = errors_on(replay_validation_set(set(h.held_out), fits), "h100-sxm-dgx", h.figure);
+  const SiteErrors e = errors_on(replay_validation_set(published_set(h.held_out), fits), "h100-sxm-dgx", h.figure);
   EXPECT_EQ(e.rows, h.rows);
   EXPECT_LE(e.mean, 5.0);
   EXPECT_LE(e.max, 10.0);
@@ -537,7 +536,7 @@ std::vector<ValidationSet> sets_named(const std::string& named, const std::files
     const std::size_t comma = std::min(named.find(", ", from), named.size());
     const std::string one = named.substr(from, comma - from);
     const std::string name = one.substr(0, one.find(" version "));
-    sets.push_back(load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml"));
+    sets.push_back(published_set(name));
     EXPECT_EQ(one, fmt::format("{} version {}", name, sets.back().version)) << profile;
     from = comma + 2;
   }
@@ -550,9 +549,6 @@ std::vector<ValidationSet> sets_named(const std::string& named, const std::files
 // sweep's fit (0.7082) mean 11.6%, max 23.2% (the 13B at micro-batch 2, predicted fast); the
 // sweep on their fit (0.6293) mean 9.1%, max 16.4%. Held to those plus a point.
 TEST(ValidationReplay, MptH100SetsHeldOutOfEachOthersSmEightyFit) {
-  const auto set = [](const std::string& name) {
-    return load_validation_set(std::string(SB_SOURCE_DIR) + "/validation/published/" + name + ".yaml");
-  };
   struct Case {
     const char* fitted_on;
     const char* held_out;
@@ -561,13 +557,13 @@ TEST(ValidationReplay, MptH100SetsHeldOutOfEachOthersSmEightyFit) {
   };
   for (const Case& c : {Case{"llm-foundry-mpt-sequence-sweep", "llm-foundry-mpt-benchmarks", 5, 12.5, 24.0},
                         Case{"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep", 32, 10.0, 17.5}}) {
-    const std::vector<EmaxFit> fits = fit_gemm_e_max({set(c.fitted_on)});
+    const std::vector<EmaxFit> fits = fit_on_sets({c.fitted_on});
     const auto h100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "h100-sxm-dgx"; });
     ASSERT_NE(h100, fits.end()) << c.fitted_on;
     EXPECT_EQ(h100->key, "e_max_sm80");
     EXPECT_FALSE(h100->k_overhead_fitted || h100->e_attention_fitted);
     const SiteErrors e =
-        errors_on(replay_validation_set(set(c.held_out), fits), "h100-sxm-dgx", "tokens_per_s_per_device");
+        errors_on(replay_validation_set(published_set(c.held_out), fits), "h100-sxm-dgx", "tokens_per_s_per_device");
     EXPECT_EQ(e.rows, c.rows) << c.held_out;
     EXPECT_LE(e.mean, c.mean) << c.held_out;
     EXPECT_LE(e.max, c.max) << c.held_out;
