@@ -27,9 +27,11 @@ struct PlanOptions {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string strategy_text(const costmodel::PlanCandidate& c) {
-  return fmt::format("dp {} tp {} pp {} micro-batch {} {} zero {} recompute {} {}{}", c.dp, c.tp, c.pp,
+  return fmt::format("dp {} tp {} pp {} micro-batch {} {} zero {} recompute {} {}{}{}", c.dp, c.tp, c.pp,
                      c.micro_batch, c.precision, c.zero, c.recompute, c.schedule,
-                     c.tp_overlap ? " sequence-parallel tp-overlap" : "");
+                     c.interleave > 1 ? fmt::format(" interleave {}", c.interleave) : "",
+                     fmt::format("{}{}", c.tp_overlap ? " sequence-parallel tp-overlap" : "",
+                                 c.p2p_overlap ? " p2p-overlap" : ""));
 }
 
 std::string human_plan(const costmodel::PlanRequest& request, const costmodel::SiteProfile& site,
@@ -40,17 +42,17 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
                                 request.kernels == "native" ? "" : fmt::format(", {} kernels", request.kernels),
                                 r.candidates, r.feasible.size());
   if (!r.feasible.empty()) {
-    out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>6} {:>9} {:>10} {:>8} {:>6}  "
+    out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>3} {:>6} {:>9} {:>10} {:>8} {:>6}  "
                        "{}\n",
-                       "rank", "dp", "tp", "pp", "mb", "m", "prec", "zero", "recompute", "sched", "sp+ovl", "step s",
+                       "rank", "dp", "tp", "pp", "mb", "m", "prec", "zero", "recompute", "sched", "v", "sp+ovl", "step s",
                        "tokens/s", "TFLOP/s", "MFU", "memory GiB: params/grads/optimizer/activations/comm = total");
     for (std::size_t i = 0; i < r.feasible.size() && static_cast<int>(i) < top; ++i) {
       const costmodel::PlanCandidate& c = r.feasible[i];
       const costmodel::Prediction& p = c.prediction;
-      out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>6} {:>9.4f} {:>10.4g} {:>8.1f} "
-                         "{:>5.1f}%  {:.1f}/{:.1f}/{:.1f}/{:.1f}/{:.1f} = {:.1f}\n",
+      out += fmt::format("{:>4} {:>5} {:>3} {:>3} {:>4} {:>5} {:>5} {:>4} {:>9} {:>6} {:>3} {:>6} {:>9.4f} {:>10.4g} "
+                         "{:>8.1f} {:>5.1f}%  {:.1f}/{:.1f}/{:.1f}/{:.1f}/{:.1f} = {:.1f}\n",
                          i + 1, c.dp, c.tp, c.pp, c.micro_batch, p.micro_batches, c.precision, c.zero, c.recompute,
-                         c.schedule, c.tp_overlap ? "yes" : "no", p.step_time_s, p.tokens_per_s, p.tflops_per_device, 100.0 * p.mfu,
+                         c.schedule, c.interleave, c.tp_overlap ? "yes" : "no", p.step_time_s, p.tokens_per_s, p.tflops_per_device, 100.0 * p.mfu,
                          p.memory.params / kGiB, p.memory.grads / kGiB, p.memory.optimizer / kGiB,
                          p.memory.activations / kGiB, p.memory.comm / kGiB, p.memory.total() / kGiB);
     }
@@ -73,9 +75,10 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
 std::function<int()> add_plan_command(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp × micro-batch × precision (fp8 too where the site "
-                                             "models it) × ZeRO × recompute × schedule (and, with tp > 1, sequence "
-                                             "parallelism with its collectives under the GEMMs, or not) for the "
-                                             "fastest feasible configurations of a model on a site");
+                                             "models it) × ZeRO × recompute × schedule (1f1b also interleaved over "
+                                             "virtual stages, its sends beside the compute; and, with tp > 1, "
+                                             "sequence parallelism with its collectives under the GEMMs, or not) for "
+                                             "the fastest feasible configurations of a model on a site");
   cmd->add_option("--model", options->model, "a named GPT (gpt-1.3b, gpt-175b, ...)")->required();
   cmd->add_option("--site", options->site, "site profile: a file, or a name in jobs/sites")->required();
   cmd->add_option("--devices", options->devices, "device count")->required()->check(CLI::PositiveNumber);

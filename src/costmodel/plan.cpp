@@ -65,6 +65,28 @@ std::vector<std::string> schedules_of(i64 pp) {
   return pp > 1 ? std::vector<std::string>{"1f1b", "gpipe"} : std::vector<std::string>{"1f1b"};
 }
 
+// The virtual stages a 1f1b candidate is searched with besides none: every even split of a
+// pipeline rank's layers into v > 1 chunks, where the step's micro-batches go in groups of pp
+// (Megatron-LM's interleaved schedule). Each runs with the pipeline's sends beside the compute
+// (p2p_overlap), as NeMo runs every interleaved layout it publishes ("NeMo supports PP
+// communication overlap only with virtual pipelining", docs/source/features/optimizations/
+// communication_overlap.rst) and Megatron-Bridge turns it on whenever the pipeline is virtual.
+std::vector<i64> interleaves_of(i64 layers, i64 pp, i64 micro_batches) {
+  std::vector<i64> out;
+  if (pp == 1 || layers % pp != 0 || micro_batches % pp != 0) return out;
+  for (i64 v : divisors(layers / pp))
+    if (v > 1) out.push_back(v);
+  return out;
+}
+
+// The candidates a grid's micro-batch size stands for besides its precision and tp layout: per
+// ZeRO stage and recomputation the schedules and, under 1f1b with ZeRO 0 or 1, the virtual stages.
+i64 pipeline_layouts(i64 layers, i64 pp, i64 micro_batches) {
+  const auto schedules = static_cast<i64>(schedules_of(pp).size());
+  const auto interleaves = static_cast<i64>(interleaves_of(layers, pp, micro_batches).size());
+  return static_cast<i64>(kRecomputes.size()) * (4 * schedules + 2 * interleaves);
+}
+
 // The refusal that every candidate of a dp × tp × pp grid shares, if any: tp beyond a node
 // (the site), pp not dividing the layers (the search keeps to even splits, as published
 // layouts do), and what the grid's plan refuses (tp and the heads, the batch over dp).
@@ -91,23 +113,48 @@ struct GridOutcome {
   std::exception_ptr error;  // a prediction's exception, raised again when the grids are merged
 };
 
-// Each micro-batch size, precision, ZeRO stage, recomputation, schedule and tp layout of one grid.
-void search_grid(const plan::TrainConfig& grid, const SiteProfile& site, const std::vector<std::string>& precisions,
-                 int devices, GridOutcome& out) {
+// Each micro-batch size, precision, ZeRO stage, recomputation, schedule (and virtual stages)
+// and tp layout of one grid. Virtual stages are Megatron-LM's schedule, searched as Megatron-LM
+// runs it: with its DistributedDataParallel, with or without the distributed optimizer (ZeRO 0
+// and 1; it shards neither gradients nor parameters). A 1f1b candidate refused for anything but
+// memory stands for its interleaved ones, which the same rule refuses; memory is predicted for
+// each (finer chunks can balance the first rank's load better: Plan.InterleavedLayoutsCan
+// NeedLessMemoryThanTheirOneFOneB), and refused before any step is simulated.
+void search_grid(const plan::TrainConfig& grid, const gpt::GptConfig& g, const SiteProfile& site,
+                 const std::vector<std::string>& precisions, int devices, GridOutcome& out) {
   const auto& s = grid.strategy;
-  for (i64 micro : divisors(grid.global_batch / s.dp))
+  for (i64 micro : divisors(grid.global_batch / s.dp)) {
+    const std::vector<i64> interleaves = interleaves_of(g.layers, s.pp, grid.global_batch / (s.dp * micro));
     for (const std::string& precision : precisions)
       for (i64 zero = 0; zero <= 3; ++zero)
         for (const std::string& recompute : kRecomputes)
           for (const std::string& schedule : schedules_of(s.pp))
             for (const bool tp_overlap : tp_layouts_of(s.tp)) {
-              PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, tp_overlap, {}};
+              PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, tp_overlap, 1, false, "fp32", {}};
               cand.prediction = predict_step(plan_candidate_config(grid, cand), site, devices);
+              const bool interleavable = schedule == "1f1b" && zero <= 1 && !interleaves.empty();
+              if (!cand.prediction.feasible && cand.prediction.refusal != Refusal::memory) {
+                out.refused.emplace_back(cand, 1 + (interleavable ? static_cast<i64>(interleaves.size()) : 0));
+                continue;
+              }
+              if (interleavable)
+                for (i64 v : interleaves) {
+                  PlanCandidate virtual_stages = cand;
+                  virtual_stages.interleave = v;
+                  virtual_stages.p2p_overlap = true;
+                  if (precision != "fp32") virtual_stages.main_grads = "storage";
+                  virtual_stages.prediction = predict_step(plan_candidate_config(grid, virtual_stages), site, devices);
+                  if (virtual_stages.prediction.feasible)
+                    out.feasible.push_back(std::move(virtual_stages));
+                  else
+                    out.refused.emplace_back(std::move(virtual_stages), 1);
+                }
               if (cand.prediction.feasible)
                 out.feasible.push_back(std::move(cand));
               else
                 out.refused.emplace_back(std::move(cand), 1);
             }
+  }
 }
 
 }  // namespace
@@ -121,6 +168,9 @@ plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const Pla
   c.strategy.schedule = candidate.schedule;
   c.strategy.sequence_parallel = candidate.tp_overlap;
   c.strategy.tp_overlap = candidate.tp_overlap;
+  c.strategy.interleave = candidate.interleave;
+  c.strategy.p2p_overlap = candidate.p2p_overlap;
+  c.precision.main_grads = candidate.main_grads;
   return c;
 }
 
@@ -186,19 +236,21 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
       if (const auto refusal = grid_refusal(grid, g, site)) {
         // counted for each candidate of the grid: its micro-batch sizes (1 when the batch
         // does not split) times the other choices
-        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", false, {}};
+        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", false, 1, false, "fp32", {}};
         base.prediction.model = g.name;
         base.prediction.refusal = refusal->first;
         base.prediction.reason = refusal->second;
-        const i64 micro_sizes = request.global_batch % grid.strategy.dp == 0
-                                    ? static_cast<i64>(divisors(request.global_batch / grid.strategy.dp).size())
-                                    : 1;
-        out.refused.emplace_back(std::move(base), micro_sizes * static_cast<i64>(precisions.size() * 4 *
-                                                                                  kRecomputes.size() * schedules_of(pp).size() *
-                                                                                  tp_layouts_of(tp).size()));
+        // counted for each candidate of the grid: per micro-batch size (one when the batch does
+        // not split) its ZeRO stages, recomputations and pipeline layouts, times the other choices
+        const i64 dp = grid.strategy.dp;
+        i64 layouts = request.global_batch % dp == 0 ? 0 : pipeline_layouts(g.layers, pp, 1);
+        if (request.global_batch % dp == 0)
+          for (i64 micro : divisors(request.global_batch / dp))
+            layouts += pipeline_layouts(g.layers, pp, request.global_batch / (dp * micro));
+        out.refused.emplace_back(std::move(base), layouts * static_cast<i64>(precisions.size() * tp_layouts_of(tp).size()));
         continue;
       }
-      search_grid(grid, site, precisions, static_cast<int>(N), out);
+      search_grid(grid, g, site, precisions, static_cast<int>(N), out);
     } catch (...) {
       out.error = std::current_exception();
     }
@@ -238,6 +290,9 @@ nlohmann::json plan_candidate_json(const PlanCandidate& c) {
   j["schedule"] = c.schedule;
   j["sequence_parallel"] = c.tp_overlap;
   j["tp_overlap"] = c.tp_overlap;
+  j["interleave"] = c.interleave;
+  j["p2p_overlap"] = c.p2p_overlap;
+  j["main_grads"] = c.main_grads;
   return j;
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `plan`'s search: every dp × tp × pp grid of a device count, every micro-batch size that
 // divides the per-pipeline batch, precision (bf16, fp16, fp32), ZeRO stage 0–3, recomputation
-// (none, selective, full) and pipeline schedule (1f1b, gpipe; one of them when pp = 1), each
-// predicted by predict_step; the feasible ones ranked by step time (the global batch is fixed,
-// so equally by tokens/s), the rest grouped by why they fail. Leaves out printing (cli/
-// command_plan.cpp), interleaved schedules, sequence parallelism and the ResNet (GPT only).
+// (none, selective, full) and pipeline schedule (1f1b, gpipe; one of them when pp = 1; 1f1b also
+// interleaved over each even split of a rank's layers, its sends beside the compute), with tp > 1
+// without and with sequence parallelism under the GEMMs, each predicted by predict_step; the
+// feasible ones ranked by step time (the global batch is fixed, so equally by tokens/s), the rest
+// grouped by why they fail. Leaves out printing (cli/command_plan.cpp), uneven stages and the
+// ResNet (GPT only).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,15 @@ struct PlanCandidate {
   // tp > 1: sequence parallelism with its pairs under the GEMMs (strategy.sequence_parallel and
   // tp_overlap, the layout of NVIDIA's published Megatron runs), or neither
   bool tp_overlap = false;
+  // pp > 1 under 1f1b: Megatron-LM's interleaved schedule over `interleave` virtual stages a rank
+  // (strategy.interleave; 1: none), searched with the pipeline's sends beside the compute
+  // (strategy.p2p_overlap), as NeMo runs every interleaved layout it publishes
+  std::int64_t interleave = 1;
+  bool p2p_overlap = false;
+  // precision.main_grads: fp32 (the trainer's, Megatron-LM's default), or under virtual stages in
+  // 16 bits "storage" (the gradients reduced in 16 bits, grad_sync_dtype, as NVIDIA's published
+  // GPT-3 recipes run them)
+  std::string main_grads = "fp32";
   Prediction prediction;  // its reason when refused
 };
 
@@ -59,7 +70,7 @@ plan::TrainConfig plan_grid_config(const PlanRequest& request, std::int64_t seq_
 plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const PlanCandidate& candidate);
 
 // One candidate: prediction_json's fields plus dp, tp, pp, micro_batch, micro_batches,
-// precision, zero, recompute, schedule.
+// precision, zero, recompute, schedule, sequence_parallel, tp_overlap, interleave, p2p_overlap.
 nlohmann::json plan_candidate_json(const PlanCandidate& candidate);
 // {"model", "site", "devices", "global_batch", "seq_len", "attention", "kernels", "candidates", "feasible_count",
 //  "feasible": [the first `top`], "rejected": [{"reason", "count", "example"}]}

@@ -199,10 +199,9 @@ double due_time(const PipelineState& st, const std::vector<Stream>& streams, std
 
 // Every stream's event due by `now`, in rank order: a ready op starts, a busy op ends (and
 // sends), a send ends. `due` holds each stream's due_time, kept current, so a stream not due is
-// passed over. Returns whether anything changed.
-bool take_events(const StepSimulationInput& input, PipelineState& st, std::vector<Stream>& streams,
+// passed over (and one a message made due by `now` behind this pass is due at the next).
+void take_events(const StepSimulationInput& input, PipelineState& st, std::vector<Stream>& streams,
                  std::vector<double>& due, double now, StepSimulation& sim) {
-  bool changed = false;
   for (std::size_t s = 0; s < st.p; ++s) {
     if (due[s] > now) continue;
     Stream& run = streams[s];
@@ -211,23 +210,22 @@ bool take_events(const StepSimulationInput& input, PipelineState& st, std::vecto
       const std::optional<std::size_t> to = finish_op(st, s, op, st.cost(input, s, op), run.start, now, sim.stages[s]);
       ++st.next[s];
       run = to ? Stream{Stream::Phase::sending, now, st.free_at[s]} : Stream{};
-      changed = true;
       if (to) due[*to] = due_time(st, streams, *to);  // the message in its inbox may move its ready time
     }
-    if (run.phase == Stream::Phase::sending && run.end <= now) {
-      run = Stream{};
-      changed = true;
-    }
+    if (run.phase == Stream::Phase::sending && run.end <= now) run = Stream{};
     if (run.phase == Stream::Phase::waiting && st.next[s] < st.ops[s].size()) {
       const double ready = ready_time(st, s, st.ops[s][st.next[s]]);
       if (ready >= 0 && ready <= now) {
         run = Stream{Stream::Phase::busy, now, now};
-        changed = true;
+        if (input.stage_node.empty()) {  // no node load to wait for: priced at once
+          const plan::PipelineOp& op = st.ops[s][st.next[s]];
+          run.length = op_length(input, st, op, st.cost(input, s, op), 0);
+          run.end = now + run.length;
+        }
       }
     }
     due[s] = due_time(st, streams, s);
   }
-  return changed;
 }
 
 // The earliest of the streams' due times (never NaN): the next event's. A loop of its own, four
@@ -243,15 +241,19 @@ bool take_events(const StepSimulationInput& input, PipelineState& st, std::vecto
 }
 
 // Runs every stage's op list against the others in time: at each event the streams due start,
-// end or send, and the busy ops are re-priced by their nodes' loads, until no stream has an op
-// left it can run.
+// end or send, and the busy ops are re-priced by their nodes' loads (where stages share nodes),
+// until no stream has an op left it can run.
 void run_pipeline(const StepSimulationInput& input, PipelineState& st, StepSimulation& sim) {
   std::vector<Stream> streams(st.p);
   std::vector<double> due(st.p);
   for (std::size_t s = 0; s < st.p; ++s) due[s] = due_time(st, streams, s);
-  // each time the next stream is due: its events, and the busy ops re-priced, until none is due
+  // each time the next stream is due (the same time again while one is still due then): its
+  // events, and the busy ops re-priced by their nodes' loads where stages share nodes (else
+  // each op is priced as it starts)
+  const bool loads = !input.stage_node.empty();
   for (double now = 0; std::isfinite(now); now = earliest(due)) {
-    while (take_events(input, st, streams, due, now, sim)) price_busy_ops(input, st, streams, due, now);
+    take_events(input, st, streams, due, now, sim);
+    if (loads) price_busy_ops(input, st, streams, due, now);
   }
   for (std::size_t s = 0; s < st.p; ++s)
     SB_CHECK(st.next[s] == st.ops[s].size(), "the {} schedule deadlocks on stage {} of {}",

@@ -95,6 +95,18 @@ i64 pipeline_chunk_peak_in_flight(PipelineSchedule schedule, int stages, int sta
   return count_peak_in_flight(pipeline_stage_ops(schedule, stages, stage, micro_batches, interleave), chunk);
 }
 
+std::vector<i64> pipeline_chunk_peaks_in_flight(PipelineSchedule schedule, int stages, int stage, i64 micro_batches,
+                                                i64 interleave) {
+  if (interleave == 1) return {pipeline_peak_in_flight(schedule, stages, stage, micro_batches)};
+  std::vector<i64> in_flight(static_cast<std::size_t>(interleave), 0), peak(in_flight);
+  for (const PipelineOp& op : pipeline_stage_ops(schedule, stages, stage, micro_batches, interleave)) {
+    const auto c = static_cast<std::size_t>(op.chunk);
+    in_flight[c] += op.kind == PipelineOpKind::forward ? 1 : -1;
+    peak[c] = std::max(peak[c], in_flight[c]);
+  }
+  return peak;
+}
+
 i64 count_peak_in_flight(const std::vector<PipelineOp>& ops, i64 chunk) {
   i64 in_flight = 0, peak = 0;
   for (const PipelineOp& op : ops) {

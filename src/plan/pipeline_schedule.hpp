@@ -68,6 +68,10 @@ std::int64_t pipeline_peak_in_flight(PipelineSchedule schedule, int stages, int 
 std::int64_t pipeline_chunk_peak_in_flight(PipelineSchedule schedule, int stages, int stage,
                                            std::int64_t micro_batches, std::int64_t interleave,
                                            std::int64_t chunk);
+// pipeline_chunk_peak_in_flight of each of the stage's `interleave` chunks, from one walk of its
+// operation list.
+std::vector<std::int64_t> pipeline_chunk_peaks_in_flight(PipelineSchedule schedule, int stages, int stage,
+                                                         std::int64_t micro_batches, std::int64_t interleave);
 
 // The same, counted by walking the operation list (the tests check the closed form above);
 // all chunks together, or one chunk's ops only.

@@ -160,16 +160,37 @@ std::vector<double> unit_forward_flops(const TrainConfig& c, i64 micro_batch, i6
   return costs;
 }
 
+// balanced_contiguous_partition (O(units² · chunks)) of the units' costs, its recent answers kept
+// per thread: plan asks the same split of every precision, ZeRO stage, recomputation, schedule
+// and tp layout of a micro-batch size.
+std::vector<i64> balanced_stage_sizes(const std::vector<double>& costs, i64 chunks) {
+  struct Split {
+    std::vector<double> costs;
+    i64 chunks;
+    std::vector<i64> sizes;
+  };
+  constexpr std::size_t kKept = 16;
+  thread_local std::vector<Split> recent;  // the most recent first
+  for (const Split& split : recent)
+    if (split.chunks == chunks && split.costs == costs) return split.sizes;
+  std::vector<i64> sizes = balanced_contiguous_partition(costs, static_cast<int>(chunks));
+  if (recent.size() == kKept) recent.pop_back();
+  recent.insert(recent.begin(), Split{costs, chunks, sizes});
+  return sizes;
+}
+
 // Model chunk i is local chunk i / pp of rank i mod pp; it holds what that chunk has in flight.
 std::vector<StagePlan> stage_plans_of(const RunPlan& p) {
+  std::vector<std::vector<i64>> peaks;  // [rank][local chunk]
+  for (int rank = 0; rank < static_cast<int>(p.pp); ++rank)
+    peaks.push_back(pipeline_chunk_peaks_in_flight(p.schedule, static_cast<int>(p.pp), rank, p.micro_batches,
+                                                   p.interleave));
   std::vector<StagePlan> plans;
   i64 begin = 0;
   for (std::size_t i = 0; i < p.stages.size(); ++i) {
-    const auto chunk = static_cast<i64>(i) / p.pp;
-    const int rank = static_cast<int>(static_cast<i64>(i) % p.pp);
-    const i64 in_flight = pipeline_chunk_peak_in_flight(p.schedule, static_cast<int>(p.pp), rank, p.micro_batches,
-                                                        p.interleave, chunk);
-    plans.push_back({begin, begin + p.stages[i], p.pp == 1 ? 1 : in_flight});
+    const auto chunk = static_cast<std::size_t>(static_cast<i64>(i) / p.pp);
+    const auto rank = static_cast<std::size_t>(static_cast<i64>(i) % p.pp);
+    plans.push_back({begin, begin + p.stages[i], p.pp == 1 ? 1 : peaks[rank][chunk]});
     begin += p.stages[i];
   }
   return plans;
@@ -210,7 +231,7 @@ std::vector<std::int64_t> stage_sizes_of(const TrainConfig& c, std::int64_t micr
   }
   const i64 chunks = s.pp * s.interleave;
   if (s.stage_rule == "even") return even_stage_sizes(units, chunks);
-  return balanced_contiguous_partition(unit_forward_flops(c, micro_batch, seq_len), static_cast<int>(chunks));
+  return balanced_stage_sizes(unit_forward_flops(c, micro_batch, seq_len), chunks);
 }
 
 RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {

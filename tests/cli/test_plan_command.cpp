@@ -50,16 +50,18 @@ TEST(PlanCommand, Gpt175bOn1024H100RanksAndExplains) {
   EXPECT_TRUE(memory && node) << j["rejected"].dump();
   // fp8 is searched where the profile has a fitted fp8 efficiency, and ranks first; with tp > 1
   // sequence parallelism under the GEMMs (tp_overlap) is searched beside plain tp and ranks first,
-  // as NVIDIA's published runs take it; each precision's best MFU (against its own dense peak)
+  // as do virtual stages with their sends beside the compute and 16-bit gradient reduction, as
+  // NVIDIA's published runs take them; each precision's best MFU (against its own dense peak)
   // lies in the range NVIDIA publishes for GPT-3 175B on 128-2048 H100
-  // (dgxc-benchmarking nemo_megatron/README_175b.md: BF16 52.4-53.5%, FP8 37.3-39.5%), widened
-  // by 3 points below for the layouts the published runs did not take (plan searches no
-  // interleaving, which the published runs use: tp 4, pp 8, 12 chunks a rank, measured here
-  // 50.0% and 36.5%); plain tp, its collectives exposed, below that (Megatron-LM's README:
-  // 41-48% MFU for its 2B-462B runs)
+  // (dgxc-benchmarking nemo_megatron/README_175b.md: BF16 52.4-53.5%, FP8 37.3-39.5%; measured
+  // here 52.6% and 37.5%, tp 8, pp 8, 12 chunks a rank); plain tp, its collectives exposed, below
+  // that (Megatron-LM's README: 41-48% MFU for its 2B-462B runs)
   EXPECT_EQ(j["feasible"][0]["precision"], "fp8");
   EXPECT_EQ(j["feasible"][0]["tp_overlap"], true);
   EXPECT_EQ(j["feasible"][0]["sequence_parallel"], true);
+  EXPECT_GT(j["feasible"][0]["interleave"].get<int>(), 1);
+  EXPECT_EQ(j["feasible"][0]["p2p_overlap"], true);
+  EXPECT_EQ(j["feasible"][0]["main_grads"], "storage");
   const CommandResult all = scratch.run("plan --model gpt-175b --site " + kH100 +
                                         " --devices 1024 --global-batch 1536 --seq-len 2048 --top 1000000 --json");
   ASSERT_EQ(all.exit_code, 0) << all.stderr_text;
@@ -71,9 +73,9 @@ TEST(PlanCommand, Gpt175bOn1024H100RanksAndExplains) {
       best_plain_mfu.emplace(c["precision"].get<std::string>(), c["mfu"].get<double>());
   }
   ASSERT_TRUE(best_mfu.count("bf16") && best_mfu.count("fp8"));
-  EXPECT_GE(best_mfu["bf16"], 0.524 - 0.03);
+  EXPECT_GE(best_mfu["bf16"], 0.524);
   EXPECT_LE(best_mfu["bf16"], 0.535);
-  EXPECT_GE(best_mfu["fp8"], 0.373 - 0.03);
+  EXPECT_GE(best_mfu["fp8"], 0.373);
   EXPECT_LE(best_mfu["fp8"], 0.395);
   EXPECT_GE(best_plain_mfu["bf16"], 0.41);
   EXPECT_LT(best_plain_mfu["bf16"], best_mfu["bf16"]);

@@ -4,9 +4,12 @@
 // devices yields no feasible candidate but reasons. Leaves out the command line (tests/cli).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/check.hpp"
 #include "costmodel/plan.hpp"
 #include "costmodel_test_support.hpp"
+#include "plan/run_plan.hpp"
 
 namespace sb::costmodel {
 namespace {
@@ -59,6 +62,58 @@ TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
   EXPECT_EQ(j["feasible"][0]["step_time_s"].get<double>(), best.prediction.step_time_s);
   EXPECT_EQ(j["feasible"][0]["tp"].get<std::int64_t>(), best.tp);
   EXPECT_EQ(j["rejected"].size(), r.rejected.size());
+}
+
+// Under 1f1b every even split of a pipeline rank's layers into virtual stages is searched, with
+// ZeRO 0 or 1 and the sends beside the compute, as Megatron-LM runs its interleaved schedule;
+// each is predict_step's answer for that case, and the fastest layout takes virtual stages.
+TEST(Plan, SearchesVirtualStagesWithTheirSendsBesideTheCompute) {
+  const SiteProfile h100 = site("h100-sxm-dgx");
+  const PlanResult r = plan_search({"gpt-1.3b", 32, 64, 2048}, h100);
+  std::size_t interleaved = 0;
+  for (const PlanCandidate& c : r.feasible) {
+    EXPECT_EQ(c.p2p_overlap, c.interleave > 1);
+    if (c.interleave == 1) continue;
+    ++interleaved;
+    EXPECT_GT(c.pp, 1);
+    EXPECT_EQ(c.schedule, "1f1b");
+    EXPECT_LE(c.zero, 1);
+    EXPECT_EQ((24 / c.pp) % c.interleave, 0);
+    EXPECT_EQ((64 / (c.dp * c.micro_batch)) % c.pp, 0);
+  }
+  EXPECT_GT(interleaved, 10u);
+  const auto first = std::find_if(r.feasible.begin(), r.feasible.end(),
+                                  [](const PlanCandidate& c) { return c.interleave > 1; });
+  ASSERT_NE(first, r.feasible.end());
+  const plan::TrainConfig grid = plan_grid_config({"gpt-1.3b", 32, 64, 2048}, 2048, first->dp, first->tp, first->pp);
+  const plan::TrainConfig c = plan_candidate_config(grid, *first);
+  EXPECT_EQ(c.strategy.interleave, first->interleave);
+  EXPECT_TRUE(c.strategy.p2p_overlap);
+  EXPECT_DOUBLE_EQ(predict_step(c, h100, 32).step_time_s, first->prediction.step_time_s);
+  const nlohmann::json j = plan_candidate_json(*first);
+  EXPECT_EQ(j["interleave"].get<std::int64_t>(), first->interleave);
+  EXPECT_EQ(j["p2p_overlap"], true);
+}
+
+// Why plan predicts the memory of an interleaved layout whose 1f1b one does not fit: virtual
+// stages keep more micro-batches in flight on the first rank, but their finer chunks can balance
+// its layers better (gpt-1.3b's 24 blocks and its head over 8 ranks: 4 blocks on the first rank
+// in 1f1b, 3 in 3 chunks interleaved), and the first rank can then need less.
+TEST(Plan, InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB) {
+  const SiteProfile h100 = site("h100-sxm-dgx");
+  const PlanRequest request{"gpt-1.3b", 64, 64, 2048};
+  const plan::TrainConfig grid = plan_grid_config(request, 2048, 8, 1, 8);
+  const PlanCandidate plain{8, 1, 8, 1, 1, "bf16", "none", "1f1b", false, 1, false, "fp32", {}};
+  PlanCandidate virtual_stages = plain;
+  virtual_stages.interleave = 3;
+  virtual_stages.p2p_overlap = true;
+  const Prediction one_f_one_b = predict_step(plan_candidate_config(grid, plain), h100, 64);
+  const Prediction interleaved = predict_step(plan_candidate_config(grid, virtual_stages), h100, 64);
+  EXPECT_EQ(plan::resolve_run_plan(plan_candidate_config(grid, plain)).stages.front(), 4);
+  const std::vector<std::int64_t> chunks = plan::resolve_run_plan(plan_candidate_config(grid, virtual_stages)).stages;
+  ASSERT_EQ(chunks.size(), 24u);
+  EXPECT_EQ(chunks[0] + chunks[8] + chunks[16], 3);  // model chunk i is local chunk i / 8 of rank i mod 8
+  EXPECT_LT(interleaved.memory.total(), one_f_one_b.memory.total());
 }
 
 TEST(Plan, ModelTooBigForTheDevicesHasOnlyReasons) {

@@ -179,9 +179,12 @@ TEST(PipelineSchedule, InterleavedEveryCaseIsCompleteOrderedAndDeadlockFree) {
           EXPECT_EQ(forwards, std::vector<int>(n, 1)) << what;
           EXPECT_EQ(backwards, std::vector<int>(n, 1)) << what;
           EXPECT_EQ(ops.back(), (PipelineOp{PipelineOpKind::backward, m - 1, 0})) << what;
+          const std::vector<std::int64_t> peaks = pipeline_chunk_peaks_in_flight(one_f_one_b, p, s, m, v);
+          ASSERT_EQ(peaks.size(), static_cast<std::size_t>(v)) << what;
           for (std::int64_t c = 0; c < v; ++c) {
             const std::int64_t peak = pipeline_chunk_peak_in_flight(one_f_one_b, p, s, m, v, c);
             EXPECT_EQ(peak, count_peak_in_flight(ops, c)) << what;
+            EXPECT_EQ(peaks[static_cast<std::size_t>(c)], peak) << what;
             EXPECT_TRUE(peak >= 1 && peak <= m) << what;
           }
         }
