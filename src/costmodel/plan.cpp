@@ -118,8 +118,9 @@ struct GridOutcome {
 // runs it: with its DistributedDataParallel, with or without the distributed optimizer (ZeRO 0
 // and 1; it shards neither gradients nor parameters). A 1f1b candidate refused for anything but
 // memory stands for its interleaved ones, which the same rule refuses; memory is predicted for
-// each (finer chunks can balance the first rank's load better: Plan.InterleavedLayoutsCan
-// NeedLessMemoryThanTheirOneFOneB), and refused before any step is simulated.
+// each (finer chunks can balance the first rank's load better, see the test
+// Plan.InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB), and refused before any step is
+// simulated.
 void search_grid(const plan::TrainConfig& grid, const gpt::GptConfig& g, const SiteProfile& site,
                  const std::vector<std::string>& precisions, int devices, GridOutcome& out) {
   const auto& s = grid.strategy;
