@@ -67,7 +67,8 @@ std::vector<std::string> schedules_of(i64 pp) {
 
 // The virtual stages a 1f1b candidate is searched with besides none: every even split of a
 // pipeline rank's layers into v > 1 chunks, where the step's micro-batches go in groups of pp
-// (Megatron-LM's interleaved schedule). Each runs with the pipeline's sends beside the compute
+// (Megatron-LM's interleaved schedule, whose chunks hold equal layer counts: stage_rule even).
+// Each runs with the pipeline's sends beside the compute
 // (p2p_overlap), as NeMo runs every interleaved layout it publishes ("NeMo supports PP
 // communication overlap only with virtual pipelining", docs/source/features/optimizations/
 // communication_overlap.rst) and Megatron-Bridge turns it on whenever the pipeline is virtual.
@@ -118,9 +119,9 @@ struct GridOutcome {
 // runs it: with its DistributedDataParallel, with or without the distributed optimizer (ZeRO 0
 // and 1; it shards neither gradients nor parameters). A 1f1b candidate refused for anything but
 // memory stands for its interleaved ones, which the same rule refuses; memory is predicted for
-// each (finer chunks can balance the first rank's load better, see the test
-// Plan.InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB), and refused before any step is
-// simulated.
+// each (their even split can put fewer layers on the first rank than the balanced 1f1b split
+// does, see the test Plan.InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB), and refused
+// before any step is simulated.
 void search_grid(const plan::TrainConfig& grid, const gpt::GptConfig& g, const SiteProfile& site,
                  const std::vector<std::string>& precisions, int devices, GridOutcome& out) {
   const auto& s = grid.strategy;
@@ -172,6 +173,7 @@ plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const Pla
   c.strategy.interleave = candidate.interleave;
   c.strategy.p2p_overlap = candidate.p2p_overlap;
   c.precision.main_grads = candidate.main_grads;
+  if (candidate.interleave > 1) c.strategy.stage_rule = "even";  // Megatron-LM's virtual stages split evenly
   return c;
 }
 

@@ -36,8 +36,9 @@ struct PlanCandidate {
   // tp_overlap, the layout of NVIDIA's published Megatron runs), or neither
   bool tp_overlap = false;
   // pp > 1 under 1f1b: Megatron-LM's interleaved schedule over `interleave` virtual stages a rank
-  // (strategy.interleave; 1: none), searched with the pipeline's sends beside the compute
-  // (strategy.p2p_overlap), as NeMo runs every interleaved layout it publishes
+  // (strategy.interleave; 1: none), its layers split evenly (strategy.stages even), searched with
+  // the pipeline's sends beside the compute (strategy.p2p_overlap), as NeMo runs every
+  // interleaved layout it publishes
   std::int64_t interleave = 1;
   bool p2p_overlap = false;
   // precision.main_grads: fp32 (the trainer's, Megatron-LM's default), or under virtual stages in

@@ -86,6 +86,33 @@ TEST(PlanCommand, Gpt175bOn1024H100RanksAndExplains) {
               static_cast<long long>(j["candidates"].get<std::int64_t>()));
 }
 
+// A second published job, held out of the H100's fitted constants (e_max_fp8 is fitted on NVIDIA's
+// GPT-3 175B runs alone): Llama 3 70B in FP8 on 64 H100 at global batch 256 and sequence 8192,
+// which Megatron-Bridge's performance summary (26.02 container, DGX-H100 LLAMA3_70B FP8-CS)
+// publishes at 1621 tokens/s per GPU with tp 4, pp 8 and 5 virtual stages. plan finds that layout
+// (within the 5% the replays hold) and answers a best within 10% of the published figure.
+TEST(PlanCommand, Llama3On64H100AnswersNearMegatronBridgesPublishedRun) {
+  Scratch scratch;
+  const CommandResult r = scratch.run("plan --model llama3-70b --site " + kH100 +
+                                      " --devices 64 --global-batch 256 --seq-len 8192 --attention flash"
+                                      " --top 1000000 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  constexpr double kPublished = 1621.0;  // tokens/s per GPU
+  const auto per_gpu = [](const nlohmann::json& c) { return c["tokens_per_s"].get<double>() / 64.0; };
+  const nlohmann::json& best = j["feasible"][0];
+  EXPECT_EQ(best["precision"], "fp8");
+  EXPECT_NEAR(per_gpu(best) / kPublished, 1.0, 0.10) << best.dump();
+  bool found = false;
+  for (const nlohmann::json& c : j["feasible"])
+    if (c["precision"] == "fp8" && c["tp"] == 4 && c["pp"] == 8 && c["interleave"] == 5 && c["micro_batch"] == 1 &&
+        c["zero"] == 1 && c["recompute"] == "none" && c["tp_overlap"] == true) {
+      found = true;
+      EXPECT_NEAR(per_gpu(c) / kPublished, 1.0, 0.05) << c.dump();
+    }
+  EXPECT_TRUE(found) << "Megatron-Bridge's layout is not among the feasible candidates";
+}
+
 TEST(PlanCommand, ImpossibleRequestExitsOneWithReasons) {
   Scratch scratch;
   const CommandResult r = scratch.run("plan --model gpt-175b --site " + kH100 + " --devices 4 --global-batch 8 --json");

@@ -65,7 +65,8 @@ TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
 }
 
 // Under 1f1b every even split of a pipeline rank's layers into virtual stages is searched, with
-// ZeRO 0 or 1 and the sends beside the compute, as Megatron-LM runs its interleaved schedule;
+// ZeRO 0 or 1, the sends beside the compute and 16-bit gradients, as NVIDIA's published runs take
+// Megatron-LM's interleaved schedule;
 // each is predict_step's answer for that case, and the fastest layout takes virtual stages.
 TEST(Plan, SearchesVirtualStagesWithTheirSendsBesideTheCompute) {
   const SiteProfile h100 = site("h100-sxm-dgx");
@@ -89,6 +90,8 @@ TEST(Plan, SearchesVirtualStagesWithTheirSendsBesideTheCompute) {
   const plan::TrainConfig c = plan_candidate_config(grid, *first);
   EXPECT_EQ(c.strategy.interleave, first->interleave);
   EXPECT_TRUE(c.strategy.p2p_overlap);
+  EXPECT_EQ(c.strategy.stage_rule, "even");
+  EXPECT_EQ(c.precision.main_grads, first->precision == "fp32" ? "fp32" : "storage");
   EXPECT_DOUBLE_EQ(predict_step(c, h100, 32).step_time_s, first->prediction.step_time_s);
   const nlohmann::json j = plan_candidate_json(*first);
   EXPECT_EQ(j["interleave"].get<std::int64_t>(), first->interleave);
@@ -96,9 +99,10 @@ TEST(Plan, SearchesVirtualStagesWithTheirSendsBesideTheCompute) {
 }
 
 // Why plan predicts the memory of an interleaved layout whose 1f1b one does not fit: virtual
-// stages keep more micro-batches in flight on the first rank, but their finer chunks can balance
-// its layers better (gpt-1.3b's 24 blocks and its head over 8 ranks: 4 blocks on the first rank
-// in 1f1b, 3 in 3 chunks interleaved), and the first rank can then need less.
+// stages keep more micro-batches in flight on the first rank, but their even split can put fewer
+// layers there than the balanced 1f1b split (gpt-1.3b's 24 blocks and its head over 8 ranks: 4
+// blocks on the first rank in 1f1b, 3 in 3 chunks interleaved), and the first rank can then need
+// less.
 TEST(Plan, InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB) {
   const SiteProfile h100 = site("h100-sxm-dgx");
   const PlanRequest request{"gpt-1.3b", 64, 64, 2048};
