@@ -27,11 +27,10 @@ struct PlanOptions {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string strategy_text(const costmodel::PlanCandidate& c) {
-  return fmt::format("dp {} tp {} pp {} micro-batch {} {} zero {} recompute {} {}{}{}", c.dp, c.tp, c.pp,
+  return fmt::format("dp {} tp {} pp {} micro-batch {} {} zero {} recompute {} {}{}{}{}", c.dp, c.tp, c.pp,
                      c.micro_batch, c.precision, c.zero, c.recompute, c.schedule,
                      c.interleave > 1 ? fmt::format(" interleave {}", c.interleave) : "",
-                     fmt::format("{}{}", c.tp_overlap ? " sequence-parallel tp-overlap" : "",
-                                 c.p2p_overlap ? " p2p-overlap" : ""));
+                     c.tp_overlap ? " sequence-parallel tp-overlap" : "", c.p2p_overlap ? " p2p-overlap" : "");
 }
 
 std::string human_plan(const costmodel::PlanRequest& request, const costmodel::SiteProfile& site,

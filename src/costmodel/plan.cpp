@@ -80,12 +80,25 @@ std::vector<i64> interleaves_of(i64 layers, i64 pp, i64 micro_batches) {
   return out;
 }
 
+// ZeRO stages 0 to kMaxZero are searched; virtual stages with 0 to kMaxInterleavedZero (Megatron-
+// LM's DistributedDataParallel, with or without its distributed optimizer).
+constexpr i64 kMaxZero = 3, kMaxInterleavedZero = 1;
+
 // The candidates a grid's micro-batch size stands for besides its precision and tp layout: per
-// ZeRO stage and recomputation the schedules and, under 1f1b with ZeRO 0 or 1, the virtual stages.
+// ZeRO stage and recomputation the schedules and, under 1f1b, the virtual stages.
 i64 pipeline_layouts(i64 layers, i64 pp, i64 micro_batches) {
   const auto schedules = static_cast<i64>(schedules_of(pp).size());
   const auto interleaves = static_cast<i64>(interleaves_of(layers, pp, micro_batches).size());
-  return static_cast<i64>(kRecomputes.size()) * (4 * schedules + 2 * interleaves);
+  return static_cast<i64>(kRecomputes.size()) * ((kMaxZero + 1) * schedules + (kMaxInterleavedZero + 1) * interleaves);
+}
+
+// `plain`'s layout over v virtual stages, as NVIDIA's published runs take them: the sends beside
+// the compute and, in 16 bits, the gradients kept and reduced in the 16-bit type; not predicted.
+PlanCandidate with_virtual_stages(const PlanCandidate& plain, i64 v) {
+  return {.dp = plain.dp, .tp = plain.tp, .pp = plain.pp, .micro_batch = plain.micro_batch, .zero = plain.zero,
+          .precision = plain.precision, .recompute = plain.recompute, .schedule = plain.schedule,
+          .tp_overlap = plain.tp_overlap, .interleave = v, .p2p_overlap = true,
+          .main_grads = plain.precision == "fp32" ? "fp32" : "storage"};
 }
 
 // The refusal that every candidate of a dp × tp × pp grid shares, if any: tp beyond a node
@@ -128,23 +141,23 @@ void search_grid(const plan::TrainConfig& grid, const gpt::GptConfig& g, const S
   for (i64 micro : divisors(grid.global_batch / s.dp)) {
     const std::vector<i64> interleaves = interleaves_of(g.layers, s.pp, grid.global_batch / (s.dp * micro));
     for (const std::string& precision : precisions)
-      for (i64 zero = 0; zero <= 3; ++zero)
+      for (i64 zero = 0; zero <= kMaxZero; ++zero)
         for (const std::string& recompute : kRecomputes)
           for (const std::string& schedule : schedules_of(s.pp))
             for (const bool tp_overlap : tp_layouts_of(s.tp)) {
-              PlanCandidate cand{s.dp, s.tp, s.pp, micro, zero, precision, recompute, schedule, tp_overlap, 1, false, "fp32", {}};
+              PlanCandidate cand{.dp = s.dp, .tp = s.tp, .pp = s.pp, .micro_batch = micro, .zero = zero,
+                                 .precision = precision, .recompute = recompute, .schedule = schedule,
+                                 .tp_overlap = tp_overlap};
               cand.prediction = predict_step(plan_candidate_config(grid, cand), site, devices);
-              const bool interleavable = schedule == "1f1b" && zero <= 1 && !interleaves.empty();
+              const bool interleavable = schedule == "1f1b" && zero <= kMaxInterleavedZero && !interleaves.empty();
               if (!cand.prediction.feasible && cand.prediction.refusal != Refusal::memory) {
-                out.refused.emplace_back(cand, 1 + (interleavable ? static_cast<i64>(interleaves.size()) : 0));
+                const i64 count = 1 + (interleavable ? static_cast<i64>(interleaves.size()) : 0);
+                out.refused.emplace_back(std::move(cand), count);
                 continue;
               }
               if (interleavable)
                 for (i64 v : interleaves) {
-                  PlanCandidate virtual_stages = cand;
-                  virtual_stages.interleave = v;
-                  virtual_stages.p2p_overlap = true;
-                  if (precision != "fp32") virtual_stages.main_grads = "storage";
+                  PlanCandidate virtual_stages = with_virtual_stages(cand, v);
                   virtual_stages.prediction = predict_step(plan_candidate_config(grid, virtual_stages), site, devices);
                   if (virtual_stages.prediction.feasible)
                     out.feasible.push_back(std::move(virtual_stages));
@@ -239,17 +252,20 @@ PlanResult plan_search(const PlanRequest& request, const SiteProfile& site) {
       if (const auto refusal = grid_refusal(grid, g, site)) {
         // counted for each candidate of the grid: its micro-batch sizes (1 when the batch
         // does not split) times the other choices
-        PlanCandidate base{grid.strategy.dp, tp, pp, 1, 0, kPrecisions[0], kRecomputes[0], "1f1b", false, 1, false, "fp32", {}};
+        PlanCandidate base{.dp = grid.strategy.dp, .tp = tp, .pp = pp, .micro_batch = 1, .zero = 0,
+                           .precision = kPrecisions[0], .recompute = kRecomputes[0], .schedule = "1f1b"};
         base.prediction.model = g.name;
         base.prediction.refusal = refusal->first;
         base.prediction.reason = refusal->second;
-        // counted for each candidate of the grid: per micro-batch size (one when the batch does
-        // not split) its ZeRO stages, recomputations and pipeline layouts, times the other choices
+        // counted for each candidate of the grid: per micro-batch size its ZeRO stages,
+        // recomputations and pipeline layouts, times the other choices (the micro-batch counts a
+        // step takes are the divisors of the rank's batch, as its sizes are; one of one
+        // micro-batch when the batch does not split)
         const i64 dp = grid.strategy.dp;
-        i64 layouts = request.global_batch % dp == 0 ? 0 : pipeline_layouts(g.layers, pp, 1);
-        if (request.global_batch % dp == 0)
-          for (i64 micro : divisors(request.global_batch / dp))
-            layouts += pipeline_layouts(g.layers, pp, request.global_batch / (dp * micro));
+        const std::vector<i64> micro_batch_counts =
+            request.global_batch % dp == 0 ? divisors(request.global_batch / dp) : std::vector<i64>{1};
+        i64 layouts = 0;
+        for (i64 micro_batches : micro_batch_counts) layouts += pipeline_layouts(g.layers, pp, micro_batches);
         out.refused.emplace_back(std::move(base), layouts * static_cast<i64>(precisions.size() * tp_layouts_of(tp).size()));
         continue;
       }

@@ -45,7 +45,7 @@ struct PlanCandidate {
   // 16 bits "storage" (the gradients reduced in 16 bits, grad_sync_dtype, as NVIDIA's published
   // GPT-3 recipes run them)
   std::string main_grads = "fp32";
-  Prediction prediction;  // its reason when refused
+  Prediction prediction{};  // its reason when refused
 };
 
 struct PlanRejection {
@@ -71,7 +71,8 @@ plan::TrainConfig plan_grid_config(const PlanRequest& request, std::int64_t seq_
 plan::TrainConfig plan_candidate_config(const plan::TrainConfig& grid, const PlanCandidate& candidate);
 
 // One candidate: prediction_json's fields plus dp, tp, pp, micro_batch, micro_batches,
-// precision, zero, recompute, schedule, sequence_parallel, tp_overlap, interleave, p2p_overlap.
+// precision, zero, recompute, schedule, sequence_parallel, tp_overlap, interleave, p2p_overlap,
+// main_grads.
 nlohmann::json plan_candidate_json(const PlanCandidate& candidate);
 // {"model", "site", "devices", "global_batch", "seq_len", "attention", "kernels", "candidates", "feasible_count",
 //  "feasible": [the first `top`], "rejected": [{"reason", "count", "example"}]}

@@ -91,8 +91,8 @@ std::vector<PipelineOp> pipeline_stage_ops(PipelineSchedule schedule, int stages
 
 i64 pipeline_chunk_peak_in_flight(PipelineSchedule schedule, int stages, int stage, i64 micro_batches,
                                   i64 interleave, i64 chunk) {
-  if (interleave == 1) return pipeline_peak_in_flight(schedule, stages, stage, micro_batches);
-  return count_peak_in_flight(pipeline_stage_ops(schedule, stages, stage, micro_batches, interleave), chunk);
+  return pipeline_chunk_peaks_in_flight(schedule, stages, stage, micro_batches, interleave)
+      .at(static_cast<std::size_t>(chunk));
 }
 
 std::vector<i64> pipeline_chunk_peaks_in_flight(PipelineSchedule schedule, int stages, int stage, i64 micro_batches,

@@ -171,8 +171,9 @@ PipelineExecutor::PipelineExecutor(parallel::Communicator& pp, std::vector<Pipel
       gradient_bytes = std::max(gradient_bytes, chunk.output_bytes());
     }
   }
+  const std::vector<i64> peaks = plan::pipeline_chunk_peaks_in_flight(schedule, stages_, stage_, micro_batches, v);
   for (i64 k = 0; k < v; ++k) {
-    const i64 peak = plan::pipeline_chunk_peak_in_flight(schedule, stages_, stage_, micro_batches, v, k);
+    const i64 peak = peaks[static_cast<std::size_t>(k)];
     const PipelineStage& chunk = *chunks_[static_cast<std::size_t>(k)];
     SB_CHECK(chunk.activation_slots() >= peak,
              "pipeline stage {} chunk {} holds {} activation slots but {} with {} micro-batches needs {}", stage_, k,

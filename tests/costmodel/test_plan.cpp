@@ -107,7 +107,8 @@ TEST(Plan, InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB) {
   const SiteProfile h100 = site("h100-sxm-dgx");
   const PlanRequest request{"gpt-1.3b", 64, 64, 2048};
   const plan::TrainConfig grid = plan_grid_config(request, 2048, 8, 1, 8);
-  const PlanCandidate plain{8, 1, 8, 1, 1, "bf16", "none", "1f1b", false, 1, false, "fp32", {}};
+  const PlanCandidate plain{.dp = 8, .tp = 1, .pp = 8, .micro_batch = 1, .zero = 1, .precision = "bf16",
+                            .recompute = "none", .schedule = "1f1b"};
   PlanCandidate virtual_stages = plain;
   virtual_stages.interleave = 3;
   virtual_stages.p2p_overlap = true;

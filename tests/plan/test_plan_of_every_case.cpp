@@ -80,7 +80,9 @@ TEST(PlanOfEveryCase, EveryPlanCandidateIsPredictedFromItsRunPlan) {
             const TrainConfig grid = costmodel::plan_grid_config(request, seq, devices / (tp * pp), tp, pp);
             for (std::int64_t micro = 1; micro <= 64; micro *= 2)
               for (const std::string& precision : {"bf16", "fp32"}) {
-                costmodel::PlanCandidate candidate{grid.strategy.dp, tp, pp, micro, 0, precision, "none", "1f1b", false, 1, false, "fp32", {}};
+                costmodel::PlanCandidate candidate{.dp = grid.strategy.dp, .tp = tp, .pp = pp, .micro_batch = micro,
+                                                   .zero = 0, .precision = precision, .recompute = "none",
+                                                   .schedule = "1f1b"};
                 const TrainConfig c = costmodel::plan_candidate_config(grid, candidate);
                 const RunPlan resolved = resolve_run_plan(c, devices);
                 const costmodel::Prediction p = costmodel::predict_step(c, site, devices);
