@@ -4,7 +4,8 @@
 // [--json]`: every published run of a validation set replayed, with its errors (exit 0: it
 // reports, it does not judge); `scalebench predict --fit SET[,SET] [--write-site PATH] [--json]`:
 // the GEMM model's e_max per device fitted on the sets' rows (nothing written unless
-// --write-site). Leaves out the model (src/costmodel).
+// --write-site); `scalebench predict --cross-validate SET,SET[,...] [--json]`: each set replayed
+// on the constants fitted on the others. Leaves out the model (src/costmodel).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,7 +31,7 @@ namespace sb::cli {
 namespace {
 
 struct PredictOptions {
-  std::string config, site, validate, fit, write_site;
+  std::string config, site, validate, fit, write_site, cross_validate;
   std::vector<std::string> overrides;
   int devices = 0;
   bool json = false;
@@ -84,18 +85,25 @@ struct Fitted {
   std::string names;  // "SET version N, ..."
   std::vector<costmodel::EmaxFit> fits;
 };
-Fitted fit_sets(const std::string& fit) {
+// The sets a comma-separated list names (names or files), read and checked.
+std::vector<costmodel::ValidationSet> load_sets(const std::string& list_text, const char* option) {
   std::vector<costmodel::ValidationSet> sets;
-  Fitted fitted;
-  std::stringstream list(fit);
+  std::stringstream list(list_text);
   for (std::string item; std::getline(list, item, ',');) {
-    SB_USER_CHECK(!item.empty(), "--fit '{}': an empty set name between commas", fit);
+    SB_USER_CHECK(!item.empty(), "{} '{}': an empty set name between commas", option, list_text);
     sets.push_back(costmodel::load_validation_set(costmodel::validation_set_path(item)));
-    fitted.names +=
-        fmt::format("{}{} version {}", fitted.names.empty() ? "" : ", ", sets.back().name, sets.back().version);
   }
-  fitted.fits = costmodel::fit_gemm_e_max(sets);
-  return fitted;
+  return sets;
+}
+
+// "SET version N, ...": the sets as a fit's provenance names them.
+std::string set_names(const std::vector<std::string>& named) { return fmt::format("{}", fmt::join(named, ", ")); }
+
+Fitted fit_sets(const std::string& fit) {
+  const std::vector<costmodel::ValidationSet> sets = load_sets(fit, "--fit");
+  std::vector<std::string> named;
+  for (const costmodel::ValidationSet& set : sets) named.push_back(fmt::format("{} version {}", set.name, set.version));
+  return {set_names(named), costmodel::fit_gemm_e_max(sets)};
 }
 
 nlohmann::json fits_json(const Fitted& fitted) {
@@ -200,6 +208,51 @@ int run_fit(const PredictOptions& options) {
   return 0;
 }
 
+// --cross-validate: each set left out of a fit on the others and replayed on it; per set its
+// fits, its held-out rows' summary and the rows not held out, then one line per set and figure.
+int run_cross_validate(const PredictOptions& options) {
+  const std::vector<costmodel::ValidationSet> sets = load_sets(options.cross_validate, "--cross-validate");
+  std::fprintf(stderr, "cross-validate: fitting %zu times, each on %zu of %zu sets\n", sets.size(), sets.size() - 1,
+               sets.size());
+  const std::vector<costmodel::HeldOutReplay> held = costmodel::leave_one_set_out(sets);
+  if (options.json) {
+    nlohmann::json j{{"sets", nlohmann::json::array()}, {"held_out", nlohmann::json::array()}};
+    for (const costmodel::ValidationSet& set : sets) j["sets"].push_back(set.name);
+    for (const costmodel::HeldOutReplay& h : held) {
+      nlohmann::json one = costmodel::validation_replay_json(h.replay);
+      one["fitted_on"] = fits_json({set_names(h.fitted_on), h.fits});
+      one["not_held_out"] = h.not_held_out;
+      j["held_out"].push_back(std::move(one));
+    }
+    std::puts(j.dump(2).c_str());
+    return 0;
+  }
+  std::string text, table = fmt::format("{:<44} {:<24} {:>5} {:>10} {:>10} {:>13}\n", "held-out set", "figure", "rows",
+                                        "mean|err|%", "max|err|%", "not held out");
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const costmodel::HeldOutReplay& h = held[i];
+    text += fmt::format("== {} held out\n", sets[i].name);
+    text += h.fits.empty() ? fmt::format("the other sets ({}) publish no figure a step time decides: nothing fitted\n",
+                                         set_names(h.fitted_on))
+                           : fits_table({set_names(h.fitted_on), h.fits});
+    if (!h.not_held_out.empty())
+      text += fmt::format("not held out ({} rows: their device and precision or kernels are fitted by no other set, so "
+                          "they would replay on the shipped profile): {}\n",
+                          h.not_held_out.size(), fmt::join(h.not_held_out, ", "));
+    for (const costmodel::FigureSummary& f : h.replay.summary) {
+      if (f.figure == "parameters") continue;
+      table += fmt::format("{:<44} {:<24} {:>5} {:>10.1f} {:>10.1f} {:>13}\n", sets[i].name, f.figure, f.rows,
+                           f.mean_abs_error_pct, f.max_abs_error_pct, h.not_held_out.size());
+    }
+    if (h.replay.rows.empty())
+      table += fmt::format("{:<44} {:<24} {:>5} {:>10} {:>10} {:>13}\n", sets[i].name, "-", 0, "-", "-",
+                           h.not_held_out.size());
+    text += "\n";
+  }
+  std::fputs((text + table).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> add_predict_command(CLI::App& app) {
@@ -226,6 +279,15 @@ std::function<int()> add_predict_command(CLI::App& app) {
           ->excludes(site)
           ->excludes(devices)
           ->excludes(overrides);
+  cmd->add_option("--cross-validate", options->cross_validate,
+                  "validation sets (names or files, comma-separated, two or more): leave each out in turn, fit the "
+                  "GEMM constants on the others and replay it on them; print per set its held-out errors and the "
+                  "rows not held out (their device and key fitted by no other set)")
+      ->excludes(config)
+      ->excludes(site)
+      ->excludes(devices)
+      ->excludes(overrides)
+      ->excludes(fit);
   cmd->add_option("--write-site", options->write_site,
                   "with --fit: write a copy of the fitted device's site profile with the fitted gemm.e_max to this path, or "
                   "into it as SITE.yaml per device when it is an existing folder (required when the sets run on several "
@@ -233,6 +295,11 @@ std::function<int()> add_predict_command(CLI::App& app) {
       ->needs(fit);
   cmd->add_flag("--json", options->json, "answer in JSON");
   return [options]() {
+    if (!options->cross_validate.empty()) {
+      SB_USER_CHECK(options->validate.empty(), "--cross-validate replays each of its sets held out: leave out "
+                    "--validate {}", options->validate);
+      return run_cross_validate(*options);
+    }
     if (!options->fit.empty()) return run_fit(*options);
     if (!options->validate.empty()) {
       const costmodel::ValidationReplay replay =

@@ -515,6 +515,42 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
   return fits;
 }
 
+std::vector<HeldOutReplay> leave_one_set_out(const std::vector<ValidationSet>& sets) {
+  SB_USER_CHECK(sets.size() >= 2, "--cross-validate needs two sets or more to leave each out of a fit on the "
+                "others, got {}", sets.size());
+  const auto publishes_time = [](const ValidationRow& row) {
+    return std::any_of(row.published.begin(), row.published.end(),
+                       [](const auto& figure) { return time_figure(figure.first); });
+  };
+  std::vector<HeldOutReplay> out;
+  for (std::size_t held = 0; held < sets.size(); ++held) {
+    HeldOutReplay h;
+    std::vector<ValidationSet> others;
+    for (std::size_t i = 0; i < sets.size(); ++i)
+      if (i != held) {
+        others.push_back(sets[i]);
+        h.fitted_on.push_back(fmt::format("{} version {}", sets[i].name, sets[i].version));
+      }
+    const bool fittable = std::any_of(others.begin(), others.end(), [&](const ValidationSet& set) {
+      return std::any_of(set.rows.begin(), set.rows.end(), publishes_time);
+    });
+    if (fittable) h.fits = fit_gemm_e_max(others);
+    ValidationSet kept = sets[held];
+    kept.rows.clear();
+    for (const ValidationRow& row : sets[held].rows) {
+      const plan::TrainConfig config = validation_case(sets[held], row);
+      const std::string key = GemmModel::key_for(config.precision.dtype, config.model.kernels);
+      const bool fitted = std::any_of(h.fits.begin(), h.fits.end(),
+                                      [&](const EmaxFit& f) { return f.device == row.device && f.key == key; });
+      if (fitted || !publishes_time(row)) kept.rows.push_back(row);
+      else h.not_held_out.push_back(row.id);
+    }
+    h.replay = replay_validation_set(kept, h.fits);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 std::string site_profile_with_e_max(const std::string& text, const std::string& file, double e_max,
                                     const std::string& provenance, const std::string& key) {
   const auto lines_of = [&](const std::string& name) {

@@ -130,6 +130,20 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets);
 // when it has no `gemm:`).
 ValidationReplay replay_validation_set(const ValidationSet& set, const std::vector<EmaxFit>& fitted);
 
+// `predict --cross-validate`: each set left out in turn, replayed on the GEMM constants fitted
+// on the others (fit_gemm_e_max). A row is held out when no constant its figures depend on comes
+// from the shipped profile (perhaps fitted on its own set): it publishes only figures its step
+// time does not decide (memory, parameters), or the others fit its device and key (e_max,
+// e_max_fp8, e_max_sm80). The set's other rows are named in not_held_out and left out of its
+// replay. UserError when fewer than two sets are given.
+struct HeldOutReplay {
+  std::vector<std::string> fitted_on;    // "SET version N" of the other sets
+  std::vector<EmaxFit> fits;             // on them; none when no row of theirs publishes a time figure
+  ValidationReplay replay;               // the set's held-out rows
+  std::vector<std::string> not_held_out; // ids of the rest
+};
+std::vector<HeldOutReplay> leave_one_set_out(const std::vector<ValidationSet>& sets);
+
 // A site profile's text with its `gemm.<key>` line (e_max, e_max_fp8 or k_overhead, the last a
 // whole number) replaced by the value and a comment naming `provenance`; an e_max_fp8 or
 // k_overhead the text lacks goes on a line of its own after e_max. UserError naming `file` when the text has no e_max line (or more than one of either).

@@ -391,6 +391,58 @@ TEST(PredictCommand, FitWithValidateReplaysTheHeldOutSetOnTheFittedEfficiency) {
   EXPECT_NE(h["fitted_on"]["sets"].get<std::string>().find("llm-foundry-mpt-benchmarks version 1"), std::string::npos);
 }
 
+// --cross-validate leaves each set out of a fit on the others: Megatron's A100 rows, held out of
+// a fit on MPT's, are what `--fit MPT --validate Megatron` answers; MPT's held out of Megatron's
+// A100 fit are replayed where the fit covers them and named where it does not (its H100 rows:
+// no other set fits that device with sm80 kernels); torchtitan's rows publish memory only and
+// are held out whatever is fitted. One set alone, or with --validate, is refused.
+TEST(PredictCommand, CrossValidateLeavesEachSetOutOfAFitOnTheOthers) {
+  Scratch scratch;
+  const std::string megatron = "megatron-lm-narayanan2021-table1", mpt = "llm-foundry-mpt-benchmarks",
+                    titan = "pytorch-torchtitan-llama3-h100-202412";
+  const CommandResult r = scratch.run("predict --cross-validate " + megatron + "," + mpt + "," + titan + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  ASSERT_EQ(j["held_out"].size(), 3u);
+  const CommandResult pair = scratch.run("predict --fit " + mpt + "," + titan + " --validate " + megatron + " --json");
+  ASSERT_EQ(pair.exit_code, 0) << pair.stderr_text;
+  const nlohmann::json expected = nlohmann::json::parse(pair.stdout_text);
+  const nlohmann::json& held = j["held_out"][0];
+  EXPECT_EQ(held["name"], megatron);
+  EXPECT_TRUE(held["not_held_out"].empty()) << held["not_held_out"];
+  EXPECT_EQ(held["rows"], expected["rows"]);
+  EXPECT_EQ(held["summary"], expected["summary"]);
+  EXPECT_EQ(held["fitted_on"]["fits"], expected["fitted_on"]["fits"]);
+
+  const nlohmann::json& mpt_held = j["held_out"][1];
+  int a100_rows = 0;
+  for (const auto& row : mpt_held["rows"]) {
+    EXPECT_EQ(row["site"], "a100-80gb-dgx") << row;
+    ++a100_rows;
+  }
+  EXPECT_EQ(a100_rows, 6);
+  ASSERT_EQ(mpt_held["not_held_out"].size(), 5u) << mpt_held["not_held_out"];
+  for (const auto& id : mpt_held["not_held_out"]) EXPECT_NE(id.get<std::string>().find("-h100"), std::string::npos) << id;
+
+  const nlohmann::json& titan_held = j["held_out"][2];
+  EXPECT_EQ(titan_held["rows"].size(), 6u);
+  EXPECT_TRUE(titan_held["not_held_out"].empty());
+
+  const CommandResult text = scratch.run("predict --cross-validate " + megatron + "," + titan);
+  ASSERT_EQ(text.exit_code, 0) << text.stderr_text;
+  // torchtitan publishes no figure a step time decides: Megatron's rows are fitted by no other set
+  EXPECT_NE(text.stdout_text.find("publish no figure a step time decides: nothing fitted"), std::string::npos)
+      << text.stdout_text;
+  EXPECT_NE(text.stdout_text.find("not held out (10 rows"), std::string::npos) << text.stdout_text;
+
+  const CommandResult one = scratch.run("predict --cross-validate " + megatron);
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.stderr_text.find("needs two sets or more"), std::string::npos) << one.stderr_text;
+  const CommandResult both = scratch.run("predict --cross-validate " + megatron + "," + mpt + " --validate " + titan);
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.stderr_text.find("leave out --validate"), std::string::npos) << both.stderr_text;
+}
+
 // A case predict answers and the trainer refuses: predict's JSON (exit 0), train's exit 2 with
 // `sentence` in its message, and no result file written.
 nlohmann::json predicted_but_refused_by_the_trainer(Scratch& scratch, const std::filesystem::path& config,
