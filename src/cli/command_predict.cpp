@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -208,6 +209,15 @@ int run_fit(const PredictOptions& options) {
   return 0;
 }
 
+// A replay's summary per site profile its rows ran on.
+std::map<std::string, std::vector<costmodel::FigureSummary>> summaries_by_site(const costmodel::ValidationReplay& replay) {
+  std::map<std::string, std::vector<costmodel::RowReplay>> rows;
+  for (const costmodel::RowReplay& row : replay.rows) rows[row.site].push_back(row);
+  std::map<std::string, std::vector<costmodel::FigureSummary>> out;
+  for (const auto& [site, site_rows] : rows) out[site] = costmodel::summarize_figures(site_rows);
+  return out;
+}
+
 // --cross-validate: each set left out of a fit on the others and replayed on it; per set its
 // fits, its held-out rows' summary and the rows not held out, then one line per set and figure.
 int run_cross_validate(const PredictOptions& options) {
@@ -222,12 +232,18 @@ int run_cross_validate(const PredictOptions& options) {
       nlohmann::json one = costmodel::validation_replay_json(h.replay);
       one["fitted_on"] = fits_json({set_names(h.fitted_on), h.fits});
       one["not_held_out"] = h.not_held_out;
+      one["summary_by_site"] = nlohmann::json::object();
+      for (const auto& [site, summary] : summaries_by_site(h.replay))
+        for (const costmodel::FigureSummary& f : summary)
+          one["summary_by_site"][site].push_back({{"figure", f.figure}, {"rows", f.rows}, {"infeasible", f.infeasible},
+                                                 {"mean_abs_error_pct", f.mean_abs_error_pct},
+                                                 {"max_abs_error_pct", f.max_abs_error_pct}});
       j["held_out"].push_back(std::move(one));
     }
     std::puts(j.dump(2).c_str());
     return 0;
   }
-  std::string text, table = fmt::format("{:<44} {:<24} {:>5} {:>10} {:>10} {:>13}\n", "held-out set", "figure", "rows",
+  std::string text, table = fmt::format("{:<50} {:<24} {:>5} {:>10} {:>10} {:>13}\n", "held-out set", "figure", "rows",
                                         "mean|err|%", "max|err|%", "not held out");
   for (std::size_t i = 0; i < held.size(); ++i) {
     const costmodel::HeldOutReplay& h = held[i];
@@ -239,13 +255,16 @@ int run_cross_validate(const PredictOptions& options) {
       text += fmt::format("not held out ({} rows: their device and precision or kernels are fitted by no other set, so "
                           "they would replay on the shipped profile): {}\n",
                           h.not_held_out.size(), fmt::join(h.not_held_out, ", "));
-    for (const costmodel::FigureSummary& f : h.replay.summary) {
-      if (f.figure == "parameters") continue;
-      table += fmt::format("{:<44} {:<24} {:>5} {:>10.1f} {:>10.1f} {:>13}\n", sets[i].name, f.figure, f.rows,
-                           f.mean_abs_error_pct, f.max_abs_error_pct, h.not_held_out.size());
-    }
+    const std::map<std::string, std::vector<costmodel::FigureSummary>> by_site = summaries_by_site(h.replay);
+    for (const auto& [site, summary] : by_site)
+      for (const costmodel::FigureSummary& f : summary) {
+        if (f.figure == "parameters") continue;
+        const std::string held_out = by_site.size() > 1 ? fmt::format("{} on {}", sets[i].name, site) : sets[i].name;
+        table += fmt::format("{:<50} {:<24} {:>5} {:>10.1f} {:>10.1f} {:>13}\n", held_out, f.figure, f.rows,
+                             f.mean_abs_error_pct, f.max_abs_error_pct, h.not_held_out.size());
+      }
     if (h.replay.rows.empty())
-      table += fmt::format("{:<44} {:<24} {:>5} {:>10} {:>10} {:>13}\n", sets[i].name, "-", 0, "-", "-",
+      table += fmt::format("{:<50} {:<24} {:>5} {:>10} {:>10} {:>13}\n", sets[i].name, "-", 0, "-", "-",
                            h.not_held_out.size());
     text += "\n";
   }

@@ -227,9 +227,15 @@ ValidationReplay replay_validation_set(const ValidationSet& set, const std::vect
     }
     replay.rows.push_back(std::move(r));
   }
+  replay.summary = summarize_figures(replay.rows);
+  return replay;
+}
+
+std::vector<FigureSummary> summarize_figures(const std::vector<RowReplay>& rows) {
+  std::vector<FigureSummary> summary;
   for (const std::string& figure : validation_figures()) {
     FigureSummary s{figure, 0, 0, 0.0, 0.0};
-    for (const RowReplay& r : replay.rows)
+    for (const RowReplay& r : rows)
       for (const FigureComparison& f : r.figures) {
         if (f.figure != figure) continue;
         if (!f.error_pct) {
@@ -242,9 +248,9 @@ ValidationReplay replay_validation_set(const ValidationSet& set, const std::vect
       }
     if (s.rows + s.infeasible == 0) continue;
     if (s.rows > 0) s.mean_abs_error_pct /= s.rows;
-    replay.summary.push_back(s);
+    summary.push_back(s);
   }
-  return replay;
+  return summary;
 }
 
 nlohmann::json validation_replay_json(const ValidationReplay& replay) {

@@ -92,6 +92,10 @@ struct ValidationReplay {
   std::vector<FigureSummary> summary;  // in validation_figures() order, figures some row publishes
 };
 
+// Per figure some row publishes (validation_figures() order): rows predicted and infeasible, mean
+// and max |error| of the predicted.
+std::vector<FigureSummary> summarize_figures(const std::vector<RowReplay>& rows);
+
 // Predicts every row on the shipped site profile of its device at its gpus.
 ValidationReplay replay_validation_set(const ValidationSet& set);
 

@@ -428,6 +428,26 @@ TEST(PredictCommand, CrossValidateLeavesEachSetOutOfAFitOnTheOthers) {
   EXPECT_EQ(titan_held["rows"].size(), 6u);
   EXPECT_TRUE(titan_held["not_held_out"].empty());
 
+  EXPECT_EQ(mpt_held["summary_by_site"].size(), 1u) << mpt_held["summary_by_site"];
+  EXPECT_TRUE(mpt_held["summary_by_site"].contains("a100-80gb-dgx")) << mpt_held["summary_by_site"];
+
+  // MPT's two sets fit each other's A100 and H100 (sm80) rows: a set on two sites is summarised
+  // per site too, the sites' rows adding up to the set's
+  const std::string sweep = "llm-foundry-mpt-sequence-sweep";
+  const CommandResult both_mpt = scratch.run("predict --cross-validate " + mpt + "," + sweep + " --json");
+  ASSERT_EQ(both_mpt.exit_code, 0) << both_mpt.stderr_text;
+  const nlohmann::json mpt_sets = nlohmann::json::parse(both_mpt.stdout_text);
+  const nlohmann::json& sweep_held = mpt_sets["held_out"][1];
+  EXPECT_TRUE(sweep_held["not_held_out"].empty());
+  ASSERT_EQ(sweep_held["summary_by_site"].size(), 2u) << sweep_held["summary_by_site"];
+  int site_rows = 0;
+  for (const auto& [site, summary] : sweep_held["summary_by_site"].items())
+    for (const auto& f : summary)
+      if (f["figure"] == "tokens_per_s") site_rows += f["rows"].get<int>();
+  for (const auto& f : sweep_held["summary"])
+    if (f["figure"] == "tokens_per_s") EXPECT_EQ(site_rows, f["rows"].get<int>()) << f;
+  EXPECT_EQ(site_rows, 84);
+
   const CommandResult text = scratch.run("predict --cross-validate " + megatron + "," + titan);
   ASSERT_EQ(text.exit_code, 0) << text.stderr_text;
   // torchtitan publishes no figure a step time decides: Megatron's rows are fitted by no other set
