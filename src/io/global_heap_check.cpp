@@ -24,6 +24,7 @@ namespace {
 
 constexpr std::array<char, 8> kSuperblockSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
 constexpr std::array<char, 4> kCollectionSignature = {'G', 'C', 'O', 'L'};
+constexpr std::array<char, 4> kLocalHeapSignature = {'H', 'E', 'A', 'P'};
 constexpr std::uint64_t kHeaderBytes = 16;  // collection header and object header, both aligned to 8
 
 std::uint64_t little_endian(const unsigned char* bytes, unsigned width) {
@@ -74,15 +75,15 @@ unsigned size_of_lengths(FileBytes& file) {
   return 0;
 }
 
-// Offsets of "GCOL" followed by version 1 and three zero bytes.
-std::vector<std::uint64_t> collection_offsets(FileBytes& file) {
+// Offsets of an 8-byte block header: a 4-byte signature, its version and three zero bytes.
+std::vector<std::uint64_t> header_offsets(FileBytes& file, const std::array<char, 4>& signature, unsigned char version) {
   constexpr std::uint64_t kBlock = 1 << 20;
   std::vector<std::uint64_t> found;
   for (std::uint64_t start = 0; start < file.size(); start += kBlock) {
     const auto bytes = file.read(start, kBlock + 7);  // 7 bytes of overlap with the next block
     for (std::size_t i = 0; i + 8 <= bytes.size() && i < kBlock; ++i) {
-      if (bytes[i] == 'G' && std::memcmp(&bytes[i], kCollectionSignature.data(), 4) == 0 && bytes[i + 4] == 1 &&
-          bytes[i + 5] == 0 && bytes[i + 6] == 0 && bytes[i + 7] == 0)
+      if (bytes[i] == static_cast<unsigned char>(signature[0]) && std::memcmp(&bytes[i], signature.data(), 4) == 0 &&
+          bytes[i + 4] == version && bytes[i + 5] == 0 && bytes[i + 6] == 0 && bytes[i + 7] == 0)
         found.push_back(start + i);
     }
   }
@@ -95,7 +96,7 @@ void check_global_heap_collections(const std::filesystem::path& path) {
   FileBytes file(path);
   const unsigned lengths = size_of_lengths(file);
   if (lengths == 0) return;
-  for (const std::uint64_t at : collection_offsets(file)) {
+  for (const std::uint64_t at : header_offsets(file, kCollectionSignature, 1)) {
     const auto header = file.read(at, kHeaderBytes);
     if (header.size() < 8 + lengths) continue;  // cut short: libhdf5 fails to read it, cleanly
     const std::uint64_t collection_bytes = little_endian(&header[8], lengths);
@@ -121,6 +122,21 @@ void check_global_heap_collections(const std::filesystem::path& path) {
                             index, size, at + object, collection_bytes));
       object += need;
     }
+  }
+}
+
+void check_local_heaps(const std::filesystem::path& path) {
+  FileBytes file(path);
+  const unsigned lengths = size_of_lengths(file);
+  if (lengths == 0) return;
+  for (const std::uint64_t at : header_offsets(file, kLocalHeapSignature, 0)) {
+    const auto header = file.read(at, 8 + lengths);
+    if (header.size() < 8 + lengths) continue;  // cut short: libhdf5 fails to read it, cleanly
+    const std::uint64_t segment_bytes = little_endian(&header[8], lengths);
+    if (segment_bytes > file.size())
+      throw UserError(fmt::format("{} is damaged: the local heap at byte {} claims a data segment of {} bytes, more "
+                                  "than the file's {} (HDF5 would allocate it before reading)",
+                                  path.string(), at, segment_bytes, file.size()));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -85,6 +86,31 @@ TEST(CheckpointFile, RefusesFilesThatAreNotCheckpoints) {
   { std::ofstream(dir / "text.h5") << "not hdf5"; }
   EXPECT_THROW(read_checkpoint(dir / "text.h5"), UserError);
   EXPECT_THROW(write_checkpoint(dir / "no-such-folder" / "x.h5", example(1, 1, 4)), UserError);
+  fs::remove_all(dir);
+}
+
+// A local heap claiming more bytes than the file (what fuzz_results_reader found in a result file)
+// is refused before libhdf5 allocates them, in a checkpoint too, naming the heap's byte.
+TEST(CheckpointFile, RefusesALocalHeapLargerThanTheFile) {
+  const fs::path dir = fresh_folder("local_heap");
+  const fs::path path = dir / "run.ckpt.h5";
+  write_checkpoint(path, example(3, 2, 40));
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t heap = bytes.find(std::string("HEAP\0\0\0\0", 8));
+  ASSERT_NE(heap, std::string::npos) << "the checkpoint has no local heap";
+  bytes[heap + 8 + 5] = 0x01;  // its data segment's size + 2^40
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+  try {
+    read_checkpoint(path);
+    ADD_FAILURE() << "a 1 TiB local heap was read";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("the local heap at byte " + std::to_string(heap)), std::string::npos)
+        << e.what();
+  }
   fs::remove_all(dir);
 }
 

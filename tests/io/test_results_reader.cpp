@@ -193,6 +193,29 @@ TEST(ResultsReader, RefusesADamagedGlobalHeapBeforeHdf5ReadsIt) {
             std::string::npos);
 }
 
+// fuzz_results_reader found it (2026-12-07): a local heap whose data segment size claims 2^40 + 176
+// bytes made libhdf5 1.10's local heap loader ask malloc for them (an abort under ASan). Every
+// opener refuses the file first, naming the heap; the file as written opens.
+TEST(ResultsReader, RefusesALocalHeapLargerThanTheFile) {
+  const ScratchFile scratch("reader_local_heap");
+  const auto& path = scratch.path();
+  write_example_file(path);
+  EXPECT_NO_THROW(summarize_results(path));
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t heap = bytes.find(std::string("HEAP\0\0\0\0", 8));
+  ASSERT_NE(heap, std::string::npos) << "the example file has no local heap";
+  std::string damaged = bytes;
+  damaged[heap + 8 + 5] = 0x01;  // the size's sixth byte, as the fuzzer set it
+  write_bytes(path, damaged);
+  const std::string message = user_error_of([&] { summarize_results(path); });
+  EXPECT_NE(message.find(path.string() + " is damaged: the local heap at byte " + std::to_string(heap) +
+                         " claims a data segment of "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("more than the file's " + std::to_string(bytes.size())), std::string::npos) << message;
+}
+
 // fuzz_results_reader found it: a step table's compound type whose member `comm_s` claims offset
 // 0x5B0038 in a 104-byte row made libhdf5 1.10's H5Dread conversion copy from freed memory. The
 // reader refuses the table before reading it, whichever field is asked for.
