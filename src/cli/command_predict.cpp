@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -103,7 +103,7 @@ std::string set_names(const std::vector<std::string>& named) { return fmt::forma
 Fitted fit_sets(const std::string& fit) {
   const std::vector<costmodel::ValidationSet> sets = load_sets(fit, "--fit");
   std::vector<std::string> named;
-  for (const costmodel::ValidationSet& set : sets) named.push_back(fmt::format("{} version {}", set.name, set.version));
+  for (const costmodel::ValidationSet& set : sets) named.push_back(costmodel::versioned_name(set));
   return {set_names(named), costmodel::fit_gemm_e_max(sets)};
 }
 
@@ -235,9 +235,7 @@ int run_cross_validate(const PredictOptions& options) {
       one["summary_by_site"] = nlohmann::json::object();
       for (const auto& [site, summary] : summaries_by_site(h.replay))
         for (const costmodel::FigureSummary& f : summary)
-          one["summary_by_site"][site].push_back({{"figure", f.figure}, {"rows", f.rows}, {"infeasible", f.infeasible},
-                                                 {"mean_abs_error_pct", f.mean_abs_error_pct},
-                                                 {"max_abs_error_pct", f.max_abs_error_pct}});
+          one["summary_by_site"][site].push_back(costmodel::figure_summary_json(f));
       j["held_out"].push_back(std::move(one));
     }
     std::puts(j.dump(2).c_str());

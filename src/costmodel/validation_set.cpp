@@ -109,6 +109,16 @@ bool answers(const std::string& figure, const Prediction& p) {
 
 bool time_figure(const std::string& figure) { return figure != "parameters" && figure != "memory_gib"; }
 
+std::string versioned_name(const ValidationSet& set) { return fmt::format("{} version {}", set.name, set.version); }
+
+nlohmann::json figure_summary_json(const FigureSummary& s) {
+  return {{"figure", s.figure},
+          {"rows", s.rows},
+          {"infeasible", s.infeasible},
+          {"mean_abs_error_pct", s.rows ? nlohmann::json(s.mean_abs_error_pct) : nlohmann::json(nullptr)},
+          {"max_abs_error_pct", s.rows ? nlohmann::json(s.max_abs_error_pct) : nlohmann::json(nullptr)}};
+}
+
 const std::vector<std::string>& validation_figures() {
   static const std::vector<std::string> figures{"step_time_s",      "tokens_per_s",    "tokens_per_s_per_device",
                                                 "tflops_per_device", "aggregate_pflops", "percent_of_peak",
@@ -274,12 +284,7 @@ nlohmann::json validation_replay_json(const ValidationReplay& replay) {
                                 {"error_pct", optional(f.error_pct)}});
     j["rows"].push_back(row);
   }
-  for (const FigureSummary& s : replay.summary)
-    j["summary"].push_back({{"figure", s.figure},
-                            {"rows", s.rows},
-                            {"infeasible", s.infeasible},
-                            {"mean_abs_error_pct", s.rows ? nlohmann::json(s.mean_abs_error_pct) : nlohmann::json(nullptr)},
-                            {"max_abs_error_pct", s.rows ? nlohmann::json(s.max_abs_error_pct) : nlohmann::json(nullptr)}});
+  for (const FigureSummary& s : replay.summary) j["summary"].push_back(figure_summary_json(s));
   return j;
 }
 
@@ -309,6 +314,19 @@ std::string validation_replay_table(const ValidationReplay& replay) {
 }
 
 namespace {
+
+// Whether a row publishes a figure its step time decides: a row that publishes only its memory or
+// parameter count has nothing to fit the GEMM constants on and depends on none of them.
+bool publishes_time_figure(const ValidationRow& row) {
+  return std::any_of(row.published.begin(), row.published.end(),
+                     [](const auto& figure) { return time_figure(figure.first); });
+}
+
+// The profile key a row's GEMMs run at (e_max, e_max_fp8, e_max_sm80): with its device, the fit it
+// belongs to.
+std::string gemm_key_of(const plan::TrainConfig& config) {
+  return GemmModel::key_for(config.precision.dtype, config.model.kernels);
+}
 
 // The constants a fit moves: the key's efficiency, k_overhead and, where fitted, e_attention.
 struct GemmConstants {
@@ -459,17 +477,13 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
   std::map<std::pair<std::string, std::string>, FitRows> grouped;
   for (const ValidationSet& set : sets)
     for (const ValidationRow& row : set.rows) {
-      // a row publishing no figure its time decides (only its memory, say) has nothing to fit
-      if (std::none_of(row.published.begin(), row.published.end(),
-                       [](const auto& figure) { return time_figure(figure.first); }))
-        continue;
+      if (!publishes_time_figure(row)) continue;
       SiteProfile site = validation_site(set, row);
       SB_USER_CHECK(site.gemm.has_value(),
                     "{}: the profile of {} (row '{}' of {}) has no 'gemm:' (sm_count, e_max), so its GEMM efficiency "
                     "cannot be fitted", site.source, site.device, row.id, set.file);
       plan::TrainConfig config = validation_case(set, row);
-      const std::pair<std::string, std::string> group{
-          row.device, GemmModel::key_for(config.precision.dtype, config.model.kernels)};
+      const std::pair<std::string, std::string> group{row.device, gemm_key_of(config)};
       if (!grouped.count(group)) groups.push_back(group);
       grouped[group].key = group.second;
       grouped[group].cases.push_back({&row, static_cast<std::size_t>(&set - sets.data()), std::move(config),
@@ -524,10 +538,6 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
 std::vector<HeldOutReplay> leave_one_set_out(const std::vector<ValidationSet>& sets) {
   SB_USER_CHECK(sets.size() >= 2, "--cross-validate needs two sets or more to leave each out of a fit on the "
                 "others, got {}", sets.size());
-  const auto publishes_time = [](const ValidationRow& row) {
-    return std::any_of(row.published.begin(), row.published.end(),
-                       [](const auto& figure) { return time_figure(figure.first); });
-  };
   std::vector<HeldOutReplay> out;
   for (std::size_t held = 0; held < sets.size(); ++held) {
     HeldOutReplay h;
@@ -535,20 +545,19 @@ std::vector<HeldOutReplay> leave_one_set_out(const std::vector<ValidationSet>& s
     for (std::size_t i = 0; i < sets.size(); ++i)
       if (i != held) {
         others.push_back(sets[i]);
-        h.fitted_on.push_back(fmt::format("{} version {}", sets[i].name, sets[i].version));
+        h.fitted_on.push_back(versioned_name(sets[i]));
       }
     const bool fittable = std::any_of(others.begin(), others.end(), [&](const ValidationSet& set) {
-      return std::any_of(set.rows.begin(), set.rows.end(), publishes_time);
+      return std::any_of(set.rows.begin(), set.rows.end(), publishes_time_figure);
     });
     if (fittable) h.fits = fit_gemm_e_max(others);
     ValidationSet kept = sets[held];
     kept.rows.clear();
     for (const ValidationRow& row : sets[held].rows) {
-      const plan::TrainConfig config = validation_case(sets[held], row);
-      const std::string key = GemmModel::key_for(config.precision.dtype, config.model.kernels);
+      const std::string key = gemm_key_of(validation_case(sets[held], row));
       const bool fitted = std::any_of(h.fits.begin(), h.fits.end(),
                                       [&](const EmaxFit& f) { return f.device == row.device && f.key == key; });
-      if (fitted || !publishes_time(row)) kept.rows.push_back(row);
+      if (fitted || !publishes_time_figure(row)) kept.rows.push_back(row);
       else h.not_held_out.push_back(row.id);
     }
     h.replay = replay_validation_set(kept, h.fits);

@@ -96,6 +96,12 @@ struct ValidationReplay {
 // and max |error| of the predicted.
 std::vector<FigureSummary> summarize_figures(const std::vector<RowReplay>& rows);
 
+// "NAME version N": how a fit's provenance and a band name a set.
+std::string versioned_name(const ValidationSet& set);
+
+// One summary entry as the replay JSON writes it (the errors null where no row was predicted).
+nlohmann::json figure_summary_json(const FigureSummary& summary);
+
 // Predicts every row on the shipped site profile of its device at its gpus.
 ValidationReplay replay_validation_set(const ValidationSet& set);
 

@@ -19,7 +19,7 @@
 #include "core/environment.hpp"
 #include "core/check.hpp"
 #include "core/storage_error.hpp"
-#include "io/global_heap_check.hpp"
+#include "io/heap_check.hpp"
 #include "io/h5_check.hpp"
 #include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
@@ -148,7 +148,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path,
   require_regular_file(path, "checkpoint");  // H5Fopen on a FIFO would block
   SB_USER_CHECK(H5Fis_hdf5(path.c_str()) > 0, "{} is not an HDF5 file (so not a scalebench checkpoint)",
                 path.string());
-  check_local_heaps(path);  // before H5Fopen loads the root group's
+  check_heaps(path);  // before H5Fopen loads the root group's local heap or anything reads a string
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   SB_USER_CHECK(id >= 0, "cannot open checkpoint {}: {}", path.string(), h5_error_stack_message());
   H5Handle file{id, h5_close_file};

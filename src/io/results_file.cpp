@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "core/bounded_file.hpp"
-#include "io/global_heap_check.hpp"
+#include "io/heap_check.hpp"
 #include "io/h5_check.hpp"
 #include "io/h5_file_close.hpp"
 #include "io/h5_objects.hpp"
@@ -235,7 +235,7 @@ H5Handle open_existing_results_file(const std::filesystem::path& path, unsigned 
                                 path.string()));
   }
   check_superblock_btree_sizes(path);
-  check_local_heaps(path);  // before H5Fopen loads the root group's
+  check_heaps(path);  // before H5Fopen loads the root group's local heap or anything reads a string
   H5Handle access = file_access_list();
   const hid_t id = H5Fopen(path.c_str(), access_flags, access.get());
   if (id < 0) {

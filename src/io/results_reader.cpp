@@ -13,7 +13,6 @@
 #include <optional>
 
 #include "core/statistics.hpp"
-#include "io/global_heap_check.hpp"
 #include "io/h5_objects.hpp"
 #include "io/results_file.hpp"
 
@@ -27,9 +26,7 @@ using std::filesystem::path;
 struct OpenResults {
   explicit OpenResults(const path& file_path)
       : file_path(file_path), file(open_existing_results_file(file_path, H5F_ACC_RDONLY)),
-        file_bytes(std::filesystem::file_size(file_path)) {
-    check_global_heap_collections(file_path);  // before libhdf5 reads a variable-length string
-  }
+        file_bytes(std::filesystem::file_size(file_path)) {}  // the opener has checked its heaps
   H5QuietErrors quiet;
   path file_path;
   H5Handle file;
