@@ -11,7 +11,7 @@
 namespace sb::gpt {
 
 namespace {
-const std::array<GptConfig, 19>& named_configs() {
+const std::array<GptConfig, 21>& named_configs() {
   // Spec-only sizes: layers, hidden and heads of the GPT-3 family as trained with Megatron-LM
   // (Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1: 1.3B, 6.7B, 13B,
   // 175B) and of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
@@ -31,7 +31,12 @@ const std::array<GptConfig, 19>& named_configs() {
   // -70b: hidden_size, intermediate_size 11008 / 13824 / 28672, num_attention_heads,
   // num_key_value_heads 32 / 40 / 8, vocab_size 32000, tie_word_embeddings false; the same
   // shapes in NVIDIA's NeMo-Framework-Launcher conf/training/llama/llama2_*.yaml).
-  static const std::array<GptConfig, 19> configs{{
+  // Nemotron-4 (Parmar et al. 2024, arXiv:2402.16819, Table 1: 15B of 32 layers, hidden 6144,
+  // 48 heads, 8 key/value heads, sequence 4096, vocabulary 256,000, untied embeddings; Adler et
+  // al. 2024, "Nemotron-4 340B Technical Report", arXiv:2406.11704, Table 1: 96 layers, hidden
+  // 18432, 96 heads, 8 key/value heads; both with an MLP of 4·hidden, as NeMo-Framework-Launcher's
+  // conf/training/nemotron/nemotron_15b.yaml and nemotron_340b.yaml set ffn_hidden_size).
+  static const std::array<GptConfig, 21> configs{{
       {"gpt-nano", 2, 64, 4, 64, 256},
       {"gpt-tiny", 4, 256, 8, 128, 256},
       {"gpt-small", 6, 384, 6, 256, 256},
@@ -51,6 +56,8 @@ const std::array<GptConfig, 19>& named_configs() {
       {"llama2-7b", 32, 4096, 32, 4096, 32000, true, GptBlock::llama, 11008, 32},
       {"llama2-13b", 40, 5120, 40, 4096, 32000, true, GptBlock::llama, 13824, 40},
       {"llama2-70b", 80, 8192, 64, 4096, 32000, true, GptBlock::llama, 28672, 8},
+      {"nemotron4-15b", 32, 6144, 48, 4096, 256000, true, GptBlock::nemotron, 24576, 8},
+      {"nemotron4-340b", 96, 18432, 96, 4096, 256000, true, GptBlock::nemotron, 73728, 8},
   }};
   return configs;
 }
@@ -98,16 +105,20 @@ void validate_gpt_config(const GptConfig& config) {
                 config.kv_heads, config.heads);
 }
 
+bool gpt_llama_style(const GptConfig& config) { return config.block != GptBlock::gpt2; }
+
 std::int64_t gpt_mlp_width(const GptConfig& config) {
-  return config.block == GptBlock::llama ? config.ffn_hidden : 4 * config.channels;
+  return gpt_llama_style(config) ? config.ffn_hidden : 4 * config.channels;
 }
 
+std::int64_t gpt_mlp_matrices(const GptConfig& config) { return config.block == GptBlock::llama ? 3 : 2; }
+
 std::int64_t gpt_kv_heads(const GptConfig& config) {
-  return config.block == GptBlock::llama ? config.kv_heads : config.heads;
+  return gpt_llama_style(config) ? config.kv_heads : config.heads;
 }
 
 std::int64_t gpt_embedding_parameter_count(const GptConfig& config) {
-  if (config.block == GptBlock::llama) return config.vocab * config.channels;
+  if (gpt_llama_style(config)) return config.vocab * config.channels;
   return (config.vocab + config.max_seq_len) * config.channels;
 }
 
@@ -115,7 +126,8 @@ std::int64_t gpt_block_parameter_count(const GptConfig& config) {
   const std::int64_t C = config.channels;
   if (config.block == GptBlock::gpt2) return 12 * C * C + 13 * C;
   const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
-  return 2 * C * C + 2 * C * K + 3 * C * F + 2 * C;
+  const std::int64_t norms = config.block == GptBlock::llama ? 2 * C : 4 * C;  // RMSNorm C, LayerNorm 2C
+  return 2 * C * C + 2 * C * K + gpt_mlp_matrices(config) * C * F + norms;
 }
 
 std::int64_t gpt_final_layernorm_parameter_count(const GptConfig& config) {
@@ -123,7 +135,7 @@ std::int64_t gpt_final_layernorm_parameter_count(const GptConfig& config) {
 }
 
 std::int64_t gpt_head_parameter_count(const GptConfig& config) {
-  return config.block == GptBlock::llama ? config.vocab * config.channels : 0;
+  return gpt_llama_style(config) ? config.vocab * config.channels : 0;
 }
 
 std::int64_t gpt_parameter_count(const GptConfig& config) {

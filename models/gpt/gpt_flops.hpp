@@ -17,7 +17,7 @@ namespace sb::gpt {
 //            +  4·B·T²·C   scores Q·Kᵀ and probabilities·V, the causal mask not discounted
 //   head        2·B·T·C·V  logits against the tied token embedding (llama: its own head)
 // Llama-style blocks (GptBlock::llama) replace the 24·B·T·C² with 2·B·T·(2C² + 2CK + 3CF), K the
-// key/value width and F the gated MLP's.
+// key/value width and F the gated MLP's (GptBlock::nemotron, whose MLP is not gated: 2CF).
 // Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
 // is bandwidth-bound and under 1% of the total at these shapes.
 // The attention core 4·B·T²·C (scores and probabilities·V) is also what selective
@@ -29,15 +29,15 @@ inline double gpt_block_attention_core_forward_flops(const GptConfig& config, st
 }
 inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   const std::int64_t BT = B * T, C = config.channels;
-  if (config.block == GptBlock::llama) {
+  if (gpt_llama_style(config)) {
     // Q and output projections C -> C, K and V C -> kv_heads·d each, the gated MLP's gate and up
-    // C -> F and down F -> C: 2·B·T·(2C² + 2CK + 3CF) with the attention core as above (its
-    // query heads span C whatever the key/value heads)
+    // C -> F (nemotron: up alone) and down F -> C: 2·B·T·(2C² + 2CK + 3CF) (nemotron 2CF) with
+    // the attention core as above (its query heads span C whatever the key/value heads)
     const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
     return kernels::matmul_forward_work(BT, C, C + 2 * K, 4).flops +  // q, k, v
            gpt_block_attention_core_forward_flops(config, B, T) +
            kernels::matmul_forward_work(BT, C, C, 4).flops +          // output projection
-           kernels::matmul_forward_work(BT, C, 2 * F, 4).flops +      // gate and up
+           kernels::matmul_forward_work(BT, C, (gpt_mlp_matrices(config) - 1) * F, 4).flops +  // gate and up
            kernels::matmul_forward_work(BT, F, C, 4).flops;           // down
   }
   return kernels::matmul_forward_work(BT, C, 3 * C, 4).flops +  // qkv

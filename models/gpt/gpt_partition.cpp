@@ -12,7 +12,7 @@ using i64 = std::int64_t;
 GptShard resolve_gpt_partition(const GptConfig& config, const GptPartition& p) {
   validate_gpt_config(config);
   SB_USER_CHECK(config.block == GptBlock::gpt2,
-                "gpt '{}' has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), which "
+                "gpt '{}' has Llama-style blocks (grouped-query attention, rotary positions, untied head), which "
                 "the trainer does not build: only `scalebench predict` and `plan` model it (trainable: gpt-nano, "
                 "gpt-tiny, gpt-small, gpt2-124m)", config.name);
   SB_USER_CHECK(!config.spec_only, "gpt '{}' is spec only: its shapes serve the cost model, it "

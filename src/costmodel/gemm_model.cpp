@@ -116,10 +116,11 @@ std::vector<GemmShape> gpt_block_linear_gemms(const gpt::GptConfig& config, std:
   const double rows = static_cast<double>(B * T), C = static_cast<double>(config.channels);
   const double t = static_cast<double>(tp);
   std::vector<GemmShape> gemms;
-  if (config.block == gpt::GptBlock::llama) {
+  if (gpt::gpt_llama_style(config)) {
     const double K = static_cast<double>(gpt::gpt_kv_heads(config) * (config.channels / config.heads));
     const double F = static_cast<double>(gpt::gpt_mlp_width(config));
-    gemms = {{1, rows, (C + 2 * K) / t, C}, {1, rows, C, C / t}, {1, rows, 2 * F / t, C}, {1, rows, C, F / t}};
+    const double in_matrices = static_cast<double>(gpt::gpt_mlp_matrices(config) - 1);  // gate and up, or up
+    gemms = {{1, rows, (C + 2 * K) / t, C}, {1, rows, C, C / t}, {1, rows, in_matrices * F / t, C}, {1, rows, C, F / t}};
   } else {
     gemms = {{1, rows, 3 * C / t, C}, {1, rows, C, C / t}, {1, rows, 4 * C / t, C}, {1, rows, C, 4 * C / t}};
   }

@@ -75,7 +75,7 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
   const double C = static_cast<double>(config.channels), V = static_cast<double>(config.vocab);
   const double boundary = b * s * C * element_bytes;  // (b, s, C) between units
 
-  const bool llama = config.block == gpt::GptBlock::llama;
+  const bool llama = gpt::gpt_llama_style(config);
   const std::string embedding_shape =
       llama ? fmt::format("wte (V,C) = ({},{}), rotary positions", config.vocab, config.channels)
             : fmt::format("wte (V,C) = ({},{}), wpe (maxT,C) = ({},{})", config.vocab, config.channels,
@@ -91,9 +91,10 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
     const std::string name = fmt::format("block.{}", l);
     d.units.push_back({name,
                        {{name,
-                         llama ? fmt::format("in (b,s,C) = ({},{},{}), {} heads, {} key/value heads, gated MLP {}",
+                         llama ? fmt::format("in (b,s,C) = ({},{},{}), {} heads, {} key/value heads, {} MLP {}",
                                              micro_batch, seq_len, config.channels, config.heads,
-                                             config.kv_heads, config.ffn_hidden)
+                                             config.kv_heads, gpt::gpt_mlp_matrices(config) == 3 ? "gated" : "plain",
+                                             config.ffn_hidden)
                                : fmt::format("in (b,s,C) = ({},{},{}), {} heads", micro_batch, seq_len,
                                              config.channels, config.heads),
                          gpt::gpt_block_forward_flops(config, micro_batch, seq_len),

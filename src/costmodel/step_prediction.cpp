@@ -247,7 +247,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     st.shared_activation_bytes = blocks > 0 ? recompute_scratch : 0.0;
     st.largest_unit_parameters = blocks > 0 ? block_parameters : 0.0;
     if (first) st.largest_unit_parameters = std::max(st.largest_unit_parameters, embedding_parameters);
-    if (last && (g.block == gpt::GptBlock::llama || s.pp > 1))  // an untied head, or the tied wte's copy
+    if (last && (gpt::gpt_llama_style(g) || s.pp > 1))  // an untied head, or the tied wte's copy
       st.largest_unit_parameters = std::max(st.largest_unit_parameters, vocabulary_parameters);
     st.elementwise_bytes = blocks * block_traffic;
     st.forward_elementwise_bytes = blocks * (written + casts.forward_bytes);
@@ -262,7 +262,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     if (last) {
       forward += gpt::gpt_head_forward_flops(g, d.micro_batch, d.seq_len);
       st.parameters += static_cast<double>(gpt::gpt_final_layernorm_parameter_count(g));
-      if (g.block == gpt::GptBlock::llama) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
+      if (gpt::gpt_llama_style(g)) st.parameters += static_cast<double>(gpt::gpt_head_parameter_count(g)) / t;
       else if (s.pp > 1) st.parameters += vocabulary_parameters;  // the tied wte's copy on the last stage
       const LossBytes loss = loss_bytes(c.model.cross_entropy, d.element_bytes, s.tp > 1);
       const double logits = b * T * V / t;  // this rank's, vocabulary-parallel

@@ -374,17 +374,20 @@ struct FitRows {
     for (const auto& [set, sum_count] : per_set) mean_of_sets += sum_count.first / sum_count.second;
     return n == 0 ? std::numeric_limits<double>::infinity() : mean_of_sets / static_cast<double>(per_set.size());
   }
-  // k_overhead is fitted only where the rows' models have two widths or more: one width's rows
-  // all see the same K/(K + k_overhead), which e_max alone then carries.
+  // k_overhead is fitted only where the rows' models have three widths or more: one width's rows
+  // all see the same K/(K + k_overhead), which e_max alone then carries, and e_max with
+  // k_overhead pass through any two widths' rows whatever the GEMMs' real overhead (the fit
+  // would interpolate, not test, the shape model).
   bool spans_widths() const {
     std::set<std::int64_t> widths;
     for (const Case& c : cases)
       widths.insert(plan::trains_resnet(c.config) ? 0 : plan::gpt_config_of(c.config).channels);
-    return widths.size() >= 2;
+    return widths.size() >= 3;
   }
-  // e_attention is fitted only where the rows with the fused attention give it two shares of
-  // their FLOPs or more (two ratios of sequence length to width: its FLOPs per token grow with
-  // the length, the linear layers' with the width); at one share e_max carries it.
+  // e_attention is fitted only where the rows with the fused attention give it three shares of
+  // their FLOPs or more (ratios of sequence length to width: its FLOPs per token grow with the
+  // length, the linear layers' with the width); at one share e_max carries it, and at two the
+  // fit passes through both whatever the attention kernel's real efficiency.
   bool spans_attention_shares() const {
     std::set<double> shares;
     for (const Case& c : cases) {
@@ -392,7 +395,7 @@ struct FitRows {
       shares.insert(static_cast<double>(plan::gpt_seq_len(c.config)) /
                     static_cast<double>(plan::gpt_config_of(c.config).channels));
     }
-    return shares.size() >= 2;
+    return shares.size() >= 3;
   }
 };
 

@@ -115,7 +115,7 @@ void check_supported(const plan::TrainConfig& c) {
                 "loss with its own softmax and cross-entropy kernels (set model.cross_entropy: fused or leave it out)",
                 c.source, c.model.cross_entropy);
   SB_USER_CHECK(plan::trains_resnet(c) || plan::gpt_config_of(c).block == gpt::GptBlock::gpt2,
-                "{}: model {} has Llama-style blocks (gated MLP, grouped-query attention, RMSNorm, untied head), "
+                "{}: model {} has Llama-style blocks (grouped-query attention, rotary positions, untied head), "
                 "which the trainer does not build; `scalebench predict` and `plan` model it",
                 c.source, c.model.name);
   SB_USER_CHECK(!c.strategy.sequence_parallel || c.data.dataset == "sotu",

@@ -8,6 +8,7 @@
 
 #include "core/check.hpp"
 #include "costmodel/closed_forms.hpp"
+#include "costmodel/gemm_model.hpp"
 #include "costmodel/model_description.hpp"
 #include "models/gpt/gpt_flops.hpp"
 #include "models/gpt/gpt_partition.hpp"
@@ -133,6 +134,52 @@ TEST(ModelDescription, Llama3FlopsAreItsGemms) {
   EXPECT_NEAR(d.forward_flops() / (L * block + 2 * B * T * C * V), 1.0, 1e-12);
   EXPECT_DOUBLE_EQ(d.units.back().parameters(), V * C + C);  // untied head and the final RMSNorm
   EXPECT_DOUBLE_EQ(d.units.front().parameters(), V * C);     // no position embedding
+}
+
+// Nemotron-4's shapes (15B: Parmar et al. 2024, arXiv:2402.16819, §2 and Table 1; 340B: Adler
+// et al. 2024, arXiv:2406.11704, §2.2, whose 9.4B embedding and 331.6B non-embedding parameters
+// the 340B's count must round to): an MLP of two matrices (up, squared ReLU, down), not gated,
+// and LayerNorms of a weight and a bias; to the parameter, 15B's embedding 256000·6144, 32
+// blocks of 2·6144² + 2·6144·1024 + 2·6144·24576 + 4·6144, the final LayerNorm 2·6144 and the
+// untied head 256000·6144: 15.63 billion.
+TEST(ModelDescription, Nemotron4SizesAndShapes) {
+  for (const auto& [name, layers, hidden, heads] :
+       {std::tuple{"nemotron4-15b", 32, 6144, 48}, std::tuple{"nemotron4-340b", 96, 18432, 96}}) {
+    const gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    EXPECT_TRUE(g.spec_only) << name;
+    EXPECT_EQ(g.block, gpt::GptBlock::nemotron) << name;
+    EXPECT_EQ(g.layers, layers) << name;
+    EXPECT_EQ(g.channels, hidden) << name;
+    EXPECT_EQ(g.heads, heads) << name;
+    EXPECT_EQ(g.kv_heads, 8) << name;
+    EXPECT_EQ(g.ffn_hidden, 4 * g.channels) << name;
+    EXPECT_EQ(g.vocab, 256000) << name;
+    EXPECT_EQ(g.max_seq_len, 4096) << name;
+    EXPECT_EQ(gpt::gpt_mlp_matrices(g), 2) << name;
+  }
+  EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("nemotron4-15b")),
+            2LL * 256000 * 6144 + 32 * (2LL * 6144 * 6144 + 2LL * 6144 * 1024 + 2LL * 6144 * 24576 + 4 * 6144) +
+                2 * 6144);
+  const gpt::GptConfig big = gpt::gpt_config_by_name("nemotron4-340b");
+  const double embeddings =
+      static_cast<double>(gpt::gpt_embedding_parameter_count(big) + gpt::gpt_head_parameter_count(big));
+  EXPECT_NEAR(embeddings / 1e9, 9.4, 0.05);
+  EXPECT_NEAR((static_cast<double>(gpt::gpt_parameter_count(big)) - embeddings) / 1e9, 331.6, 0.05);
+}
+
+// Forward FLOPs written out for a Nemotron-4 block: Q and output 2·(2·BT·C²), K and V
+// 2·(2·BT·C·K), up and down 2·(2·BT·C·F), attention core 4·B·T²·C; the head 2·BT·C·V; and the
+// GEMM model's shapes of the block are the same GEMMs.
+TEST(ModelDescription, Nemotron4FlopsAreItsGemms) {
+  const gpt::GptConfig g = gpt::gpt_config_by_name("nemotron4-15b");
+  const double B = 4, T = 4096, C = 6144, K = 8 * 128, F = 24576, V = 256000, L = 32;
+  const double linear = 2 * B * T * (2 * C * C + 2 * C * K + 2 * C * F);
+  const ModelDescription d = describe_gpt(g, 4, 4096, 2);
+  EXPECT_NEAR(d.forward_flops() / (L * (linear + 4 * B * T * T * C) + 2 * B * T * C * V), 1.0, 1e-12);
+  double gemm_flops = 0;
+  for (const GemmShape& s : gpt_block_linear_gemms(g, 4, 4096, 1)) gemm_flops += s.flops();
+  EXPECT_NEAR(gemm_flops / linear, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(d.units.back().parameters(), V * C + 2 * C);  // untied head and the final LayerNorm
 }
 
 TEST(ModelDescription, TheTrainerRefusesLlamaBlocks) {

@@ -30,7 +30,8 @@ TEST(GptConfig, NamedConfigsAndUnknownName) {
             (std::vector<std::string>{"gpt-nano", "gpt-tiny", "gpt-small", "gpt2-124m", "gpt-1.3b",
                                       "gpt-6.7b", "gpt-13b", "gpt-175b", "gpt-530b", "gpt-1t",
                                       "llama3-8b", "llama3-70b", "llama3-405b", "llama3.1-8b", "llama3.1-70b",
-                                      "llama3.1-405b", "llama2-7b", "llama2-13b", "llama2-70b"}));
+                                      "llama3.1-405b", "llama2-7b", "llama2-13b", "llama2-70b", "nemotron4-15b",
+                                      "nemotron4-340b"}));
   const GptConfig tiny = gpt_config_by_name("gpt-tiny");
   EXPECT_EQ(tiny.layers, 4);
   EXPECT_EQ(tiny.channels, 256);
@@ -44,7 +45,8 @@ TEST(GptConfig, NamedConfigsAndUnknownName) {
     EXPECT_STREQ(e.what(),
                  "unknown model 'gpt-huge' (known: gpt-nano, gpt-tiny, gpt-small, gpt2-124m, "
                  "gpt-1.3b, gpt-6.7b, gpt-13b, gpt-175b, gpt-530b, gpt-1t, llama3-8b, llama3-70b, "
-                 "llama3-405b, llama3.1-8b, llama3.1-70b, llama3.1-405b, llama2-7b, llama2-13b, llama2-70b)");
+                 "llama3-405b, llama3.1-8b, llama3.1-70b, llama3.1-405b, llama2-7b, llama2-13b, llama2-70b, "
+                 "nemotron4-15b, nemotron4-340b)");
   }
 }
 
