@@ -183,13 +183,15 @@ TEST(ModelDescription, Nemotron4FlopsAreItsGemms) {
 }
 
 TEST(ModelDescription, TheTrainerRefusesLlamaBlocks) {
-  gpt::GptConfig g = gpt::gpt_config_by_name("llama3-8b");
-  g.spec_only = false;  // even were it not marked spec only
-  try {
-    gpt::resolve_gpt_partition(g, gpt::GptPartition{});
-    FAIL() << "a Llama-style model was accepted by the trainer";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("Llama-style blocks"), std::string::npos) << e.what();
+  for (const char* name : {"llama3-8b", "nemotron4-15b"}) {
+    gpt::GptConfig g = gpt::gpt_config_by_name(name);
+    g.spec_only = false;  // even were it not marked spec only
+    try {
+      gpt::resolve_gpt_partition(g, gpt::GptPartition{});
+      FAIL() << "a Llama-style model was accepted by the trainer: " << name;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("Llama-style blocks"), std::string::npos) << e.what();
+    }
   }
 }
 
