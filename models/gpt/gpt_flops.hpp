@@ -16,8 +16,9 @@ namespace sb::gpt {
 //   per block  24·B·T·C²   QKV (6), attention projection (2), MLP (16) GEMMs
 //            +  4·B·T²·C   scores Q·Kᵀ and probabilities·V, the causal mask not discounted
 //   head        2·B·T·C·V  logits against the tied token embedding (llama: its own head)
-// Llama-style blocks (GptBlock::llama) replace the 24·B·T·C² with 2·B·T·(2C² + 2CK + 3CF), K the
-// key/value width and F the gated MLP's (GptBlock::nemotron, whose MLP is not gated: 2CF).
+// In general a block's GEMMs are 2·B·T·(2C² + 2CK + mCF), K the key/value width, F the MLP's and
+// m its matrices: GPT-2's K = C, F = 4C, m = 2 give the 24·B·T·C² above; Llama's gated MLP has
+// m = 3, Nemotron-4's plain one m = 2.
 // Element-wise work (LayerNorm, GELU, softmax, residuals, the optimizer) is left out: it
 // is bandwidth-bound and under 1% of the total at these shapes.
 // The attention core 4·B·T²·C (scores and probabilities·V) is also what selective
@@ -28,23 +29,16 @@ inline double gpt_block_attention_core_forward_flops(const GptConfig& config, st
   return kernels::attention_forward_work(B, T, config.channels, config.heads, 4).flops;
 }
 inline double gpt_block_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
+  // Q and output projections C -> C, K and V C -> kv_heads·d each (GPT-2: QKV C -> 3C), the MLP's
+  // inputs C -> (m − 1)·F (gate and up, or up; GPT-2's fc) and its down F -> C, with the attention
+  // core as above (its query heads span C whatever the key/value heads)
   const std::int64_t BT = B * T, C = config.channels;
-  if (gpt_llama_style(config)) {
-    // Q and output projections C -> C, K and V C -> kv_heads·d each, the gated MLP's gate and up
-    // C -> F (nemotron: up alone) and down F -> C: 2·B·T·(2C² + 2CK + 3CF) (nemotron 2CF) with
-    // the attention core as above (its query heads span C whatever the key/value heads)
-    const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
-    return kernels::matmul_forward_work(BT, C, C + 2 * K, 4).flops +  // q, k, v
-           gpt_block_attention_core_forward_flops(config, B, T) +
-           kernels::matmul_forward_work(BT, C, C, 4).flops +          // output projection
-           kernels::matmul_forward_work(BT, C, (gpt_mlp_matrices(config) - 1) * F, 4).flops +  // gate and up
-           kernels::matmul_forward_work(BT, F, C, 4).flops;           // down
-  }
-  return kernels::matmul_forward_work(BT, C, 3 * C, 4).flops +  // qkv
+  const std::int64_t K = gpt_kv_heads(config) * (C / config.heads), F = gpt_mlp_width(config);
+  return kernels::matmul_forward_work(BT, C, C + 2 * K, 4).flops +  // q, k, v
          gpt_block_attention_core_forward_flops(config, B, T) +
-         kernels::matmul_forward_work(BT, C, C, 4).flops +      // attention projection
-         kernels::matmul_forward_work(BT, C, 4 * C, 4).flops +  // fc
-         kernels::matmul_forward_work(BT, 4 * C, C, 4).flops;   // fc projection
+         kernels::matmul_forward_work(BT, C, C, 4).flops +          // output projection
+         kernels::matmul_forward_work(BT, C, (gpt_mlp_matrices(config) - 1) * F, 4).flops +  // gate and up
+         kernels::matmul_forward_work(BT, F, C, 4).flops;           // down
 }
 inline double gpt_head_forward_flops(const GptConfig& config, std::int64_t B, std::int64_t T) {
   return kernels::matmul_forward_work(B * T, config.channels, config.vocab, 4).flops;

@@ -113,18 +113,13 @@ FusedAttentionSeconds gpt_fused_attention_seconds(const GemmModel& g, const gpt:
 
 std::vector<GemmShape> gpt_block_linear_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T,
                                               std::int64_t tp) {
+  // QKV (GPT-2's K = C: 3C), the output projection, the MLP's inputs (gate and up, or up) and its down
   const double rows = static_cast<double>(B * T), C = static_cast<double>(config.channels);
   const double t = static_cast<double>(tp);
-  std::vector<GemmShape> gemms;
-  if (gpt::gpt_llama_style(config)) {
-    const double K = static_cast<double>(gpt::gpt_kv_heads(config) * (config.channels / config.heads));
-    const double F = static_cast<double>(gpt::gpt_mlp_width(config));
-    const double in_matrices = static_cast<double>(gpt::gpt_mlp_matrices(config) - 1);  // gate and up, or up
-    gemms = {{1, rows, (C + 2 * K) / t, C}, {1, rows, C, C / t}, {1, rows, in_matrices * F / t, C}, {1, rows, C, F / t}};
-  } else {
-    gemms = {{1, rows, 3 * C / t, C}, {1, rows, C, C / t}, {1, rows, 4 * C / t, C}, {1, rows, C, 4 * C / t}};
-  }
-  return gemms;
+  const double K = static_cast<double>(gpt::gpt_kv_heads(config) * (config.channels / config.heads));
+  const double F = static_cast<double>(gpt::gpt_mlp_width(config));
+  const double in_matrices = static_cast<double>(gpt::gpt_mlp_matrices(config) - 1);
+  return {{1, rows, (C + 2 * K) / t, C}, {1, rows, C, C / t}, {1, rows, in_matrices * F / t, C}, {1, rows, C, F / t}};
 }
 
 std::vector<GemmShape> gpt_block_gemms(const gpt::GptConfig& config, std::int64_t B, std::int64_t T, std::int64_t tp) {

@@ -298,18 +298,16 @@ TEST(GemmModel, FpEightRunsTheLinearLayersOnTheFpEightPeak) {
 // and k_overhead could pass through both whatever the overhead, so the fit keeps the profile's
 // k_overhead and moves e_max alone; a third width lets it fit both (the test below).
 TEST(GemmFit, TwoWidthsKeepTheProfilesKOverhead) {
-  const ValidationSet synthetic = predicted_set("megatron-lm-narayanan2021-table1", 2, [](GemmModel& g) {
+  const std::string set = "megatron-lm-narayanan2021-table1";
+  const auto predicted_at = [](GemmModel& g) {
     g.e_max = 0.55;
     g.k_overhead = 200;
-  }, true);
-  const std::vector<EmaxFit> fits = fit_gemm_e_max({synthetic});
+  };
+  const std::vector<EmaxFit> fits = fit_gemm_e_max({predicted_set(set, 2, predicted_at, true)});
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_FALSE(fits[0].k_overhead_fitted);
-  EXPECT_DOUBLE_EQ(fits[0].k_overhead, shipped_gemm("megatron-lm-narayanan2021-table1").k_overhead);
-  const std::vector<EmaxFit> three = fit_gemm_e_max({predicted_set("megatron-lm-narayanan2021-table1", 3, [](GemmModel& g) {
-    g.e_max = 0.55;
-    g.k_overhead = 200;
-  }, true)});
+  EXPECT_DOUBLE_EQ(fits[0].k_overhead, shipped_gemm(set).k_overhead);
+  const std::vector<EmaxFit> three = fit_gemm_e_max({predicted_set(set, 3, predicted_at, true)});
   ASSERT_EQ(three.size(), 1u);
   EXPECT_TRUE(three[0].k_overhead_fitted);
   EXPECT_NEAR(three[0].k_overhead, 200, 4);
