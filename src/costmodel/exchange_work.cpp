@@ -38,10 +38,11 @@ void add_sharded_reduction(ExchangeWork& w, double g, double parameters, double 
 }
 
 // 16-bit main gradients (StorageMainGradients): zeroed once a step; every micro-batch's fp32
-// gradients added into them (read fp32 and 16 bits, write 16 bits).
-void add_sixteen_bit_accumulation(ExchangeWork& w, double parameters) {
+// gradients added into them (read fp32 and 16 bits, write 16 bits), unless the weight-gradient
+// GEMMs accumulate into them themselves (strategy.grad_accumulation_fusion).
+void add_sixteen_bit_accumulation(ExchangeWork& w, double parameters, bool fused) {
   w.backward_bytes_per_step += parameters * kSixteen;
-  w.backward_bytes_per_micro_batch += parameters * (kFloat + 2 * kSixteen);
+  if (!fused) w.backward_bytes_per_micro_batch += parameters * (kFloat + 2 * kSixteen);
 }
 
 }  // namespace
@@ -53,7 +54,7 @@ ExchangeWork exchange_work(const plan::TrainConfig& config, double parameters, i
   const bool mixed = config.precision.dtype != "fp32";
   const double shard = static_cast<double>(parallel::zero_shard_size(std::llround(parameters), dp));
   if (storage && zero <= 1) {
-    add_sixteen_bit_accumulation(w, parameters);
+    add_sixteen_bit_accumulation(w, parameters, config.strategy.grad_accumulation_fusion);
     if (dp > 1 && zero == 1) {  // StorageMainGradients::reduce_scatter, then the 16-bit weights' gather
       w.finish_bytes += 2 * parameters * kSixteen + 2 * shard * kSixteen;
       w.reduce_scatter_bytes = shard * dp * kSixteen;

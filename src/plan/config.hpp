@@ -65,6 +65,12 @@ struct StrategySpec {
   // going on to its next op while its message travels (Megatron-LM's overlap_p2p_comm, which
   // Megatron-Core and NeMo turn on with interleaving): predict and plan only
   bool p2p_overlap = false;
+  // each micro-batch's weight gradients accumulated into the main gradients by the weight-gradient
+  // GEMM itself, not added in a pass of their own (Megatron-LM's gradient_accumulation_fusion,
+  // which NeMo's and Megatron-Bridge's recipes run): 16-bit main gradients (precision.main_grads
+  // storage) then cost no pass per micro-batch; the trainer's fp32 main gradients have none
+  // either way; predict and plan only
+  bool grad_accumulation_fusion = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
   // BatchNorm statistics per rank ("local", the common default) or over all ranks ("sync")
   double bucket_mb = 25.0;

@@ -103,6 +103,11 @@ void check_supported(const plan::TrainConfig& c) {
                 "{}: strategy.p2p_overlap (the pipeline's sends and receives beside the compute, as Megatron-LM's "
                 "overlap_p2p_comm runs them) is modelled by `scalebench predict` and `plan` only; the trainer waits "
                 "for each message (leave strategy.p2p_overlap out)", c.source);
+  SB_USER_CHECK(!c.strategy.grad_accumulation_fusion,
+                "{}: strategy.grad_accumulation_fusion (the weight-gradient GEMMs accumulating into the main "
+                "gradients, as Megatron-LM's gradient_accumulation_fusion runs them) is modelled by `scalebench "
+                "predict` and `plan` only; the trainer adds each micro-batch's gradients in a pass of their own "
+                "(leave strategy.grad_accumulation_fusion out)", c.source);
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);

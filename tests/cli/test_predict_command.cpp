@@ -47,10 +47,10 @@ TEST(PredictCommand, MfuNamesItsConventionAndTheDensePeakWithItsSource) {
   EXPECT_NE(source.find("A100 Tensor Core GPU datasheet"), std::string::npos) << source;
   EXPECT_NE(source.find("peak_flops." + precision + ", dense"), std::string::npos) << source;
   EXPECT_FALSE(j["tp_algorithm"].get<std::string>().empty());
-  // the band: the step time scaled by the residual range of the 68 shipped A100 rows
+  // the band: the step time scaled by the residual range of the 76 shipped A100 rows
   const nlohmann::json& band = j["band"];
   ASSERT_TRUE(band.is_object()) << j.dump();
-  EXPECT_EQ(band["rows"].get<int>(), 68);
+  EXPECT_EQ(band["rows"].get<int>(), 76);
   EXPECT_NEAR(band["step_time_low_s"].get<double>(),
               j["step_time_s"].get<double>() * band["low_ratio"].get<double>(), 1e-12);
   EXPECT_NEAR(band["step_time_high_s"].get<double>(),
@@ -523,6 +523,22 @@ TEST(PredictCommand, P2pOverlapIsPredictedAndTheTrainerRefusesIt) {
                                "needs strategy.pp > 1 (got 1)"),
             std::string::npos)
       << f.stderr_text;
+}
+
+// strategy.grad_accumulation_fusion is read and predicted (with 16-bit main gradients, no pass
+// of its own per micro-batch: a shorter step), and the trainer refuses it by name and writes nothing.
+TEST(PredictCommand, GradAccumulationFusionIsPredictedAndTheTrainerRefusesIt) {
+  Scratch scratch;
+  const std::string body = "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
+                           "precision: {dtype: bf16, main_grads: storage}\nbatch: {global: 8, micro: 1}\nthreads: 1\n";
+  const auto config = scratch.write("fused.yaml", body + "strategy: {grad_accumulation_fusion: true}\n");
+  const nlohmann::json fused = predicted_but_refused_by_the_trainer(
+      scratch, config, kSite, "strategy.grad_accumulation_fusion (the weight-gradient GEMMs accumulating into the main");
+  ASSERT_TRUE(fused["feasible"].get<bool>()) << fused;
+  const auto plain = scratch.write("plain.yaml", body);
+  const CommandResult p = scratch.run("predict --config " + plain.string() + " --site " + kSite + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
+  EXPECT_LT(fused["step_time_s"].get<double>(), nlohmann::json::parse(p.stdout_text)["step_time_s"].get<double>());
 }
 
 // A case the trainer refuses is still predicted, and predict names the refusal.

@@ -62,6 +62,29 @@ TEST(ExchangeWork, ZeroOneReducesAfterBackwardAndGathersAfterTheOptimizer) {
   EXPECT_EQ(storage.after_optimizer_gather_bytes, 2 * P);
 }
 
+// Megatron-LM's gradient_accumulation_fusion: the weight-gradient GEMMs accumulate into the
+// 16-bit main gradients, so no micro-batch pays the trainer's pass of its own; the step's zeroing,
+// the reduction and the gather are unchanged.
+TEST(ExchangeWork, GradAccumulationFusionDropsTheSixteenBitPassPerMicroBatch) {
+  plan::TrainConfig c = with("fp16", "storage", 0);
+  const ExchangeWork passes = exchange_work(c, P, 1, 4);
+  EXPECT_EQ(passes.backward_bytes_per_micro_batch, 8 * P);  // read fp32 and 16 bits, write 16 bits
+  c.strategy.grad_accumulation_fusion = true;
+  const ExchangeWork fused = exchange_work(c, P, 1, 4);
+  EXPECT_EQ(fused.backward_bytes_per_micro_batch, 0.0);
+  EXPECT_EQ(fused.backward_bytes_per_step, passes.backward_bytes_per_step);  // zeroed once a step
+  EXPECT_EQ(fused.finish_bytes, passes.finish_bytes);                        // the loss scale's inverse
+  plan::TrainConfig one = with("bf16", "storage", 1);
+  one.strategy.grad_accumulation_fusion = true;
+  const ExchangeWork zero_one = exchange_work(one, P, 3, 2);
+  EXPECT_EQ(zero_one.backward_bytes_per_micro_batch, 0.0);
+  EXPECT_EQ(zero_one.reduce_scatter_bytes, 2 * 334 * 3);
+  // fp32 main gradients have no such pass either way
+  plan::TrainConfig fp32 = with("bf16", "fp32", 0);
+  fp32.strategy.grad_accumulation_fusion = true;
+  EXPECT_EQ(exchange_work(fp32, P, 2, 4).backward_bytes_per_micro_batch, 0.0);
+}
+
 TEST(ExchangeWork, ZeroTwoAndThreeStageEveryMicroBatchAndOnlyTwoGathersAtTheEnd) {
   const double shard = 500;
   const ExchangeWork two = exchange_work(with("fp32", "fp32", 2), P, 2, 4);

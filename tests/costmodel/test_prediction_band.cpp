@@ -61,10 +61,12 @@ TEST(PredictionBand, ShippedSetsGiveTheA100AndH100ProfilesABandAndTheCpuSiteNone
   const SiteProfile a100 = testing::site("a100-80gb-dgx");
   const auto band = prediction_band(a100, 10.0);
   ASSERT_TRUE(band);
-  EXPECT_EQ(band->rows, 68);  // 10 Megatron-LM rows, 6 MPT A100 rows and 52 of MPT's A100 sequence sweep
+  // 10 Megatron-LM Table 1 rows, 8 of Korthikanti et al., 6 MPT A100 rows and 52 of MPT's A100 sweep
+  EXPECT_EQ(band->rows, 76);
   EXPECT_LT(band->low_ratio, 1.0);
   EXPECT_GT(band->high_ratio, 1.0);
   EXPECT_NE(band->sets.find("megatron-lm-narayanan2021-table1 version 1"), std::string::npos) << band->sets;
+  EXPECT_NE(band->sets.find("megatron-lm-korthikanti2022 version 1"), std::string::npos) << band->sets;
   EXPECT_NE(band->sets.find("llm-foundry-mpt-benchmarks version 1"), std::string::npos) << band->sets;
   EXPECT_NE(band->sets.find("llm-foundry-mpt-sequence-sweep version 1"), std::string::npos) << band->sets;
   const auto h100 = prediction_band(testing::site("h100-sxm-dgx"), 1.0);
@@ -100,7 +102,7 @@ TEST(PredictionBand, TheRunsPredictionStoresItsBand) {
     EXPECT_NE(find(key), run.attributes.end()) << key;
   EXPECT_DOUBLE_EQ(std::get<double>(find("band_step_time_low_s")->second), run.band_step_time_s->first);
   EXPECT_LE(run.band_step_time_s->first, run.band_step_time_s->second);
-  EXPECT_EQ(std::get<std::int64_t>(find("band_rows")->second), 68);
+  EXPECT_EQ(std::get<std::int64_t>(find("band_rows")->second), 76);
 }
 
 }  // namespace
