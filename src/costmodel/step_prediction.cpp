@@ -185,6 +185,16 @@ double pipelining_receive_buffer_bytes(const std::vector<StageCost>& stages, std
          (stage + 1 < stages.size() ? m * stages[stage].boundary_bytes : 0.0);
 }
 
+// The GEMM a block's recomputed forward leaves out under strategy.recompute_early_stop: its last
+// linear layer (the MLP's down projection), whose output only the residual add reads, so no
+// backward needs it rebuilt (on one of tp ranks). The element-wise passes are counted as for a
+// whole forward: the skipped residual add is one (b, s, C) write of the block's dozen.
+std::optional<GemmShape> early_stop_skipped_gemm(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 B, i64 T,
+                                                 i64 tp) {
+  if (!c.strategy.recompute_early_stop) return std::nullopt;
+  return gpt_block_linear_gemms(g, B, T, tp)[kGptBlockLinearGemms - 1];
+}
+
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
                                   Recompute recompute) {
   const auto& s = c.strategy;
@@ -194,8 +204,9 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   const double V = static_cast<double>(g.vocab);
   const std::vector<i64>& sizes = plan.stages;
   const double block_forward = gpt::gpt_block_forward_flops(g, d.micro_batch, d.seq_len);
+  const std::optional<GemmShape> skipped = early_stop_skipped_gemm(c, g, d.micro_batch, d.seq_len, 1);
   const double block_recompute =
-      recompute == Recompute::full ? block_forward
+      recompute == Recompute::full ? block_forward - (skipped ? skipped->flops() : 0.0)
       : recompute == Recompute::selective ? gpt::gpt_block_attention_core_forward_flops(g, d.micro_batch, d.seq_len)
                                           : 0.0;
   const double a = static_cast<double>(g.heads), scale = d.element_bytes / 2.0;
@@ -251,7 +262,12 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       st.largest_unit_parameters = std::max(st.largest_unit_parameters, vocabulary_parameters);
     st.elementwise_bytes = blocks * block_traffic;
     st.forward_elementwise_bytes = blocks * (written + casts.forward_bytes);
-    st.tp_all_reduces = sizes[i] * (recompute == Recompute::full ? 6 : 4);
+    // the recomputed forward's two; under recompute_early_stop without sequence parallelism the
+    // all-reduce after the skipped down projection is not rerun either (with it, its reduce-scatter,
+    // half a pair, is still counted)
+    const i64 recomputed_reductions =
+        recompute != Recompute::full ? 0 : skipped && !s.sequence_parallel ? 1 : 2;
+    st.tp_all_reduces = sizes[i] * (4 + recomputed_reductions);
     st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
       // wte vocabulary-parallel, wpe (gpt2 only) replicated; the embedding's output is all-reduced
@@ -400,6 +416,7 @@ std::optional<std::vector<TimedStage>> timed_stages(const std::vector<StageCost>
   if (d.family == ModelFamily::resnet && !resnet_kernel_calls_known(d.resnet)) return std::nullopt;
   if (d.family == ModelFamily::gpt && d.gpt.block != gpt::GptBlock::gpt2) return std::nullopt;  // not the trainer's
   if (c.model.attention != "unfused") return std::nullopt;  // the trainer's attention is unfused
+  if (c.strategy.recompute_early_stop) return std::nullopt;  // the trainer reruns a block's whole forward
   std::vector<TimedStage> timed;
   for (const StageCost& st : stages) {
     const KernelCalls calls = stage_kernel_calls(st, d, c);
@@ -540,7 +557,8 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
   }
   const auto [core_f, core_b] = core;
   const double block_f = linear_f + core_f, block_b = linear_b + core_b;
-  const double block_r = recompute == Recompute::full        ? block_f
+  const std::optional<GemmShape> skipped = early_stop_skipped_gemm(c, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
+  const double block_r = recompute == Recompute::full        ? block_f - (skipped ? linear_seconds(*skipped) : 0.0)
                          : recompute == Recompute::selective ? core_f
                                                              : 0.0;
   const auto [head_f, head_b] = forward_backward({gpt_head_gemm(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp)});

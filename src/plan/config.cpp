@@ -327,7 +327,7 @@ void read_strategy(const MapReader& top, TrainConfig& c, const std::string& sour
   if (top.has("strategy")) {
     MapReader m(top.node("strategy"), "strategy", source,
                 {"dp", "tp", "pp", "micro_batches", "schedule", "interleave", "zero", "recompute",
-                 "sequence_parallel", "tp_overlap", "p2p_overlap", "grad_accumulation_fusion", "bucket_mb", "overlap", "batchnorm", "allreduce", "stages"});
+                 "sequence_parallel", "tp_overlap", "p2p_overlap", "grad_accumulation_fusion", "recompute_early_stop", "bucket_mb", "overlap", "batchnorm", "allreduce", "stages"});
     auto& s = c.strategy;
     m.read("dp", s.dp); m.read("tp", s.tp); m.read("pp", s.pp);
     m.read("micro_batches", s.micro_batches); m.read("schedule", s.schedule);
@@ -342,6 +342,7 @@ void read_strategy(const MapReader& top, TrainConfig& c, const std::string& sour
     m.read("tp_overlap", s.tp_overlap);
     m.read("p2p_overlap", s.p2p_overlap);
     m.read("grad_accumulation_fusion", s.grad_accumulation_fusion);
+    m.read("recompute_early_stop", s.recompute_early_stop);
     m.read("bucket_mb", s.bucket_mb); m.read("overlap", s.overlap); m.read("batchnorm", s.batchnorm);
     SB_USER_CHECK(s.bucket_mb > 0, "{}: 'strategy.bucket_mb' must be positive, got {}", source, s.bucket_mb);
     require_one_of(s.batchnorm, {"local", "sync"}, "strategy.batchnorm", source);

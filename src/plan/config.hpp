@@ -71,6 +71,12 @@ struct StrategySpec {
   // storage) then cost no pass per micro-batch; the trainer's fp32 main gradients have none
   // either way; predict and plan only
   bool grad_accumulation_fusion = false;
+  // under recompute full, each block's recomputed forward stops once it has rebuilt every tensor
+  // its backward reads, as PyTorch's non-reentrant activation checkpoint does by default
+  // (torch.utils.checkpoint use_reentrant=False, set_checkpoint_early_stop): the block's last
+  // linear layer (the MLP's down projection), whose output only the residual add reads, is not
+  // run again; predict and plan only
+  bool recompute_early_stop = false;
   // data parallel: gradient bucket size (MiB), all-reduce overlapped with backward, and
   // BatchNorm statistics per rank ("local", the common default) or over all ranks ("sync")
   double bucket_mb = 25.0;

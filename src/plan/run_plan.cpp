@@ -249,6 +249,9 @@ RunPlan resolve_run_plan(const TrainConfig& c, std::int64_t world_size) {
   p.seq_len = p.resnet ? 0 : gpt_seq_len(c);
   p.stage_rule = s.stages.empty() ? s.stage_rule : "list";
   if (!s.stages.empty() && s.pp * s.interleave <= p.units) check_stage_list(c, p.units);
+  SB_USER_CHECK(!s.recompute_early_stop || s.recompute == "full",
+                "{}: strategy.recompute_early_stop stops a block's recomputed forward early; it needs strategy.recompute "
+                "full (got {})", c.source, s.recompute);
   SB_USER_CHECK(!p.resnet || s.recompute != "selective",
                 "{}: strategy.recompute selective recomputes attention, which model {} (a ResNet) has none of; use "
                 "recompute none or full", c.source, c.model.name);

@@ -108,6 +108,11 @@ void check_supported(const plan::TrainConfig& c) {
                 "gradients, as Megatron-LM's gradient_accumulation_fusion runs them) is modelled by `scalebench "
                 "predict` and `plan` only; the trainer adds each micro-batch's gradients in a pass of their own "
                 "(leave strategy.grad_accumulation_fusion out)", c.source);
+  SB_USER_CHECK(!c.strategy.recompute_early_stop,
+                "{}: strategy.recompute_early_stop (a block's recomputed forward stopping once the backward's tensors "
+                "are rebuilt, as PyTorch's non-reentrant checkpoint runs it) is modelled by `scalebench predict` and "
+                "`plan` only; the trainer reruns each block's whole forward (leave strategy.recompute_early_stop out)",
+                c.source);
   SB_USER_CHECK(c.model.attention == "unfused",
                 "{}: model.attention {} is modelled by `scalebench predict` and `plan` only; the trainer runs unfused "
                 "attention (set model.attention: unfused or leave it out)", c.source, c.model.attention);

@@ -418,20 +418,22 @@ SiteErrors errors_on(const ValidationReplay& replay, const std::string& site, co
 
 // Bounds: the errors measured with the shipped GEMM constants and the profiles' NCCL figures,
 // plus a margin of about one point, so a change that worsens the replay fails here. The A100's
-// e_max 0.7943, k_overhead 400 and e_attention 0.3238 are fitted on its three sets (Megatron's
-// Table 1 and MPT's two), so its rows here are in sample (held out: the tests below); the H100's
-// e_max 0.7387 on the NVIDIA DGX Cloud GPT-3 175B set, e_max_fp8 0.6466 on its FP8 twin, its
-// k_overhead and e_attention the A100's. Measured:
-// - in sample: Megatron A100 tflops_per_device mean 2.7%, max 7.0% (the 7.5B row); MPT's A100
-//   rows at sequence 2048 mean 3.1%, max 8.5%; MPT's A100 sequence sweep mean 5.4%, max 29.6%
-//   (30B at 8192 tokens, whose published MFU falls 12 points below the same model at 4096);
-//   DGX Cloud H100 step_time_s mean 0.4%, max 1.1%; the DGX Cloud FP8 runs mean 1.2%, max 2.8%;
+// e_max 0.7839, k_overhead 366 and e_attention 0.3223 are fitted on its four sets (Megatron's
+// Table 1, Korthikanti et al.'s runs and MPT's two), so its rows here are in sample (held out: the
+// tests below); the H100's e_max 0.7329 on the NVIDIA DGX Cloud GPT-3 175B set, e_max_fp8 0.6409
+// on its FP8 twin, its k_overhead and e_attention the A100's. Measured:
+// - in sample: Megatron A100 tflops_per_device mean 2.7%, max 6.9%; Korthikanti et al. mean 2.9%,
+//   max 7.3% (22B with sequence parallelism, predicted fast); MPT's A100 rows at sequence 2048
+//   mean 2.2%, max 8.0%; MPT's A100 sequence sweep mean 4.4%, max 37.1% (30B at 8192 tokens, whose
+//   published MFU falls 12 points below the same model at 4096); DGX Cloud H100 step_time_s mean
+//   0.4%, max 1.1%; the DGX Cloud FP8 runs mean 1.2%, max 2.8%;
 // - held out: NeMo 24.07's FP8 GPT-3 and Llama 2 rows mean 4.1%, max 6.8% (the 20B, predicted
-//   slow); Megatron-Bridge's Llama 3 70B FP8 rows mean 2.5%, max 2.6%;
+//   slow); Megatron-Bridge's Llama 3 70B FP8 rows mean 2.7%, max 2.8%;
 // - MPT's H100 rows run model.kernels sm80 (FlashAttention 1 or 2: Ampere's mma.sync), whose
-//   e_max_sm80 0.6320 is fitted on both MPT sets (in sample: at sequence 2048 mean 4.6%, max
-//   13.5%, the 13B at micro-batch 2; the sweep mean 9.0%, max 16.7%; held out: the tests below).
-//   On the native constants, fitted on NeMo Megatron's runs, they were 37.4% and 41.1% off.
+//   e_max_sm80 0.6253 is fitted on both MPT sets (in sample: at sequence 2048 mean 6.0%, max
+//   13.4%, the 13B at micro-batch 2; the sweep mean 8.5%, max 22.8%, the 30B at 8192 tokens;
+//   held out: the tests below). On the native constants, fitted on NeMo Megatron's runs, they
+//   were 37.4% and 41.1% off.
 struct Bound {
   const char* set;
   const char* site;
@@ -441,14 +443,13 @@ struct Bound {
 };
 constexpr Bound kBounds[] = {
     {"megatron-lm-narayanan2021-table1", "a100-80gb-dgx", "tflops_per_device", 10, 0, 3.5, 8.0},
-    // never fitted on: the shipped A100 constants are the other three A100 sets'
-    {"megatron-lm-korthikanti2022", "a100-80gb-dgx", "step_time_s", 8, 0, 3.0, 7.5},
+    {"megatron-lm-korthikanti2022", "a100-80gb-dgx", "step_time_s", 8, 0, 3.5, 8.0},
     {"nvidia-dgxc-benchmarking-gpt3-175b", "h100-sxm-dgx", "step_time_s", 5, 0, 1.5, 2.5},
     {"nvidia-dgxc-benchmarking-gpt3-175b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.0, 4.0},
     {"llm-foundry-mpt-benchmarks", "a100-80gb-dgx", "tokens_per_s_per_device", 6, 0, 4.0, 9.5},
-    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 5.5, 14.5},
-    {"llm-foundry-mpt-sequence-sweep", "a100-80gb-dgx", "tokens_per_s_per_device", 52, 0, 6.0, 30.5},
-    {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 10.0, 17.5},
+    {"llm-foundry-mpt-benchmarks", "h100-sxm-dgx", "tokens_per_s_per_device", 5, 0, 7.0, 14.5},
+    {"llm-foundry-mpt-sequence-sweep", "a100-80gb-dgx", "tokens_per_s_per_device", 52, 0, 5.5, 38.0},
+    {"llm-foundry-mpt-sequence-sweep", "h100-sxm-dgx", "tokens_per_s_per_device", 32, 0, 9.5, 24.0},
     {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 7, 0, 5.0, 7.5},
     {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 3.0, 3.0},
     {"pytorch-torchtitan-llama3-h100-202412", "h100-sxm-dgx", "memory_gib", 6, 0, 7.5, 13.0},
@@ -475,10 +476,10 @@ SiteErrors a100_held_out(const std::string& held_out, const std::vector<std::str
 }
 
 // Leave one set out on the A100: each set replayed on e_max, k_overhead and e_attention fitted
-// on the other two (the shipped profile is fitted on all three). Issue 25's bound is a mean
-// |error| within 5% and a max within 10% on a set the constants were not fitted on; the sweep
-// misses it (the note and validation/README.md say why) and is held to its measured figures
-// plus a point.
+// on others (the shipped profile is fitted on all four). Issue 25's bound is a mean |error|
+// within 5% and a max within 10% on a set the constants were not fitted on; the sweep's max
+// misses it (its 30B at 8192 tokens: the note and validation/README.md say why) and is held to
+// its measured figure plus a point.
 struct HeldOut {
   const char* name;  // the test's
   const char* held_out;
@@ -502,18 +503,18 @@ INSTANTIATE_TEST_SUITE_P(
     ValidationReplay, A100LeaveOneSetOut,
     ::testing::Values(
         // Megatron's ten rows on MPT's two sets (widths 768 to 7168, sequences 512 to 65536).
-        // Measured: mean 3.5%, max 7.0%.
+        // Measured: mean 2.8%, max 6.3%.
         HeldOut{"Megatron", "megatron-lm-narayanan2021-table1", {"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep"},
                 "tflops_per_device", 10, 5.0, 10.0},
-        // MPT's six models at sequence 2048. Measured: mean 3.4%, max 8.4% (13B, predicted fast).
+        // MPT's six models at sequence 2048. Measured: mean 2.9%, max 8.3% (13B, predicted fast).
         HeldOut{"MptAtSequence2048", "llm-foundry-mpt-benchmarks", {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-sequence-sweep"},
                 "tokens_per_s_per_device", 6, 5.0, 10.0},
-        // MPT's 52 A100 rows of the sweep. Measured: mean 5.8%, max 29.5% (30B at 8192 tokens).
+        // MPT's 52 A100 rows of the sweep. Measured: mean 4.8%, max 35.7% (30B at 8192 tokens).
         HeldOut{"MptSequenceSweep", "llm-foundry-mpt-sequence-sweep", {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks"},
-                "tokens_per_s_per_device", 52, 7.0, 30.5},
+                "tokens_per_s_per_device", 52, 5.0, 36.5},
         // Korthikanti et al.'s 22B to 1T under full recomputation and under sequence parallelism
         // with selective recomputation (tp 8, pp up to 64, interleaved) on the other three.
-        // Measured: mean 2.7%, max 7.2% (22B with sequence parallelism, predicted fast).
+        // Measured: mean 3.2%, max 7.8% (22B with sequence parallelism, predicted fast).
         HeldOut{"RecomputeAndSequenceParallel", "megatron-lm-korthikanti2022",
                 {"megatron-lm-narayanan2021-table1", "llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep"},
                 "step_time_s", 8, 5.0, 10.0}),
@@ -599,8 +600,8 @@ std::vector<ValidationSet> sets_named(const std::string& named, const std::files
 // MPT's two H100 sets, each replayed on e_max_sm80 fitted on the other (the shipped profile is
 // fitted on both; e_attention_sm80 is FlashAttention-2's published H100/A100 ratio, not fitted).
 // Issue 25's bound is 5% and 10%: both miss it. Measured: the rows at sequence 2048 on the
-// sweep's fit (0.7082) mean 11.6%, max 23.2% (the 13B at micro-batch 2, predicted fast); the
-// sweep on their fit (0.6293) mean 9.1%, max 16.4%. Held to those plus a point.
+// sweep's fit (0.6645) mean 9.2%, max 18.6% (the 13B at micro-batch 2, predicted fast); the
+// sweep on their fit (0.5743) mean 11.0%, max 16.6%. Held to those plus a point.
 TEST(ValidationReplay, MptH100SetsHeldOutOfEachOthersSmEightyFit) {
   struct Case {
     const char* fitted_on;
@@ -608,8 +609,8 @@ TEST(ValidationReplay, MptH100SetsHeldOutOfEachOthersSmEightyFit) {
     int rows;
     double mean, max;
   };
-  for (const Case& c : {Case{"llm-foundry-mpt-sequence-sweep", "llm-foundry-mpt-benchmarks", 5, 12.5, 24.0},
-                        Case{"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep", 32, 10.0, 17.5}}) {
+  for (const Case& c : {Case{"llm-foundry-mpt-sequence-sweep", "llm-foundry-mpt-benchmarks", 5, 10.0, 19.5},
+                        Case{"llm-foundry-mpt-benchmarks", "llm-foundry-mpt-sequence-sweep", 32, 12.0, 17.5}}) {
     const std::vector<EmaxFit> fits = fit_on_sets({c.fitted_on});
     const auto h100 = std::find_if(fits.begin(), fits.end(), [](const EmaxFit& f) { return f.site == "h100-sxm-dgx"; });
     ASSERT_NE(h100, fits.end()) << c.fitted_on;

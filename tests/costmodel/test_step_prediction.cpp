@@ -207,6 +207,44 @@ TEST(StepPrediction, RecomputationTradesMemoryForCompute) {
   EXPECT_LT(predict_step(c, a100).memory.activations, none.memory.activations);
 }
 
+// PyTorch's non-reentrant checkpoint stops a block's recomputation once the backward's tensors
+// are rebuilt (strategy.recompute_early_stop): the MLP's down projection is not rerun, so the
+// executed FLOPs fall by exactly its FLOPs in every block of every micro-batch, the step by its
+// seconds, and the model FLOPs and memory stay; without recompute full it is a config error.
+TEST(StepPrediction, EarlyStoppedRecomputationSkipsEachBlocksDownProjection) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  plan::TrainConfig c = named("gpt-13b", 1, 8, 1, 8);
+  c.strategy.recompute = "full";
+  const Prediction full = predict_step(c, a100);
+  c.strategy.recompute_early_stop = true;
+  const Prediction early = predict_step(c, a100);
+  ASSERT_TRUE(full.feasible && early.feasible);
+  const gpt::GptConfig g = gpt::gpt_config_by_name("gpt-13b");
+  ASSERT_GT(c.micro_batch, 0);
+  const double B = static_cast<double>(c.micro_batch), T = static_cast<double>(g.max_seq_len);
+  const double down = 2.0 * B * T * static_cast<double>(g.channels) * static_cast<double>(gpt::gpt_mlp_width(g));
+  const double micro_batches = static_cast<double>(c.global_batch / c.strategy.dp / c.micro_batch);
+  EXPECT_NEAR(full.executed_flops_per_step - early.executed_flops_per_step,
+              down * static_cast<double>(g.layers) * micro_batches, 1e-6 * down);
+  EXPECT_DOUBLE_EQ(early.model_flops_per_step, full.model_flops_per_step);
+  EXPECT_DOUBLE_EQ(early.memory.total(), full.memory.total());
+  EXPECT_LT(early.step_time_s, full.step_time_s);
+  c.strategy.recompute = "none";
+  c.strategy.recompute_early_stop = false;
+  EXPECT_LT(predict_step(c, a100).step_time_s, early.step_time_s);
+  c.strategy.recompute = "selective";
+  c.strategy.recompute_early_stop = true;
+  try {
+    predict_step(c, a100);
+    ADD_FAILURE() << "recompute_early_stop with recompute selective was predicted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy.recompute_early_stop stops a block's recomputed forward early; "
+                                         "it needs strategy.recompute full (got selective)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // ZeRO-2 and 3 give each micro-batch's reduced gradient pages back and fault them in again: a
 // calibrated per-page cost adds the stage's gradient pages to every backward; ZeRO-1 pays none,
 // and ZeRO-3's parameter gathers, on top, make it slower than ZeRO-1 (whose one reduction after
