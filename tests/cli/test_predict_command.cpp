@@ -525,36 +525,37 @@ TEST(PredictCommand, P2pOverlapIsPredictedAndTheTrainerRefusesIt) {
       << f.stderr_text;
 }
 
-// strategy.grad_accumulation_fusion is read and predicted (with 16-bit main gradients, no pass
-// of its own per micro-batch: a shorter step), and the trainer refuses it by name and writes nothing.
-TEST(PredictCommand, GradAccumulationFusionIsPredictedAndTheTrainerRefusesIt) {
+// A key predict models as a saving and the trainer refuses: `body` with `keyed` is predicted
+// feasible, the trainer refuses it with `sentence` and writes nothing, and its step is shorter
+// than `body` with `plain`'s.
+void expect_predicted_faster_and_refused(const std::string& body, const std::string& keyed, const std::string& plain,
+                                         const std::string& sentence) {
   Scratch scratch;
-  const std::string body = "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
-                           "precision: {dtype: bf16, main_grads: storage}\nbatch: {global: 8, micro: 1}\nthreads: 1\n";
-  const auto config = scratch.write("fused.yaml", body + "strategy: {grad_accumulation_fusion: true}\n");
-  const nlohmann::json fused = predicted_but_refused_by_the_trainer(
-      scratch, config, kSite, "strategy.grad_accumulation_fusion (the weight-gradient GEMMs accumulating into the main");
-  ASSERT_TRUE(fused["feasible"].get<bool>()) << fused;
-  const auto plain = scratch.write("plain.yaml", body);
-  const CommandResult p = scratch.run("predict --config " + plain.string() + " --site " + kSite + " --json");
+  const auto config = scratch.write("keyed.yaml", body + keyed);
+  const nlohmann::json with = predicted_but_refused_by_the_trainer(scratch, config, kSite, sentence);
+  ASSERT_TRUE(with["feasible"].get<bool>()) << with;
+  const auto without = scratch.write("plain.yaml", body + plain);
+  const CommandResult p = scratch.run("predict --config " + without.string() + " --site " + kSite + " --json");
   ASSERT_EQ(p.exit_code, 0) << p.stderr_text;
-  EXPECT_LT(fused["step_time_s"].get<double>(), nlohmann::json::parse(p.stdout_text)["step_time_s"].get<double>());
+  EXPECT_LT(with["step_time_s"].get<double>(), nlohmann::json::parse(p.stdout_text)["step_time_s"].get<double>());
 }
 
-// strategy.recompute_early_stop is read and predicted (a shorter step than whole-forward
-// recomputation), and the trainer refuses it by name and writes nothing.
+// strategy.grad_accumulation_fusion: with 16-bit main gradients, no pass of their own per micro-batch.
+TEST(PredictCommand, GradAccumulationFusionIsPredictedAndTheTrainerRefusesIt) {
+  expect_predicted_faster_and_refused(
+      "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
+      "precision: {dtype: bf16, main_grads: storage}\nbatch: {global: 8, micro: 1}\nthreads: 1\n",
+      "strategy: {grad_accumulation_fusion: true}\n", "",
+      "strategy.grad_accumulation_fusion (the weight-gradient GEMMs accumulating into the main");
+}
+
+// strategy.recompute_early_stop: a shorter step than whole-forward recomputation.
 TEST(PredictCommand, RecomputeEarlyStopIsPredictedAndTheTrainerRefusesIt) {
-  Scratch scratch;
-  const std::string body = "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\n"
-                           "batch: {global: 2}\nthreads: 1\n";
-  const auto config = scratch.write("early.yaml", body + "strategy: {recompute: full, recompute_early_stop: true}\n");
-  const nlohmann::json early = predicted_but_refused_by_the_trainer(
-      scratch, config, kSite, "strategy.recompute_early_stop (a block's recomputed forward stopping once");
-  ASSERT_TRUE(early["feasible"].get<bool>()) << early;
-  const auto whole = scratch.write("whole.yaml", body + "strategy: {recompute: full}\n");
-  const CommandResult w = scratch.run("predict --config " + whole.string() + " --site " + kSite + " --json");
-  ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
-  EXPECT_LT(early["step_time_s"].get<double>(), nlohmann::json::parse(w.stdout_text)["step_time_s"].get<double>());
+  expect_predicted_faster_and_refused(
+      "model: {layers: 2, hidden: 64, heads: 4, seq_len: 64, vocab: 256}\ndata: sotu\nbatch: {global: 2}\n"
+      "threads: 1\n",
+      "strategy: {recompute: full, recompute_early_stop: true}\n", "strategy: {recompute: full}\n",
+      "strategy.recompute_early_stop (a block's recomputed forward stopping once");
 }
 
 // A case the trainer refuses is still predicted, and predict names the refusal.
