@@ -185,14 +185,14 @@ double pipelining_receive_buffer_bytes(const std::vector<StageCost>& stages, std
          (stage + 1 < stages.size() ? m * stages[stage].boundary_bytes : 0.0);
 }
 
-// The GEMM a block's recomputed forward leaves out under strategy.recompute_early_stop: its last
-// linear layer (the MLP's down projection), whose output only the residual add reads, so no
-// backward needs it rebuilt (on one of tp ranks). The element-wise passes are counted as for a
-// whole forward: the skipped residual add is one (b, s, C) write of the block's dozen.
-std::optional<GemmShape> early_stop_skipped_gemm(const plan::TrainConfig& c, const gpt::GptConfig& g, i64 B, i64 T,
-                                                 i64 tp) {
+// The GEMM of a block's linear layers (gpt_block_linear_gemms) that its recomputed forward leaves
+// out under strategy.recompute_early_stop: the last (the MLP's down projection), whose output only
+// the residual add reads, so no backward needs it rebuilt. The element-wise passes are counted as
+// for a whole forward: the skipped residual add is one (b, s, C) write of the block's dozen.
+std::optional<GemmShape> early_stop_skipped_gemm(const plan::TrainConfig& c,
+                                                 const std::vector<GemmShape>& block_linear_gemms) {
   if (!c.strategy.recompute_early_stop) return std::nullopt;
-  return gpt_block_linear_gemms(g, B, T, tp)[kGptBlockLinearGemms - 1];
+  return block_linear_gemms[kGptBlockLinearGemms - 1];
 }
 
 std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPlan& plan, const ModelDescription& d,
@@ -204,7 +204,8 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   const double V = static_cast<double>(g.vocab);
   const std::vector<i64>& sizes = plan.stages;
   const double block_forward = gpt::gpt_block_forward_flops(g, d.micro_batch, d.seq_len);
-  const std::optional<GemmShape> skipped = early_stop_skipped_gemm(c, g, d.micro_batch, d.seq_len, 1);
+  const std::optional<GemmShape> skipped =  // the whole block's (tp 1), as block_forward
+      early_stop_skipped_gemm(c, gpt_block_linear_gemms(g, d.micro_batch, d.seq_len, 1));
   const double block_recompute =
       recompute == Recompute::full ? block_forward - (skipped ? skipped->flops() : 0.0)
       : recompute == Recompute::selective ? gpt::gpt_block_attention_core_forward_flops(g, d.micro_batch, d.seq_len)
@@ -546,8 +547,9 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
     }
     return fb;
   };
-  const auto [linear_f, linear_b] = forward_backward(
-      gpt_block_linear_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp), kGptBlockLinearGemms);
+  const std::vector<GemmShape> block_linear_gemms =
+      gpt_block_linear_gemms(d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
+  const auto [linear_f, linear_b] = forward_backward(block_linear_gemms, kGptBlockLinearGemms);
   std::pair<double, double> core;  // the attention core's forward and backward
   if (flash) {
     const FusedAttentionSeconds f = gpt_fused_attention_seconds(g, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp, peak);
@@ -557,7 +559,7 @@ void add_gemm_seconds(std::vector<StageCost>& stages, const plan::TrainConfig& c
   }
   const auto [core_f, core_b] = core;
   const double block_f = linear_f + core_f, block_b = linear_b + core_b;
-  const std::optional<GemmShape> skipped = early_stop_skipped_gemm(c, d.gpt, d.micro_batch, d.seq_len, c.strategy.tp);
+  const std::optional<GemmShape> skipped = early_stop_skipped_gemm(c, block_linear_gemms);
   const double block_r = recompute == Recompute::full        ? block_f - (skipped ? linear_seconds(*skipped) : 0.0)
                          : recompute == Recompute::selective ? core_f
                                                              : 0.0;
