@@ -50,6 +50,9 @@ struct StageCost {
   double boundary_bytes = 0;     // the p2p message to the next stage (and its gradient back)
   i64 tp_all_reduces = 0;        // per micro-batch
   i64 forward_tp_all_reduces = 0;  // the forward's part of tp_all_reduces
+  // per micro-batch, in the backward: all-gathers without their pair's reduce-scatter (an
+  // early-stopped recomputation's MLP under sequence parallelism)
+  i64 recomputed_lone_all_gathers = 0;
   i64 in_flight = 1;             // micro-batches whose activations are held at once
   // The trainer's layout: activations in a pool per chunk sized by that chunk's own peak in
   // flight (so a rank holds the sum over its chunks). Else (Korthikanti et al.'s count, the
@@ -263,12 +266,13 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
       st.largest_unit_parameters = std::max(st.largest_unit_parameters, vocabulary_parameters);
     st.elementwise_bytes = blocks * block_traffic;
     st.forward_elementwise_bytes = blocks * (written + casts.forward_bytes);
-    // the recomputed forward's two; under recompute_early_stop without sequence parallelism the
-    // all-reduce after the skipped down projection is not rerun either (with it, its reduce-scatter,
-    // half a pair, is still counted)
-    const i64 recomputed_reductions =
-        recompute != Recompute::full ? 0 : skipped && !s.sequence_parallel ? 1 : 2;
+    // the recomputed forward's two; under recompute_early_stop the collective after the skipped
+    // down projection is not rerun either: without sequence parallelism the MLP's all-reduce, with
+    // it its reduce-scatter, the MLP's all-gather (before its input GEMM) running alone
+    const bool early_stopped = recompute == Recompute::full && skipped;
+    const i64 recomputed_reductions = recompute != Recompute::full ? 0 : early_stopped ? 1 : 2;
     st.tp_all_reduces = sizes[i] * (4 + recomputed_reductions);
+    st.recomputed_lone_all_gathers = early_stopped && s.sequence_parallel ? sizes[i] : 0;
     st.forward_tp_all_reduces = sizes[i] * 2;  // after attention and after the MLP
     if (first) {
       // wte vocabulary-parallel, wpe (gpt2 only) replicated; the embedding's output is all-reduced
@@ -591,7 +595,8 @@ TpOverlapWindows tp_overlap_windows(const plan::TrainConfig& c, const ModelDescr
       for (const GemmShape& grad : gemm_backward(gemms[k])) t += seconds(grad);
     return t;
   };
-  return {forward(0, 1), forward(2, 3), backward(0, 1), backward(2, 3)};  // QKV + projection, the MLP's two
+  // QKV + projection, the MLP's two; the MLP's input GEMM alone
+  return {forward(0, 1), forward(2, 3), backward(0, 1), backward(2, 3), seconds(gemms[2])};
 }
 
 // The peak over rank `rank`'s op order of the activations it holds when each forward adds its
@@ -694,6 +699,7 @@ struct StepRates {
   GroupComm tp, dp, pp;
   std::string tp_algorithm;
   double tp_collective_s = 0;  // one tp all-reduce (or sequence-parallel pair) of a (b, s, C) activation
+  double tp_all_gather_s = 0;   // the pair's all-gather alone (sequence parallelism)
 };
 // "none" for a group of one rank, else the link level its traffic crosses.
 std::string link_level(int ranks, bool inter) { return ranks <= 1 ? "none" : inter ? "inter_node" : "intra_node"; }
@@ -729,6 +735,7 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
                           ? r.tp.seconds(parallel::Collective::reduce_scatter, tp_message) +
                                 r.tp.seconds(parallel::Collective::all_gather, tp_message)
                           : r.tp.seconds(parallel::Collective::all_reduce, tp_message);
+  if (c.strategy.sequence_parallel) r.tp_all_gather_s = r.tp.seconds(parallel::Collective::all_gather, tp_message);
   r.tp_algorithm = r.tp.algorithm(
       c.strategy.sequence_parallel ? parallel::Collective::all_gather : parallel::Collective::all_reduce, tp_message);
   return r;
@@ -890,12 +897,16 @@ StepSimulationInput simulation_input(const plan::TrainConfig& c, const plan::Run
       op.backward_compute_alone_s = (*k.alone_stages)[i].backward_s;
     }
     op.forward_tp_s = static_cast<double>(st.forward_tp_all_reduces) * r.tp_collective_s;
-    op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s;
+    op.backward_tp_s = static_cast<double>(st.tp_all_reduces - st.forward_tp_all_reduces) * r.tp_collective_s +
+                       static_cast<double>(st.recomputed_lone_all_gathers) * r.tp_all_gather_s;
     if (windows) {
       const bool first = st.unit_begin == 0, last = st.unit_end == m.description.units.size();
       const double blocks = static_cast<double>(st.unit_end - st.unit_begin) - (first ? 1 : 0) - (last ? 1 : 0);
+      const RecomputedPairs recomputed = c.strategy.recompute != "full" ? RecomputedPairs::none
+                                         : c.strategy.recompute_early_stop ? RecomputedPairs::early_stopped
+                                                                           : RecomputedPairs::whole;
       const TpSeconds tp =
-          overlapped_tp_seconds(*windows, r.tp_collective_s, blocks, first, c.strategy.recompute == "full");
+          overlapped_tp_seconds(*windows, r.tp_collective_s, r.tp_all_gather_s, blocks, first, recomputed);
       op.forward_tp_s = tp.forward;
       op.backward_tp_s = tp.backward;
     }

@@ -245,6 +245,33 @@ TEST(StepPrediction, EarlyStoppedRecomputationSkipsEachBlocksDownProjection) {
   }
 }
 
+// The collective after the skipped down projection is not rerun either: without sequence
+// parallelism the early-stopped recomputation adds one of the forward's two all-reduces per
+// block; with it, the attention's pair and the MLP's all-gather alone, between one and two pairs.
+TEST(StepPrediction, EarlyStoppedRecomputationSkipsTheDownProjectionsCollective) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  for (const bool sequence_parallel : {false, true}) {
+    plan::TrainConfig c = named("gpt-13b", 1, 8, 1, 8);
+    c.strategy.sequence_parallel = sequence_parallel;
+    const auto tp_seconds = [&](const std::string& recompute, bool early_stop) {
+      c.strategy.recompute = recompute;
+      c.strategy.recompute_early_stop = early_stop;
+      const Prediction p = predict_step(c, a100);
+      EXPECT_TRUE(p.feasible) << p.reason;
+      return p.tp_comm_s;
+    };
+    const double none = tp_seconds("none", false), full = tp_seconds("full", false) - none,
+                 early = tp_seconds("full", true) - none;
+    ASSERT_GT(full, 0.0);
+    if (!sequence_parallel) {
+      EXPECT_NEAR(early, 0.5 * full, 1e-9 * full);
+    } else {  // a pair and an all-gather of two pairs: about three quarters
+      EXPECT_GT(early, 0.6 * full);
+      EXPECT_LT(early, 0.9 * full);
+    }
+  }
+}
+
 // ZeRO-2 and 3 give each micro-batch's reduced gradient pages back and fault them in again: a
 // calibrated per-page cost adds the stage's gradient pages to every backward; ZeRO-1 pays none,
 // and ZeRO-3's parameter gathers, on top, make it slower than ZeRO-1 (whose one reduction after

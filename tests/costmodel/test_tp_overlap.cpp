@@ -13,19 +13,28 @@ namespace sb::costmodel {
 namespace {
 
 TEST(TpOverlap, EachPairShowsWhatItsGemmsDoNotCover) {
-  // attention's GEMMs 1 ms forward, 2 ms backward; the MLP's 3 and 6 ms; a pair 1.5 ms
-  const TpOverlapWindows w{1e-3, 3e-3, 2e-3, 6e-3};
-  const TpSeconds plain = overlapped_tp_seconds(w, 1.5e-3, 10, false, false);
+  // attention's GEMMs 1 ms forward, 2 ms backward; the MLP's 3 and 6 ms, its input GEMM 0.5 ms
+  // alone; a pair 1.5 ms, its all-gather 0.8 ms
+  const TpOverlapWindows w{1e-3, 3e-3, 2e-3, 6e-3, 0.5e-3};
+  const TpSeconds plain = overlapped_tp_seconds(w, 1.5e-3, 0.8e-3, 10, false, RecomputedPairs::none);
   EXPECT_DOUBLE_EQ(plain.forward, 10 * 0.5e-3);  // the attention's pair shows 0.5 ms, the MLP's none
   EXPECT_DOUBLE_EQ(plain.backward, 0.0);
   // the embedding's all-reduce has no GEMM under it; a full recomputation reruns the forward's pairs
-  const TpSeconds first = overlapped_tp_seconds(w, 1.5e-3, 10, true, true);
+  const TpSeconds first = overlapped_tp_seconds(w, 1.5e-3, 0.8e-3, 10, true, RecomputedPairs::whole);
   EXPECT_DOUBLE_EQ(first.forward, 10 * 0.5e-3 + 1.5e-3);
   EXPECT_DOUBLE_EQ(first.backward, 10 * 0.5e-3);
+  // an early-stopped recomputation reruns the attention's pair (0.5 ms shows) and the MLP's
+  // all-gather alone under its input GEMM (0.8 - 0.5 = 0.3 ms shows), not the reduce-scatter
+  const TpSeconds early = overlapped_tp_seconds(w, 1.5e-3, 0.8e-3, 10, false, RecomputedPairs::early_stopped);
+  EXPECT_DOUBLE_EQ(early.forward, plain.forward);
+  EXPECT_NEAR(early.backward, 10 * (0.5e-3 + 0.3e-3), 1e-15);
   // no GEMM to hide under: every pair shows whole, as without overlap
-  const TpSeconds bare = overlapped_tp_seconds(TpOverlapWindows{}, 1.5e-3, 4, false, false);
+  const TpSeconds bare = overlapped_tp_seconds(TpOverlapWindows{}, 1.5e-3, 0.8e-3, 4, false, RecomputedPairs::none);
   EXPECT_DOUBLE_EQ(bare.forward, 4 * 2 * 1.5e-3);
   EXPECT_DOUBLE_EQ(bare.backward, 4 * 2 * 1.5e-3);
+  const TpSeconds bare_early =
+      overlapped_tp_seconds(TpOverlapWindows{}, 1.5e-3, 0.8e-3, 4, false, RecomputedPairs::early_stopped);
+  EXPECT_NEAR(bare_early.backward, 4 * (2 * 1.5e-3 + 1.5e-3 + 0.8e-3), 1e-15);
 }
 
 // GPT-3 175B's layout on DGX H100 (tp 4 with sequence parallelism): its pairs hide under its
