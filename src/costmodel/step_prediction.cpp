@@ -731,11 +731,12 @@ StepRates step_rates(const plan::TrainConfig& c, const Prediction& p, const Site
   const double tp_message = static_cast<double>(p.micro_batch * d.seq_len) *
                             (p.gpt ? static_cast<double>(d.gpt.channels) : 0.0) * element_bytes;
   // a sequence-parallel pair (reduce-scatter + all-gather) moves what the all-reduce moves
-  r.tp_collective_s = c.strategy.sequence_parallel
-                          ? r.tp.seconds(parallel::Collective::reduce_scatter, tp_message) +
-                                r.tp.seconds(parallel::Collective::all_gather, tp_message)
-                          : r.tp.seconds(parallel::Collective::all_reduce, tp_message);
-  if (c.strategy.sequence_parallel) r.tp_all_gather_s = r.tp.seconds(parallel::Collective::all_gather, tp_message);
+  if (c.strategy.sequence_parallel) {
+    r.tp_all_gather_s = r.tp.seconds(parallel::Collective::all_gather, tp_message);
+    r.tp_collective_s = r.tp.seconds(parallel::Collective::reduce_scatter, tp_message) + r.tp_all_gather_s;
+  } else {
+    r.tp_collective_s = r.tp.seconds(parallel::Collective::all_reduce, tp_message);
+  }
   r.tp_algorithm = r.tp.algorithm(
       c.strategy.sequence_parallel ? parallel::Collective::all_gather : parallel::Collective::all_reduce, tp_message);
   return r;
