@@ -10,8 +10,13 @@ shipped validation set (validation/published/*.yaml) replays a row in it on the 
 device. A peak whose source quotes a figure "with sparsity" must be half of it: the dense peak.
 The profile's `peak_flops_source` names where its dense peaks come from (every MFU names it).
 Each NCCL algorithm figure under links.<level>.nccl names its source like any constant.
+Every GPU profile has a `gemm:` model (without one its GEMMs would run at the datasheet peak).
 A `gemm:` model's e_max names the shipped validation set and version `predict --fit` fitted it
-on, its sm_count a datasheet or architecture whitepaper.
+on, or the profile it is carried from: the same value ("not fitted for this device: the <profile>
+profile's, an assumption"), or that profile's value times the ratio of the two devices' measured
+matmul efficiency in validation/matmul-efficiency.yaml ("derived: the <profile> profile's <key> ×
+matmul efficiency (table vN)"), checked here to the rounding; its sm_count cites a datasheet or
+architecture whitepaper.
 Usage: check_site_profile_sources.py SOURCE_DIR"""
 import pathlib
 import re
@@ -58,7 +63,48 @@ def validation_precisions():
     return claimed
 
 
+def matmul_efficiencies():
+    """{(device, precision, table): mamf / theory} from validation/matmul-efficiency.yaml."""
+    data = yaml.safe_load((source / "validation" / "matmul-efficiency.yaml").read_text())
+    return {(r["device"], r["precision"], r["table"]): float(r["mamf_tflops"]) / float(r["theory_tflops"])
+            for r in data["rows"]}
+
+
 claimed_by_sets = validation_precisions()
+efficiency = matmul_efficiencies()
+profiles = {p.stem: yaml.safe_load(p.read_text()) for p in (source / "jobs" / "sites").glob("*.yaml")}
+
+
+def carried(name, key, value, comment):
+    """The problem with a constant carried from another profile (borrowed or derived), None when it
+    checks out, False when the comment says neither."""
+    borrowed = re.search(r"not fitted for this device: the (\S+) profile's, an assumption", comment)
+    derived = re.search(r"derived: the (\S+) profile's (\S+) × matmul efficiency \(table (v[0-9]+)\)", comment)
+    match = borrowed or derived
+    if not match:
+        return False
+    lender = profiles.get(match.group(1))
+    if lender is None:
+        return f"{name}: '{key}' is carried from profile '{match.group(1)}', which jobs/sites/ does not hold"
+    lender_key = derived.group(2) if derived else key.split(".")[-1]
+    lent = (lender.get("gemm") or {}).get(lender_key)
+    if lent is None:
+        return f"{name}: '{key}' is carried from {match.group(1)}'s gemm.{lender_key}, which it does not have"
+    expected = float(lent)
+    if derived:
+        precision, table = ("fp8" if lender_key == "e_max_fp8" else "bf16"), derived.group(3)
+        mine = efficiency.get((profiles[name]["device"], precision, table))
+        theirs = efficiency.get((lender["device"], precision, table))
+        if mine is None or theirs is None:
+            return (f"{name}: '{key}' is derived by matmul efficiency (table {table}, {precision}), but "
+                    "validation/matmul-efficiency.yaml lacks this device or its lender's")
+        expected *= mine / theirs
+    if abs(float(value) - expected) > 0.0006 * max(1.0, expected):
+        return (f"{name}: '{key}' = {value} but its comment carries it from {match.group(1)}: expected "
+                f"{expected:.4f} ('{comment.strip()}')")
+    return None
+
+
 checked = 0
 for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
     text = path.read_text()
@@ -68,6 +114,9 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
     checked += 1
     lines = text.splitlines()
     root = yaml.compose(text)
+    if not isinstance(profile.get("gemm"), dict):
+        problems.append(f"{path.name}: no 'gemm:' model, so its GEMMs would run at the datasheet peak: give it one "
+                        "(fitted, or carried from a fitted profile by matmul efficiency)")
     for key, node, parents in constants(root, "", []):
         if key.startswith("scheduler.") or key in ("calibrated.date", "calibrated.command"):
             continue
@@ -108,9 +157,14 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
         if key in ("gemm.e_max", "gemm.e_max_fp8", "gemm.e_max_sm80"):
             comment = lines[node.start_mark.line].partition("#")[2]
             fitted = re.search(r"fitted by predict --fit on (\S+) version ([0-9]+)", comment)
-            if not fitted or fitted.group(1) not in set_names:
+            problem = None if fitted and fitted.group(1) in set_names else carried(path.stem, key, node.value, comment)
+            if problem is False:
                 problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on "
-                                f"<shipped set> version N' on its line, got '{comment.strip()}'")
+                                "<shipped set> version N', 'not fitted for this device: the <profile> profile's, "
+                                "an assumption' or 'derived: the <profile> profile's <key> × matmul efficiency "
+                                f"(table vN)' on its line, got '{comment.strip()}'")
+            elif problem:
+                problems.append(problem)
         elif key in ("gemm.e_attention_sm80", "gemm.k_overhead_sm80"):
             # fitted, or derived from a published figure whose paper the comment (on its line or the
             # lines directly above) cites by arXiv number
@@ -124,8 +178,10 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
             comment = lines[node.start_mark.line].partition("#")[2]
             named = re.findall(r"(\S+) version [0-9]+", comment.partition("fitted by predict --fit on ")[2])
             fitted = "fitted by predict --fit on " in comment and named and all(n in set_names for n in named)
-            borrowed = re.search(r"not fitted for this device: the (\S+) profile's, an assumption", comment)
-            if not fitted and not borrowed:
+            borrowed = None if fitted else carried(path.stem, key, node.value, comment)
+            if borrowed:
+                problems.append(borrowed)
+            elif not fitted and borrowed is False:
                 problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on "
                                 "<shipped set> version N[, ...]' or 'not fitted for this device: the <device> "
                                 f"profile's, an assumption' on its line, got '{comment.strip()}'")
