@@ -54,7 +54,10 @@ std::string human_summary(const costmodel::Prediction& p, const costmodel::SiteP
                        site.name, site.calibrated_cpu.empty() ? "" : ": " + site.calibrated_cpu);
   else
     out += fmt::format("  compute     {:10.4f} s  ({:.3g} TFLOP/s peak × efficiency {:.3f}{})\n", p.compute_s,
-                       p.peak_flops / 1e12, p.gemm_efficiency, p.calibrated ? "" : ", not calibrated");
+                       p.peak_flops / 1e12, p.gemm_efficiency,
+                       p.calibrated ? ""
+                                    : ", not calibrated: the datasheet peak, an upper bound on speed; give the site "
+                                      "a gemm: model (jobs/README.md) or run calibrate");
   out += fmt::format("  comm        {:10.4f} s  (tp {:.4f}, p2p {:.4f}, dp exposed {:.4f}){}\n", p.comm_s,
                      p.tp_comm_s, p.p2p_s, p.dp_comm_s,
                      p.tp_algorithm.empty() && p.dp_algorithm.empty()

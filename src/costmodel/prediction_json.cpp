@@ -26,6 +26,9 @@ nlohmann::json prediction_json(const Prediction& p) {
   j["peak_flops"] = number(p.peak_flops);
   j["peak_flops_precision"] = p.precision;
   j["kernels"] = p.kernels;
+  // false: the site has no `gemm:` model, calibrated efficiency or kernel times, so its GEMMs run
+  // at the datasheet peak, an upper bound on speed
+  j["calibrated"] = p.calibrated;
   j["peak_flops_source"] = p.feasible ? nlohmann::json(p.peak_flops_source) : nlohmann::json(nullptr);
   // the NCCL algorithm of one tp collective and of a dp bucket ("" without the group)
   j["tp_algorithm"] = p.feasible ? nlohmann::json(p.tp_algorithm) : nlohmann::json(nullptr);

@@ -72,6 +72,36 @@ TEST(PredictCommand, ASiteWithoutADensePeakForThePrecisionIsRefusedNotDefaulted)
   EXPECT_NE(r.stderr_text.find("'peak_flops.fp16' is missing"), std::string::npos) << r.stderr_text;
 }
 
+// A user's GPU profile without a `gemm:` model (or calibration) predicts at the datasheet peak:
+// the answer says so in JSON (`calibrated` false) and in the table, which names the way out; the
+// shipped profiles all carry one, also the H200 that no published run covers.
+TEST(PredictCommand, AGpuSiteWithoutAGemmModelSaysItsComputeIsAnUpperBound) {
+  Scratch scratch;
+  std::ifstream in(kH100);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto gemm = text.find("\ngemm:\n"), links = text.find("\nlinks:\n");
+  ASSERT_NE(gemm, std::string::npos);
+  ASSERT_NE(links, std::string::npos);
+  text.erase(gemm + 1, links - gemm);
+  const auto site = scratch.write("no-gemm.yaml", text);
+  const std::string h200 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h200-sxm-hgx.yaml";
+  const std::string bare = "predict --config " + kCase + " --site " + site.string() + " --set strategy.dp=32";
+  const CommandResult j = scratch.run(bare + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(j.stdout_text)["calibrated"], false) << j.stdout_text;
+  const CommandResult table = scratch.run(bare);
+  ASSERT_EQ(table.exit_code, 0) << table.stderr_text;
+  EXPECT_NE(table.stdout_text.find("efficiency 1.000, not calibrated: the datasheet peak, an upper bound"),
+            std::string::npos) << table.stdout_text;
+  const CommandResult shipped = scratch.run("predict --config " + kCase + " --site " + h200 +
+                                            " --set strategy.dp=32 --json");
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.stderr_text;
+  const nlohmann::json s = nlohmann::json::parse(shipped.stdout_text);
+  EXPECT_EQ(s["calibrated"], true);
+  const nlohmann::json unfitted = nlohmann::json::parse(j.stdout_text);
+  EXPECT_GT(s["step_time_s"].get<double>(), unfitted["step_time_s"].get<double>());  // at e_max < 1, slower
+}
+
 TEST(PredictCommand, HumanTableAndOverrides) {
   Scratch scratch;
   const CommandResult r =
