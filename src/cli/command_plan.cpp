@@ -62,6 +62,10 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
     out += fmt::format("each MFU against its precision's dense peak (rank 1: {:.4g} TFLOP/s {}, {}); {}\n",
                        r.feasible.front().prediction.peak_flops / 1e12, r.feasible.front().prediction.precision,
                        r.feasible.front().prediction.peak_flops_source, costmodel::kMfuConvention);
+  if (!r.feasible.empty() && !r.feasible.front().prediction.calibrated)
+    out += "not calibrated: the site has no gemm: model, calibrated efficiency or kernel times, so every GEMM runs at "
+           "the datasheet peak (an upper bound on speed, which can reorder the ranking); give it a gemm: model "
+           "(jobs/README.md) or run calibrate\n";
   if (!r.rejected.empty()) out += "rejected:\n";
   for (const costmodel::PlanRejection& g : r.rejected)
     out += fmt::format("  {} ({} candidates), e.g. {}: {}\n", g.reason, g.count, strategy_text(g.example),

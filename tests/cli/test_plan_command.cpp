@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -127,6 +129,29 @@ TEST(PlanCommand, ImpossibleRequestExitsOneWithReasons) {
   EXPECT_EQ(human.exit_code, 1);
   EXPECT_NE(human.stdout_text.find("no feasible configuration"), std::string::npos) << human.stdout_text;
   EXPECT_NE(human.stdout_text.find("too little memory ("), std::string::npos) << human.stdout_text;
+}
+
+// A site of the user's own without a gemm: model ranks at the datasheet peak: the table says so
+// (the shipped H100 profile, fitted, does not); each candidate's JSON carries `calibrated`.
+TEST(PlanCommand, ASiteWithoutAGemmModelIsSaidToRankAtThePeak) {
+  Scratch scratch;
+  std::ifstream in(kH100);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto gemm = text.find("\ngemm:\n"), links = text.find("\nlinks:\n");
+  ASSERT_NE(gemm, std::string::npos);
+  ASSERT_NE(links, std::string::npos);
+  text.erase(gemm + 1, links - gemm);
+  const auto site = scratch.write("no-gemm.yaml", text);
+  const std::string request = " --devices 16 --global-batch 32 --top 3";
+  const CommandResult bare = scratch.run("plan --model gpt-1.3b --site " + site.string() + request);
+  ASSERT_EQ(bare.exit_code, 0) << bare.stderr_text;
+  EXPECT_NE(bare.stdout_text.find("not calibrated: the site has no gemm: model"), std::string::npos) << bare.stdout_text;
+  const CommandResult fitted = scratch.run("plan --model gpt-1.3b --site " + kH100 + request);
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.stderr_text;
+  EXPECT_EQ(fitted.stdout_text.find("not calibrated"), std::string::npos) << fitted.stdout_text;
+  const CommandResult json = scratch.run("plan --model gpt-1.3b --site " + site.string() + request + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.stderr_text;
+  EXPECT_EQ(nlohmann::json::parse(json.stdout_text)["feasible"][0]["calibrated"], false) << json.stdout_text;
 }
 
 TEST(PlanCommand, HumanTableAndUnknownModel) {
