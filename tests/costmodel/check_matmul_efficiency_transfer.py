@@ -11,6 +11,7 @@ below is predicted with an e_max fitted on the other GPU only. Each set's step-t
 tokens figure must stay within the issue's bounds (mean |error| <= 5%, max <= 10%).
 Usage: check_matmul_efficiency_transfer.py SCALEBENCH SOURCE_DIR WORK_DIR"""
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -59,7 +60,7 @@ problems = []
 for name, sets in SETS.items():
     for name_of_set in sets:
         run = subprocess.run([scalebench, "predict", "--validate", name_of_set, "--json"], capture_output=True,
-                             text=True, env={"SB_SHARE_DIR": str(work), "PATH": "/usr/bin:/bin"})
+                             text=True, env=dict(os.environ, SB_SHARE_DIR=str(work)))
         assert run.returncode == 0, f"{name_of_set}: scalebench predict --validate failed: {run.stderr}"
         summary = json.loads(run.stdout)["summary"][0]  # the set's first figure: its time, TFLOP/s or tokens
         verdict = summary["mean_abs_error_pct"] <= 5.0 and summary["max_abs_error_pct"] <= 10.0
