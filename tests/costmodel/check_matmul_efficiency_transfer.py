@@ -56,11 +56,13 @@ for name, constants in carried.items():
     path.write_text(text)
     print(f"{name}: " + ", ".join(f"{k} {profile[name]['gemm'][k]} -> {v:.4f}" for k, v in constants.items()))
 
+# the copy's profiles, not a user's SB_SITES_DIR
+environment = {k: v for k, v in os.environ.items() if k != "SB_SITES_DIR"} | {"SB_SHARE_DIR": str(work)}
 problems = []
 for name, sets in SETS.items():
     for name_of_set in sets:
         run = subprocess.run([scalebench, "predict", "--validate", name_of_set, "--json"], capture_output=True,
-                             text=True, env=dict(os.environ, SB_SHARE_DIR=str(work)))
+                             text=True, env=environment)
         assert run.returncode == 0, f"{name_of_set}: scalebench predict --validate failed: {run.stderr}"
         summary = json.loads(run.stdout)["summary"][0]  # the set's first figure: its time, TFLOP/s or tokens
         verdict = summary["mean_abs_error_pct"] <= 5.0 and summary["max_abs_error_pct"] <= 10.0
