@@ -172,6 +172,12 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
             if "fitted by predict --fit on " not in above and not re.search(r"arXiv:[0-9]{4}\.[0-9]{4,5}", above):
                 problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on ...' or "
                                 "cite the paper (arXiv:NNNN.NNNNN) its figure comes from")
+            lent = re.search(r"the (\S+) profile's:", above)  # the same derivation as another profile's
+            if lent:
+                lender = (profiles.get(lent.group(1)) or {}).get("gemm") or {}
+                if lender.get(key.split(".")[-1]) is None or abs(float(lender[key.split(".")[-1]]) - float(node.value)) > 1e-9:
+                    problems.append(f"{path.name}: '{key}' ({node.value}) says it is the {lent.group(1)} profile's, "
+                                    f"which has {lender.get(key.split('.')[-1])}")
         elif key in ("gemm.k_overhead", "gemm.e_attention"):
             # fitted with e_max on sets of several model widths (k_overhead) or attention shares
             # (e_attention), or said to be another profile's
