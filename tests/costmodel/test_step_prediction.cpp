@@ -89,9 +89,10 @@ TEST(StepPrediction, OneDeviceIsComputePlusOptimizer) {
                           "stage_rule", "micro_batches", "micro_batch", "cost_per_hour", "currency", "hfu",
                           "mfu_convention", "peak_flops", "peak_flops_precision", "peak_flops_source",
                           "tp_algorithm", "dp_algorithm", "tp_comm_s", "p2p_s", "dp_comm_s", "nodes",
-                          "ranks_per_node", "tp_link", "dp_link", "pp_link", "kernels"})
+                          "ranks_per_node", "tp_link", "dp_link", "pp_link", "kernels", "calibrated"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 33u);
+  EXPECT_EQ(j.size(), 34u);
+  EXPECT_EQ(j["calibrated"], false);  // no gemm: model left: the GEMMs at the datasheet peak, as above
   EXPECT_EQ(j["kernels"], "native");  // model.kernels: the GEMM constants the prediction ran on
   // one device: one node, and no group that talks over any link
   EXPECT_EQ(j["nodes"].get<int>(), 1);
