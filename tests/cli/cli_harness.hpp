@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,26 @@ namespace sb::testing {
 inline std::vector<float> checkpoint_parameters(const std::filesystem::path& checkpoint) {
   const io::Checkpoint c = io::read_checkpoint(checkpoint, [](const io::CheckpointRank& r) { return r.rank == 0; });
   return c.ranks.at(0).parameters;
+}
+
+// A file's whole text.
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A site profile's text without its top-level `key:` mapping, as a user's profile lacking it
+// would read (the lines up to the next top-level key go; comments above it stay).
+inline std::string site_profile_without(const std::filesystem::path& profile, const std::string& key) {
+  const std::string text = read_text(profile);
+  const auto begin = text.find("\n" + key + ":\n");
+  if (begin == std::string::npos) throw std::runtime_error(profile.string() + " has no top-level '" + key + ":'");
+  auto end = text.find('\n', begin + 1);
+  while (end != std::string::npos && end + 1 < text.size() && (text[end + 1] == ' ' || text[end + 1] == '#'))
+    end = text.find('\n', end + 1);
+  return text.substr(0, begin + 1) + (end == std::string::npos ? "" : text.substr(end + 1));
 }
 
 struct CommandResult {
@@ -63,20 +84,14 @@ class Scratch {
     const int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.stdout_text = slurp(out);
-    r.stderr_text = slurp(err);
+    r.stdout_text = read_text(out);
+    r.stderr_text = read_text(err);
     return r;
   }
 
   static std::string current_test_name() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     return std::string(info->test_suite_name()) + "_" + info->name();
-  }
-  static std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
   }
   std::filesystem::path dir_;
 };

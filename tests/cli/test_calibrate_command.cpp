@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "calibrate/kernel_benchmark.hpp"
 #include "cli_harness.hpp"
@@ -20,13 +19,6 @@
 
 namespace sb::testing {
 namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(CalibrateCommand, FitsASiteProfileThatTrainPredictsFrom) {
   Scratch scratch;

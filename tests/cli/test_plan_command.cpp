@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -135,13 +133,7 @@ TEST(PlanCommand, ImpossibleRequestExitsOneWithReasons) {
 // (the shipped H100 profile, fitted, does not); each candidate's JSON carries `calibrated`.
 TEST(PlanCommand, ASiteWithoutAGemmModelIsSaidToRankAtThePeak) {
   Scratch scratch;
-  std::ifstream in(kH100);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto gemm = text.find("\ngemm:\n"), links = text.find("\nlinks:\n");
-  ASSERT_NE(gemm, std::string::npos);
-  ASSERT_NE(links, std::string::npos);
-  text.erase(gemm + 1, links - gemm);
-  const auto site = scratch.write("no-gemm.yaml", text);
+  const auto site = scratch.write("no-gemm.yaml", site_profile_without(kH100, "gemm"));
   const std::string request = " --devices 16 --global-batch 32 --top 3";
   const CommandResult bare = scratch.run("plan --model gpt-1.3b --site " + site.string() + request);
   ASSERT_EQ(bare.exit_code, 0) << bare.stderr_text;

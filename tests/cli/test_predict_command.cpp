@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "cli_harness.hpp"
 
@@ -60,8 +58,7 @@ TEST(PredictCommand, MfuNamesItsConventionAndTheDensePeakWithItsSource) {
 
 TEST(PredictCommand, ASiteWithoutADensePeakForThePrecisionIsRefusedNotDefaulted) {
   Scratch scratch;
-  std::ifstream in(kSite);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_text(kSite);
   const auto at = text.find("  fp16: ");
   ASSERT_NE(at, std::string::npos);
   text.erase(at, text.find('\n', at) + 1 - at);
@@ -77,13 +74,7 @@ TEST(PredictCommand, ASiteWithoutADensePeakForThePrecisionIsRefusedNotDefaulted)
 // shipped profiles all carry one, also the H200 that no published run covers.
 TEST(PredictCommand, AGpuSiteWithoutAGemmModelSaysItsComputeIsAnUpperBound) {
   Scratch scratch;
-  std::ifstream in(kH100);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto gemm = text.find("\ngemm:\n"), links = text.find("\nlinks:\n");
-  ASSERT_NE(gemm, std::string::npos);
-  ASSERT_NE(links, std::string::npos);
-  text.erase(gemm + 1, links - gemm);
-  const auto site = scratch.write("no-gemm.yaml", text);
+  const auto site = scratch.write("no-gemm.yaml", site_profile_without(kH100, "gemm"));
   const std::string h200 = std::string(SB_SOURCE_DIR) + "/jobs/sites/h200-sxm-hgx.yaml";
   const std::string bare = "predict --config " + kCase + " --site " + site.string() + " --set strategy.dp=32";
   const CommandResult j = scratch.run(bare + " --json");
@@ -349,8 +340,7 @@ TEST(PredictCommand, FitPrintsEmaxPerDeviceAndWritesOnlyWhenAsked) {
   const CommandResult w =
       scratch.run("predict --fit megatron-lm-narayanan2021-table1 --write-site " + out.string());
   ASSERT_EQ(w.exit_code, 0) << w.stderr_text;
-  std::ifstream in(out);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_text(out);
   EXPECT_NE(text.find("# fitted by predict --fit on megatron-lm-narayanan2021-table1 version 1"), std::string::npos)
       << text;
   // Table 1's models have ten widths: k_overhead is fitted and written beside e_max
