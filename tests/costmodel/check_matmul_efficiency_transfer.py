@@ -20,6 +20,8 @@ import sys
 
 import yaml
 
+import matmul_efficiency
+
 scalebench, source, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
 A100, H100 = "a100-80gb-dgx", "h100-sxm-dgx"
 # the sets replayed on the two profiles whose figure is a time (MPT's and torchtitan's are left
@@ -34,12 +36,11 @@ for folder in ("jobs", "validation", "suites"):
     shutil.copytree(source / folder, work / folder)
 sites = work / "jobs" / "sites"
 profile = {name: yaml.safe_load((sites / f"{name}.yaml").read_text()) for name in (A100, H100)}
-rows = yaml.safe_load((source / "validation" / "matmul-efficiency.yaml").read_text())["rows"]
-efficiency = {(r["device"], r["precision"]): r["mamf_tflops"] / r["theory_tflops"] for r in rows if r["table"] == "v2"}
+efficiency = matmul_efficiency.efficiencies(source)
 
 
 def eff(name, precision):
-    return efficiency[(profile[name]["device"], precision)]
+    return efficiency[(profile[name]["device"], precision, "v2")]
 
 
 carried = {

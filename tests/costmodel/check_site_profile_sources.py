@@ -24,6 +24,8 @@ import sys
 
 import yaml
 
+import matmul_efficiency
+
 source = pathlib.Path(sys.argv[1])
 REQUIRED = ("fp32", "bf16", "fp16")
 problems = []
@@ -63,16 +65,21 @@ def validation_precisions():
     return claimed
 
 
-def matmul_efficiencies():
-    """{(device, precision, table): mamf / theory} from validation/matmul-efficiency.yaml."""
-    data = yaml.safe_load((source / "validation" / "matmul-efficiency.yaml").read_text())
-    return {(r["device"], r["precision"], r["table"]): float(r["mamf_tflops"]) / float(r["theory_tflops"])
-            for r in data["rows"]}
-
-
 claimed_by_sets = validation_precisions()
-efficiency = matmul_efficiencies()
+efficiency = matmul_efficiency.efficiencies(source)
 profiles = {p.stem: yaml.safe_load(p.read_text()) for p in (source / "jobs" / "sites").glob("*.yaml")}
+
+
+def lent(name, key, lender_name, lender_key):
+    """(the lender's profile, its gemm.<lender_key>) for constant `key` of profile `name`, or the
+    problem when there is no such profile or constant."""
+    lender = profiles.get(lender_name)
+    if lender is None:
+        return f"{name}: '{key}' is carried from profile '{lender_name}', which jobs/sites/ does not hold"
+    value = (lender.get("gemm") or {}).get(lender_key)
+    if value is None:
+        return f"{name}: '{key}' is carried from {lender_name}'s gemm.{lender_key}, which it does not have"
+    return lender, float(value)
 
 
 def carried(name, key, value, comment):
@@ -83,14 +90,11 @@ def carried(name, key, value, comment):
     match = borrowed or derived
     if not match:
         return False
-    lender = profiles.get(match.group(1))
-    if lender is None:
-        return f"{name}: '{key}' is carried from profile '{match.group(1)}', which jobs/sites/ does not hold"
     lender_key = derived.group(2) if derived else key.split(".")[-1]
-    lent = (lender.get("gemm") or {}).get(lender_key)
-    if lent is None:
-        return f"{name}: '{key}' is carried from {match.group(1)}'s gemm.{lender_key}, which it does not have"
-    expected = float(lent)
+    found = lent(name, key, match.group(1), lender_key)
+    if isinstance(found, str):
+        return found
+    lender, expected = found
     if derived:
         precision, table = ("fp8" if lender_key == "e_max_fp8" else "bf16"), derived.group(3)
         mine = efficiency.get((profiles[name]["device"], precision, table))
@@ -172,12 +176,13 @@ for path in sorted((source / "jobs" / "sites").glob("*.yaml")):
             if "fitted by predict --fit on " not in above and not re.search(r"arXiv:[0-9]{4}\.[0-9]{4,5}", above):
                 problems.append(f"{path.name}: '{key}' ({node.value}) must say 'fitted by predict --fit on ...' or "
                                 "cite the paper (arXiv:NNNN.NNNNN) its figure comes from")
-            lent = re.search(r"the (\S+) profile's:", above)  # the same derivation as another profile's
-            if lent:
-                lender = (profiles.get(lent.group(1)) or {}).get("gemm") or {}
-                if lender.get(key.split(".")[-1]) is None or abs(float(lender[key.split(".")[-1]]) - float(node.value)) > 1e-9:
-                    problems.append(f"{path.name}: '{key}' ({node.value}) says it is the {lent.group(1)} profile's, "
-                                    f"which has {lender.get(key.split('.')[-1])}")
+            same = re.search(r"the (\S+) profile's:", above)  # the same derivation as another profile's
+            found = lent(path.stem, key, same.group(1), key.split(".")[-1]) if same else None
+            if isinstance(found, str):
+                problems.append(found)
+            elif found and abs(found[1] - float(node.value)) > 1e-9:
+                problems.append(f"{path.name}: '{key}' ({node.value}) says it is the {same.group(1)} profile's, "
+                                f"which has {found[1]}")
         elif key in ("gemm.k_overhead", "gemm.e_attention"):
             # fitted with e_max on sets of several model widths (k_overhead) or attention shares
             # (e_attention), or said to be another profile's
