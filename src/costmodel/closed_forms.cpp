@@ -20,21 +20,33 @@ double training_flops_per_token(double N, double l, double s, double h) {
   return 6.0 * N + 12.0 * l * s * h;
 }
 
+BlockActivationTerms block_activation_terms(double kv_fraction, double mlp_kept, bool dropout) {
+  SB_CHECK(kv_fraction > 0 && kv_fraction <= 1 && mlp_kept > 0, "activation terms of kv/heads {} and MLP {}",
+           kv_fraction, mlp_kept);
+  const double masks = dropout ? 2.0 : 0.0;
+  return {.replicated = 4.0 + 2.0 + 2.0 + masks,
+          .tensor_parallel = 2.0 + 4.0 * kv_fraction + 2.0 + mlp_kept,
+          .scores = dropout ? 5.0 : 2.0};
+}
+
 double activation_bytes_per_layer(double s, double b, double h, double a, double t,
-                                  bool sequence_parallel, Recompute recompute, bool flash_attention) {
+                                  bool sequence_parallel, Recompute recompute, bool flash_attention,
+                                  const BlockActivationTerms& terms) {
   SB_CHECK(s > 0 && b > 0 && h > 0 && a > 0 && t >= 1, "activation memory of s {} b {} h {} a {} t {}",
            s, b, h, a, t);
   const double sbh = s * b * h;
+  const double kept = terms.replicated + terms.tensor_parallel;  // GPT-3: 34
   switch (recompute) {
     case Recompute::full:
       return sequence_parallel ? 2.0 * sbh / t : 2.0 * sbh;
     case Recompute::selective:
-      return sequence_parallel ? 34.0 * sbh / t : sbh * (10.0 + 24.0 / t);
+      return sequence_parallel ? kept * sbh / t : sbh * (terms.replicated + terms.tensor_parallel / t);
     case Recompute::none:
       break;
   }
-  const double attention = flash_attention ? 0.0 : 5.0 * a * s / h;  // softmax input and output, dropout mask and output
-  return sequence_parallel ? sbh / t * (34.0 + attention) : sbh * (10.0 + 24.0 / t + attention / t);
+  const double attention = flash_attention ? 0.0 : terms.scores * a * s / h;  // the T² tensors
+  return sequence_parallel ? sbh / t * (kept + attention)
+                           : sbh * (terms.replicated + terms.tensor_parallel / t + attention / t);
 }
 
 ModelStateBytes zero_model_state_bytes(double psi, int nd, int stage, double param_bytes,

@@ -37,8 +37,30 @@ double training_flops_per_token(double N, double l, double s, double h);
 // (FlashAttention, Dao et al. 2022) keeps none of the 5·a·s²·b bytes of attention scores,
 // softmax output, dropout mask and output (it recomputes them from Q, K, V in its backward), so
 // no recomputation keeps what selective keeps: sbh·(10 + 24/t), sequence parallel 34·sbh/t.
+//
+// The same count by where each kept tensor sits (§4.1), per s·b·h bytes, so that a block other
+// than GPT-3's is counted tensor by tensor rather than as GPT-3's:
+//   replicated       outside the tensor-parallel region (sharded over t by sequence parallelism
+//                    only): the two norms' inputs 4, the attention's and the MLP's inputs 2 + 2,
+//                    and with dropout its two 1-byte masks 2. GPT-3: 10.
+//   tensor_parallel  sharded over t: Q 2, K and V 4·kv/a (grouped-query attention's kv heads of
+//                    a), the output projection's input 2, and the MLP's kept tensors. GPT-3:
+//                    2 + 4 + 2 + 16 = 24 (GELU's input and output, 2·4h wide each).
+//   scores           per a·s/h, unfused attention only: the softmax's output 2 and, with dropout,
+//                    its mask 1 and the masked output 2. GPT-3: 5.
+// The default terms are GPT-3's: the formulas above.
+struct BlockActivationTerms {
+  double replicated = 10.0;
+  double tensor_parallel = 24.0;
+  double scores = 5.0;
+  bool operator==(const BlockActivationTerms&) const = default;
+};
+// A block's terms: kv_fraction its key/value heads over its heads, mlp_kept the bytes its MLP
+// keeps per s·b·h, dropout whether it has dropout (masks kept).
+BlockActivationTerms block_activation_terms(double kv_fraction, double mlp_kept, bool dropout);
 double activation_bytes_per_layer(double s, double b, double h, double a, double t,
-                                  bool sequence_parallel, Recompute recompute, bool flash_attention = false);
+                                  bool sequence_parallel, Recompute recompute, bool flash_attention = false,
+                                  const BlockActivationTerms& terms = {});
 
 // ---- ZeRO (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
 // Parameter Models", §5 and Figure 1) -------------------------------------------------------------

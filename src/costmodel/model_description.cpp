@@ -63,6 +63,19 @@ ModelDescription description_of(ModelFamily family, const char* kind, const std:
 
 }  // namespace
 
+BlockActivationTerms gpt_block_activation_terms(const gpt::GptConfig& config) {
+  const double kv_fraction =
+      static_cast<double>(gpt::gpt_kv_heads(config)) / static_cast<double>(config.heads);
+  const double width = static_cast<double>(gpt::gpt_mlp_width(config)) / static_cast<double>(config.channels);
+  switch (config.block) {
+    case gpt::GptBlock::gpt2: return block_activation_terms(kv_fraction, 2.0 * 2.0 * width, true);
+    case gpt::GptBlock::llama: return block_activation_terms(kv_fraction, 3.0 * 2.0 * width, false);
+    case gpt::GptBlock::nemotron: return block_activation_terms(kv_fraction, 2.0 * 2.0 * width, false);
+  }
+  SB_CHECK(false, "activation terms of model {}: unknown block kind", config.name);
+  return {};
+}
+
 ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_batch,
                               std::int64_t seq_len, double element_bytes) {
   gpt::validate_gpt_config(config);
@@ -85,8 +98,8 @@ ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_b
                        0.0, static_cast<double>(gpt::gpt_embedding_parameter_count(config)), 0.0, 0.0}},
                      boundary});
   const double block_activations =
-      activation_bytes_per_layer(s, b, C, static_cast<double>(config.heads), 1.0, false,
-                                 Recompute::none) * element_bytes / 2.0;
+      activation_bytes_per_layer(s, b, C, static_cast<double>(config.heads), 1.0, false, Recompute::none, false,
+                                 gpt_block_activation_terms(config)) * element_bytes / 2.0;
   for (std::int64_t l = 0; l < config.layers; ++l) {
     const std::string name = fmt::format("block.{}", l);
     d.units.push_back({name,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/closed_forms.hpp"
 #include "models/gpt/gpt_config.hpp"
 #include "models/resnet/resnet_config.hpp"
 
@@ -54,11 +55,21 @@ struct ModelDescription {
   double weight_bytes() const { return parameters() * element_bytes; }
 };
 
+// The terms of Korthikanti et al.'s activation count (closed_forms.hpp) for the config's block:
+//   gpt2      GPT-3's: dropout (its masks kept), every head its own K and V, the MLP's GELU input
+//             and output (2·4C each): 16.
+//   llama     no dropout (Meta's reference model, meta-llama/llama3 llama/model.py, has no
+//             dropout layer), K and V of kv_heads, the gated MLP as Megatron-LM's fused SwiGLU
+//             keeps it: its input, gate and up side by side (4F/C), and its output (2F/C).
+//   nemotron  no dropout ("dropout rate of zero": Parmar et al. 2024, Nemotron-4 15B, §2), K and V
+//             of kv_heads, the squared ReLU's input and output (2F/C each).
+BlockActivationTerms gpt_block_activation_terms(const gpt::GptConfig& config);
+
 // GPT with micro-batch b and sequence s <= max_seq_len. Block activations are Korthikanti et al.
-// 2022's sbh(34 + 5as/h) for 16-bit activations, scaled by element_bytes / 2 (for Llama-style
-// blocks the same count, an approximation: their gated MLP and key/value tensors differ); the
-// head keeps its fp32 logits (b·s·V·4 bytes) for the cross-entropy. Parameters and FLOPs are
-// exact for both block kinds (gpt_config.hpp, gpt_flops.hpp).
+// 2022's count for the block (gpt_block_activation_terms; GPT-2's: sbh(34 + 5as/h)) for 16-bit
+// activations, scaled by element_bytes / 2; the head keeps its fp32 logits (b·s·V·4 bytes) for
+// the cross-entropy. Parameters and FLOPs are exact for every block kind (gpt_config.hpp,
+// gpt_flops.hpp).
 ModelDescription describe_gpt(const gpt::GptConfig& config, std::int64_t micro_batch,
                               std::int64_t seq_len, double element_bytes);
 // ResNet with micro-batch b images: resnet_layers, grouped into resnet_pipeline_units; each

@@ -37,7 +37,7 @@ const char* refusal_group(Refusal r) {
     case Refusal::devices: return "grid does not match the device count";
     case Refusal::tp_beyond_node: return "tp beyond one node";
     case Refusal::tp_heads: return "tp does not divide the attention heads";
-    case Refusal::pp_layers: return "pp does not divide the layers";
+    case Refusal::pp_layers: return "pp beyond what the layers split into";
     case Refusal::batch_split: return "batch does not split";
     case Refusal::interleave: return "interleaving needs pp > 1, 1f1b and micro-batches in groups of pp";
     case Refusal::sequence_parallel: return "sequence parallelism needs a GPT, tp > 1 and token rows that split over tp";
@@ -102,16 +102,23 @@ PlanCandidate with_virtual_stages(const PlanCandidate& plain, i64 v) {
 }
 
 // The refusal that every candidate of a dp × tp × pp grid shares, if any: tp beyond a node
-// (the site), pp not dividing the layers (the search keeps to even splits, as published
-// layouts do), and what the grid's plan refuses (tp and the heads, the batch over dp).
+// (the site), a pp the layers do not split into (below), and what the grid's plan refuses (tp
+// and the heads, more stages than layers, the batch over dp).
+// A pp that does not divide the layers is searched up to half of them: its stages split them by
+// the plan's balanced rule, as Llama 3 405B's 126 layers ran on 16 stages (Llama Team 2024,
+// arXiv:2407.21783, Table 4) and torchtitan's on 8 (its virtual stages are not: interleaves_of).
+// Beyond half, stages of one block wait on stages of two, the pace ceil(layers/2) stages set
+// with half the devices a pipeline; the search leaves them out (they cost the most to simulate).
 std::optional<std::pair<Refusal, std::string>> grid_refusal(const plan::TrainConfig& c, const gpt::GptConfig& g,
                                                             const SiteProfile& site) {
   const auto& s = c.strategy;
   if (s.tp > site.devices_per_node)
     return std::pair{Refusal::tp_beyond_node,
                      fmt::format("tp {} > {} devices per node of site '{}'", s.tp, site.devices_per_node, site.name)};
-  if (g.layers % s.pp != 0)
-    return std::pair{Refusal::pp_layers, fmt::format("pp {} does not divide the {} layers of {}", s.pp, g.layers, g.name)};
+  if (g.layers % s.pp != 0 && 2 * s.pp > g.layers && s.pp <= g.layers)
+    return std::pair{Refusal::pp_layers,
+                     fmt::format("pp {} does not divide the {} layers of {} and leaves stages of one block waiting "
+                                 "on stages of two", s.pp, g.layers, g.name)};
   plan::TrainConfig whole_batch = c;
   whole_batch.micro_batch = 0;
   const plan::RunPlan run_plan = plan::resolve_run_plan(whole_batch);

@@ -215,6 +215,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
                                           : 0.0;
   const double a = static_cast<double>(g.heads), scale = d.element_bytes / 2.0;
   const bool flash = c.model.attention == "flash";
+  const BlockActivationTerms terms = gpt_block_activation_terms(g);  // the block's kept tensors
   // PyTorch's tensor parallelism (DTensor, with cross_entropy unfused) keeps the all-gathered
   // outputs of the two norms its column-parallel linears take (the attention's and the MLP's
   // input, (b, s, C) each) where Megatron-LM's sequence parallelism keeps their shards and gathers
@@ -223,18 +224,18 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
   const double sequence_bytes = b * T * C * d.element_bytes;  // one (b, s, C) tensor, whole
   const double gathered_norm_outputs = pytorch_tp ? 2.0 * sequence_bytes * (1.0 - 1.0 / t) : 0.0;
   const double block_activations =
-      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash) * scale +
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, recompute, flash, terms) * scale +
       (recompute == Recompute::full ? 0.0 : gathered_norm_outputs);
   // The non-GEMM work (LayerNorm, softmax, GELU, dropout, residuals) is bound by memory: its
   // forward writes the tensors Korthikanti et al. count, the backward reads them and writes
   // their gradients (3 passes), and each recomputed forward writes them again. The fused
   // attention kernel makes no passes over the T² scores.
   const double written =
-      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::none, flash) * scale;
+      activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::none, flash, terms) * scale;
   const double recomputed =
       recompute == Recompute::full ? written
       : recompute == Recompute::selective
-          ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective, flash) * scale
+          ? written - activation_bytes_per_layer(T, b, C, a, t, s.sequence_parallel, Recompute::selective, flash, terms) * scale
           : 0.0;
   // fp8: each linear layer's input (forward) and output gradient (backward) cast to fp8 with its
   // transpose, one pass reading bf16 and writing both (2 + 1 + 1 bytes an element); the weights'

@@ -66,6 +66,25 @@ TEST(ClosedForms, KorthikantiActivationMemory) {
                   activation_bytes_per_layer(s, b, h, a, 8, true, Recompute::none), 34.0 / 114.0, 1e-12);
 }
 
+// The count by where each kept tensor sits gives back the paper's GPT-3 terms, and counts a
+// block without dropout, with grouped-query attention or another MLP tensor by tensor.
+TEST(ClosedForms, BlockActivationTermsCountEachKeptTensor) {
+  EXPECT_EQ(block_activation_terms(1.0, 16.0, true), BlockActivationTerms{});  // GPT-3: 10, 24, 5
+  // Llama 3 70B: 8 key/value heads of 64, the fused SwiGLU keeping 3 tensors of 28672 = 3.5h
+  const BlockActivationTerms llama = block_activation_terms(8.0 / 64.0, 3 * 2 * 3.5, false);
+  EXPECT_DOUBLE_EQ(llama.replicated, 4 + 2 + 2);                  // norms' inputs, QKV's and MLP's inputs
+  EXPECT_DOUBLE_EQ(llama.tensor_parallel, 2 + 4 * 0.125 + 2 + 21);  // Q, K and V, projection input, MLP
+  EXPECT_DOUBLE_EQ(llama.scores, 2);                              // the softmax's output, no dropout
+  const double s = 8192, b = 1, h = 8192, a = 64, sbh = s * b * h;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(s, b, h, a, 8, true, Recompute::none, true, llama), sbh / 8 * 33.5);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(s, b, h, a, 8, false, Recompute::selective, false, llama),
+                   sbh * (8 + 25.5 / 8));
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(s, b, h, a, 8, false, Recompute::none, false, llama),
+                   sbh * (8 + 25.5 / 8 + 2 * a * s / (h * 8)));
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(s, b, h, a, 8, true, Recompute::full, true, llama), 2 * sbh / 8);
+  EXPECT_THROW(block_activation_terms(0.0, 16.0, true), sb::Error);
+}
+
 TEST(ClosedForms, ZeroPaperSevenAndAHalfBillionOnSixtyFourGpus) {
   // Rajbhandari et al. 2020, Figure 1: Ψ = 7.5B, Nd = 64, K = 12 -> 120, 31.4, 16.6, 1.9 GB
   const double psi = 7.5e9;

@@ -84,6 +84,24 @@ TEST(ModelDescription, Llama3SizesAndShapes) {
   EXPECT_EQ(gpt::gpt_parameter_count(gpt::gpt_config_by_name("llama3-405b")), 405853388800);
 }
 
+// Each block kind's activation terms: GPT-2's are Korthikanti et al.'s GPT-3 count; Llama's and
+// Nemotron's keep no dropout mask, K and V of their key/value heads and their own MLP's tensors.
+TEST(ModelDescription, BlockActivationTermsFollowTheBlockKind) {
+  EXPECT_EQ(gpt_block_activation_terms(gpt::gpt_config_by_name("gpt-175b")), BlockActivationTerms{});
+  EXPECT_EQ(gpt_block_activation_terms(gpt::gpt_config_by_name("gpt2-124m")), BlockActivationTerms{});
+  const BlockActivationTerms llama = gpt_block_activation_terms(gpt::gpt_config_by_name("llama3-405b"));
+  EXPECT_EQ(llama, (BlockActivationTerms{8.0, 2 + 4.0 * 8 / 128 + 2 + 6.0 * 53248 / 16384, 2.0}));
+  EXPECT_DOUBLE_EQ(llama.replicated + llama.tensor_parallel, 31.75);  // GPT-3's 34 less 2 masks, K/V and MLP
+  // Nemotron-4 15B: 8 key/value heads of 48, the squared ReLU's input and output of 24576 = 4C
+  EXPECT_EQ(gpt_block_activation_terms(gpt::gpt_config_by_name("nemotron4-15b")),
+            (BlockActivationTerms{8.0, 2 + 4.0 * 8 / 48 + 2 + 16.0, 2.0}));
+  // the description's blocks keep them: 16-bit, t = 1, unfused attention
+  const gpt::GptConfig g = gpt::gpt_config_by_name("llama3-8b");
+  const ModelDescription d = describe_gpt(g, 2, 1024, 2.0);
+  const double sbh = 1024.0 * 2 * 4096;
+  EXPECT_DOUBLE_EQ(d.units[1].activation_bytes(), sbh * (8 + 2 + 4.0 * 8 / 32 + 2 + 6 * 3.5 + 2.0 * 32 * 1024 / 4096));
+}
+
 // Llama 2's shapes (Touvron et al. 2023, Table 1, and Meta's config.json) and the sizes its
 // name rounds (7B, 13B, 70B): to the parameter, embedding 32000·4096, 32 blocks of 4·4096² +
 // 3·4096·11008 + 2·4096, the final RMSNorm 4096 and the untied head 32000·4096; the 70B's

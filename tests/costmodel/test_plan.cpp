@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/check.hpp"
 #include "costmodel/plan.hpp"
@@ -51,12 +52,14 @@ TEST(Plan, RanksFeasibleCandidatesAndGroupsTheRest) {
   c.strategy.sequence_parallel = c.strategy.tp_overlap = best.tp_overlap;
   c.precision.main_grads = "fp32";  // plan's default, as the trainer and today's Megatron-LM keep them
   EXPECT_DOUBLE_EQ(predict_step(c, a100, 32).step_time_s, best.prediction.step_time_s);
-  // tp 16 and 32 exceed a node of 8; pp 16 and 32 do not divide 24 layers
+  // tp 16 and 32 exceed a node of 8; pp 16 leaves 24 layers in stages of one and two, pp 32 exceeds them
   const PlanRejection* node = group(r, "tp beyond one node");
   ASSERT_NE(node, nullptr);
   EXPECT_GT(node->count, 0);
   EXPECT_NE(node->example.prediction.reason.find("devices per node"), std::string::npos);
-  EXPECT_NE(group(r, "pp does not divide the layers"), nullptr);
+  const PlanRejection* pipeline = group(r, "pp beyond what the layers split into");
+  ASSERT_NE(pipeline, nullptr);
+  EXPECT_GT(pipeline->count, 0);
   const nlohmann::json j = plan_json({"gpt-1.3b", 32, 64, 2048}, a100, r, 5);
   EXPECT_EQ(j["feasible"].size(), 5u);
   EXPECT_EQ(j["feasible"][0]["step_time_s"].get<double>(), best.prediction.step_time_s);
@@ -119,6 +122,35 @@ TEST(Plan, InterleavedLayoutsCanNeedLessMemoryThanTheirOneFOneB) {
   ASSERT_EQ(chunks.size(), 24u);
   EXPECT_EQ(chunks[0] + chunks[8] + chunks[16], 3);  // model chunk i is local chunk i / 8 of rank i mod 8
   EXPECT_LT(interleaved.memory.total(), one_f_one_b.memory.total());
+}
+
+// A pp that does not divide the layers is searched up to half of them, its stages the plan's
+// balanced split (Llama 3 405B's 126 layers ran on 16 stages): gpt-13b's 40 blocks on 16 ranks
+// of 2 or 3 each; on 32 ranks stages of one block would wait on stages of two, and the search
+// says so.
+TEST(Plan, SearchesPipelinesThatDoNotDivideTheLayers) {
+  const SiteProfile a100 = site("a100-80gb-dgx");
+  const PlanRequest request{"gpt-13b", 32, 64, 2048};
+  const PlanResult r = plan_search(request, a100);
+  const auto sixteen = std::find_if(r.feasible.begin(), r.feasible.end(), [](const PlanCandidate& c) {
+    return c.pp == 16;
+  });
+  ASSERT_NE(sixteen, r.feasible.end());
+  const plan::TrainConfig grid = plan_grid_config(request, 2048, sixteen->dp, sixteen->tp, 16);
+  const plan::TrainConfig config = plan_candidate_config(grid, *sixteen);
+  const std::vector<std::int64_t> stages = plan::resolve_run_plan(config).stages;
+  ASSERT_EQ(stages.size(), 16u);
+  EXPECT_EQ(std::accumulate(stages.begin(), stages.end(), std::int64_t{0}), 40);
+  EXPECT_EQ(*std::max_element(stages.begin(), stages.end()), 3);
+  EXPECT_GE(*std::min_element(stages.begin(), stages.end()), 2);
+  EXPECT_DOUBLE_EQ(predict_step(config, a100, 32).step_time_s, sixteen->prediction.step_time_s);
+  for (const PlanCandidate& c : r.feasible) EXPECT_NE(c.pp, 32);
+  const PlanRejection* pipeline = group(r, "pp beyond what the layers split into");
+  ASSERT_NE(pipeline, nullptr);
+  EXPECT_EQ(pipeline->example.pp, 32);
+  EXPECT_NE(pipeline->example.prediction.reason.find("pp 32 does not divide the 40 layers of gpt-13b and leaves "
+                                                     "stages of one block waiting on stages of two"),
+            std::string::npos) << pipeline->example.prediction.reason;
 }
 
 TEST(Plan, ModelTooBigForTheDevicesHasOnlyReasons) {
