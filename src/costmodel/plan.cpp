@@ -107,8 +107,8 @@ PlanCandidate with_virtual_stages(const PlanCandidate& plain, i64 v) {
 // A pp that does not divide the layers is searched up to half of them: its stages split them by
 // the plan's balanced rule, as Llama 3 405B's 126 layers ran on 16 stages (Llama Team 2024,
 // arXiv:2407.21783, Table 4) and torchtitan's on 8 (its virtual stages are not: interleaves_of).
-// Beyond half, stages of one block wait on stages of two, the pace ceil(layers/2) stages set
-// with half the devices a pipeline; the search leaves them out (they cost the most to simulate).
+// Beyond half, stages of one block wait on stages of two: the pace ceil(layers/2) stages already
+// set with fewer devices a pipeline. The search leaves them out (they cost the most to simulate).
 std::optional<std::pair<Refusal, std::string>> grid_refusal(const plan::TrainConfig& c, const gpt::GptConfig& g,
                                                             const SiteProfile& site) {
   const auto& s = c.strategy;
