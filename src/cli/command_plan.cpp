@@ -57,6 +57,9 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
     }
   } else {
     out += "no feasible configuration\n";
+    if (request.seq_len == 0)
+      out += fmt::format("(at the model's longest sequence, {} tokens: --seq-len plans the length you train at)\n",
+                         r.seq_len);
   }
   if (!r.feasible.empty())
     out += fmt::format("each MFU against its precision's dense peak (rank 1: {:.4g} TFLOP/s {}, {}); {}\n",
@@ -77,7 +80,9 @@ std::string human_plan(const costmodel::PlanRequest& request, const costmodel::S
 
 std::function<int()> add_plan_command(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
-  CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp × micro-batch × precision (fp8 too where the site "
+  CLI::App* cmd = app.add_subcommand("plan", "search dp × tp × pp (also a pp that does not divide the layers, up to "
+                                             "half of them, in balanced stages) × micro-batch × precision (fp8 too "
+                                             "where the site "
                                              "models it) × ZeRO × recompute × schedule (1f1b also interleaved over "
                                              "virtual stages, its sends beside the compute; and, with tp > 1, "
                                              "sequence parallelism with its collectives under the GEMMs, or not) for "
