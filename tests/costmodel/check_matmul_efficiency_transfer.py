@@ -29,6 +29,7 @@ A100, H100 = "a100-80gb-dgx", "h100-sxm-dgx"
 SETS = {A100: ["megatron-lm-narayanan2021-table1", "megatron-lm-korthikanti2022"],
         H100: ["nvidia-dgxc-benchmarking-gpt3-175b", "nvidia-dgxc-benchmarking-gpt3-175b-fp8",
                "nvidia-dgxc-benchmarking-nemotron4-15b", "nvidia-dgxc-benchmarking-nemotron4-15b-fp8",
+               "nvidia-dgxc-benchmarking-nemotron4-340b", "nvidia-dgxc-benchmarking-nemotron4-340b-fp8",
                "nvidia-megatron-bridge-performance-summary", "nvidia-nemo-24.07-performance-summary"]}
 
 shutil.rmtree(work, ignore_errors=True)

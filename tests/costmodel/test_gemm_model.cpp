@@ -453,6 +453,9 @@ constexpr Bound kBounds[] = {
     {"nvidia-nemo-24.07-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 7, 0, 5.0, 7.5},
     {"nvidia-megatron-bridge-performance-summary", "h100-sxm-dgx", "tokens_per_s_per_device", 2, 0, 3.0, 3.0},
     {"pytorch-torchtitan-llama3-h100-202412", "h100-sxm-dgx", "memory_gib", 6, 0, 7.5, 13.0},
+    // held out of every fit (Nemotron-4 340B is in none): measured 3.0% / 4.1% and 2.2% / 3.0%
+    {"nvidia-dgxc-benchmarking-nemotron4-340b", "h100-sxm-dgx", "step_time_s", 5, 0, 3.5, 5.0},
+    {"nvidia-dgxc-benchmarking-nemotron4-340b-fp8", "h100-sxm-dgx", "step_time_s", 5, 0, 2.5, 3.5},
 };
 TEST(ValidationReplay, ShippedSetsStayWithinTheirMeasuredErrors) {
   for (const Bound& b : kBounds) {

@@ -72,11 +72,12 @@ TEST(PredictionBand, ShippedSetsGiveTheA100AndH100ProfilesABandAndTheCpuSiteNone
   const auto h100 = prediction_band(testing::site("h100-sxm-dgx"), 1.0);
   ASSERT_TRUE(h100);
   // the rows on the H100's own kernels: 5 + 5 NVIDIA DGX Cloud GPT-3 175B rows (bf16, fp8), 8 + 8
-  // of its Nemotron-4 15B (bf16, fp8), 7 NeMo 24.07 fp8 rows, 2 Megatron-Bridge Llama 3 70B fp8
-  // rows; not MPT's, which run sm80's
-  EXPECT_EQ(h100->rows, 35);
+  // of its Nemotron-4 15B and 5 + 5 of its Nemotron-4 340B (bf16, fp8), 7 NeMo 24.07 fp8 rows, 2
+  // Megatron-Bridge Llama 3 70B fp8 rows; not MPT's, which run sm80's
+  EXPECT_EQ(h100->rows, 45);
   EXPECT_NE(h100->sets.find("nvidia-dgxc-benchmarking-gpt3-175b version 1"), std::string::npos) << h100->sets;
   EXPECT_NE(h100->sets.find("nvidia-dgxc-benchmarking-nemotron4-15b version 1"), std::string::npos) << h100->sets;
+  EXPECT_NE(h100->sets.find("nvidia-dgxc-benchmarking-nemotron4-340b-fp8 version 1"), std::string::npos) << h100->sets;
   EXPECT_EQ(h100->sets.find("llm-foundry"), std::string::npos) << h100->sets;
   // an sm80 case's band: MPT's 5 rows at sequence 2048 and 32 of its sweep, and nothing else
   const auto sm80 = prediction_band(testing::site("h100-sxm-dgx"), 1.0, "sm80");
