@@ -377,12 +377,20 @@ struct FitRows {
   // k_overhead is fitted only where the rows' models have three widths or more: one width's rows
   // all see the same K/(K + k_overhead), which e_max alone then carries, and e_max with
   // k_overhead pass through any two widths' rows whatever the GEMMs' real overhead (the fit
-  // would interpolate, not test, the shape model).
-  bool spans_widths() const {
+  // would interpolate, not test, the shape model). And only where the overhead sets the rows
+  // apart by more than published figures scatter: the narrowest and the widest model's
+  // C/(C + k_overhead), at the profile's k_overhead (one output tile's K where it has none), at
+  // least kSeparation apart. Wide models alone (the H100's: 6144 to 18432, 0.944 to 0.981)
+  // leave e_max and k_overhead trading against each other (k_overhead fitted to 0).
+  static constexpr double kSeparation = 0.05;
+  bool spans_widths(const GemmModel& g, double k_overhead) const {
     std::set<std::int64_t> widths;
     for (const Case& c : cases)
       widths.insert(plan::trains_resnet(c.config) ? 0 : plan::gpt_config_of(c.config).channels);
-    return widths.size() >= 3;
+    if (widths.size() < 3 || *widths.begin() <= 0) return false;
+    const double k = k_overhead > 0 ? k_overhead : static_cast<double>(g.tile_m);
+    const auto share = [k](std::int64_t width) { return static_cast<double>(width) / (static_cast<double>(width) + k); };
+    return share(*widths.rbegin()) - share(*widths.begin()) >= kSeparation;
   }
   // e_attention is fitted only where the rows with the fused attention give it three shares of
   // their FLOPs or more (ratios of sequence length to width: its FLOPs per token grow with the
@@ -520,8 +528,11 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
                   rows.cases.size(), fit.key);
     fit.shipped_mean_abs_error_pct = shipped.e ? shipped_error : std::numeric_limits<double>::quiet_NaN();
     // e_max_fp8 and e_max_sm80 alone: their rows run the profile's k_overhead and attention
-    fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths();
-    fit.e_attention_fitted = fit.key == "e_max" && rows.spans_attention_shares();
+    fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths(*rows.cases.front().site.gemm, shipped.k_overhead);
+    // e_attention with k_overhead only: the fused kernel's time carries both (its loop over the
+    // keys pays the same per-tile overhead), so against a borrowed k_overhead it would absorb
+    // the overhead's error rather than measure the kernel
+    fit.e_attention_fitted = fit.k_overhead_fitted && rows.spans_attention_shares();
     // the GEMMs' constants and the attention's by turns: twice each, the attention's first
     const auto fit_gemms = [&] { at = fit.k_overhead_fitted ? fit_k_overhead(rows, at) : fit_efficiency(rows, at); };
     for (int round = 0; round < (fit.e_attention_fitted ? 2 : 1); ++round) {

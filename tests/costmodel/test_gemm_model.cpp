@@ -313,6 +313,28 @@ TEST(GemmFit, TwoWidthsKeepTheProfilesKOverhead) {
   EXPECT_NEAR(three[0].k_overhead, 200, 4);
 }
 
+// Three widths all wide (the H100's 16-bit sets: 12288, 6144 and 18432) see C/(C + k_overhead)
+// within 0.05 of each other at the profile's 366: e_max and k_overhead would trade against each
+// other, so the fit keeps the profile's k_overhead, and with it e_attention (fitted alone against
+// a borrowed overhead, it stopped at 0.259 with e_max 0.622 on these rows, 1.3% mean |error| where
+// 0 exists), and recovers e_max alone. Megatron's three narrowest (2304 to 4096: 0.863 to 0.918)
+// are far enough apart to fit k_overhead (the test above).
+TEST(GemmFit, WideModelsAloneKeepTheProfilesKOverhead) {
+  const auto predicted_at = [](GemmModel& g) { g.e_max = 0.6; };
+  std::vector<ValidationSet> sets;
+  for (const char* name : {"nvidia-dgxc-benchmarking-gpt3-175b", "nvidia-dgxc-benchmarking-nemotron4-15b",
+                           "nvidia-dgxc-benchmarking-nemotron4-340b"})
+    sets.push_back(predicted_set(name, 2, predicted_at));
+  const std::vector<EmaxFit> fits = fit_gemm_e_max(sets);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].key, "e_max");
+  EXPECT_FALSE(fits[0].k_overhead_fitted);
+  EXPECT_DOUBLE_EQ(fits[0].k_overhead, shipped_gemm("nvidia-dgxc-benchmarking-gpt3-175b").k_overhead);
+  EXPECT_FALSE(fits[0].e_attention_fitted);
+  EXPECT_NEAR(fits[0].e_max, 0.6, 5e-3);
+  EXPECT_LT(fits[0].mean_abs_error_pct, 0.2);
+}
+
 // Four Megatron models predicted at e_max 0.55 and k_overhead 200 on the A100 profile: the fit
 // gives both back.
 TEST(GemmFit, RecoversTheEmaxASyntheticSetWasPredictedWith) {
