@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
@@ -92,13 +94,19 @@ TEST(PlanCommand, Gpt175bOn1024H100RanksAndExplains) {
 // which Megatron-Bridge's performance summary (26.02 container, DGX-H100 LLAMA3_70B FP8-CS)
 // publishes at 1621 tokens/s per GPU with tp 4, pp 8 and 5 virtual stages. plan finds that layout
 // (within the 5% the replays hold) and answers a best within 10% of the published figure.
-TEST(PlanCommand, Llama3On64H100AnswersNearMegatronBridgesPublishedRun) {
+// Every feasible candidate of a plan on the H100 profile with the fused attention, in JSON.
+nlohmann::json flash_plan_on_h100(const std::string& model, int devices, int global_batch, int seq_len) {
   Scratch scratch;
-  const CommandResult r = scratch.run("plan --model llama3-70b --site " + kH100 +
-                                      " --devices 64 --global-batch 256 --seq-len 8192 --attention flash"
-                                      " --top 1000000 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  const CommandResult r = scratch.run(fmt::format("plan --model {} --site {} --devices {} --global-batch {} --seq-len {} "
+                                                  "--attention flash --top 1000000 --json",
+                                                  model, kH100, devices, global_batch, seq_len));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.stdout_text) : nlohmann::json{{"feasible", nlohmann::json::array()}};
+}
+
+TEST(PlanCommand, Llama3On64H100AnswersNearMegatronBridgesPublishedRun) {
+  const nlohmann::json j = flash_plan_on_h100("llama3-70b", 64, 256, 8192);
+  ASSERT_FALSE(j["feasible"].empty());
   constexpr double kPublished = 1621.0;  // tokens/s per GPU
   const auto per_gpu = [](const nlohmann::json& c) { return c["tokens_per_s"].get<double>() / 64.0; };
   const nlohmann::json& best = j["feasible"][0];
@@ -120,12 +128,7 @@ TEST(PlanCommand, Llama3On64H100AnswersNearMegatronBridgesPublishedRun) {
 // tensor 8 over an uneven pipeline, within 10% of that MFU (pipelines that divide 126 alone give
 // 37.9%: 12% short).
 TEST(PlanCommand, Llama3405bOn8192H100AnswersNearMetasPublishedMfu) {
-  Scratch scratch;
-  const CommandResult r = scratch.run("plan --model llama3.1-405b --site " + kH100 +
-                                      " --devices 8192 --global-batch 2048 --seq-len 8192 --attention flash"
-                                      " --top 1000000 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
+  const nlohmann::json j = flash_plan_on_h100("llama3.1-405b", 8192, 2048, 8192);
   const auto bf16 = std::find_if(j["feasible"].begin(), j["feasible"].end(),
                                  [](const nlohmann::json& c) { return c["precision"] == "bf16"; });
   ASSERT_NE(bf16, j["feasible"].end());
