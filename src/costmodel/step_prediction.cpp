@@ -308,7 +308,7 @@ std::vector<StageCost> gpt_stages(const plan::TrainConfig& c, const plan::RunPla
     // the buffers), one boundary less
     if (torch_pipelining(c)) st.activation_bytes += (last ? 0.0 : st.boundary_bytes) - (first ? 0.0 : st.boundary_bytes);
     // the trainer's layout (Llama-style blocks are not the trainer's: they keep Korthikanti et
-    // al.'s GPT-block count, an approximation, as their MLP and key/value tensors differ)
+    // al.'s count for their own block, gpt_block_activation_terms)
     if (g.block == gpt::GptBlock::gpt2 && !flash) {
       const TrainerActivationBytes held =
           trainer_activation_bytes(g, d, s.tp, block_begin, sizes[i], first, last, recompute, s.sequence_parallel);

@@ -379,16 +379,16 @@ struct FitRows {
   // k_overhead pass through any two widths' rows whatever the GEMMs' real overhead (the fit
   // would interpolate, not test, the shape model). And only where the overhead sets the rows
   // apart by more than published figures scatter: the narrowest and the widest model's
-  // C/(C + k_overhead), at the profile's k_overhead (one output tile's K where it has none), at
-  // least kSeparation apart. Wide models alone (the H100's: 6144 to 18432, 0.944 to 0.981)
+  // C/(C + k_overhead), at the profile `g`'s k_overhead (one output tile's K where it has none),
+  // at least kSeparation apart. Wide models alone (the H100's: 6144 to 18432, 0.944 to 0.981)
   // leave e_max and k_overhead trading against each other (k_overhead fitted to 0).
   static constexpr double kSeparation = 0.05;
-  bool spans_widths(const GemmModel& g, double k_overhead) const {
+  bool spans_widths(const GemmModel& g) const {
     std::set<std::int64_t> widths;
     for (const Case& c : cases)
       widths.insert(plan::trains_resnet(c.config) ? 0 : plan::gpt_config_of(c.config).channels);
     if (widths.size() < 3 || *widths.begin() <= 0) return false;
-    const double k = k_overhead > 0 ? k_overhead : static_cast<double>(g.tile_m);
+    const double k = g.k_overhead > 0 ? g.k_overhead : static_cast<double>(g.tile_m);
     const auto share = [k](std::int64_t width) { return static_cast<double>(width) / (static_cast<double>(width) + k); };
     return share(*widths.rbegin()) - share(*widths.begin()) >= kSeparation;
   }
@@ -528,7 +528,7 @@ std::vector<EmaxFit> fit_gemm_e_max(const std::vector<ValidationSet>& sets) {
                   rows.cases.size(), fit.key);
     fit.shipped_mean_abs_error_pct = shipped.e ? shipped_error : std::numeric_limits<double>::quiet_NaN();
     // e_max_fp8 and e_max_sm80 alone: their rows run the profile's k_overhead and attention
-    fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths(*rows.cases.front().site.gemm, shipped.k_overhead);
+    fit.k_overhead_fitted = fit.key == "e_max" && rows.spans_widths(*rows.cases.front().site.gemm);
     // e_attention with k_overhead only: the fused kernel's time carries both (its loop over the
     // keys pays the same per-tile overhead), so against a borrowed k_overhead it would absorb
     // the overhead's error rather than measure the kernel
